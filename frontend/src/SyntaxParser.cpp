@@ -1,0 +1,329 @@
+// Drives the ANTLR-generated lexer and parser. This is the only file that touches the ANTLR
+// runtime: its error listener turns ANTLR's reports into Orch diagnostics.
+#include "orch/frontend/Parser.h"
+
+#include "orch/grammar/OrchLexer.h"
+#include "orch/grammar/OrchParser.h"
+
+#include "BaseErrorListener.h"
+#include "CommonTokenStream.h"
+#include "DefaultErrorStrategy.h"
+#include "Exceptions.h"
+#include "misc/IntervalSet.h"
+
+#include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace orch {
+namespace {
+
+using grammar::OrchLexer;
+using grammar::OrchParser;
+
+/// Maps ANTLR positions (1-based line, 0-based column counted in code points) to Orch source
+/// locations (1-based line and column counted in bytes, as llvm::SourceMgr counts them).
+class LocationMapper {
+public:
+  LocationMapper(llvm::SourceMgr &sources, uint32_t bufferId)
+      : sources_(sources), bufferId_(bufferId) {}
+
+  SourceLocation at(size_t line, size_t codePointColumn, size_t codePointLength) const {
+    llvm::SMLoc lineStart = sources_.FindLocForLineAndColumn(bufferId_, line, 1);
+    if (!lineStart.isValid())
+      return SourceLocation{bufferId_, uint32_t(line), uint32_t(codePointColumn + 1), 1};
+    const char *bufferEnd = sources_.getMemoryBuffer(bufferId_)->getBufferEnd();
+    const char *start = advance(lineStart.getPointer(), codePointColumn, bufferEnd);
+    const char *end = advance(start, codePointLength, bufferEnd);
+    return SourceLocation{bufferId_, uint32_t(line), uint32_t(start - lineStart.getPointer() + 1),
+                          uint32_t(std::max<ptrdiff_t>(end - start, 1))};
+  }
+
+  SourceLocation of(const antlr4::Token *token) const {
+    if (token->getType() == antlr4::Token::EOF)
+      return at(token->getLine(), token->getCharPositionInLine(), 1);
+    size_t length = token->getStopIndex() >= token->getStartIndex()
+                        ? token->getStopIndex() - token->getStartIndex() + 1
+                        : 1;
+    return at(token->getLine(), token->getCharPositionInLine(), length);
+  }
+
+  /// The position just past `token`, where a missing token would have been written.
+  SourceLocation after(const antlr4::Token *token) const {
+    std::string text = token->getText();
+    size_t line = token->getLine();
+    size_t column = token->getCharPositionInLine();
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 0;
+      } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+        ++column;
+      }
+    }
+    return at(line, column, 1);
+  }
+
+private:
+  static const char *advance(const char *p, size_t codePoints, const char *end) {
+    for (; codePoints > 0 && p < end && *p != '\n'; --codePoints) {
+      ++p;
+      while (p < end && (static_cast<unsigned char>(*p) & 0xC0) == 0x80)
+        ++p;
+    }
+    return p;
+  }
+
+  llvm::SourceMgr &sources_;
+  uint32_t bufferId_;
+};
+
+/// Describes a token type the way a user reads it: `';'`, `a name`, `a string`.
+std::string describeTokenType(size_t type, const antlr4::dfa::Vocabulary &vocabulary) {
+  switch (type) {
+  case antlr4::Token::EOF:
+    return "end of file";
+  case OrchLexer::IDENT:
+    return "a name";
+  case OrchLexer::STRING:
+    return "a string";
+  case OrchLexer::INT:
+    return "an integer";
+  case OrchLexer::FLOAT:
+    return "a number";
+  case OrchLexer::DURATION:
+    return "a duration";
+  case OrchLexer::SIZE:
+    return "a size";
+  default:
+    return vocabulary.getLiteralName(type).empty() ? vocabulary.getSymbolicName(type)
+                                                   : vocabulary.getLiteralName(type);
+  }
+}
+
+/// What the parser wanted when too many tokens could start it to list them.
+std::string describeRule(size_t ruleIndex) {
+  switch (ruleIndex) {
+  case OrchParser::RuleExpr:
+  case OrchParser::RuleArgument:
+    return "an expression";
+  case OrchParser::RuleStatement:
+    return "a statement (param, source, call, sink or a binding)";
+  case OrchParser::RuleLiteral:
+    return "a literal";
+  case OrchParser::RuleTypeExpr:
+  case OrchParser::RuleTypeField:
+    return "a type";
+  default:
+    return "";
+  }
+}
+
+std::string describeToken(const antlr4::Token *token) {
+  if (token->getType() == antlr4::Token::EOF)
+    return "end of file";
+  std::string text = token->getText();
+  if (text.size() > 24)
+    text = text.substr(0, 21) + "...";
+  return "'" + text + "'";
+}
+
+std::string describeExpected(const antlr4::misc::IntervalSet &expected,
+                             const antlr4::dfa::Vocabulary &vocabulary) {
+  std::vector<std::string> names;
+  for (ssize_t type : expected.toList())
+    if (type >= 0)
+      names.push_back(describeTokenType(size_t(type), vocabulary));
+  if (names.empty() || names.size() > 4)
+    return "";
+  std::string out = names.front();
+  for (size_t i = 1; i < names.size(); ++i)
+    out += (i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+class LexerErrorListener : public antlr4::BaseErrorListener {
+public:
+  LexerErrorListener(const LocationMapper &locations, DiagnosticEngine &diags)
+      : locations_(locations), diags_(diags) {}
+
+  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *, size_t line, size_t column,
+                   const std::string &, std::exception_ptr) override {
+    auto *lexer = static_cast<antlr4::Lexer *>(recognizer);
+    size_t index = lexer->getInputStream()->index();
+    std::string character = lexer->getInputStream()->getText(antlr4::misc::Interval(index, index));
+    diags_.error(locations_.at(line, column, 1), "invalid character '" + character + "'");
+  }
+
+private:
+  const LocationMapper &locations_;
+  DiagnosticEngine &diags_;
+};
+
+class ParserErrorListener : public antlr4::BaseErrorListener {
+public:
+  ParserErrorListener(const LocationMapper &locations, DiagnosticEngine &diags)
+      : locations_(locations), diags_(diags) {}
+
+  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line,
+                   size_t column, const std::string &, std::exception_ptr) override {
+    auto *parser = static_cast<antlr4::Parser *>(recognizer);
+    // Unterminated literals were already reported while scanning the tokens.
+    if (offending && (offending->getType() == OrchLexer::UNTERMINATED_STRING ||
+                      offending->getType() == OrchLexer::UNTERMINATED_BLOCK_COMMENT))
+      return;
+    std::string expected = describeExpected(parser->getExpectedTokens(), parser->getVocabulary());
+    if (expected.empty() && parser->getContext())
+      expected = describeRule(parser->getContext()->getRuleIndex());
+    if (!offending) {
+      diags_.error(locations_.at(line, column, 1),
+                   expected.empty() ? "syntax error" : "expected " + expected);
+      return;
+    }
+    std::string found = describeToken(offending);
+    if (expected.empty()) {
+      diags_.error(locations_.of(offending), "unexpected " + found);
+      return;
+    }
+    // A token missing at the end of a line (typically ';') is reported where it belongs, right
+    // after the previous token, the way C compilers do.
+    const antlr4::Token *previous = previousVisibleToken(parser, offending);
+    if (previous && previous->getLine() < offending->getLine()) {
+      diags_.error(locations_.after(previous), "expected " + expected);
+      return;
+    }
+    diags_.error(locations_.of(offending), "expected " + expected + ", found " + found);
+  }
+
+private:
+  static const antlr4::Token *previousVisibleToken(antlr4::Parser *parser,
+                                                   const antlr4::Token *token) {
+    auto *stream = static_cast<antlr4::BufferedTokenStream *>(parser->getTokenStream());
+    for (ssize_t i = ssize_t(token->getTokenIndex()) - 1; i >= 0; --i) {
+      antlr4::Token *candidate = stream->get(size_t(i));
+      if (candidate->getChannel() == antlr4::Token::DEFAULT_CHANNEL)
+        return candidate;
+    }
+    return nullptr;
+  }
+
+  const LocationMapper &locations_;
+  DiagnosticEngine &diags_;
+};
+
+/// Panic-mode recovery at statement level: after a syntax error the rest of the broken statement
+/// is skipped (through its ';', or up to the keyword that starts the next statement), so one
+/// mistake produces one error instead of a cascade.
+class StatementRecoveryStrategy : public antlr4::DefaultErrorStrategy {
+public:
+  void recover(antlr4::Parser *parser, std::exception_ptr) override {
+    antlr4::TokenStream *tokens = parser->getTokenStream();
+    size_t start = tokens->index();
+    while (true) {
+      size_t type = tokens->LA(1);
+      if (type == antlr4::Token::EOF || startsStatement(type))
+        break;
+      parser->consume();
+      if (type == OrchLexer::SEMI)
+        break;
+    }
+    // Never stop twice at the same place: that would loop forever.
+    if (tokens->index() == start && start == lastRecoveryIndex_ &&
+        tokens->LA(1) != antlr4::Token::EOF)
+      parser->consume();
+    lastRecoveryIndex_ = start;
+  }
+
+protected:
+  /// ANTLR would drop a ';' or a statement keyword as "extraneous" when the token after it
+  /// fits (`x = ;` then `y = 1;`), swallowing the next statement. Neither is ever extraneous.
+  antlr4::Token *singleTokenDeletion(antlr4::Parser *parser) override {
+    size_t type = parser->getTokenStream()->LA(1);
+    if (type == OrchLexer::SEMI || startsStatement(type))
+      return nullptr;
+    return antlr4::DefaultErrorStrategy::singleTokenDeletion(parser);
+  }
+
+private:
+  static bool startsStatement(size_t type) {
+    return type == OrchLexer::PARAM || type == OrchLexer::SOURCE || type == OrchLexer::CALL ||
+           type == OrchLexer::SINK || type == OrchLexer::PIPELINE;
+  }
+
+  size_t lastRecoveryIndex_ = size_t(-1);
+};
+
+/// Reports bytes that are not UTF-8; the lexer only accepts UTF-8 text.
+bool checkUtf8(llvm::StringRef text, llvm::SourceMgr &sources, uint32_t bufferId,
+               DiagnosticEngine &diags) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.begin());
+  const auto *cursor = begin;
+  if (llvm::isLegalUTF8String(&cursor, reinterpret_cast<const llvm::UTF8 *>(text.end())))
+    return true;
+  auto [line, column] = sources.getLineAndColumn(
+      llvm::SMLoc::getFromPointer(text.begin() + (cursor - begin)), bufferId);
+  diags.error(SourceLocation{bufferId, line, column, 1}, "source file is not valid UTF-8");
+  return false;
+}
+
+void reportUnterminatedTokens(antlr4::CommonTokenStream &tokens, const LocationMapper &locations,
+                              DiagnosticEngine &diags) {
+  for (antlr4::Token *token : tokens.getTokens()) {
+    if (token->getType() == OrchLexer::UNTERMINATED_STRING)
+      diags.error(locations.at(token->getLine(), token->getCharPositionInLine(), 1),
+                  "unterminated string literal");
+    else if (token->getType() == OrchLexer::UNTERMINATED_BLOCK_COMMENT)
+      diags.error(locations.at(token->getLine(), token->getCharPositionInLine(), 2),
+                  "unterminated block comment");
+  }
+}
+
+void parseTokens(llvm::SourceMgr &sources, uint32_t bufferId, llvm::StringRef text,
+                 DiagnosticEngine &diags) {
+  LocationMapper locations(sources, bufferId);
+  try {
+    antlr4::ANTLRInputStream input(text.data(), text.size());
+    OrchLexer lexer(&input);
+    LexerErrorListener lexerErrors(locations, diags);
+    lexer.removeErrorListeners();
+    lexer.addErrorListener(&lexerErrors);
+
+    antlr4::CommonTokenStream tokens(&lexer);
+    tokens.fill();
+    reportUnterminatedTokens(tokens, locations, diags);
+
+    OrchParser parser(&tokens);
+    parser.setErrorHandler(std::make_shared<StatementRecoveryStrategy>());
+    ParserErrorListener parserErrors(locations, diags);
+    parser.removeErrorListeners();
+    parser.addErrorListener(&parserErrors);
+    parser.file();
+  } catch (const std::exception &error) {
+    diags.error(SourceLocation{bufferId, 1, 1, 1},
+                std::string("internal error while parsing: ") + error.what());
+  }
+}
+
+} // namespace
+
+bool parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags) {
+  llvm::StringRef text = sources.getMemoryBuffer(bufferId)->getBuffer();
+  if (!checkUtf8(text, sources, bufferId, diags))
+    return false;
+
+  // The lexer runs ahead of the parser, so errors are collected and delivered in source order.
+  std::vector<Diagnostic> found;
+  DiagnosticEngine syntaxDiags([&](const Diagnostic &d) { found.push_back(d); });
+  parseTokens(sources, bufferId, text, syntaxDiags);
+  std::stable_sort(found.begin(), found.end(), [](const Diagnostic &a, const Diagnostic &b) {
+    return std::tie(a.location.line, a.location.column) <
+           std::tie(b.location.line, b.location.column);
+  });
+  for (const Diagnostic &diagnostic : found)
+    diags.emit(diagnostic);
+  return found.empty();
+}
+
+} // namespace orch

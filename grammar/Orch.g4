@@ -1,0 +1,129 @@
+// The .orch pipeline language (contract: docs/language.md). One file declares one pipeline.
+grammar Orch;
+
+file
+    : pipelineDecl statement* EOF
+    ;
+
+pipelineDecl
+    : PIPELINE name=IDENT ';'
+    ;
+
+statement
+    : paramDecl
+    | sourceDecl
+    | callDecl
+    | sinkDecl
+    | bindingDecl
+    ;
+
+paramDecl
+    : PARAM name=IDENT ':' typeExpr '=' literal ';'
+    ;
+
+sourceDecl
+    : SOURCE name=IDENT '=' operatorName '(' arguments? ')' (AS domain=IDENT)? ';'
+    ;
+
+callDecl
+    : CALL name=IDENT '=' operatorName '(' arguments? ')' callOptions? ';'
+    ;
+
+sinkDecl
+    : SINK operatorName '(' arguments? ')' callOptions? ';'
+    ;
+
+bindingDecl
+    : name=IDENT (':' typeExpr)? '=' expr ';'
+    ;
+
+expr
+    : EXPAND '(' expr ')' AS domain=IDENT                    # expandExpr
+    | REDUCE '(' expr ')'                                    # reduceExpr
+    | FILTER '(' value=expr ',' mask=expr ')'                # filterExpr
+    | BROADCAST '(' value=expr ',' like=expr ')'             # broadcastExpr
+    | operatorName '(' arguments? ')' callOptions?               # invokeExpr
+    | expr '.' field=IDENT                                   # projectionExpr
+    | '{' (recordField (',' recordField)* ','?)? '}'         # recordExpr
+    | '(' expr ')'                                           # parenExpr
+    | literal                                                # literalExpr
+    | IDENT                                                  # nameExpr
+    ;
+
+// `ocr` (a declared Call) or `pdf.render` (an operator of the registry).
+operatorName
+    : IDENT ('.' IDENT)*
+    ;
+
+arguments
+    : argument (',' argument)* ','?
+    ;
+
+argument
+    : (name=IDENT ':')? expr
+    ;
+
+recordField
+    : name=IDENT ':' expr
+    ;
+
+callOptions
+    : '{' (callOption (',' callOption)* ','?)? '}'
+    ;
+
+callOption
+    : name=IDENT ':' expr
+    ;
+
+typeExpr
+    : IDENT ('<' typeExpr (',' typeExpr)* '>')?              # namedType
+    | '{' (typeField (',' typeField)* ','?)? '}'             # recordType
+    ;
+
+typeField
+    : name=IDENT ':' typeExpr
+    ;
+
+literal
+    : STRING                                                 # stringLiteral
+    | '-'? INT                                               # intLiteral
+    | '-'? FLOAT                                             # floatLiteral
+    | (TRUE | FALSE)                                         # boolLiteral
+    | DURATION                                               # durationLiteral
+    | SIZE                                                   # sizeLiteral
+    ;
+
+SEMI      : ';';  // named: the frontend resynchronizes on it after a syntax error
+PIPELINE  : 'pipeline';
+PARAM     : 'param';
+SOURCE    : 'source';
+CALL      : 'call';
+SINK      : 'sink';
+AS        : 'as';
+EXPAND    : 'expand';
+REDUCE    : 'reduce';
+FILTER    : 'filter';
+BROADCAST : 'broadcast';
+TRUE      : 'true';
+FALSE     : 'false';
+
+// Longest match makes `30s`, `250ms` and `512MB` single tokens rather than a number and a name.
+DURATION : DIGITS ('.' DIGITS)? ('ms' | 's' | 'm' | 'h');
+SIZE     : DIGITS ('B' | 'KB' | 'MB' | 'GB' | 'TB' | 'KiB' | 'MiB' | 'GiB' | 'TiB');
+FLOAT    : DIGITS '.' DIGITS EXPONENT? | DIGITS EXPONENT;
+INT      : DIGITS;
+STRING   : '"' (ESCAPE | ~["\\\r\n])* '"';
+// A string that reaches the end of its line without a closing quote; reported by the frontend.
+UNTERMINATED_STRING : '"' (ESCAPE | ~["\\\r\n])*;
+IDENT    : [a-zA-Z_] [a-zA-Z_0-9]*;
+
+LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN);
+BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN);
+// A block comment that reaches the end of the file; reported by the frontend.
+UNTERMINATED_BLOCK_COMMENT : '/*' .*? EOF;
+WHITESPACE    : [ \t\r\n]+ -> channel(HIDDEN);
+
+fragment DIGITS   : [0-9]+ ('_' [0-9]+)*;
+fragment EXPONENT : [eE] [+-]? [0-9]+;
+fragment ESCAPE   : '\\' (["\\/bfnrt] | 'u' HEX HEX HEX HEX);
+fragment HEX      : [0-9a-fA-F];

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs, from Debian's archive, exactly the packages Orch needs to build, test and run its
+# examples. Idempotent: when everything is present it only checks and exits.
+set -euo pipefail
+
+packages=(
+  # build
+  g++ make cmake ninja-build pkg-config ccache
+  # parser generator (the tool pulls a JRE) and its C++ runtime
+  antlr4 libantlr4-runtime-dev uuid-dev
+  # diagnostics and support library (LLVM's CMake config also needs zstd); FileCheck for tests
+  llvm-16-dev llvm-16-tools libzstd-dev
+  # messaging and serialization
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$package")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: sudo $0)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

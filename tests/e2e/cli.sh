@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# End-to-end checks of the command-line tools: versions, help, exit codes.
+set -euo pipefail
+: "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
+
+failures=0
+check() { # check DESCRIPTION COMMAND...: the command must succeed
+  local description=$1; shift
+  if "$@"; then echo "ok: $description"; else echo "FAIL: $description"; failures=$((failures + 1)); fi
+}
+exit_code() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
+
+version=$(sed -n 's/^project(Orch VERSION \([0-9.]*\).*/\1/p' "$ORCH_SOURCE_DIR/CMakeLists.txt")
+check "orchc --version prints the project version" \
+  grep -q "orchc $version" <("$ORCH_BIN/orchc" --version)
+check "orch --version prints the project version" \
+  grep -q "orch $version" <("$ORCH_BIN/orch" --version)
+check "orchc --help lists --check" grep -q -- "--check" <("$ORCH_BIN/orchc" --help)
+check "orch --help describes the tool" grep -q "runs Orch pipelines" <("$ORCH_BIN/orch" --help)
+
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+printf 'pipeline ok;\nsource s = files("*.txt");\n' >"$workdir/ok.orch"
+printf 'pipeline bad\n' >"$workdir/bad.orch"
+check "a valid file exits 0" test "$(exit_code "$ORCH_BIN/orchc" --check "$workdir/ok.orch")" = 0
+check "a syntax error exits 1" test "$(exit_code "$ORCH_BIN/orchc" --check "$workdir/bad.orch")" = 1
+check "a missing file exits 1" test "$(exit_code "$ORCH_BIN/orchc" --check "$workdir/none.orch")" = 1
+check "a missing argument is a usage error" test "$(exit_code "$ORCH_BIN/orchc")" != 0
+check "an unknown flag is a usage error" \
+  test "$(exit_code "$ORCH_BIN/orchc" --no-such-flag "$workdir/ok.orch")" != 0
+
+if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
