@@ -19,7 +19,7 @@ void BM_ParseFlagshipExample(benchmark::State &state) {
     uint32_t id = sources.AddNewSourceBuffer(
         llvm::MemoryBuffer::getMemBufferCopy((*file)->getBuffer(), "example.orch"), llvm::SMLoc());
     orch::DiagnosticEngine diags(nullptr);
-    benchmark::DoNotOptimize(orch::parseFile(sources, id, diags));
+    benchmark::DoNotOptimize(orch::parseFile(sources, id, diags).file);
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t((*file)->getBufferSize()));
 }

@@ -19,8 +19,17 @@ endif()
 # library and the one frontend file that drives it.
 find_program(ORCH_ANTLR4 antlr4 REQUIRED)
 find_package(antlr4-runtime CONFIG REQUIRED)
+# Clang 14 cannot compile misc/InterpreterDataReader.h (a defaulted constructor it deletes), and
+# antlr4-runtime.h includes it although generated parsers never use it. A copy of the umbrella
+# header without it, first on the include path, lets clang (libFuzzer, clangd) build the parser.
+file(READ ${ANTLR4_INCLUDE_DIR}/antlr4-runtime.h ORCH_ANTLR4_UMBRELLA)
+string(REPLACE "#include \"misc/InterpreterDataReader.h\"" "" ORCH_ANTLR4_UMBRELLA
+       "${ORCH_ANTLR4_UMBRELLA}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/antlr4-compat/antlr4-runtime.h
+     CONTENT "${ORCH_ANTLR4_UMBRELLA}" @ONLY)
 add_library(orch_antlr4_runtime INTERFACE)
-target_include_directories(orch_antlr4_runtime SYSTEM INTERFACE ${ANTLR4_INCLUDE_DIR})
+target_include_directories(orch_antlr4_runtime SYSTEM INTERFACE
+  ${PROJECT_BINARY_DIR}/antlr4-compat ${ANTLR4_INCLUDE_DIR})
 target_link_libraries(orch_antlr4_runtime INTERFACE antlr4_shared)
 
 # ZeroMQ (C++ bindings) and MessagePack.

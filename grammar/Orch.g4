@@ -112,9 +112,10 @@ DURATION : DIGITS ('.' DIGITS)? ('ms' | 's' | 'm' | 'h');
 SIZE     : DIGITS ('B' | 'KB' | 'MB' | 'GB' | 'TB' | 'KiB' | 'MiB' | 'GiB' | 'TiB');
 FLOAT    : DIGITS '.' DIGITS EXPONENT? | DIGITS EXPONENT;
 INT      : DIGITS;
-STRING   : '"' (ESCAPE | ~["\\\r\n])* '"';
+// Escapes are checked by the frontend, which can point at the bad one.
+STRING   : '"' ('\\' ~[\r\n] | ~["\\\r\n])* '"';
 // A string that reaches the end of its line without a closing quote; reported by the frontend.
-UNTERMINATED_STRING : '"' (ESCAPE | ~["\\\r\n])*;
+UNTERMINATED_STRING : '"' ('\\' ~[\r\n] | ~["\\\r\n])* '\\'?;
 IDENT    : [a-zA-Z_] [a-zA-Z_0-9]*;
 
 LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN);
@@ -125,5 +126,3 @@ WHITESPACE    : [ \t\r\n]+ -> channel(HIDDEN);
 
 fragment DIGITS   : [0-9]+ ('_' [0-9]+)*;
 fragment EXPONENT : [eE] [+-]? [0-9]+;
-fragment ESCAPE   : '\\' (["\\/bfnrt] | 'u' HEX HEX HEX HEX);
-fragment HEX      : [0-9a-fA-F];

@@ -23,7 +23,7 @@ ParseOutcome parseText(const std::string &text) {
                                            llvm::SMLoc());
   ParseOutcome outcome;
   DiagnosticEngine diags([&](const Diagnostic &d) { outcome.diagnostics.push_back(d); });
-  outcome.ok = parseFile(sources, id, diags);
+  outcome.ok = parseFile(sources, id, diags).ok;
   return outcome;
 }
 

@@ -1,14 +1,21 @@
 // What `orchc` does once its flags are parsed: compile one .orch file and report diagnostics.
 #pragma once
 
+#include "orch/frontend/Sema.h"
+
 #include <string>
+#include <vector>
 
 namespace orch {
 
+enum class EmitKind { Nothing, Ast };
+
 struct CompileOptions {
   std::string inputPath;
-  /// Only report diagnostics; write nothing.
-  bool checkOnly = false;
+  EmitKind emit = EmitKind::Nothing;
+  std::vector<ParamOverride> overrides;
+  /// Check diagnostics against expected-* annotations in the input instead of printing them.
+  bool verifyDiagnostics = false;
 };
 
 /// Exit codes of orchc.

@@ -12,6 +12,17 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::Required, cl::desc("<f
                                       cl::cat(orchcCategory));
 static cl::opt<bool> checkOnly("check", cl::desc("Report diagnostics only; write nothing"),
                                cl::cat(orchcCategory));
+static cl::opt<orch::EmitKind>
+    emit("emit", cl::desc("What to print on standard output"), cl::init(orch::EmitKind::Nothing),
+         cl::values(clEnumValN(orch::EmitKind::Ast, "ast", "the typed AST")),
+         cl::cat(orchcCategory));
+static cl::list<std::string> setParams("set", cl::value_desc("NAME=VALUE"),
+                                       cl::desc("Override the value of a param"),
+                                       cl::cat(orchcCategory));
+static cl::opt<bool> verifyDiagnostics(
+    "verify-diagnostics",
+    cl::desc("Check diagnostics against expected-error/warning/note annotations in the file"),
+    cl::cat(orchcCategory));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -19,5 +30,18 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orchc " ORCH_VERSION "\n"; });
   cl::ParseCommandLineOptions(argc, argv,
                               "orchc: checks .orch pipelines and compiles them to plans\n");
-  return orch::runCompile(orch::CompileOptions{inputPath, checkOnly});
+
+  orch::CompileOptions options;
+  options.inputPath = inputPath;
+  options.emit = checkOnly ? orch::EmitKind::Nothing : emit.getValue();
+  options.verifyDiagnostics = verifyDiagnostics;
+  for (const std::string &assignment : setParams) {
+    size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      llvm::errs() << "orchc: error: --set expects NAME=VALUE, got '" << assignment << "'\n";
+      return orch::kCompileUserError;
+    }
+    options.overrides.push_back({assignment.substr(0, equals), assignment.substr(equals + 1)});
+  }
+  return orch::runCompile(options);
 }

@@ -2,7 +2,10 @@
 // problem through the DiagnosticEngine.
 #pragma once
 
+#include "orch/frontend/Ast.h"
 #include "orch/ir/Diagnostics.h"
+
+#include <memory>
 
 #include <cstdint>
 #include <optional>
@@ -18,8 +21,16 @@ namespace orch {
 std::optional<uint32_t> loadSourceFile(llvm::SourceMgr &sources, const std::string &path,
                                        DiagnosticEngine &diags);
 
-/// Parses one buffer; returns false when a syntax error was reported. Reports as many errors
-/// as the parser can recover from; never throws.
-bool parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags);
+struct ParseResult {
+  /// The AST; present even after syntax errors (with ErrorExpr where the parser recovered),
+  /// absent only when the input could not be read as text at all.
+  std::unique_ptr<ast::File> file;
+  /// No syntax or literal error was reported.
+  bool ok = false;
+};
+
+/// Parses one buffer, reporting as many errors as the parser can recover from, in source
+/// order. Never throws.
+ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags);
 
 } // namespace orch

@@ -1,6 +1,9 @@
-// Drives the ANTLR-generated lexer and parser. This is the only file that touches the ANTLR
-// runtime: its error listener turns ANTLR's reports into Orch diagnostics.
+// Drives the ANTLR-generated lexer and parser and turns the parse tree into the typed AST,
+// one transform function per grammar rule. This is the only file that touches the ANTLR
+// runtime; its error listener turns ANTLR's reports into Orch diagnostics.
 #include "orch/frontend/Parser.h"
+
+#include "LiteralDecoder.h"
 
 #include "orch/grammar/OrchLexer.h"
 #include "orch/grammar/OrchParser.h"
@@ -48,6 +51,17 @@ public:
                         ? token->getStopIndex() - token->getStartIndex() + 1
                         : 1;
     return at(token->getLine(), token->getCharPositionInLine(), length);
+  }
+
+  /// From the start of `first` to the end of `last`, clipped to the first line.
+  SourceLocation span(const antlr4::Token *first, const antlr4::Token *last) const {
+    SourceLocation start = of(first);
+    if (!last || last->getType() == antlr4::Token::EOF || last->getLine() != first->getLine() ||
+        last->getTokenIndex() < first->getTokenIndex())
+      return start;
+    SourceLocation end = of(last);
+    start.length = end.column + end.length - start.column;
+    return start;
   }
 
   /// The position just past `token`, where a missing token would have been written.
@@ -280,8 +294,229 @@ void reportUnterminatedTokens(antlr4::CommonTokenStream &tokens, const LocationM
   }
 }
 
-void parseTokens(llvm::SourceMgr &sources, uint32_t bufferId, llvm::StringRef text,
-                 DiagnosticEngine &diags) {
+/// Builds the AST from a parse tree. Each function handles one grammar rule and tolerates the
+/// holes that error recovery leaves (missing children become ErrorExpr or empty names).
+class ParseTreeTransform {
+public:
+  ParseTreeTransform(const LocationMapper &locations, uint32_t bufferId, DiagnosticEngine &diags)
+      : locations_(locations), bufferId_(bufferId), diags_(diags) {}
+
+  std::unique_ptr<ast::File> transformFile(OrchParser::FileContext *context) {
+    auto file = std::make_unique<ast::File>();
+    file->bufferId = bufferId_;
+    if (auto *pipeline = context->pipelineDecl())
+      file->pipelineName = identifier(pipeline->name);
+    for (OrchParser::StatementContext *statement : context->statement())
+      if (auto transformed = transformStatement(statement))
+        file->statements.push_back(std::move(transformed));
+    return file;
+  }
+
+private:
+  std::unique_ptr<ast::Statement> transformStatement(OrchParser::StatementContext *context) {
+    auto statement = std::make_unique<ast::Statement>();
+    statement->location = location(context);
+    if (auto *param = context->paramDecl())
+      statement->node = transformParamDecl(param);
+    else if (auto *source = context->sourceDecl())
+      statement->node = transformSourceDecl(source);
+    else if (auto *call = context->callDecl())
+      statement->node = transformCallDecl(call);
+    else if (auto *sink = context->sinkDecl())
+      statement->node = transformSinkDecl(sink);
+    else if (auto *binding = context->bindingDecl())
+      statement->node = transformBindingDecl(binding);
+    else
+      return nullptr;
+    return statement;
+  }
+
+  ast::ParamDecl transformParamDecl(OrchParser::ParamDeclContext *context) {
+    ast::ParamDecl param;
+    param.name = identifier(context->name);
+    if (auto *type = context->typeExpr())
+      param.type = transformTypeExpr(type);
+    param.value = context->literal() ? transformLiteral(context->literal()) : errorExpr(context);
+    return param;
+  }
+
+  ast::SourceDecl transformSourceDecl(OrchParser::SourceDeclContext *context) {
+    ast::SourceDecl source;
+    source.name = identifier(context->name);
+    source.use = operatorUse(context->operatorName(), context->arguments(), nullptr);
+    if (context->domain)
+      source.domain = identifier(context->domain);
+    return source;
+  }
+
+  ast::CallDecl transformCallDecl(OrchParser::CallDeclContext *context) {
+    ast::CallDecl call;
+    call.name = identifier(context->name);
+    call.use = operatorUse(context->operatorName(), context->arguments(), context->callOptions());
+    return call;
+  }
+
+  ast::SinkDecl transformSinkDecl(OrchParser::SinkDeclContext *context) {
+    return ast::SinkDecl{
+        operatorUse(context->operatorName(), context->arguments(), context->callOptions())};
+  }
+
+  ast::BindingDecl transformBindingDecl(OrchParser::BindingDeclContext *context) {
+    ast::BindingDecl binding;
+    binding.name = identifier(context->name);
+    if (auto *type = context->typeExpr())
+      binding.type = transformTypeExpr(type);
+    binding.value = transformExpr(context->expr());
+    return binding;
+  }
+
+  ast::ExprPtr transformExpr(OrchParser::ExprContext *context) {
+    if (!context)
+      return std::make_unique<ast::Expr>(ast::Expr{{}, ast::ErrorExpr{}, {}});
+    if (auto *paren = dynamic_cast<OrchParser::ParenExprContext *>(context))
+      return transformExpr(paren->expr());
+    auto expr = std::make_unique<ast::Expr>();
+    expr->location = location(context);
+    if (auto *expand = dynamic_cast<OrchParser::ExpandExprContext *>(context))
+      expr->node = ast::Expand{transformExpr(expand->expr()), identifier(expand->domain)};
+    else if (auto *reduce = dynamic_cast<OrchParser::ReduceExprContext *>(context))
+      expr->node = ast::Reduce{transformExpr(reduce->expr())};
+    else if (auto *filter = dynamic_cast<OrchParser::FilterExprContext *>(context))
+      expr->node = ast::Filter{transformExpr(filter->value), transformExpr(filter->mask)};
+    else if (auto *broadcast = dynamic_cast<OrchParser::BroadcastExprContext *>(context))
+      expr->node = ast::Broadcast{transformExpr(broadcast->value), transformExpr(broadcast->like)};
+    else if (auto *invoke = dynamic_cast<OrchParser::InvokeExprContext *>(context))
+      expr->node = ast::Invoke{
+          operatorUse(invoke->operatorName(), invoke->arguments(), invoke->callOptions()), nullptr};
+    else if (auto *projection = dynamic_cast<OrchParser::ProjectionExprContext *>(context))
+      expr->node =
+          ast::Projection{transformExpr(projection->expr()), identifier(projection->field)};
+    else if (auto *record = dynamic_cast<OrchParser::RecordExprContext *>(context))
+      expr->node = transformRecord(record);
+    else if (auto *literal = dynamic_cast<OrchParser::LiteralExprContext *>(context))
+      return transformLiteral(literal->literal());
+    else if (auto *name = dynamic_cast<OrchParser::NameExprContext *>(context))
+      expr->node =
+          ast::NameRef{identifier(name->IDENT() ? name->IDENT()->getSymbol() : nullptr), nullptr};
+    else
+      expr->node = ast::ErrorExpr{};
+    return expr;
+  }
+
+  ast::Record transformRecord(OrchParser::RecordExprContext *context) {
+    ast::Record record;
+    for (OrchParser::RecordFieldContext *field : context->recordField())
+      record.fields.push_back(
+          ast::RecordField{identifier(field->name), transformExpr(field->expr())});
+    return record;
+  }
+
+  ast::ExprPtr transformLiteral(OrchParser::LiteralContext *context) {
+    auto expr = std::make_unique<ast::Expr>();
+    expr->location = location(context);
+    std::optional<plan::StaticValue> value = decodeLiteral(context, expr->location);
+    if (value)
+      expr->node = ast::Literal{std::move(*value)};
+    else
+      expr->node = ast::ErrorExpr{};
+    return expr;
+  }
+
+  std::optional<plan::StaticValue> decodeLiteral(OrchParser::LiteralContext *context,
+                                                 SourceLocation at) {
+    if (auto *text = dynamic_cast<OrchParser::StringLiteralContext *>(context))
+      return text->STRING() ? decodeStringLiteral(text->STRING()->getText(), at, diags_)
+                            : std::nullopt;
+    if (auto *integer = dynamic_cast<OrchParser::IntLiteralContext *>(context))
+      return integer->INT() ? decodeIntLiteral(integer->INT()->getText(),
+                                               context->getStart()->getText() == "-", at, diags_)
+                            : std::nullopt;
+    if (auto *real = dynamic_cast<OrchParser::FloatLiteralContext *>(context))
+      return real->FLOAT() ? decodeFloatLiteral(real->FLOAT()->getText(),
+                                                context->getStart()->getText() == "-", at, diags_)
+                           : std::nullopt;
+    if (auto *boolean = dynamic_cast<OrchParser::BoolLiteralContext *>(context))
+      return plan::StaticValue(boolean->TRUE() != nullptr);
+    if (auto *duration = dynamic_cast<OrchParser::DurationLiteralContext *>(context))
+      return duration->DURATION()
+                 ? decodeDurationLiteral(duration->DURATION()->getText(), at, diags_)
+                 : std::nullopt;
+    if (auto *size = dynamic_cast<OrchParser::SizeLiteralContext *>(context))
+      return size->SIZE() ? decodeSizeLiteral(size->SIZE()->getText(), at, diags_) : std::nullopt;
+    return std::nullopt;
+  }
+
+  ast::OperatorUse operatorUse(OrchParser::OperatorNameContext *name,
+                               OrchParser::ArgumentsContext *arguments,
+                               OrchParser::CallOptionsContext *options) {
+    ast::OperatorUse use;
+    if (name) {
+      use.op.location = location(name);
+      for (antlr4::tree::TerminalNode *part : name->IDENT())
+        use.op.text += (use.op.text.empty() ? "" : ".") + part->getText();
+    }
+    if (arguments)
+      for (OrchParser::ArgumentContext *argument : arguments->argument())
+        use.arguments.push_back(transformArgument(argument));
+    if (options) {
+      use.hasOptionBlock = true;
+      for (OrchParser::CallOptionContext *option : options->callOption())
+        use.options.push_back(ast::Option{identifier(option->name), transformExpr(option->expr())});
+    }
+    return use;
+  }
+
+  ast::Argument transformArgument(OrchParser::ArgumentContext *context) {
+    ast::Argument argument;
+    argument.location = location(context);
+    if (context->name)
+      argument.name = identifier(context->name);
+    argument.value = transformExpr(context->expr());
+    return argument;
+  }
+
+  ast::TypeExpr transformTypeExpr(OrchParser::TypeExprContext *context) {
+    ast::TypeExpr type;
+    type.location = location(context);
+    if (auto *named = dynamic_cast<OrchParser::NamedTypeContext *>(context)) {
+      type.name = identifier(named->IDENT() ? named->IDENT()->getSymbol() : nullptr);
+      for (OrchParser::TypeExprContext *argument : named->typeExpr())
+        type.arguments.push_back(transformTypeExpr(argument));
+    } else if (auto *record = dynamic_cast<OrchParser::RecordTypeContext *>(context)) {
+      type.isRecord = true;
+      for (OrchParser::TypeFieldContext *field : record->typeField()) {
+        auto fieldType = std::make_unique<ast::TypeExpr>();
+        if (field->typeExpr())
+          *fieldType = transformTypeExpr(field->typeExpr());
+        type.fields.push_back(ast::TypeField{identifier(field->name), std::move(fieldType)});
+      }
+    }
+    return type;
+  }
+
+  ast::Identifier identifier(const antlr4::Token *token) const {
+    if (!token || token->getTokenIndex() == INVALID_INDEX)
+      return ast::Identifier{};
+    return ast::Identifier{token->getText(), locations_.of(token)};
+  }
+
+  SourceLocation location(antlr4::ParserRuleContext *context) const {
+    if (!context || !context->getStart())
+      return SourceLocation{};
+    return locations_.span(context->getStart(), context->getStop());
+  }
+
+  ast::ExprPtr errorExpr(antlr4::ParserRuleContext *context) const {
+    return std::make_unique<ast::Expr>(ast::Expr{location(context), ast::ErrorExpr{}, {}});
+  }
+
+  const LocationMapper &locations_;
+  uint32_t bufferId_;
+  DiagnosticEngine &diags_;
+};
+
+std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t bufferId,
+                                       llvm::StringRef text, DiagnosticEngine &diags) {
   LocationMapper locations(sources, bufferId);
   try {
     antlr4::ANTLRInputStream input(text.data(), text.size());
@@ -299,31 +534,33 @@ void parseTokens(llvm::SourceMgr &sources, uint32_t bufferId, llvm::StringRef te
     ParserErrorListener parserErrors(locations, diags);
     parser.removeErrorListeners();
     parser.addErrorListener(&parserErrors);
-    parser.file();
+    OrchParser::FileContext *tree = parser.file();
+    return ParseTreeTransform(locations, bufferId, diags).transformFile(tree);
   } catch (const std::exception &error) {
     diags.error(SourceLocation{bufferId, 1, 1, 1},
                 std::string("internal error while parsing: ") + error.what());
   }
+  return nullptr;
 }
 
 } // namespace
 
-bool parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags) {
+ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags) {
   llvm::StringRef text = sources.getMemoryBuffer(bufferId)->getBuffer();
   if (!checkUtf8(text, sources, bufferId, diags))
-    return false;
+    return ParseResult{nullptr, false};
 
   // The lexer runs ahead of the parser, so errors are collected and delivered in source order.
   std::vector<Diagnostic> found;
   DiagnosticEngine syntaxDiags([&](const Diagnostic &d) { found.push_back(d); });
-  parseTokens(sources, bufferId, text, syntaxDiags);
+  std::unique_ptr<ast::File> file = parseTokens(sources, bufferId, text, syntaxDiags);
   std::stable_sort(found.begin(), found.end(), [](const Diagnostic &a, const Diagnostic &b) {
     return std::tie(a.location.line, a.location.column) <
            std::tie(b.location.line, b.location.column);
   });
   for (const Diagnostic &diagnostic : found)
     diags.emit(diagnostic);
-  return found.empty();
+  return ParseResult{std::move(file), found.empty()};
 }
 
 } // namespace orch

@@ -1,0 +1,14 @@
+// A stable, readable dump of the AST with types and locations (`orchc --emit=ast`).
+#pragma once
+
+#include "orch/frontend/Ast.h"
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace orch {
+
+void printAst(const ast::File &file, llvm::raw_ostream &out);
+
+} // namespace orch

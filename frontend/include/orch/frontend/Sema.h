@@ -1,0 +1,33 @@
+// Semantic analysis of a parsed file: name resolution, then type checking against the operator
+// catalog. Each stage reports through the DiagnosticEngine and returns false on errors.
+#pragma once
+
+#include "orch/frontend/Ast.h"
+#include "orch/ir/Diagnostics.h"
+#include "orch/plan/OperatorCatalog.h"
+
+#include <string>
+#include <vector>
+
+namespace orch {
+
+/// `orch run --set NAME=VALUE`: replaces the default of a param.
+struct ParamOverride {
+  std::string name;
+  std::string value;
+};
+
+/// Binds every name use to its declaration. Reports undefined names, names bound twice, uses
+/// before definition, cycles between bindings, and domains named twice.
+bool resolveNames(ast::File &file, DiagnosticEngine &diags);
+
+/// Assigns a type to every expression and checks operator calls (operators, argument count,
+/// names and types, constants), records, projections, filters, expands, options and params.
+/// Requires resolveNames to have succeeded.
+bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
+                const std::vector<ParamOverride> &overrides, DiagnosticEngine &diags);
+
+/// The candidate closest to `name` when it is close enough to be a likely typo, else "".
+std::string closestSpelling(const std::string &name, const std::vector<std::string> &candidates);
+
+} // namespace orch

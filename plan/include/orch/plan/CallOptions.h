@@ -1,0 +1,50 @@
+// The options a Call accepts (`{ batch: 8, replicas: 2 }`): their names, types and limits,
+// declared once for the compiler's checks and the runtime's scheduling.
+#pragma once
+
+#include "orch/plan/Type.h"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace orch::plan {
+
+enum class RecoveryPolicy { Abort, Retry, Isolate };
+
+struct CallOptions {
+  /// Maximum grains per batch.
+  int64_t batch = 1;
+  /// Operator instances (actors) running this Call.
+  int64_t replicas = 1;
+  double cpus = 1.0;
+  /// GPUs per replica; fractions share a device.
+  double gpus = 0.0;
+  /// Memory per replica in bytes; 0 means no limit.
+  int64_t memoryBytes = 0;
+  /// Retries of a failed batch before the recovery policy gives up.
+  int64_t retries = 0;
+  RecoveryPolicy recovery = RecoveryPolicy::Retry;
+  /// A batch running longer is treated as an infrastructure failure; 0 means no timeout.
+  int64_t timeoutNanoseconds = 0;
+  /// Fail instead of falling back to the CPU implementation when no GPU is present.
+  bool requireGpu = false;
+};
+
+struct CallOptionSpec {
+  std::string_view name;
+  /// Int, Float (an Int is accepted), String, Bool, Duration or Size.
+  TypeKind type;
+  /// Smallest allowed numeric value, and whether the value must exceed it strictly.
+  double minimum = 0;
+  bool strictMinimum = false;
+  /// For String options: the allowed values.
+  std::vector<std::string_view> choices;
+  std::string_view doc;
+};
+
+const std::vector<CallOptionSpec> &callOptionSpecs();
+const CallOptionSpec *findCallOption(std::string_view name);
+
+} // namespace orch::plan

@@ -1,0 +1,65 @@
+// Operator signatures as data: what the compiler type-checks against without linking any
+// implementation, and what workers bind implementations to without linking the compiler.
+#pragma once
+
+#include "orch/plan/StaticValue.h"
+#include "orch/plan/Type.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::plan {
+
+enum class OperatorKind { Source, Transform, Sink };
+
+/// Input parameters receive dataflow values (one per entity); static parameters receive
+/// constants (literals or params) fixed for the whole run.
+enum class ParamRole { Input, Static };
+
+struct OperatorParam {
+  std::string name;
+  ParamRole role = ParamRole::Input;
+  Type type;
+  /// A static parameter with a default may be omitted.
+  std::optional<StaticValue> defaultValue;
+  std::string doc;
+};
+
+struct OperatorSignature {
+  std::string name;
+  OperatorKind kind = OperatorKind::Transform;
+  std::vector<OperatorParam> params;
+  /// What one row yields: the row type of a source, the value of a transform (a List for
+  /// operators whose results are expanded). Unused for sinks.
+  Type result;
+  /// Has a GPU implementation (and a CPU one used when no GPU is present).
+  bool gpu = false;
+  std::string doc;
+  /// How it fails, for the operator reference.
+  std::string failures;
+
+  const OperatorParam *param(std::string_view name) const;
+};
+
+const char *operatorKindName(OperatorKind kind);
+
+class OperatorCatalog {
+public:
+  /// Adds a signature; a second one with the same kind and name replaces the first.
+  void add(OperatorSignature signature);
+  const OperatorSignature *find(OperatorKind kind, std::string_view name) const;
+  /// All signatures, in the order they were added.
+  const std::vector<OperatorSignature> &all() const { return signatures_; }
+
+private:
+  std::vector<OperatorSignature> signatures_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+/// The standard library's operators (sources, transforms, sinks) and the `test.*` operators.
+const OperatorCatalog &standardCatalog();
+
+} // namespace orch::plan

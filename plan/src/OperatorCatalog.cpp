@@ -1,0 +1,47 @@
+// Lookup of operator signatures by kind and name.
+#include "orch/plan/OperatorCatalog.h"
+
+namespace orch::plan {
+namespace {
+
+std::string indexKey(OperatorKind kind, std::string_view name) {
+  return std::string(1, char('0' + int(kind))) + std::string(name);
+}
+
+} // namespace
+
+const OperatorParam *OperatorSignature::param(std::string_view paramName) const {
+  for (const OperatorParam &candidate : params)
+    if (candidate.name == paramName)
+      return &candidate;
+  return nullptr;
+}
+
+const char *operatorKindName(OperatorKind kind) {
+  switch (kind) {
+  case OperatorKind::Source:
+    return "source";
+  case OperatorKind::Transform:
+    return "transform";
+  case OperatorKind::Sink:
+    return "sink";
+  }
+  return "transform";
+}
+
+void OperatorCatalog::add(OperatorSignature signature) {
+  std::string key = indexKey(signature.kind, signature.name);
+  if (auto existing = index_.find(key); existing != index_.end()) {
+    signatures_[existing->second] = std::move(signature);
+    return;
+  }
+  index_.emplace(std::move(key), signatures_.size());
+  signatures_.push_back(std::move(signature));
+}
+
+const OperatorSignature *OperatorCatalog::find(OperatorKind kind, std::string_view name) const {
+  auto found = index_.find(indexKey(kind, name));
+  return found == index_.end() ? nullptr : &signatures_[found->second];
+}
+
+} // namespace orch::plan

@@ -1,0 +1,196 @@
+// Signatures of the standard library and test operators. Implementations live in stdlib/ and
+// runtime/; this table is what both the compiler and the workers agree on.
+#include "orch/plan/OperatorCatalog.h"
+
+namespace orch::plan {
+namespace {
+
+Type scalar(TypeKind kind) { return Type::scalar(kind); }
+Type listOf(TypeKind kind) { return Type::list(scalar(kind)); }
+
+OperatorParam input(std::string name, Type type, std::string doc) {
+  return OperatorParam{std::move(name), ParamRole::Input, std::move(type), std::nullopt,
+                       std::move(doc)};
+}
+
+OperatorParam constant(std::string name, Type type, std::optional<StaticValue> defaultValue,
+                       std::string doc) {
+  return OperatorParam{std::move(name), ParamRole::Static, std::move(type), std::move(defaultValue),
+                       std::move(doc)};
+}
+
+OperatorSignature source(std::string name, std::vector<OperatorParam> params, Type row,
+                         std::string doc, std::string failures) {
+  return OperatorSignature{
+      std::move(name), OperatorKind::Source, std::move(params),  std::move(row),
+      false,           std::move(doc),       std::move(failures)};
+}
+
+OperatorSignature transform(std::string name, std::vector<OperatorParam> params, Type result,
+                            std::string doc, std::string failures, bool gpu = false) {
+  return OperatorSignature{
+      std::move(name), OperatorKind::Transform, std::move(params), std::move(result), gpu,
+      std::move(doc),  std::move(failures)};
+}
+
+OperatorSignature sink(std::string name, std::vector<OperatorParam> params, std::string doc,
+                       std::string failures) {
+  return OperatorSignature{std::move(name), OperatorKind::Sink, std::move(params),  Type(),
+                           false,           std::move(doc),     std::move(failures)};
+}
+
+void addSources(OperatorCatalog &catalog) {
+  const Type string = scalar(TypeKind::String);
+  catalog.add(source("files", {constant("glob", string, std::nullopt, "a path pattern")},
+                     scalar(TypeKind::File),
+                     "one row per file matching the pattern, sorted by path",
+                     "no matching file is an empty source, not an error"));
+  catalog.add(source("jsonl", {constant("path", string, std::nullopt, "a JSON Lines file")},
+                     scalar(TypeKind::Json), "one row per line of a JSON Lines manifest",
+                     "a malformed line is a failed row with its line number"));
+  catalog.add(source("lines", {constant("path", string, std::nullopt, "a text file")}, string,
+                     "one row per line of a text file", "an unreadable file fails the run"));
+}
+
+void addDocumentOperators(OperatorCatalog &catalog) {
+  const Type integer = scalar(TypeKind::Int);
+  const Type string = scalar(TypeKind::String);
+  catalog.add(transform("pdf.pages",
+                        {input("file", scalar(TypeKind::File), "a PDF file"),
+                         constant("dpi", integer, int64_t(150), "resolution for later rendering")},
+                        listOf(TypeKind::PdfPage), "the pages of a PDF, in order",
+                        "a corrupt or encrypted PDF is a RecordFailure"));
+  catalog.add(transform("pdf.render",
+                        {input("page", scalar(TypeKind::PdfPage), "a page"),
+                         constant("dpi", integer, int64_t(150), "render resolution")},
+                        scalar(TypeKind::Image), "renders a page to an RGB image",
+                        "a page that cannot be rendered is a RecordFailure"));
+  catalog.add(transform("pdf.text", {input("page", scalar(TypeKind::PdfPage), "a page")},
+                        scalar(TypeKind::Text), "the text layer of a page", "none"));
+  catalog.add(transform("ocr.tesseract",
+                        {input("image", scalar(TypeKind::Image), "a page image"),
+                         constant("lang", string, std::string("eng"), "tesseract language")},
+                        scalar(TypeKind::Text),
+                        "OCR with tesseract (engine loaded once per replica)",
+                        "an image tesseract cannot read is a RecordFailure"));
+}
+
+void addTextListMathOperators(OperatorCatalog &catalog) {
+  const Type string = scalar(TypeKind::String);
+  const Type text = scalar(TypeKind::Text);
+  const Type real = scalar(TypeKind::Float);
+  const Type boolean = scalar(TypeKind::Bool);
+  catalog.add(transform("text.join",
+                        {input("parts", Type::list(string), "the texts to join"),
+                         constant("separator", string, std::string("\n"), "placed between parts")},
+                        text, "joins texts in order", "none"));
+  catalog.add(transform("text.nonempty", {input("text", string, "a text")}, boolean,
+                        "whether a text has any non-whitespace character", "none"));
+  catalog.add(transform("text.len", {input("text", string, "a text")}, scalar(TypeKind::Int),
+                        "length in Unicode code points", "none"));
+  catalog.add(transform("text.normalize", {input("text", string, "a text")}, text,
+                        "Unicode NFC, collapsed whitespace, trimmed", "none"));
+  catalog.add(transform("list.len", {input("list", Type::list(Type::var()), "a list")},
+                        scalar(TypeKind::Int), "number of elements", "none"));
+  catalog.add(transform("list.mean", {input("list", Type::list(real), "numbers")}, real,
+                        "arithmetic mean", "an empty list is a RecordFailure"));
+  catalog.add(transform("list.max", {input("list", Type::list(real), "numbers")}, real,
+                        "largest element", "an empty list is a RecordFailure"));
+  catalog.add(transform("math.gt", {input("a", real, "left"), input("b", real, "right")}, boolean,
+                        "a > b", "none"));
+  catalog.add(transform("math.lt", {input("a", real, "left"), input("b", real, "right")}, boolean,
+                        "a < b", "none"));
+}
+
+void addMediaOperators(OperatorCatalog &catalog) {
+  const Type integer = scalar(TypeKind::Int);
+  const Type image = scalar(TypeKind::Image);
+  catalog.add(transform("video.clips",
+                        {input("video", scalar(TypeKind::File), "a video file"),
+                         constant("seconds", scalar(TypeKind::Float), 2.0, "clip length")},
+                        listOf(TypeKind::Clip), "consecutive clips of a video",
+                        "a corrupt video is a RecordFailure"));
+  catalog.add(transform("video.frames",
+                        {input("clip", scalar(TypeKind::Clip), "a clip"),
+                         constant("per_clip", integer, int64_t(4), "frames sampled per clip")},
+                        listOf(TypeKind::Frame), "evenly spaced frames of a clip", "none"));
+  catalog.add(transform("video.decode", {input("frame", scalar(TypeKind::Frame), "a frame")}, image,
+                        "decodes a frame to an RGB image",
+                        "an undecodable frame is a RecordFailure"));
+  catalog.add(transform("image.sharpness", {input("image", image, "an image")},
+                        scalar(TypeKind::Float), "variance of the Laplacian", "none", true));
+  catalog.add(transform("image.resize",
+                        {input("image", image, "an image"),
+                         constant("width", integer, std::nullopt, "target width"),
+                         constant("height", integer, std::nullopt, "target height")},
+                        image, "bilinear resize", "none", true));
+  catalog.add(transform("image.grayscale", {input("image", image, "an image")}, image,
+                        "BT.601 luma", "none", true));
+  catalog.add(transform("image.phash", {input("image", image, "an image")}, integer,
+                        "64-bit perceptual hash", "none", true));
+}
+
+void addTestOperators(OperatorCatalog &catalog) {
+  const Type any = Type::var();
+  const Type integer = scalar(TypeKind::Int);
+  const Type real = scalar(TypeKind::Float);
+  const Type string = scalar(TypeKind::String);
+  catalog.add(transform(
+      "test.split",
+      {input("value", any, "any value"),
+       constant("n", integer, int64_t(-1),
+                "children per parent; -1 reads the count from the value"),
+       constant("field", string, std::string(), "with n = -1: the Json field holding the count")},
+      listOf(TypeKind::Int), "a list of n ordinals, for expand",
+      "a missing count is a RecordFailure"));
+  catalog.add(transform("test.sleep",
+                        {input("value", any, "passed through"),
+                         constant("ms", real, 0.0, "sleep per grain"),
+                         constant("per_batch_ms", real, 0.0, "sleep per batch")},
+                        any, "sleeps without using CPU, then passes values through", "none"));
+  catalog.add(transform(
+      "test.fail",
+      {input("value", any, "passed through"),
+       constant("kind", string, std::string("record"), "\"record\", \"group\" or \"batch\""),
+       constant("ordinals", string, std::string(), "comma-separated child ordinals that fail"),
+       constant("attempts", integer, int64_t(-1), "fail only the first n attempts; -1 always")},
+      any, "fails chosen grains, for tests", "the failures it is told to inject"));
+  catalog.add(transform("test.identity", {input("value", any, "passed through")}, any,
+                        "passes values through", "none"));
+}
+
+void addSinks(OperatorCatalog &catalog) {
+  const Type string = scalar(TypeKind::String);
+  catalog.add(sink("jsonl",
+                   {constant("path", string, std::nullopt, "output file"),
+                    input("record", Type::var(), "the row to write")},
+                   "appends one JSON line per root entity as soon as it finishes",
+                   "an unwritable path fails the run at start"));
+  catalog.add(sink("files",
+                   {constant("dir", string, std::nullopt, "output directory"),
+                    input("name", string, "file name (sanitized; never escapes dir)"),
+                    constant("ext", string, std::string(), "extension, e.g. \".md\""),
+                    input("content", Type::var(), "file contents")},
+                   "writes one file per root entity, atomically",
+                   "an unwritable directory fails the run at start"));
+}
+
+OperatorCatalog buildStandardCatalog() {
+  OperatorCatalog catalog;
+  addSources(catalog);
+  addDocumentOperators(catalog);
+  addTextListMathOperators(catalog);
+  addMediaOperators(catalog);
+  addTestOperators(catalog);
+  addSinks(catalog);
+  return catalog;
+}
+
+} // namespace
+
+const OperatorCatalog &standardCatalog() {
+  static const OperatorCatalog catalog = buildStandardCatalog();
+  return catalog;
+}
+
+} // namespace orch::plan
