@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's archive, exactly the packages Orch needs to build, test and run its
 # examples. Idempotent: when everything is present it only checks and exits.
+#   scripts/install-deps.sh        what `make build/test/demo` need
+#   scripts/install-deps.sh fuzz   also clang and libFuzzer, for `make fuzz`
 set -euo pipefail
 
 packages=(
@@ -15,6 +17,9 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
 )
+if [[ "${1:-}" == "fuzz" ]]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -158,10 +158,14 @@ std::string describeExpected(const antlr4::misc::IntervalSet &expected,
   return out;
 }
 
+/// Input positions (in code points) of characters the lexer dropped.
+using DroppedCharacters = std::vector<size_t>;
+
 class LexerErrorListener : public antlr4::BaseErrorListener {
 public:
-  LexerErrorListener(const LocationMapper &locations, DiagnosticEngine &diags)
-      : locations_(locations), diags_(diags) {}
+  LexerErrorListener(const LocationMapper &locations, DiagnosticEngine &diags,
+                     DroppedCharacters &dropped)
+      : locations_(locations), diags_(diags), dropped_(dropped) {}
 
   void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *, size_t line, size_t column,
                    const std::string &, std::exception_ptr) override {
@@ -169,17 +173,20 @@ public:
     size_t index = lexer->getInputStream()->index();
     std::string character = lexer->getInputStream()->getText(antlr4::misc::Interval(index, index));
     diags_.error(locations_.at(line, column, 1), "invalid character '" + character + "'");
+    dropped_.push_back(index);
   }
 
 private:
   const LocationMapper &locations_;
   DiagnosticEngine &diags_;
+  DroppedCharacters &dropped_;
 };
 
 class ParserErrorListener : public antlr4::BaseErrorListener {
 public:
-  ParserErrorListener(const LocationMapper &locations, DiagnosticEngine &diags)
-      : locations_(locations), diags_(diags) {}
+  ParserErrorListener(const LocationMapper &locations, DiagnosticEngine &diags,
+                      const DroppedCharacters &dropped)
+      : locations_(locations), diags_(diags), dropped_(dropped) {}
 
   void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line,
                    size_t column, const std::string &, std::exception_ptr) override {
@@ -187,6 +194,11 @@ public:
     // Unterminated literals were already reported while scanning the tokens.
     if (offending && (offending->getType() == OrchLexer::UNTERMINATED_STRING ||
                       offending->getType() == OrchLexer::UNTERMINATED_BLOCK_COMMENT))
+      return;
+    // The lexer already reported the character it dropped just before this token; the gap it
+    // left (`1 @ 2` reads as `1 2`) is not a second mistake.
+    const antlr4::Token *previous = offending ? previousVisibleToken(parser, offending) : nullptr;
+    if (offending && droppedBetween(previous, offending))
       return;
     std::string expected = describeExpected(parser->getExpectedTokens(), parser->getVocabulary());
     if (expected.empty() && parser->getContext())
@@ -203,7 +215,6 @@ public:
     }
     // A token missing at the end of a line (typically ';') is reported where it belongs, right
     // after the previous token, the way C compilers do.
-    const antlr4::Token *previous = previousVisibleToken(parser, offending);
     if (previous && previous->getLine() < offending->getLine()) {
       diags_.error(locations_.after(previous), "expected " + expected);
       return;
@@ -212,6 +223,15 @@ public:
   }
 
 private:
+  bool droppedBetween(const antlr4::Token *previous, const antlr4::Token *next) const {
+    size_t from = previous ? previous->getStopIndex() + 1 : 0;
+    size_t to = next->getType() == antlr4::Token::EOF ? size_t(-1) : next->getStartIndex();
+    for (size_t index : dropped_)
+      if (index >= from && index < to)
+        return true;
+    return false;
+  }
+
   static const antlr4::Token *previousVisibleToken(antlr4::Parser *parser,
                                                    const antlr4::Token *token) {
     auto *stream = static_cast<antlr4::BufferedTokenStream *>(parser->getTokenStream());
@@ -225,6 +245,7 @@ private:
 
   const LocationMapper &locations_;
   DiagnosticEngine &diags_;
+  const DroppedCharacters &dropped_;
 };
 
 /// Panic-mode recovery at statement level: after a syntax error the rest of the broken statement
@@ -521,7 +542,8 @@ std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t buffer
   try {
     antlr4::ANTLRInputStream input(text.data(), text.size());
     OrchLexer lexer(&input);
-    LexerErrorListener lexerErrors(locations, diags);
+    DroppedCharacters dropped;
+    LexerErrorListener lexerErrors(locations, diags, dropped);
     lexer.removeErrorListeners();
     lexer.addErrorListener(&lexerErrors);
 
@@ -531,7 +553,7 @@ std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t buffer
 
     OrchParser parser(&tokens);
     parser.setErrorHandler(std::make_shared<StatementRecoveryStrategy>());
-    ParserErrorListener parserErrors(locations, diags);
+    ParserErrorListener parserErrors(locations, diags, dropped);
     parser.removeErrorListeners();
     parser.addErrorListener(&parserErrors);
     OrchParser::FileContext *tree = parser.file();

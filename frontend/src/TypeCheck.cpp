@@ -492,10 +492,21 @@ private:
           continue;
         }
         if (positional >= eligible.size()) {
-          diags_.error(argument.location, quoted(op) + " takes " + countOf(eligible.size()) +
-                                              " here, but more were given");
+          diags_.error(argument.location, quoted(op) + " takes at most " +
+                                              countOf(eligible.size()) + ", but " +
+                                              std::to_string(use.arguments.size()) + " were given");
           ok = false;
           break;
+        }
+        // `call split = pdf.pages(docs)`: a per-entity value in a declaration is a misplaced
+        // input, not a bad constant.
+        if (site == BindingSite::CallDeclaration && argument.value &&
+            !isConstantExpression(*argument.value)) {
+          if (const OperatorParam *input = firstInput(signature)) {
+            reportWrongSite(argument, *input, op, site);
+            ok = false;
+            continue;
+          }
         }
         param = eligible[positional++];
       }
@@ -530,6 +541,20 @@ private:
     return ok;
   }
 
+  static bool isConstantExpression(const ast::Expr &expr) {
+    if (std::holds_alternative<ast::Literal>(expr.node))
+      return true;
+    auto *name = std::get_if<ast::NameRef>(&expr.node);
+    return name && name->target && std::holds_alternative<ast::ParamDecl>(name->target->node);
+  }
+
+  static const OperatorParam *firstInput(const OperatorSignature &signature) {
+    for (const OperatorParam &param : signature.params)
+      if (param.role == ParamRole::Input)
+        return &param;
+    return nullptr;
+  }
+
   static std::string countOf(size_t arguments) {
     return std::to_string(arguments) + (arguments == 1 ? " argument" : " arguments");
   }
@@ -562,7 +587,7 @@ private:
     typeOf(value);
     std::optional<StaticValue> constant = constantValue(value);
     if (!constant) {
-      if (value.type || std::holds_alternative<ast::NameRef>(value.node))
+      if (mayReportNotConstant(value))
         diags_.error(value.location, "argument " + quoted(param.name) + " of " + quoted(op) +
                                          " must be a constant (a literal or a param)");
       return false;
@@ -576,6 +601,14 @@ private:
     }
     use.bound.push_back(ast::BoundParam{&param, &value, std::move(converted)});
     return true;
+  }
+
+  /// Whether "must be a constant" is news: not when the expression's own error was reported,
+  /// and not for a param whose declaration was rejected.
+  static bool mayReportNotConstant(const ast::Expr &expr) {
+    if (auto *name = std::get_if<ast::NameRef>(&expr.node))
+      return name->target && !std::holds_alternative<ast::ParamDecl>(name->target->node);
+    return expr.type.has_value();
   }
 
   /// A literal, or a param's value; nullopt for anything computed per entity.
@@ -626,7 +659,7 @@ private:
       typeOf(*option.value);
       std::optional<StaticValue> value = constantValue(*option.value);
       if (!value) {
-        if (option.value->type || std::holds_alternative<ast::NameRef>(option.value->node))
+        if (mayReportNotConstant(*option.value))
           diags_.error(option.value->location,
                        "option " + quoted(name) + " must be a constant (a literal or a param)");
         continue;

@@ -47,6 +47,10 @@ void DiagnosticVerifier::parseAnnotations(llvm::SourceMgr &sources) {
         severity = DiagnosticSeverity::Note;
       else
         continue;
+      // Only `expected-error {{` or `expected-error@` starts an annotation; other mentions
+      // (in prose, in a RUN line's sed script) are text.
+      if (!annotation.startswith("@") && !annotation.ltrim().startswith("{{"))
+        continue;
       uint32_t target = line;
       if (annotation.consume_front("@")) {
         if (annotation.consume_front("*")) {

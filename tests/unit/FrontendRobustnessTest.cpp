@@ -1,0 +1,160 @@
+// Thousands of mutated variants of the language's examples go through the whole frontend in
+// process: none may crash or hang, and every rejected one gets an error with a location.
+#include "orch/frontend/Frontend.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <regex>
+
+namespace orch {
+namespace {
+
+std::string readExample(const std::string &name) {
+  auto buffer = llvm::MemoryBuffer::getFile(std::string(ORCH_EXAMPLES_DIR) + "/" + name);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
+/// Splits source into tokens (names, numbers, strings, comments, punctuation) and the
+/// whitespace between them, so mutations act on the language's units.
+std::vector<std::string> tokenize(const std::string &text) {
+  static const std::regex token(
+      R"(\s+|//[^\n]*|"(?:\\.|[^"\\\n])*"|[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_.]*[A-Za-z]*|.)");
+  std::vector<std::string> tokens;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), token);
+       it != std::sregex_iterator(); ++it)
+    tokens.push_back(it->str());
+  return tokens;
+}
+
+std::string join(const std::vector<std::string> &tokens) {
+  std::string out;
+  for (const std::string &token : tokens)
+    out += token;
+  return out;
+}
+
+class Mutator {
+public:
+  explicit Mutator(uint32_t seed) : random_(seed) {}
+
+  std::string mutate(const std::string &text, int kind) {
+    std::vector<std::string> tokens = tokenize(text);
+    if (tokens.empty())
+      kind = 1; // only an insertion can change an empty file
+    switch (kind) {
+    case 0: // delete a token
+      tokens.erase(tokens.begin() + pick(tokens.size()));
+      break;
+    case 1: // insert a token from the language or a stray one
+      tokens.insert(tokens.begin() + pick(tokens.size() + 1),
+                    vocabulary()[pick(vocabulary().size())]);
+      break;
+    case 2: // swap two tokens
+      std::swap(tokens[pick(tokens.size())], tokens[pick(tokens.size())]);
+      break;
+    case 3: // truncate
+      tokens.resize(pick(tokens.size()));
+      break;
+    default: { // overwrite random bytes
+      std::string bytes = join(tokens);
+      for (int flips = 1 + int(pick(4)); flips > 0 && !bytes.empty(); --flips)
+        bytes[pick(bytes.size())] = char(pick(256));
+      return bytes;
+    }
+    }
+    return join(tokens);
+  }
+
+private:
+  static const std::vector<std::string> &vocabulary() {
+    static const std::vector<std::string> words = {"pipeline",
+                                                   "param",
+                                                   "source",
+                                                   "call",
+                                                   "sink",
+                                                   "as",
+                                                   "expand",
+                                                   "reduce",
+                                                   "filter",
+                                                   "broadcast",
+                                                   "true",
+                                                   "(",
+                                                   ")",
+                                                   "{",
+                                                   "}",
+                                                   "<",
+                                                   ">",
+                                                   ",",
+                                                   ";",
+                                                   ":",
+                                                   "=",
+                                                   ".",
+                                                   "-",
+                                                   "docs",
+                                                   "pages",
+                                                   "x",
+                                                   "pdf.render",
+                                                   "\"s\"",
+                                                   "\"open",
+                                                   "/*",
+                                                   "42",
+                                                   "2.5",
+                                                   "30s",
+                                                   "512MB",
+                                                   "9999999999999999999999",
+                                                   "{ batch: 0 }",
+                                                   "List<",
+                                                   "@",
+                                                   "\\u",
+                                                   "é"};
+    return words;
+  }
+
+  size_t pick(size_t bound) { return bound == 0 ? 0 : size_t(random_() % bound); }
+
+  std::mt19937 random_;
+};
+
+TEST(FrontendRobustnessTest, MutatedExamplesNeverCrashAndRejectionsCarryALocation) {
+  const std::vector<std::string> examples = {readExample("pdf_to_markdown.orch"),
+                                             readExample("clip_quality.orch")};
+  ASSERT_FALSE(examples[0].empty());
+  ASSERT_FALSE(examples[1].empty());
+  Mutator mutator(20261129);
+  int variants = 0, rejected = 0;
+  for (int round = 0; round < 500; ++round) {
+    for (int kind = 0; kind < 5; ++kind) {
+      const std::string &example = examples[size_t(round) % examples.size()];
+      // Later rounds stack several mutations.
+      std::string text = mutator.mutate(example, kind);
+      for (int extra = round % 3; extra > 0; --extra)
+        text = mutator.mutate(text, (kind + extra) % 5);
+      llvm::SourceMgr sources;
+      uint32_t id = sources.AddNewSourceBuffer(
+          llvm::MemoryBuffer::getMemBufferCopy(text, "mutant.orch"), llvm::SMLoc());
+      std::vector<Diagnostic> diagnostics;
+      DiagnosticEngine diags([&](const Diagnostic &d) { diagnostics.push_back(d); });
+      FrontendResult result = runFrontend(sources, id, FrontendOptions{}, diags);
+      ++variants;
+      if (result.ok)
+        continue;
+      ++rejected;
+      ASSERT_TRUE(diags.hadErrors()) << "rejected without an error:\n" << text;
+      for (const Diagnostic &d : diagnostics) {
+        ASSERT_TRUE(d.location.isKnown()) << d.message << "\n" << text;
+        ASSERT_GE(d.location.line, 1u);
+        ASSERT_GE(d.location.column, 1u);
+      }
+    }
+  }
+  EXPECT_GE(variants, 2000);
+  // Most mutations break something; if none were rejected the mutator would be broken.
+  EXPECT_GT(rejected, variants / 2);
+}
+
+} // namespace
+} // namespace orch
