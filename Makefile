@@ -38,16 +38,16 @@ demo: build
 bench: build
 	$(BUILD_DIR)/bin/orch_bench
 
-# Fuzzes the frontend with libFuzzer for FUZZ_SECONDS, starting from every .orch file in the
+# Fuzzes the compiler with libFuzzer for FUZZ_SECONDS, starting from every .orch file in the
 # repository; new inputs that find new coverage collect in $(FUZZ_DIR)/corpus.
 fuzz:
 	@scripts/install-deps.sh fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DORCH_FUZZ=ON -DORCH_CUDA=OFF
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target orch_frontend_fuzzer
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target orch_compiler_fuzzer
 	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 	find examples tests -name '*.orch' -exec cp {} $(FUZZ_DIR)/seeds/ \;
-	$(FUZZ_DIR)/bin/orch_frontend_fuzzer -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	$(FUZZ_DIR)/bin/orch_compiler_fuzzer -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  -timeout=10 -rss_limit_mb=4096 $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 clean:

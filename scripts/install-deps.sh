@@ -16,6 +16,8 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  # `orchc --emit=dot` output is checked by rendering it
+  graphviz
 )
 if [[ "${1:-}" == "fuzz" ]]; then
   packages+=(clang-14 libclang-rt-14-dev)

@@ -1,13 +1,174 @@
-// Plan <-> MessagePack. The file is one map: {"magic", "format": [major, minor], "plan": {...}}.
-// Maps (not arrays) keep old readers working when newer writers add keys.
+// Plan <-> MessagePack. The file is one map: {"magic", "format": [major, minor], "plan": {...}},
+// and every record inside is a map too, so older readers skip keys that newer writers add.
+// Writing is deterministic; reading checks every field's type and then the whole plan's
+// consistency (validatePlan), so the runtime never acts on a malformed plan.
 #include "orch/plan/PlanCodec.h"
 
 #include <msgpack.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
 
 namespace orch::plan {
 namespace {
 
 constexpr std::string_view kMagic = "orch.plan";
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+// --- writing ------------------------------------------------------------------------------
+
+void packKey(Packer &out, std::string_view key) { out.pack(key); }
+
+void packIndex(Packer &out, uint32_t index) {
+  if (index == kNone)
+    out.pack_nil();
+  else
+    out.pack(index);
+}
+
+void packIndexes(Packer &out, const std::vector<uint32_t> &indexes) {
+  out.pack_array(uint32_t(indexes.size()));
+  for (uint32_t index : indexes)
+    out.pack(index);
+}
+
+void packStrings(Packer &out, const std::vector<std::string> &strings) {
+  out.pack_array(uint32_t(strings.size()));
+  for (const std::string &text : strings)
+    out.pack(text);
+}
+
+void packType(Packer &out, const Type &type) {
+  if (type.isList()) {
+    out.pack_map(2);
+    packKey(out, "kind");
+    out.pack(std::string_view("List"));
+    packKey(out, "element");
+    packType(out, type.element());
+    return;
+  }
+  if (type.isRecord()) {
+    out.pack_map(2);
+    packKey(out, "kind");
+    out.pack(std::string_view("Record"));
+    packKey(out, "fields");
+    out.pack_array(uint32_t(type.fields().size()));
+    for (const RecordField &field : type.fields()) {
+      out.pack_map(2);
+      packKey(out, "name");
+      out.pack(field.name);
+      packKey(out, "type");
+      packType(out, field.type);
+    }
+    return;
+  }
+  out.pack_map(1);
+  packKey(out, "kind");
+  out.pack(type.str());
+}
+
+void packValue(Packer &out, const StaticValue &value) {
+  out.pack_map(2);
+  packKey(out, "type");
+  out.pack(typeOf(value).str());
+  packKey(out, "value");
+  if (auto *boolean = std::get_if<bool>(&value))
+    out.pack(*boolean);
+  else if (auto *integer = std::get_if<int64_t>(&value))
+    out.pack(*integer);
+  else if (auto *real = std::get_if<double>(&value))
+    out.pack(*real);
+  else if (auto *text = std::get_if<std::string>(&value))
+    out.pack(*text);
+  else if (auto *duration = std::get_if<Duration>(&value))
+    out.pack(duration->nanoseconds);
+  else
+    out.pack(std::get<ByteSize>(value).bytes);
+}
+
+void packConstants(Packer &out, const std::vector<NamedConstant> &constants) {
+  out.pack_array(uint32_t(constants.size()));
+  for (const NamedConstant &constant : constants) {
+    out.pack_map(2);
+    packKey(out, "name");
+    out.pack(constant.name);
+    packKey(out, "value");
+    packValue(out, constant.value);
+  }
+}
+
+const char *recoveryName(RecoveryPolicy policy) {
+  switch (policy) {
+  case RecoveryPolicy::Abort:
+    return "abort";
+  case RecoveryPolicy::Retry:
+    return "retry";
+  case RecoveryPolicy::Isolate:
+    return "isolate";
+  }
+  return "retry";
+}
+
+void packOptions(Packer &out, const CallOptions &options) {
+  out.pack_map(9);
+  packKey(out, "batch");
+  out.pack(options.batch);
+  packKey(out, "replicas");
+  out.pack(options.replicas);
+  packKey(out, "cpus");
+  out.pack(options.cpus);
+  packKey(out, "gpus");
+  out.pack(options.gpus);
+  packKey(out, "memory");
+  out.pack(options.memoryBytes);
+  packKey(out, "retries");
+  out.pack(options.retries);
+  packKey(out, "recovery");
+  out.pack(std::string_view(recoveryName(options.recovery)));
+  packKey(out, "timeout");
+  out.pack(options.timeoutNanoseconds);
+  packKey(out, "require_gpu");
+  out.pack(options.requireGpu);
+}
+
+void packNode(Packer &out, const PlanNode &node) {
+  out.pack_map(13);
+  packKey(out, "kind");
+  out.pack(std::string_view(nodeKindName(node.kind)));
+  packKey(out, "domain");
+  packIndex(out, node.domain);
+  packKey(out, "type");
+  packType(out, node.type);
+  packKey(out, "inputs");
+  packIndexes(out, node.inputs);
+  packKey(out, "labels");
+  packStrings(out, node.labels);
+  packKey(out, "index");
+  packIndex(out, node.index);
+  packKey(out, "field");
+  out.pack(node.field);
+  packKey(out, "constant");
+  if (node.constant)
+    packValue(out, *node.constant);
+  else
+    out.pack_nil();
+  packKey(out, "name");
+  out.pack(node.name);
+  packKey(out, "line");
+  out.pack(node.line);
+  packKey(out, "column");
+  out.pack(node.column);
+  packKey(out, "consumers");
+  packIndexes(out, node.consumers);
+  packKey(out, "sinks");
+  packIndexes(out, node.sinks);
+}
+
+// --- reading ------------------------------------------------------------------------------
 
 struct DecodeFailure {
   std::string message;
@@ -15,7 +176,9 @@ struct DecodeFailure {
   bool corrupt = true;
 };
 
-const msgpack::object *findKey(const msgpack::object &map, std::string_view key) {
+using Object = msgpack::object;
+
+const Object *findKey(const Object &map, std::string_view key) {
   for (uint32_t i = 0; i < map.via.map.size; ++i) {
     const msgpack::object_kv &entry = map.via.map.ptr[i];
     if (entry.key.type == msgpack::type::STR &&
@@ -25,73 +188,349 @@ const msgpack::object *findKey(const msgpack::object &map, std::string_view key)
   return nullptr;
 }
 
-const msgpack::object &requireKey(const msgpack::object &map, std::string_view key,
-                                  msgpack::type::object_type type, std::string_view where) {
-  const msgpack::object *value = findKey(map, key);
-  if (!value)
-    throw DecodeFailure{"missing '" + std::string(key) + "' in " + std::string(where)};
-  if (value->type != type)
-    throw DecodeFailure{"'" + std::string(key) + "' in " + std::string(where) +
-                        " has the wrong type"};
-  return *value;
+/// A map being read, named for messages ("node 3", "call 1").
+class MapReader {
+public:
+  MapReader(const Object &object, std::string where) : where_(std::move(where)) {
+    if (object.type != msgpack::type::MAP)
+      throw DecodeFailure{where_ + " is not a map"};
+    map_ = &object;
+  }
+
+  const Object &get(std::string_view key, msgpack::type::object_type type) const {
+    const Object *value = findKey(*map_, key);
+    if (!value)
+      throw DecodeFailure{"missing '" + std::string(key) + "' in " + where_};
+    if (value->type != type &&
+        !(type == msgpack::type::FLOAT64 && value->type == msgpack::type::FLOAT32))
+      throw DecodeFailure{"'" + std::string(key) + "' in " + where_ + " has the wrong type"};
+    return *value;
+  }
+
+  const Object *optional(std::string_view key) const { return findKey(*map_, key); }
+
+  std::string string(std::string_view key) const {
+    const Object &value = get(key, msgpack::type::STR);
+    return std::string(value.via.str.ptr, value.via.str.size);
+  }
+
+  bool boolean(std::string_view key) const { return get(key, msgpack::type::BOOLEAN).via.boolean; }
+
+  int64_t integer(std::string_view key) const { return toInteger(require(key), key); }
+
+  double real(std::string_view key) const {
+    const Object &value = require(key);
+    if (value.type == msgpack::type::FLOAT64 || value.type == msgpack::type::FLOAT32)
+      return value.via.f64;
+    return double(toInteger(value, key));
+  }
+
+  uint32_t index(std::string_view key) const {
+    const Object &value = require(key);
+    if (value.type == msgpack::type::NIL)
+      return kNone;
+    return toIndex(value, key);
+  }
+
+  std::vector<uint32_t> indexes(std::string_view key) const {
+    const Object &array = get(key, msgpack::type::ARRAY);
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i < array.via.array.size; ++i)
+      out.push_back(toIndex(array.via.array.ptr[i], key));
+    return out;
+  }
+
+  std::vector<std::string> strings(std::string_view key) const {
+    const Object &array = get(key, msgpack::type::ARRAY);
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < array.via.array.size; ++i) {
+      const Object &item = array.via.array.ptr[i];
+      if (item.type != msgpack::type::STR)
+        throw DecodeFailure{"'" + std::string(key) + "' in " + where_ + " holds a non-string"};
+      out.emplace_back(item.via.str.ptr, item.via.str.size);
+    }
+    return out;
+  }
+
+  const std::string &where() const { return where_; }
+
+private:
+  const Object &require(std::string_view key) const {
+    const Object *value = findKey(*map_, key);
+    if (!value)
+      throw DecodeFailure{"missing '" + std::string(key) + "' in " + where_};
+    return *value;
+  }
+
+  int64_t toInteger(const Object &value, std::string_view key) const {
+    if (value.type == msgpack::type::POSITIVE_INTEGER) {
+      if (value.via.u64 > uint64_t(std::numeric_limits<int64_t>::max()))
+        throw DecodeFailure{"'" + std::string(key) + "' in " + where_ + " is out of range"};
+      return int64_t(value.via.u64);
+    }
+    if (value.type == msgpack::type::NEGATIVE_INTEGER)
+      return value.via.i64;
+    throw DecodeFailure{"'" + std::string(key) + "' in " + where_ + " is not an integer"};
+  }
+
+  uint32_t toIndex(const Object &value, std::string_view key) const {
+    if (value.type != msgpack::type::POSITIVE_INTEGER || value.via.u64 >= kNone)
+      throw DecodeFailure{"'" + std::string(key) + "' in " + where_ + " is not an index"};
+    return uint32_t(value.via.u64);
+  }
+
+  const Object *map_ = nullptr;
+  std::string where_;
+};
+
+/// Calls `read(element, "what N")` for each element of the array at `key`.
+template <typename Read>
+void forEachElement(const MapReader &map, std::string_view key, const std::string &what,
+                    Read &&read) {
+  const Object &array = map.get(key, msgpack::type::ARRAY);
+  for (uint32_t i = 0; i < array.via.array.size; ++i)
+    read(array.via.array.ptr[i], what + " " + std::to_string(i));
 }
 
-std::string requireString(const msgpack::object &map, std::string_view key,
-                          std::string_view where) {
-  const msgpack::object &value = requireKey(map, key, msgpack::type::STR, where);
-  return std::string(value.via.str.ptr, value.via.str.size);
+Type readType(const Object &object, const std::string &where) {
+  MapReader map(object, where);
+  std::string kind = map.string("kind");
+  if (kind == "List")
+    return Type::list(readType(map.get("element", msgpack::type::MAP), where));
+  if (kind == "Record") {
+    std::vector<RecordField> fields;
+    forEachElement(map, "fields", where + " field",
+                   [&](const Object &field, const std::string &at) {
+                     MapReader fieldMap(field, at);
+                     fields.push_back({fieldMap.string("name"),
+                                       readType(fieldMap.get("type", msgpack::type::MAP), at)});
+                   });
+    return Type::record(std::move(fields));
+  }
+  if (kind == "T")
+    return Type::var();
+  std::optional<TypeKind> named = typeKindNamed(kind);
+  if (!named)
+    throw DecodeFailure{"unknown type '" + kind + "' in " + where};
+  return Type::scalar(*named);
 }
 
-FormatVersion decodeFormat(const msgpack::object &root) {
-  const msgpack::object &format = requireKey(root, "format", msgpack::type::ARRAY, "the header");
+StaticValue readValue(const Object &object, const std::string &where) {
+  MapReader map(object, where);
+  std::string type = map.string("type");
+  if (type == "Bool")
+    return map.boolean("value");
+  if (type == "Int")
+    return map.integer("value");
+  if (type == "Float")
+    return map.real("value");
+  if (type == "String")
+    return map.string("value");
+  if (type == "Duration")
+    return Duration{map.integer("value")};
+  if (type == "Size")
+    return ByteSize{map.integer("value")};
+  throw DecodeFailure{"unknown constant type '" + type + "' in " + where};
+}
+
+std::vector<NamedConstant> readConstants(const MapReader &map, const std::string &where) {
+  std::vector<NamedConstant> constants;
+  forEachElement(map, "constants", where + " constant",
+                 [&](const Object &item, const std::string &at) {
+                   MapReader constant(item, at);
+                   constants.push_back({constant.string("name"),
+                                        readValue(constant.get("value", msgpack::type::MAP), at)});
+                 });
+  return constants;
+}
+
+CallOptions readOptions(const Object &object, const std::string &where) {
+  MapReader map(object, where);
+  CallOptions options;
+  options.batch = map.integer("batch");
+  options.replicas = map.integer("replicas");
+  options.cpus = map.real("cpus");
+  options.gpus = map.real("gpus");
+  options.memoryBytes = map.integer("memory");
+  options.retries = map.integer("retries");
+  std::string recovery = map.string("recovery");
+  if (recovery == "abort")
+    options.recovery = RecoveryPolicy::Abort;
+  else if (recovery == "retry")
+    options.recovery = RecoveryPolicy::Retry;
+  else if (recovery == "isolate")
+    options.recovery = RecoveryPolicy::Isolate;
+  else
+    throw DecodeFailure{"unknown recovery policy '" + recovery + "' in " + where};
+  options.timeoutNanoseconds = map.integer("timeout");
+  options.requireGpu = map.boolean("require_gpu");
+  return options;
+}
+
+NodeKind readNodeKind(const std::string &name, const std::string &where) {
+  for (NodeKind kind :
+       {NodeKind::Source, NodeKind::Constant, NodeKind::Invoke, NodeKind::Expand, NodeKind::Reduce,
+        NodeKind::Filter, NodeKind::Broadcast, NodeKind::Project, NodeKind::Record})
+    if (name == nodeKindName(kind))
+      return kind;
+  throw DecodeFailure{"unknown node kind '" + name + "' in " + where};
+}
+
+PlanNode readNode(const Object &object, const std::string &where) {
+  MapReader map(object, where);
+  PlanNode node;
+  node.kind = readNodeKind(map.string("kind"), where);
+  node.domain = map.index("domain");
+  node.type = readType(map.get("type", msgpack::type::MAP), where);
+  node.inputs = map.indexes("inputs");
+  node.labels = map.strings("labels");
+  node.index = map.index("index");
+  node.field = map.string("field");
+  if (const Object *constant = map.optional("constant");
+      constant && constant->type != msgpack::type::NIL)
+    node.constant = readValue(*constant, where);
+  node.name = map.string("name");
+  node.line = uint32_t(map.index("line"));
+  node.column = uint32_t(map.index("column"));
+  node.consumers = map.indexes("consumers");
+  node.sinks = map.indexes("sinks");
+  return node;
+}
+
+Plan readBody(const Object &object, Plan plan) {
+  MapReader body(object, "the plan");
+  plan.pipelineName = body.string("pipeline");
+  plan.sourcePath = body.string("source");
+  forEachElement(body, "domains", "domain", [&](const Object &item, const std::string &at) {
+    MapReader domain(item, at);
+    plan.domains.push_back({domain.string("name"), domain.index("parent")});
+  });
+  forEachElement(body, "calls", "call", [&](const Object &item, const std::string &at) {
+    MapReader call(item, at);
+    plan.calls.push_back({call.string("name"), call.string("op"), readConstants(call, at),
+                          readOptions(call.get("options", msgpack::type::MAP), at),
+                          call.boolean("gpu")});
+  });
+  forEachElement(body, "sources", "source", [&](const Object &item, const std::string &at) {
+    MapReader source(item, at);
+    plan.sources.push_back({source.string("op"), readConstants(source, at), source.index("domain"),
+                            source.index("node")});
+  });
+  forEachElement(body, "nodes", "node", [&](const Object &item, const std::string &at) {
+    plan.nodes.push_back(readNode(item, at));
+  });
+  forEachElement(body, "sinks", "sink", [&](const Object &item, const std::string &at) {
+    MapReader sink(item, at);
+    plan.sinks.push_back({sink.string("op"), readConstants(sink, at), sink.strings("labels"),
+                          sink.indexes("inputs"), sink.index("domain")});
+  });
+  return plan;
+}
+
+FormatVersion readFormat(const MapReader &root) {
+  const Object &format = root.get("format", msgpack::type::ARRAY);
   if (format.via.array.size != 2 ||
       format.via.array.ptr[0].type != msgpack::type::POSITIVE_INTEGER ||
-      format.via.array.ptr[1].type != msgpack::type::POSITIVE_INTEGER)
+      format.via.array.ptr[1].type != msgpack::type::POSITIVE_INTEGER ||
+      format.via.array.ptr[0].via.u64 > UINT32_MAX || format.via.array.ptr[1].via.u64 > UINT32_MAX)
     throw DecodeFailure{"'format' must be [major, minor]"};
   return FormatVersion{uint32_t(format.via.array.ptr[0].via.u64),
                        uint32_t(format.via.array.ptr[1].via.u64)};
 }
 
-Plan decodeRoot(const msgpack::object &root) {
-  if (root.type != msgpack::type::MAP)
+Plan readRoot(const Object &object) {
+  if (object.type != msgpack::type::MAP)
     throw DecodeFailure{"not an Orch plan (the file is not a MessagePack map)"};
-  const msgpack::object *magic = findKey(root, "magic");
+  const Object *magic = findKey(object, "magic");
   if (!magic || magic->type != msgpack::type::STR ||
       std::string_view(magic->via.str.ptr, magic->via.str.size) != kMagic)
     throw DecodeFailure{"not an Orch plan (missing magic \"orch.plan\")"};
-
+  MapReader root(object, "the header");
   Plan plan;
-  plan.format = decodeFormat(root);
+  plan.format = readFormat(root);
   if (plan.format.major != kCurrentFormat.major)
     throw DecodeFailure{"plan format " + std::to_string(plan.format.major) + "." +
                             std::to_string(plan.format.minor) +
                             " is not supported (this orch reads " +
                             std::to_string(kCurrentFormat.major) + ".x); recompile it with orchc",
                         /*corrupt=*/false};
-  const msgpack::object &body = requireKey(root, "plan", msgpack::type::MAP, "the header");
-  plan.pipelineName = requireString(body, "pipeline", "the plan");
-  plan.sourcePath = requireString(body, "source", "the plan");
-  return plan;
+  return readBody(root.get("plan", msgpack::type::MAP), std::move(plan));
 }
 
 } // namespace
 
 std::string encodePlan(const Plan &plan) {
   msgpack::sbuffer buffer;
-  msgpack::packer<msgpack::sbuffer> out(buffer);
+  Packer out(buffer);
   out.pack_map(3);
-  out.pack(std::string_view("magic"));
+  packKey(out, "magic");
   out.pack(kMagic);
-  out.pack(std::string_view("format"));
+  packKey(out, "format");
   out.pack_array(2);
   out.pack(plan.format.major);
   out.pack(plan.format.minor);
-  out.pack(std::string_view("plan"));
-  out.pack_map(2);
-  out.pack(std::string_view("pipeline"));
+  packKey(out, "plan");
+  out.pack_map(7);
+  packKey(out, "pipeline");
   out.pack(plan.pipelineName);
-  out.pack(std::string_view("source"));
+  packKey(out, "source");
   out.pack(plan.sourcePath);
+  packKey(out, "domains");
+  out.pack_array(uint32_t(plan.domains.size()));
+  for (const PlanDomain &domain : plan.domains) {
+    out.pack_map(2);
+    packKey(out, "name");
+    out.pack(domain.name);
+    packKey(out, "parent");
+    packIndex(out, domain.parent);
+  }
+  packKey(out, "calls");
+  out.pack_array(uint32_t(plan.calls.size()));
+  for (const PlanCall &call : plan.calls) {
+    out.pack_map(5);
+    packKey(out, "name");
+    out.pack(call.name);
+    packKey(out, "op");
+    out.pack(call.op);
+    packKey(out, "constants");
+    packConstants(out, call.constants);
+    packKey(out, "options");
+    packOptions(out, call.options);
+    packKey(out, "gpu");
+    out.pack(call.gpu);
+  }
+  packKey(out, "sources");
+  out.pack_array(uint32_t(plan.sources.size()));
+  for (const PlanSource &source : plan.sources) {
+    out.pack_map(4);
+    packKey(out, "op");
+    out.pack(source.op);
+    packKey(out, "constants");
+    packConstants(out, source.constants);
+    packKey(out, "domain");
+    packIndex(out, source.domain);
+    packKey(out, "node");
+    packIndex(out, source.node);
+  }
+  packKey(out, "nodes");
+  out.pack_array(uint32_t(plan.nodes.size()));
+  for (const PlanNode &node : plan.nodes)
+    packNode(out, node);
+  packKey(out, "sinks");
+  out.pack_array(uint32_t(plan.sinks.size()));
+  for (const PlanSink &sink : plan.sinks) {
+    out.pack_map(5);
+    packKey(out, "op");
+    out.pack(sink.op);
+    packKey(out, "constants");
+    packConstants(out, sink.constants);
+    packKey(out, "labels");
+    packStrings(out, sink.labels);
+    packKey(out, "inputs");
+    packIndexes(out, sink.inputs);
+    packKey(out, "domain");
+    packIndex(out, sink.domain);
+  }
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -104,10 +543,15 @@ std::variant<Plan, PlanDecodeError> decodePlan(std::string_view bytes) {
     msgpack::unpack_limit limits(most, most, most, most, most, /*depth=*/64);
     msgpack::object_handle handle =
         msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limits);
+    // Whether this is a plan at all comes first: text often starts with a byte that decodes as
+    // a small integer, and "unexpected bytes after the plan" would mislead.
+    Plan plan = readRoot(handle.get());
     if (offset != bytes.size())
       return PlanDecodeError{"corrupt plan: " + std::to_string(bytes.size() - offset) +
                              " unexpected bytes after the plan"};
-    return decodeRoot(handle.get());
+    if (std::optional<std::string> problem = validatePlan(plan))
+      return PlanDecodeError{"invalid plan: " + *problem};
+    return plan;
   } catch (const DecodeFailure &failure) {
     return PlanDecodeError{failure.corrupt ? "corrupt plan: " + failure.message : failure.message};
   } catch (const msgpack::insufficient_bytes &) {
@@ -115,6 +559,22 @@ std::variant<Plan, PlanDecodeError> decodePlan(std::string_view bytes) {
   } catch (const std::exception &error) {
     return PlanDecodeError{std::string("corrupt plan: ") + error.what()};
   }
+}
+
+} // namespace orch::plan
+
+namespace orch::plan {
+
+std::variant<Plan, PlanDecodeError> loadPlanFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return PlanDecodeError{"cannot read '" + path + "': " + std::strerror(errno)};
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  auto result = decodePlan(bytes.str());
+  if (auto *error = std::get_if<PlanDecodeError>(&result))
+    error->message = path + ": " + error->message;
+  return result;
 }
 
 } // namespace orch::plan

@@ -1,102 +1,208 @@
-// The plan codec: exact round trips, deterministic bytes, forward compatibility, and clear
-// rejection of anything that is not a plan this reader understands.
+// The plan codec on real plans: exact round trips, deterministic bytes, forward compatibility,
+// and clear rejection of anything that is not a plan this reader understands or trusts.
+#include "CompileExample.h"
+
 #include "orch/plan/PlanCodec.h"
 
 #include <msgpack.hpp>
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 
 namespace orch::plan {
 namespace {
 
-Plan samplePlan() {
-  Plan plan;
-  plan.pipelineName = "pdf_to_markdown";
-  plan.sourcePath = "examples/pdf_to_markdown.orch";
-  return plan;
-}
+using Packer = msgpack::packer<msgpack::sbuffer>;
 
 std::string errorOf(const std::variant<Plan, PlanDecodeError> &result) {
   return std::holds_alternative<PlanDecodeError>(result) ? std::get<PlanDecodeError>(result).message
                                                          : std::string();
 }
 
-/// Writes a plan the way a newer orchc might: the given format and extra keys everywhere.
-std::string encodeAs(uint32_t major, uint32_t minor, bool extraKeys) {
-  msgpack::sbuffer buffer;
-  msgpack::packer<msgpack::sbuffer> out(buffer);
-  out.pack_map(extraKeys ? 4 : 3);
-  out.pack(std::string("magic"));
-  out.pack(std::string("orch.plan"));
-  out.pack(std::string("format"));
-  out.pack_array(2);
-  out.pack(major);
-  out.pack(minor);
-  if (extraKeys) {
-    out.pack(std::string("written_by"));
-    out.pack(std::string("orchc 9.9"));
-  }
-  out.pack(std::string("plan"));
-  out.pack_map(extraKeys ? 3 : 2);
-  out.pack(std::string("pipeline"));
-  out.pack(std::string("p"));
-  if (extraKeys) {
-    out.pack(std::string("future_field"));
+Plan examplePlan(const std::string &name) {
+  std::optional<Plan> plan = orch::testing::compileExample(name);
+  EXPECT_TRUE(plan) << name;
+  return plan.value_or(Plan{});
+}
+
+/// Re-packs a decoded MessagePack value, adding an unknown key to every map (as a newer
+/// writer might) and optionally replacing the format version.
+void repackWithExtras(const msgpack::object &object, Packer &out,
+                      const std::optional<std::pair<uint32_t, uint32_t>> &format) {
+  if (object.type == msgpack::type::MAP) {
+    out.pack_map(object.via.map.size + 1);
+    for (uint32_t i = 0; i < object.via.map.size; ++i) {
+      const msgpack::object_kv &entry = object.via.map.ptr[i];
+      out.pack(entry.key);
+      if (format && entry.key.type == msgpack::type::STR &&
+          std::string_view(entry.key.via.str.ptr, entry.key.via.str.size) == "format") {
+        out.pack_array(2);
+        out.pack(format->first);
+        out.pack(format->second);
+      } else {
+        repackWithExtras(entry.val, out, format);
+      }
+    }
+    out.pack(std::string_view("added_by_a_newer_writer"));
+    out.pack_map(1);
+    out.pack(std::string_view("nested"));
     out.pack_array(2);
     out.pack(1);
-    out.pack(2);
+    out.pack(std::string_view("two"));
+    return;
   }
-  out.pack(std::string("source"));
-  out.pack(std::string("p.orch"));
+  if (object.type == msgpack::type::ARRAY) {
+    out.pack_array(object.via.array.size);
+    for (uint32_t i = 0; i < object.via.array.size; ++i)
+      repackWithExtras(object.via.array.ptr[i], out, format);
+    return;
+  }
+  out.pack(object);
+}
+
+std::string withExtras(const std::string &bytes,
+                       std::optional<std::pair<uint32_t, uint32_t>> format = std::nullopt) {
+  msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::sbuffer buffer;
+  Packer out(buffer);
+  repackWithExtras(handle.get(), out, format);
   return std::string(buffer.data(), buffer.size());
 }
 
-TEST(PlanCodecTest, RoundTripsAndReencodesByteIdentically) {
-  std::string bytes = encodePlan(samplePlan());
+class PlanCodecExamples : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PlanCodecExamples, RoundTripsExactlyAndReencodesByteIdentically) {
+  Plan plan = examplePlan(GetParam());
+  ASSERT_FALSE(plan.nodes.empty());
+  std::string bytes = encodePlan(plan);
   auto decoded = decodePlan(bytes);
   ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
-  EXPECT_EQ(std::get<Plan>(decoded), samplePlan());
+  EXPECT_EQ(std::get<Plan>(decoded), plan);
   EXPECT_EQ(encodePlan(std::get<Plan>(decoded)), bytes);
+  EXPECT_EQ(encodePlan(plan), bytes) << "encoding must be deterministic";
 }
 
-TEST(PlanCodecTest, LoadsPlansFromNewerMinorVersionsWithUnknownKeys) {
-  auto decoded = decodePlan(encodeAs(1, 7, /*extraKeys=*/true));
+TEST_P(PlanCodecExamples, LoadsPlansWithUnknownKeysFromANewerMinorVersion) {
+  Plan plan = examplePlan(GetParam());
+  auto decoded = decodePlan(withExtras(encodePlan(plan), std::make_pair(1u, 9u)));
   ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
-  EXPECT_EQ(std::get<Plan>(decoded).pipelineName, "p");
-  EXPECT_EQ(std::get<Plan>(decoded).format, (FormatVersion{1, 7}));
+  Plan expected = plan;
+  expected.format = FormatVersion{1, 9};
+  EXPECT_EQ(std::get<Plan>(decoded), expected);
 }
 
-TEST(PlanCodecTest, RejectsAnUnknownMajorVersionWithAClearMessage) {
-  EXPECT_EQ(errorOf(decodePlan(encodeAs(2, 0, false))),
+TEST_P(PlanCodecExamples, RejectsAnUnknownMajorVersionWithAClearMessage) {
+  std::string bytes = withExtras(encodePlan(examplePlan(GetParam())), std::make_pair(2u, 0u));
+  EXPECT_EQ(errorOf(decodePlan(bytes)),
             "plan format 2.0 is not supported (this orch reads 1.x); recompile it with orchc");
 }
+
+TEST_P(PlanCodecExamples, EveryTruncationIsRejectedAsCorrupt) {
+  std::string bytes = encodePlan(examplePlan(GetParam()));
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    std::string error = errorOf(decodePlan(bytes.substr(0, length)));
+    ASSERT_EQ(error.rfind("corrupt plan: ", 0), 0u) << "length " << length << ": " << error;
+  }
+}
+
+TEST_P(PlanCodecExamples, RandomCorruptionNeverCrashesAndWhatLoadsIsValid) {
+  std::string bytes = encodePlan(examplePlan(GetParam()));
+  std::mt19937 random(11);
+  int rejected = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string corrupted = bytes;
+    for (int flips = 1 + int(random() % 3); flips > 0; --flips)
+      corrupted[random() % corrupted.size()] = char(random() % 256);
+    auto decoded = decodePlan(corrupted);
+    if (auto *error = std::get_if<PlanDecodeError>(&decoded)) {
+      ++rejected;
+      ASSERT_FALSE(error->message.empty());
+    } else {
+      ASSERT_EQ(validatePlan(std::get<Plan>(decoded)), std::nullopt);
+    }
+  }
+  EXPECT_GT(rejected, 1500);
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, PlanCodecExamples,
+                         ::testing::Values("pdf_to_markdown.orch", "clip_quality.orch"),
+                         [](const ::testing::TestParamInfo<std::string> &example) {
+                           return example.param.substr(0, example.param.find('.'));
+                         });
 
 TEST(PlanCodecTest, RejectsThingsThatAreNotPlans) {
   EXPECT_EQ(errorOf(decodePlan("")), "corrupt plan: the file is truncated");
   EXPECT_EQ(errorOf(decodePlan("\x93\x01\x02\x03")),
             "corrupt plan: not an Orch plan (the file is not a MessagePack map)");
-  std::string bytes = encodePlan(samplePlan());
+  EXPECT_EQ(errorOf(decodePlan("\x81\xa1k\x01")),
+            "corrupt plan: not an Orch plan (missing magic \"orch.plan\")");
+  std::string bytes = encodePlan(examplePlan("clip_quality.orch"));
   EXPECT_EQ(errorOf(decodePlan(bytes + "x")), "corrupt plan: 1 unexpected bytes after the plan");
 }
 
-TEST(PlanCodecTest, EveryTruncationAndRandomCorruptionIsRejectedOrDecodedWithoutCrashing) {
-  std::string bytes = encodePlan(samplePlan());
-  for (size_t length = 0; length < bytes.size(); ++length) {
-    std::string error = errorOf(decodePlan(bytes.substr(0, length)));
-    EXPECT_EQ(error.rfind("corrupt plan: ", 0), 0u) << "length " << length << ": " << error;
+TEST(PlanCodecTest, LoadPlanFileNamesTheFileInErrors) {
+  EXPECT_EQ(errorOf(loadPlanFile("/nonexistent/x.plan")),
+            "cannot read '/nonexistent/x.plan': No such file or directory");
+  std::string path = ::testing::TempDir() + "/codec-test.plan";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << encodePlan(examplePlan("pdf_to_markdown.orch")).substr(0, 40);
   }
-  std::mt19937 random(7);
-  for (int round = 0; round < 2000; ++round) {
-    std::string corrupted = bytes;
-    for (int flips = 1 + random() % 3; flips > 0; --flips)
-      corrupted[random() % corrupted.size()] = char(random() % 256);
-    auto decoded = decodePlan(corrupted);
-    if (auto *error = std::get_if<PlanDecodeError>(&decoded)) {
-      EXPECT_FALSE(error->message.empty());
-    }
+  EXPECT_EQ(errorOf(loadPlanFile(path)), path + ": corrupt plan: the file is truncated");
+}
+
+/// A plan that decodes fine except for one field, to check what validation catches.
+class PlanValidationTest : public ::testing::Test {
+protected:
+  void SetUp() override { plan = examplePlan("pdf_to_markdown.orch"); }
+
+  std::string rejection() {
+    std::optional<std::string> problem = validatePlan(plan);
+    std::string viaCodec = errorOf(decodePlan(encodePlan(plan)));
+    EXPECT_EQ(viaCodec, problem ? "invalid plan: " + *problem : "");
+    return problem.value_or("");
   }
+
+  Plan plan;
+};
+
+TEST_F(PlanValidationTest, TheCompiledPlanIsValid) { EXPECT_EQ(rejection(), ""); }
+
+TEST_F(PlanValidationTest, RejectsAnInputThatDoesNotComeFirst) {
+  plan.nodes[1].inputs[0] = 5;
+  computeTriggerIndexes(plan);
+  EXPECT_EQ(rejection(), "node 1 (invoke) reads node 5, which does not come before it");
+}
+
+TEST_F(PlanValidationTest, RejectsATriggerIndexThatDoesNotMatch) {
+  plan.nodes[0].consumers.pop_back();
+  EXPECT_EQ(rejection(), "the trigger index of node 0 does not match the nodes that read it");
+}
+
+TEST_F(PlanValidationTest, RejectsAReduceThatDoesNotGoToTheParent) {
+  for (PlanNode &node : plan.nodes)
+    if (node.kind == NodeKind::Reduce)
+      node.domain = 1;
+  EXPECT_EQ(rejection(), "node 7 (reduce) does not gather into the parent of its input's domain");
+}
+
+TEST_F(PlanValidationTest, RejectsADomainWhoseParentComesLater) {
+  plan.domains[0].parent = 1;
+  EXPECT_EQ(rejection().rfind("domain 0 has parent 1", 0), 0u);
+}
+
+TEST_F(PlanValidationTest, RejectsOutOfRangeReferencesAndOptions) {
+  plan.nodes[1].index = 99;
+  EXPECT_EQ(rejection(), "node 1 (invoke) invokes call 99, which does not exist");
+  plan = examplePlan("pdf_to_markdown.orch");
+  plan.calls[1].options.batch = 0;
+  EXPECT_EQ(rejection(), "call 1 has out-of-range options");
+  plan = examplePlan("pdf_to_markdown.orch");
+  plan.sinks[0].inputs[0] = 1000;
+  computeTriggerIndexes(plan);
+  EXPECT_EQ(rejection(), "sink 0 reads node 1000, which does not exist");
 }
 
 } // namespace

@@ -1,5 +1,6 @@
-// orch: runs compiled pipelines. Subcommands (run, worker, report) arrive with the runtime;
-// this main parses flags only.
+// orch: runs compiled pipelines. Parses flags and hands over to the subcommand.
+#include "InspectCommand.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -7,6 +8,9 @@
 namespace cl = llvm::cl;
 
 static cl::OptionCategory orchCategory("orch options");
+static cl::SubCommand inspect("inspect", "Validate a compiled plan and print it");
+static cl::opt<std::string> inspectPath(cl::Positional, cl::Required, cl::desc("<file.plan>"),
+                                        cl::sub(inspect), cl::cat(orchCategory));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -14,6 +18,8 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orch " ORCH_VERSION "\n"; });
   cl::ParseCommandLineOptions(argc, argv,
                               "orch: runs Orch pipelines with lineage-aware batching\n");
+  if (inspect)
+    return orch::runInspect(inspectPath);
   cl::PrintHelpMessage();
   return 1;
 }

@@ -1,20 +1,66 @@
-// Loads and checks one .orch file, printing diagnostics to stderr (or verifying them against
-// the file's annotations) and the requested output to stdout.
+// Compiles one .orch file: frontend, IR, checking passes, plan. Prints diagnostics to stderr
+// (or verifies them against the file's annotations), the requested view to stdout, and writes
+// the plan where asked.
 #include "CompileCommand.h"
 
 #include "orch/frontend/AstPrinter.h"
 #include "orch/frontend/Frontend.h"
+#include "orch/frontend/IrGen.h"
 #include "orch/frontend/Parser.h"
 #include "orch/ir/DiagnosticPrinter.h"
 #include "orch/ir/DiagnosticVerifier.h"
+#include "orch/ir/IrPrinter.h"
+#include "orch/passes/Pipeline.h"
+#include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPrinters.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
+#include <sstream>
 
 namespace orch {
+namespace {
+
+/// Writes the file next to its final name, then renames it, so no reader sees half a plan.
+bool writeAtomically(const std::string &path, const std::string &bytes, DiagnosticEngine &diags) {
+  std::string temporary = path + ".tmp";
+  std::error_code error;
+  {
+    llvm::raw_fd_ostream out(temporary, error, llvm::sys::fs::OF_None);
+    if (!error) {
+      out << bytes;
+      out.close();
+      error = out.error();
+    }
+  }
+  if (!error)
+    error = llvm::sys::fs::rename(temporary, path);
+  if (error) {
+    llvm::sys::fs::remove(temporary);
+    diags.error({}, "cannot write '" + path + "': " + error.message());
+    return false;
+  }
+  return true;
+}
+
+void printView(EmitKind emit, const ir::Module &module, const plan::Plan &plan) {
+  std::ostringstream text;
+  if (emit == EmitKind::Ir) {
+    ir::printModule(module, llvm::outs());
+    return;
+  }
+  if (emit == EmitKind::PlanText)
+    plan::printPlanText(plan, text);
+  else if (emit == EmitKind::Dot)
+    plan::printPlanDot(plan, text);
+  llvm::outs() << text.str();
+}
+
+} // namespace
 
 int runCompile(const CompileOptions &options) {
   llvm::SourceMgr sources;
@@ -38,6 +84,15 @@ int runCompile(const CompileOptions &options) {
   FrontendOptions frontendOptions;
   frontendOptions.overrides = options.overrides;
   FrontendResult result = runFrontend(sources, *buffer, frontendOptions, diags);
+  std::optional<plan::Plan> plan;
+  ir::Module module;
+  if (result.ok && options.emit != EmitKind::Ast) {
+    module = generateIr(*result.file, options.inputPath);
+    PassManagerOptions passOptions;
+    passOptions.printAfterAll = options.printAfterAll ? &llvm::errs() : nullptr;
+    passOptions.timePasses = options.timePasses ? &llvm::errs() : nullptr;
+    plan = compileModule(module, diags, passOptions);
+  }
 
   if (verifier) {
     std::vector<std::string> problems = verifier->problems();
@@ -47,8 +102,17 @@ int runCompile(const CompileOptions &options) {
   }
   if (!result.ok)
     return kCompileUserError;
-  if (options.emit == EmitKind::Ast)
+  if (options.emit == EmitKind::Ast) {
     printAst(*result.file, llvm::outs());
+    return kCompileOk;
+  }
+  if (!plan)
+    return kCompileUserError;
+  if (options.emit != EmitKind::Nothing)
+    printView(options.emit, module, *plan);
+  if (!options.outputPath.empty() &&
+      !writeAtomically(options.outputPath, plan::encodePlan(*plan), diags))
+    return kCompileUserError;
   return kCompileOk;
 }
 

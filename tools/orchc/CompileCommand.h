@@ -8,7 +8,7 @@
 
 namespace orch {
 
-enum class EmitKind { Nothing, Ast };
+enum class EmitKind { Nothing, Ast, Ir, PlanText, Dot };
 
 struct CompileOptions {
   std::string inputPath;
@@ -16,6 +16,10 @@ struct CompileOptions {
   std::vector<ParamOverride> overrides;
   /// Check diagnostics against expected-* annotations in the input instead of printing them.
   bool verifyDiagnostics = false;
+  /// Where to write the plan ("" for nowhere).
+  std::string outputPath;
+  bool printAfterAll = false;
+  bool timePasses = false;
 };
 
 /// Exit codes of orchc.

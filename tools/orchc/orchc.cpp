@@ -14,11 +14,24 @@ static cl::opt<bool> checkOnly("check", cl::desc("Report diagnostics only; write
                                cl::cat(orchcCategory));
 static cl::opt<orch::EmitKind>
     emit("emit", cl::desc("What to print on standard output"), cl::init(orch::EmitKind::Nothing),
-         cl::values(clEnumValN(orch::EmitKind::Ast, "ast", "the typed AST")),
+         cl::values(clEnumValN(orch::EmitKind::Ast, "ast", "the typed AST"),
+                    clEnumValN(orch::EmitKind::Ir, "ir", "the domain IR after the checking passes"),
+                    clEnumValN(orch::EmitKind::PlanText, "plan-text", "the plan, readably"),
+                    clEnumValN(orch::EmitKind::Dot, "dot",
+                               "the dataflow as Graphviz, domains as clusters")),
          cl::cat(orchcCategory));
 static cl::list<std::string> setParams("set", cl::value_desc("NAME=VALUE"),
                                        cl::desc("Override the value of a param"),
                                        cl::cat(orchcCategory));
+static cl::opt<std::string> outputPath("o", cl::value_desc("FILE.plan"),
+                                       cl::desc("Write the compiled plan here"),
+                                       cl::cat(orchcCategory));
+static cl::opt<bool> printAfterAll("print-after-all",
+                                   cl::desc("Print the IR after every pass (to stderr)"),
+                                   cl::cat(orchcCategory));
+static cl::opt<bool> timePasses("time-passes",
+                                cl::desc("Print how long each pass took (to stderr)"),
+                                cl::cat(orchcCategory));
 static cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check diagnostics against expected-error/warning/note annotations in the file"),
@@ -35,6 +48,9 @@ int main(int argc, char **argv) {
   options.inputPath = inputPath;
   options.emit = checkOnly ? orch::EmitKind::Nothing : emit.getValue();
   options.verifyDiagnostics = verifyDiagnostics;
+  options.outputPath = checkOnly ? std::string() : outputPath.getValue();
+  options.printAfterAll = printAfterAll;
+  options.timePasses = timePasses;
   for (const std::string &assignment : setParams) {
     size_t equals = assignment.find('=');
     if (equals == std::string::npos || equals == 0) {

@@ -30,6 +30,8 @@ struct CallOptions {
   int64_t timeoutNanoseconds = 0;
   /// Fail instead of falling back to the CPU implementation when no GPU is present.
   bool requireGpu = false;
+
+  friend bool operator==(const CallOptions &, const CallOptions &) = default;
 };
 
 struct CallOptionSpec {

@@ -1,10 +1,18 @@
 // The executable plan: the only contract between the compiler (orchc) and the runtime (orch).
-// This first version carries the pipeline's identity; domains, Calls and trigger indexes
-// follow with the lowering (issue 4).
+// A plan is the checked, domain-annotated dataflow of one pipeline: its domain tree, its Calls
+// with their constants and options, its sources and sinks, and one node per value with
+// precompiled trigger indexes (which nodes and sinks each value feeds), so the runtime never
+// searches the graph.
 #pragma once
 
+#include "orch/plan/CallOptions.h"
+#include "orch/plan/StaticValue.h"
+#include "orch/plan/Type.h"
+
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace orch::plan {
 
@@ -18,12 +26,107 @@ struct FormatVersion {
 
 inline constexpr FormatVersion kCurrentFormat{1, 0};
 
+/// "None" for domain, node and call references.
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+struct PlanDomain {
+  std::string name;
+  /// kNone for a root domain; parents always come before their children.
+  uint32_t parent = kNone;
+  friend bool operator==(const PlanDomain &, const PlanDomain &) = default;
+};
+
+struct PlanCall {
+  std::string name;
+  std::string op;
+  std::vector<NamedConstant> constants;
+  CallOptions options;
+  bool gpu = false;
+  friend bool operator==(const PlanCall &, const PlanCall &) = default;
+};
+
+struct PlanSource {
+  std::string op;
+  std::vector<NamedConstant> constants;
+  uint32_t domain = kNone;
+  /// The node that holds the source's rows.
+  uint32_t node = kNone;
+  friend bool operator==(const PlanSource &, const PlanSource &) = default;
+};
+
+enum class NodeKind {
+  Source,
+  Constant,
+  Invoke,
+  Expand,
+  Reduce,
+  Filter,
+  Broadcast,
+  Project,
+  Record
+};
+
+const char *nodeKindName(NodeKind kind);
+
+struct PlanNode {
+  NodeKind kind = NodeKind::Constant;
+  /// kNone for constants, which are the same in every domain.
+  uint32_t domain = kNone;
+  Type type;
+  /// Nodes this one reads; always earlier nodes.
+  std::vector<uint32_t> inputs;
+  /// Invoke: the parameter each input fills. Record: the field names.
+  std::vector<std::string> labels;
+  /// Invoke: the call. Source: the source. Expand: the domain it opens.
+  uint32_t index = kNone;
+  /// Project: the field.
+  std::string field;
+  /// Constant: the value.
+  std::optional<StaticValue> constant;
+  /// The program's name for the value, for messages ("" if unnamed).
+  std::string name;
+  uint32_t line = 0;
+  uint32_t column = 0;
+
+  // Trigger index: what to revisit when this node's item for an entity becomes terminal.
+  /// Nodes that read this one, in increasing order.
+  std::vector<uint32_t> consumers;
+  /// Sinks that read this one, in increasing order.
+  std::vector<uint32_t> sinks;
+
+  friend bool operator==(const PlanNode &, const PlanNode &) = default;
+};
+
+struct PlanSink {
+  std::string op;
+  std::vector<NamedConstant> constants;
+  /// Dataflow inputs by parameter name.
+  std::vector<std::string> labels;
+  std::vector<uint32_t> inputs;
+  /// The domain whose entities produce rows.
+  uint32_t domain = kNone;
+  friend bool operator==(const PlanSink &, const PlanSink &) = default;
+};
+
 struct Plan {
   FormatVersion format = kCurrentFormat;
   std::string pipelineName;
   /// The .orch file the plan was compiled from, for messages.
   std::string sourcePath;
+  std::vector<PlanDomain> domains;
+  std::vector<PlanCall> calls;
+  std::vector<PlanSource> sources;
+  std::vector<PlanNode> nodes;
+  std::vector<PlanSink> sinks;
   friend bool operator==(const Plan &, const Plan &) = default;
 };
+
+/// Fills every node's consumers and sinks from the inputs of nodes and sinks.
+void computeTriggerIndexes(Plan &plan);
+
+/// Checks the plan's internal consistency: references in range, inputs before their readers,
+/// arities, parents before children, trigger indexes matching the inputs, sane options.
+/// Returns the first problem found, or nullopt.
+std::optional<std::string> validatePlan(const Plan &plan);
 
 } // namespace orch::plan

@@ -1,5 +1,6 @@
 // MessagePack encoding of plans. Encoding is deterministic (the same plan always gives the same
-// bytes); decoding validates everything it reads and never trusts the input.
+// bytes); decoding validates everything it reads and never trusts the input: a plan that
+// decodes has passed validatePlan.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -17,5 +18,8 @@ struct PlanDecodeError {
 std::string encodePlan(const Plan &plan);
 
 std::variant<Plan, PlanDecodeError> decodePlan(std::string_view bytes);
+
+/// Reads and decodes a .plan file; errors name the file.
+std::variant<Plan, PlanDecodeError> loadPlanFile(const std::string &path);
 
 } // namespace orch::plan

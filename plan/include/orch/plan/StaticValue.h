@@ -21,6 +21,13 @@ struct ByteSize {
 
 using StaticValue = std::variant<bool, int64_t, double, std::string, Duration, ByteSize>;
 
+/// A constant argument of an operator: `dpi: 150`.
+struct NamedConstant {
+  std::string name;
+  StaticValue value;
+  friend bool operator==(const NamedConstant &, const NamedConstant &) = default;
+};
+
 Type typeOf(const StaticValue &value);
 
 /// The value as .orch source would spell it: `"a\n"`, `42`, `2.5`, `250ms`, `512MB`.

@@ -1,6 +1,10 @@
-// libFuzzer entry point: arbitrary bytes through the whole frontend (parse, resolve, check).
-// Built by `make fuzz` with clang, -fsanitize=fuzzer,address.
+// libFuzzer entry point: arbitrary bytes through the whole compiler (parse, resolve, check,
+// IR, passes, plan) and, when a plan comes out, through the codec and back. Built by
+// `make fuzz` with clang, -fsanitize=fuzzer,address.
 #include "orch/frontend/Frontend.h"
+#include "orch/frontend/IrGen.h"
+#include "orch/passes/Pipeline.h"
+#include "orch/plan/PlanCodec.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -21,8 +25,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     errorWithoutLocation |= !diagnostic.location.isKnown();
   });
   orch::FrontendResult result = orch::runFrontend(sources, id, orch::FrontendOptions{}, diags);
+  std::optional<orch::plan::Plan> plan;
+  if (result.ok) {
+    orch::ir::Module module = orch::generateIr(*result.file, "fuzz.orch");
+    plan = orch::compileModule(module, diags);
+  }
   // A rejection must say why, and where.
-  if ((!result.ok && !reportedError) || errorWithoutLocation)
+  if ((!plan && !reportedError) || errorWithoutLocation)
     std::abort();
+  // A compiled plan must survive its own codec exactly.
+  if (plan) {
+    std::string bytes = orch::plan::encodePlan(*plan);
+    auto decoded = orch::plan::decodePlan(bytes);
+    if (!std::holds_alternative<orch::plan::Plan>(decoded) ||
+        std::get<orch::plan::Plan>(decoded) != *plan)
+      std::abort();
+  }
   return 0;
 }

@@ -1,0 +1,12 @@
+// Checks that the dataflow graph has no cycle, whatever order its operations are in.
+// Preconditions: none.
+// Reports a cycle with the operations on it.
+#pragma once
+
+#include "orch/passes/Pass.h"
+
+namespace orch {
+
+std::unique_ptr<Pass> createAcyclicityPass();
+
+} // namespace orch

@@ -1,0 +1,11 @@
+// Checks that each filter mask is a Bool in the filtered value's domain.
+// Preconditions: DomainInference.
+#pragma once
+
+#include "orch/passes/Pass.h"
+
+namespace orch {
+
+std::unique_ptr<Pass> createFilterMasksPass();
+
+} // namespace orch

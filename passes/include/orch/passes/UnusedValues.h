@@ -1,0 +1,11 @@
+// Warns about named values and declared Calls that nothing uses.
+// Preconditions: none.
+#pragma once
+
+#include "orch/passes/Pass.h"
+
+namespace orch {
+
+std::unique_ptr<Pass> createUnusedValuesPass();
+
+} // namespace orch

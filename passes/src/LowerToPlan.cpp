@@ -1,0 +1,75 @@
+// IR -> plan: a direct transcription, plus the trigger indexes.
+#include "orch/passes/LowerToPlan.h"
+
+namespace orch {
+namespace {
+
+uint32_t planIndex(uint32_t irIndex) { return irIndex == ir::kNoDomain ? plan::kNone : irIndex; }
+
+plan::NodeKind nodeKind(ir::OpKind kind) {
+  switch (kind) {
+  case ir::OpKind::Source:
+    return plan::NodeKind::Source;
+  case ir::OpKind::Constant:
+    return plan::NodeKind::Constant;
+  case ir::OpKind::Invoke:
+    return plan::NodeKind::Invoke;
+  case ir::OpKind::Expand:
+    return plan::NodeKind::Expand;
+  case ir::OpKind::Reduce:
+    return plan::NodeKind::Reduce;
+  case ir::OpKind::Filter:
+    return plan::NodeKind::Filter;
+  case ir::OpKind::Broadcast:
+    return plan::NodeKind::Broadcast;
+  case ir::OpKind::Project:
+    return plan::NodeKind::Project;
+  case ir::OpKind::Record:
+    return plan::NodeKind::Record;
+  }
+  return plan::NodeKind::Constant;
+}
+
+} // namespace
+
+plan::Plan lowerToPlan(const ir::Module &module) {
+  plan::Plan plan;
+  plan.pipelineName = module.pipelineName;
+  plan.sourcePath = module.sourcePath;
+  for (const ir::Domain &domain : module.domains)
+    plan.domains.push_back({domain.name, planIndex(domain.parent)});
+  for (const ir::Call &call : module.calls)
+    plan.calls.push_back({call.name, call.op, call.constants, call.options, call.gpu});
+  for (const ir::Source &source : module.sources)
+    plan.sources.push_back({source.op, source.constants, planIndex(source.domain), plan::kNone});
+  for (ir::ValueId id = 0; id < module.ops.size(); ++id) {
+    const ir::Operation &op = module.op(id);
+    plan::PlanNode node;
+    node.kind = nodeKind(op.kind);
+    node.domain = planIndex(op.domain);
+    node.type = op.type;
+    node.inputs = op.operands;
+    node.labels = op.labels;
+    node.field = op.field;
+    node.constant = op.constant;
+    node.name = op.name;
+    node.line = op.location.line;
+    node.column = op.location.column;
+    if (op.kind == ir::OpKind::Invoke) {
+      node.index = op.index;
+    } else if (op.kind == ir::OpKind::Source) {
+      node.index = op.index;
+      plan.sources[op.index].node = id;
+    } else if (op.kind == ir::OpKind::Expand) {
+      node.index = op.opens;
+    }
+    plan.nodes.push_back(std::move(node));
+  }
+  for (const ir::Sink &sink : module.sinks)
+    plan.sinks.push_back(
+        {sink.op, sink.constants, sink.labels, sink.operands, planIndex(sink.domain)});
+  plan::computeTriggerIndexes(plan);
+  return plan;
+}
+
+} // namespace orch

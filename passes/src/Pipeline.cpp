@@ -1,0 +1,37 @@
+// The pass pipeline.
+#include "orch/passes/Pipeline.h"
+
+#include "orch/ir/Verifier.h"
+#include "orch/passes/Acyclicity.h"
+#include "orch/passes/BroadcastScoping.h"
+#include "orch/passes/DomainCompatibility.h"
+#include "orch/passes/DomainInference.h"
+#include "orch/passes/ExpandReducePairing.h"
+#include "orch/passes/FilterMasks.h"
+#include "orch/passes/LowerToPlan.h"
+#include "orch/passes/UnusedValues.h"
+
+namespace orch {
+
+void addCheckingPasses(PassManager &passes) {
+  passes.add(createAcyclicityPass());
+  passes.add(createDomainInferencePass());
+  passes.add(createExpandReducePairingPass());
+  passes.add(createBroadcastScopingPass());
+  passes.add(createDomainCompatibilityPass());
+  passes.add(createFilterMasksPass());
+  passes.add(createUnusedValuesPass());
+}
+
+std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &diags,
+                                        const PassManagerOptions &options) {
+  if (!ir::verifyModule(module, diags))
+    return std::nullopt;
+  PassManager passes(options);
+  addCheckingPasses(passes);
+  if (!passes.run(module, diags))
+    return std::nullopt;
+  return lowerToPlan(module);
+}
+
+} // namespace orch

@@ -1,0 +1,162 @@
+// Trigger indexes and consistency checks of plans.
+#include "orch/plan/Plan.h"
+
+#include <string>
+
+namespace orch::plan {
+namespace {
+
+size_t expectedInputs(const PlanNode &node) {
+  switch (node.kind) {
+  case NodeKind::Source:
+  case NodeKind::Constant:
+    return 0;
+  case NodeKind::Expand:
+  case NodeKind::Reduce:
+  case NodeKind::Project:
+    return 1;
+  case NodeKind::Filter:
+  case NodeKind::Broadcast:
+    return 2;
+  case NodeKind::Invoke:
+  case NodeKind::Record:
+    return node.labels.size();
+  }
+  return 0;
+}
+
+std::string nodeText(size_t index) { return "node " + std::to_string(index); }
+
+std::optional<std::string> validateNode(const Plan &plan, size_t index) {
+  const PlanNode &node = plan.nodes[index];
+  std::string what = nodeText(index) + " (" + nodeKindName(node.kind) + ")";
+  if (node.inputs.size() != expectedInputs(node))
+    return what + " has " + std::to_string(node.inputs.size()) + " inputs, expected " +
+           std::to_string(expectedInputs(node));
+  for (uint32_t input : node.inputs)
+    if (input >= index)
+      return what + " reads " + nodeText(input) + ", which does not come before it";
+  if (node.domain != kNone && node.domain >= plan.domains.size())
+    return what + " is in domain " + std::to_string(node.domain) + ", which does not exist";
+  if (node.domain == kNone && node.kind != NodeKind::Constant)
+    return what + " has no domain";
+  switch (node.kind) {
+  case NodeKind::Source:
+    if (node.index >= plan.sources.size() || plan.sources[node.index].node != index)
+      return what + " does not match its source";
+    break;
+  case NodeKind::Invoke:
+    if (node.index >= plan.calls.size())
+      return what + " invokes call " + std::to_string(node.index) + ", which does not exist";
+    break;
+  case NodeKind::Expand:
+    if (node.index >= plan.domains.size() || node.index != node.domain ||
+        plan.domains[node.index].parent != plan.nodes[node.inputs[0]].domain)
+      return what + " does not open a child of its input's domain";
+    break;
+  case NodeKind::Reduce: {
+    uint32_t from = plan.nodes[node.inputs[0]].domain;
+    if (from >= plan.domains.size() || plan.domains[from].parent != node.domain)
+      return what + " does not gather into the parent of its input's domain";
+    break;
+  }
+  case NodeKind::Constant:
+    if (!node.constant)
+      return what + " has no value";
+    break;
+  default:
+    break;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+const char *nodeKindName(NodeKind kind) {
+  switch (kind) {
+  case NodeKind::Source:
+    return "source";
+  case NodeKind::Constant:
+    return "constant";
+  case NodeKind::Invoke:
+    return "invoke";
+  case NodeKind::Expand:
+    return "expand";
+  case NodeKind::Reduce:
+    return "reduce";
+  case NodeKind::Filter:
+    return "filter";
+  case NodeKind::Broadcast:
+    return "broadcast";
+  case NodeKind::Project:
+    return "project";
+  case NodeKind::Record:
+    return "record";
+  }
+  return "?";
+}
+
+void computeTriggerIndexes(Plan &plan) {
+  for (PlanNode &node : plan.nodes) {
+    node.consumers.clear();
+    node.sinks.clear();
+  }
+  for (uint32_t index = 0; index < plan.nodes.size(); ++index)
+    for (uint32_t input : plan.nodes[index].inputs)
+      if (input < plan.nodes.size()) {
+        std::vector<uint32_t> &consumers = plan.nodes[input].consumers;
+        if (consumers.empty() || consumers.back() != index)
+          consumers.push_back(index);
+      }
+  for (uint32_t sink = 0; sink < plan.sinks.size(); ++sink)
+    for (uint32_t input : plan.sinks[sink].inputs)
+      if (input < plan.nodes.size()) {
+        std::vector<uint32_t> &sinks = plan.nodes[input].sinks;
+        if (sinks.empty() || sinks.back() != sink)
+          sinks.push_back(sink);
+      }
+}
+
+std::optional<std::string> validatePlan(const Plan &plan) {
+  for (size_t index = 0; index < plan.domains.size(); ++index) {
+    uint32_t parent = plan.domains[index].parent;
+    if (parent != kNone && parent >= index)
+      return "domain " + std::to_string(index) + " has parent " + std::to_string(parent) +
+             ", which does not come before it";
+  }
+  for (size_t index = 0; index < plan.calls.size(); ++index) {
+    const CallOptions &options = plan.calls[index].options;
+    if (options.batch < 1 || options.replicas < 1 || options.retries < 0 || options.gpus < 0 ||
+        !(options.cpus > 0))
+      return "call " + std::to_string(index) + " has out-of-range options";
+  }
+  for (size_t index = 0; index < plan.sources.size(); ++index) {
+    const PlanSource &source = plan.sources[index];
+    if (source.node >= plan.nodes.size() || source.domain >= plan.domains.size() ||
+        plan.domains[source.domain].parent != kNone)
+      return "source " + std::to_string(index) + " does not feed a node of a root domain";
+  }
+  for (size_t index = 0; index < plan.nodes.size(); ++index)
+    if (std::optional<std::string> problem = validateNode(plan, index))
+      return problem;
+  for (size_t index = 0; index < plan.sinks.size(); ++index) {
+    const PlanSink &sink = plan.sinks[index];
+    if (sink.labels.size() != sink.inputs.size())
+      return "sink " + std::to_string(index) + " has mismatched inputs and labels";
+    if (sink.domain >= plan.domains.size())
+      return "sink " + std::to_string(index) + " is in no domain";
+    for (uint32_t input : sink.inputs)
+      if (input >= plan.nodes.size())
+        return "sink " + std::to_string(index) + " reads " + nodeText(input) +
+               ", which does not exist";
+  }
+  Plan recomputed = plan;
+  computeTriggerIndexes(recomputed);
+  for (size_t index = 0; index < plan.nodes.size(); ++index)
+    if (recomputed.nodes[index].consumers != plan.nodes[index].consumers ||
+        recomputed.nodes[index].sinks != plan.nodes[index].sinks)
+      return "the trigger index of " + nodeText(index) + " does not match the nodes that read it";
+  return std::nullopt;
+}
+
+} // namespace orch::plan

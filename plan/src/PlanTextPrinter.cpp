@@ -1,0 +1,105 @@
+// The text view of a plan: domains, Calls, sources, nodes with their trigger indexes, sinks.
+#include "orch/plan/PlanPrinters.h"
+
+namespace orch::plan {
+namespace {
+
+std::string constantsText(const std::vector<NamedConstant> &constants) {
+  std::string out;
+  for (const NamedConstant &constant : constants)
+    out += (out.empty() ? "" : ", ") + constant.name + ": " + formatStaticValue(constant.value);
+  return out;
+}
+
+std::string indexesText(const std::vector<uint32_t> &indexes) {
+  std::string out;
+  for (uint32_t index : indexes)
+    out += (out.empty() ? "" : " ") + std::to_string(index);
+  return out;
+}
+
+std::string domainText(const Plan &plan, uint32_t domain) {
+  return domain < plan.domains.size() ? plan.domains[domain].name : "-";
+}
+
+std::string optionsText(const CallOptions &options) {
+  std::string out = "batch " + std::to_string(options.batch) + ", replicas " +
+                    std::to_string(options.replicas) + ", cpus " + formatStaticValue(options.cpus);
+  if (options.gpus > 0)
+    out += ", gpus " + formatStaticValue(options.gpus);
+  if (options.memoryBytes > 0)
+    out += ", memory " + formatStaticValue(ByteSize{options.memoryBytes});
+  out += ", retries " + std::to_string(options.retries) + ", recovery " +
+         (options.recovery == RecoveryPolicy::Abort   ? "abort"
+          : options.recovery == RecoveryPolicy::Retry ? "retry"
+                                                      : "isolate");
+  if (options.timeoutNanoseconds > 0)
+    out += ", timeout " + formatStaticValue(Duration{options.timeoutNanoseconds});
+  if (options.requireGpu)
+    out += ", require_gpu";
+  return out;
+}
+
+} // namespace
+
+void printPlanText(const Plan &plan, std::ostream &out) {
+  out << "plan " << plan.pipelineName << " (format " << plan.format.major << "."
+      << plan.format.minor << ") from " << plan.sourcePath << "\n";
+  out << "domains:\n";
+  for (size_t i = 0; i < plan.domains.size(); ++i) {
+    out << "  " << i << " " << plan.domains[i].name;
+    if (plan.domains[i].parent != kNone)
+      out << " in " << domainText(plan, plan.domains[i].parent);
+    out << "\n";
+  }
+  out << "calls:\n";
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    const PlanCall &call = plan.calls[i];
+    out << "  " << i << " " << call.name << " = " << call.op << "(" << constantsText(call.constants)
+        << ") [" << optionsText(call.options) << "]" << (call.gpu ? " gpu-capable" : "") << "\n";
+  }
+  out << "sources:\n";
+  for (size_t i = 0; i < plan.sources.size(); ++i) {
+    const PlanSource &source = plan.sources[i];
+    out << "  " << i << " " << source.op << "(" << constantsText(source.constants) << ") -> node "
+        << source.node << " in " << domainText(plan, source.domain) << "\n";
+  }
+  out << "nodes:\n";
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlanNode &node = plan.nodes[i];
+    out << "  " << i << " " << nodeKindName(node.kind);
+    if (node.kind == NodeKind::Invoke && node.index < plan.calls.size())
+      out << " " << plan.calls[node.index].name;
+    if (node.kind == NodeKind::Expand)
+      out << " as " << domainText(plan, node.index);
+    if (node.kind == NodeKind::Project)
+      out << " ." << node.field;
+    if (node.constant)
+      out << " " << formatStaticValue(*node.constant);
+    if (!node.inputs.empty()) {
+      out << " (";
+      for (size_t k = 0; k < node.inputs.size(); ++k)
+        out << (k ? ", " : "") << (k < node.labels.size() ? node.labels[k] + ": " : "")
+            << node.inputs[k];
+      out << ")";
+    }
+    out << " : " << domainText(plan, node.domain) << "<" << node.type.str() << ">";
+    if (!node.name.empty())
+      out << " '" << node.name << "'";
+    if (!node.consumers.empty())
+      out << " -> nodes " << indexesText(node.consumers);
+    if (!node.sinks.empty())
+      out << " -> sinks " << indexesText(node.sinks);
+    out << "\n";
+  }
+  out << "sinks:\n";
+  for (size_t i = 0; i < plan.sinks.size(); ++i) {
+    const PlanSink &sink = plan.sinks[i];
+    out << "  " << i << " " << sink.op << "(" << constantsText(sink.constants) << ") (";
+    for (size_t k = 0; k < sink.inputs.size(); ++k)
+      out << (k ? ", " : "") << sink.labels[k] << ": " << sink.inputs[k];
+    out << ") in " << domainText(plan, sink.domain) << "\n";
+  }
+}
+
+} // namespace orch::plan
