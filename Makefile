@@ -32,8 +32,9 @@ test: build
 
 demo: build
 	@echo "no demo yet: the flagship example runs once the runtime and stdlib land (issues 5-7)."
-	@echo "The compiler checks it today:"
-	$(BUILD_DIR)/bin/orchc --check examples/pdf_to_markdown.orch && echo "examples/pdf_to_markdown.orch: ok"
+	@echo "Today the compiler turns it into the plan the runtime will execute:"
+	$(BUILD_DIR)/bin/orchc -o $(BUILD_DIR)/pdf_to_markdown.plan examples/pdf_to_markdown.orch
+	$(BUILD_DIR)/bin/orch inspect $(BUILD_DIR)/pdf_to_markdown.plan
 
 bench: build
 	$(BUILD_DIR)/bin/orch_bench

@@ -1,6 +1,8 @@
-// Frontend speed: the flagship example, and a generated pipeline of 10,000 bindings (the
-// target is parse + check in well under a second).
+// Compiler speed: the flagship example and a generated pipeline of 10,000 bindings, through
+// the frontend alone and through the whole compiler (IR, checking passes, lowering).
 #include "orch/frontend/Frontend.h"
+#include "orch/frontend/IrGen.h"
+#include "orch/passes/Pipeline.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -11,8 +13,8 @@
 
 namespace {
 
-/// A valid pipeline of `bindings` bindings mixing calls, records, filters, reduces and
-/// projections, each depending on earlier ones.
+/// A valid pipeline of `bindings` bindings mixing calls, records, filters, reduces,
+/// broadcasts and annotations, each depending on earlier ones.
 std::string generatePipeline(int bindings) {
   std::string text = "pipeline generated;\nparam input: String = \"in/*.pdf\";\n"
                      "source docs = files(input) as Doc;\n"
@@ -46,7 +48,13 @@ std::string generatePipeline(int bindings) {
   return text;
 }
 
-void runFrontendOn(benchmark::State &state, const std::string &text) {
+std::string flagshipExample() {
+  auto file = llvm::MemoryBuffer::getFile(ORCH_EXAMPLES_DIR "/pdf_to_markdown.orch");
+  return file ? (*file)->getBuffer().str() : std::string();
+}
+
+/// Runs the frontend, and with `wholeCompiler` also IR generation, the passes and lowering.
+void compile(benchmark::State &state, const std::string &text, bool wholeCompiler) {
   for (auto _ : state) {
     llvm::SourceMgr sources;
     uint32_t id = sources.AddNewSourceBuffer(
@@ -57,25 +65,36 @@ void runFrontendOn(benchmark::State &state, const std::string &text) {
       state.SkipWithError("the benchmark input did not compile");
       return;
     }
+    if (wholeCompiler) {
+      orch::ir::Module module = orch::generateIr(*result.file, "bench.orch");
+      std::optional<orch::plan::Plan> plan = orch::compileModule(module, diags);
+      if (!plan) {
+        state.SkipWithError("the benchmark input failed the checking passes");
+        return;
+      }
+      benchmark::DoNotOptimize(plan);
+    }
     benchmark::DoNotOptimize(result.file);
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text.size()));
 }
 
 void BM_FrontendFlagshipExample(benchmark::State &state) {
-  auto file = llvm::MemoryBuffer::getFile(ORCH_EXAMPLES_DIR "/pdf_to_markdown.orch");
-  if (!file) {
-    state.SkipWithError("cannot read the example");
-    return;
-  }
-  runFrontendOn(state, (*file)->getBuffer().str());
+  compile(state, flagshipExample(), false);
 }
 BENCHMARK(BM_FrontendFlagshipExample)->Unit(benchmark::kMicrosecond);
 
+void BM_CompileFlagshipExample(benchmark::State &state) { compile(state, flagshipExample(), true); }
+BENCHMARK(BM_CompileFlagshipExample)->Unit(benchmark::kMicrosecond);
+
 void BM_Frontend10kBindings(benchmark::State &state) {
-  runFrontendOn(state, generatePipeline(int(state.range(0))));
-  state.counters["bindings"] = double(state.range(0));
+  compile(state, generatePipeline(int(state.range(0))), false);
 }
 BENCHMARK(BM_Frontend10kBindings)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+void BM_Compile10kBindings(benchmark::State &state) {
+  compile(state, generatePipeline(int(state.range(0))), true);
+}
+BENCHMARK(BM_Compile10kBindings)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 } // namespace
