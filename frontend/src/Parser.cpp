@@ -559,8 +559,8 @@ std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t buffer
     OrchParser::FileContext *tree = parser.file();
     return ParseTreeTransform(locations, bufferId, diags).transformFile(tree);
   } catch (const std::exception &error) {
-    diags.error(SourceLocation{bufferId, 1, 1, 1},
-                std::string("internal error while parsing: ") + error.what());
+    diags.internalError(SourceLocation{bufferId, 1, 1, 1},
+                        std::string("while parsing: ") + error.what());
   }
   return nullptr;
 }

@@ -202,9 +202,7 @@ private:
     sink.use.signature = signature;
     std::optional<Type> typeVar;
     bindArguments(sink.use, *signature, BindingSite::Everything, typeVar);
-    if (!sink.use.options.empty())
-      diags_.error(sink.use.options.front().name.location,
-                   "sink " + quoted(signature->name) + " takes no options");
+    checkOptions(sink.use, *signature);
   }
 
   void checkBinding(ast::Statement &statement, ast::BindingDecl &binding) {
@@ -639,6 +637,11 @@ private:
     for (ast::Option &option : use.options) {
       const std::string &name = option.name.name;
       const plan::CallOptionSpec *spec = plan::findCallOption(name);
+      if (spec && std::find(signature.options.begin(), signature.options.end(), name) ==
+                      signature.options.end()) {
+        reportOptionNotAccepted(signature, option);
+        continue;
+      }
       if (!spec) {
         std::vector<std::string> names;
         for (const plan::CallOptionSpec &candidate : plan::callOptionSpecs())
@@ -665,8 +668,21 @@ private:
         continue;
       }
       if (checkOptionValue(*spec, *value, option.value->location))
-        applyOption(use.callOptions, *spec, *value, signature, option);
+        applyOption(use.callOptions, *spec, *value);
     }
+  }
+
+  void reportOptionNotAccepted(const OperatorSignature &signature, const ast::Option &option) {
+    const std::string &name = option.name.name;
+    if (signature.options.empty())
+      diags_.error(option.name.location, std::string(plan::operatorKindName(signature.kind)) + " " +
+                                             quoted(signature.name) + " takes no options");
+    else if (!signature.gpu && (name == "gpus" || name == "require_gpu"))
+      diags_.error(option.name.location,
+                   quoted(signature.name) + " has no GPU implementation; remove " + quoted(name));
+    else
+      diags_.error(option.name.location,
+                   quoted(signature.name) + " does not accept option " + quoted(name));
   }
 
   bool checkOptionValue(const plan::CallOptionSpec &spec, const StaticValue &value,
@@ -712,9 +728,8 @@ private:
     return true;
   }
 
-  void applyOption(plan::CallOptions &options, const plan::CallOptionSpec &spec,
-                   const StaticValue &value, const OperatorSignature &signature,
-                   const ast::Option &option) {
+  static void applyOption(plan::CallOptions &options, const plan::CallOptionSpec &spec,
+                          const StaticValue &value) {
     auto asDouble = [&] {
       if (auto *integer = std::get_if<int64_t>(&value))
         return double(*integer);
@@ -743,12 +758,6 @@ private:
                          : policy == "retry" ? plan::RecoveryPolicy::Retry
                                              : plan::RecoveryPolicy::Isolate;
     }
-    bool wantsGpu =
-        (name == "gpus" && options.gpus > 0) || (name == "require_gpu" && options.requireGpu);
-    if (wantsGpu && !signature.gpu)
-      diags_.error(option.name.location, quoted(signature.name) +
-                                             " has no GPU implementation; remove " +
-                                             quoted(std::string(name)));
   }
 
   ast::File &file_;

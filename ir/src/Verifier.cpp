@@ -72,7 +72,7 @@ private:
   }
 
   void fail(SourceLocation at, const std::string &message) {
-    diags_.error(at, "internal compiler error: invalid IR: " + message);
+    diags_.internalError(at, "invalid IR: " + message);
     ok_ = false;
   }
 

@@ -37,12 +37,14 @@ private:
     case ir::OpKind::Constant:
       return;
     case ir::OpKind::Expand:
+      // Its values are in the domain it opens even when the expand itself is wrong, so uses
+      // of them are not reported again.
+      op.domain = op.opens;
       if (inputDomain(0) == ir::kNoDomain) {
         diags.error(op.location, "expand needs a list from a domain, but its input is a constant");
         return;
       }
       module.domains[op.opens].parent = inputDomain(0);
-      op.domain = op.opens;
       return;
     case ir::OpKind::Reduce:
       if (inputDomain(0) == ir::kNoDomain) {

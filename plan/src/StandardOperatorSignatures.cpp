@@ -1,5 +1,6 @@
 // Signatures of the standard library and test operators. Implementations live in stdlib/ and
 // runtime/; this table is what both the compiler and the workers agree on.
+#include "orch/plan/CallOptions.h"
 #include "orch/plan/OperatorCatalog.h"
 
 namespace orch::plan {
@@ -19,24 +20,50 @@ OperatorParam constant(std::string name, Type type, std::optional<StaticValue> d
                        std::move(doc)};
 }
 
+/// Every Call option, less the GPU ones for operators without a GPU implementation.
+std::vector<std::string> transformOptions(bool gpu) {
+  std::vector<std::string> names;
+  for (const CallOptionSpec &spec : callOptionSpecs())
+    if (gpu || (spec.name != "gpus" && spec.name != "require_gpu"))
+      names.emplace_back(spec.name);
+  return names;
+}
+
 OperatorSignature source(std::string name, std::vector<OperatorParam> params, Type row,
                          std::string doc, std::string failures) {
-  return OperatorSignature{
-      std::move(name), OperatorKind::Source, std::move(params),  std::move(row),
-      false,           std::move(doc),       std::move(failures)};
+  OperatorSignature signature;
+  signature.name = std::move(name);
+  signature.kind = OperatorKind::Source;
+  signature.params = std::move(params);
+  signature.result = std::move(row);
+  signature.doc = std::move(doc);
+  signature.failures = std::move(failures);
+  return signature;
 }
 
 OperatorSignature transform(std::string name, std::vector<OperatorParam> params, Type result,
                             std::string doc, std::string failures, bool gpu = false) {
-  return OperatorSignature{
-      std::move(name), OperatorKind::Transform, std::move(params), std::move(result), gpu,
-      std::move(doc),  std::move(failures)};
+  OperatorSignature signature;
+  signature.name = std::move(name);
+  signature.kind = OperatorKind::Transform;
+  signature.params = std::move(params);
+  signature.result = std::move(result);
+  signature.gpu = gpu;
+  signature.options = transformOptions(gpu);
+  signature.doc = std::move(doc);
+  signature.failures = std::move(failures);
+  return signature;
 }
 
 OperatorSignature sink(std::string name, std::vector<OperatorParam> params, std::string doc,
                        std::string failures) {
-  return OperatorSignature{std::move(name), OperatorKind::Sink, std::move(params),  Type(),
-                           false,           std::move(doc),     std::move(failures)};
+  OperatorSignature signature;
+  signature.name = std::move(name);
+  signature.kind = OperatorKind::Sink;
+  signature.params = std::move(params);
+  signature.doc = std::move(doc);
+  signature.failures = std::move(failures);
+  return signature;
 }
 
 void addSources(OperatorCatalog &catalog) {

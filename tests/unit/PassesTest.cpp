@@ -2,6 +2,7 @@
 // module), and the trigger indexes lowering precomputes.
 #include "CompileExample.h"
 
+#include "orch/ir/Builder.h"
 #include "orch/ir/Verifier.h"
 #include "orch/passes/Acyclicity.h"
 #include "orch/passes/DomainInference.h"
@@ -39,23 +40,42 @@ TEST(PassesTest, AcyclicityReportsACycleWithItsOperations) {
 
 TEST(PassesTest, AcyclicityAcceptsADiamond) {
   ir::Module module;
-  module.domains = {ir::Domain{"Doc", ir::kNoDomain, ir::kNoValue, {}}};
-  module.sources = {ir::Source{"files", {}, 0}};
-  module.ops = {op(ir::OpKind::Source, {}), op(ir::OpKind::Project, {0}),
-                op(ir::OpKind::Project, {0}), op(ir::OpKind::Filter, {1, 2})};
+  ir::Builder build(module);
+  const plan::Type text = plan::Type::scalar(plan::TypeKind::Text);
+  ir::DomainId doc = build.domain("Doc", {});
+  ir::ValueId docs = build.source(ir::Source{"files", {}, doc}, text, {});
+  ir::ValueId left = build.project({docs, {}}, "path", text, {});
+  ir::ValueId right = build.project({docs, {}}, "name", text, {});
+  build.record({"a", "b"}, {{left, {}}, {right, {}}}, text, {});
   EXPECT_TRUE(runPass(createAcyclicityPass(), module).empty());
 }
 
 TEST(PassesTest, DomainInferenceRejectsExpandingAConstant) {
   ir::Module module;
-  module.domains = {ir::Domain{"Part", ir::kNoDomain, 1, {}}};
-  module.ops = {op(ir::OpKind::Constant, {}), op(ir::OpKind::Expand, {0})};
-  module.ops[0].constant = plan::StaticValue(int64_t(1));
-  module.ops[1].opens = 0;
+  ir::Builder build(module);
+  ir::DomainId part = build.domain("Part", {});
+  ir::ValueId list = build.constant(plan::StaticValue(int64_t(1)), {});
+  ir::ValueId parts = build.expand({list, {}}, part, plan::Type::scalar(plan::TypeKind::Int), {});
+  EXPECT_EQ(module.domains[part].openedBy, parts);
   std::vector<Diagnostic> diagnostics = runPass(createDomainInferencePass(), module);
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0].message,
             "expand needs a list from a domain, but its input is a constant");
+}
+
+TEST(PassesTest, DomainInferenceBuildsTheDomainTreeFromExpands) {
+  ir::Module module;
+  ir::Builder build(module);
+  const plan::Type text = plan::Type::scalar(plan::TypeKind::Text);
+  ir::DomainId doc = build.domain("Doc", {});
+  ir::DomainId page = build.domain("Page", {});
+  ir::ValueId docs = build.source(ir::Source{"files", {}, doc}, text, {});
+  ir::ValueId pages = build.expand({docs, {}}, page, text, {});
+  ir::ValueId back = build.reduce({pages, {}}, plan::Type::list(text), {});
+  EXPECT_TRUE(runPass(createDomainInferencePass(), module).empty());
+  EXPECT_EQ(module.domains[page].parent, doc);
+  EXPECT_EQ(module.op(pages).domain, page);
+  EXPECT_EQ(module.op(back).domain, doc);
 }
 
 TEST(PassesTest, TheVerifierCatchesMalformedIrAsAnInternalError) {
@@ -65,6 +85,7 @@ TEST(PassesTest, TheVerifierCatchesMalformedIrAsAnInternalError) {
   std::vector<std::string> messages;
   DiagnosticEngine diags([&](const Diagnostic &d) { messages.push_back(d.message); });
   EXPECT_FALSE(ir::verifyModule(module, diags));
+  EXPECT_EQ(diags.internalErrorCount(), 3u);
   ASSERT_EQ(messages.size(), 3u);
   EXPECT_EQ(messages[0],
             "internal compiler error: invalid IR: %0 (filter) has 1 operands, expected 2");

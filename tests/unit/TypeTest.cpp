@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace orch::plan {
@@ -89,6 +90,24 @@ TEST(OperatorCatalogTest, HoldsEveryOperatorTheLanguageReferenceUses) {
   EXPECT_FALSE(catalog.find(OperatorKind::Transform, "ocr.tesseract")->gpu);
 }
 
+TEST(OperatorCatalogTest, SignaturesListTheOptionsTheyAccept) {
+  const OperatorCatalog &catalog = standardCatalog();
+  auto accepts = [&](OperatorKind kind, const char *op, const char *option) {
+    const std::vector<std::string> &options = catalog.find(kind, op)->options;
+    return std::find(options.begin(), options.end(), option) != options.end();
+  };
+  EXPECT_TRUE(accepts(OperatorKind::Transform, "image.sharpness", "gpus"));
+  EXPECT_TRUE(accepts(OperatorKind::Transform, "image.sharpness", "batch"));
+  EXPECT_FALSE(accepts(OperatorKind::Transform, "ocr.tesseract", "gpus"));
+  EXPECT_FALSE(accepts(OperatorKind::Transform, "ocr.tesseract", "require_gpu"));
+  EXPECT_TRUE(accepts(OperatorKind::Transform, "ocr.tesseract", "timeout"));
+  EXPECT_TRUE(catalog.find(OperatorKind::Sink, "jsonl")->options.empty());
+  EXPECT_TRUE(catalog.find(OperatorKind::Source, "files")->options.empty());
+  for (const OperatorSignature &signature : catalog.all())
+    for (const std::string &option : signature.options)
+      EXPECT_NE(findCallOption(option), nullptr) << signature.name << " lists " << option;
+}
+
 TEST(OperatorCatalogTest, EverySignatureIsWellFormed) {
   for (const OperatorSignature &signature : standardCatalog().all()) {
     EXPECT_FALSE(signature.doc.empty()) << signature.name;
@@ -114,9 +133,9 @@ TEST(OperatorCatalogTest, EverySignatureIsWellFormed) {
 
 TEST(OperatorCatalogTest, ALaterSignatureReplacesAnEarlierOneOfTheSameKindAndName) {
   OperatorCatalog catalog;
-  catalog.add(OperatorSignature{"x", OperatorKind::Transform, {}, Type(), false, "first", ""});
-  catalog.add(OperatorSignature{"x", OperatorKind::Sink, {}, Type(), false, "sink", ""});
-  catalog.add(OperatorSignature{"x", OperatorKind::Transform, {}, Type(), false, "second", ""});
+  catalog.add(OperatorSignature{"x", OperatorKind::Transform, {}, Type(), false, {}, "first", ""});
+  catalog.add(OperatorSignature{"x", OperatorKind::Sink, {}, Type(), false, {}, "sink", ""});
+  catalog.add(OperatorSignature{"x", OperatorKind::Transform, {}, Type(), false, {}, "second", ""});
   EXPECT_EQ(catalog.all().size(), 2u);
   EXPECT_EQ(catalog.find(OperatorKind::Transform, "x")->doc, "second");
 }

@@ -60,9 +60,7 @@ void printView(EmitKind emit, const ir::Module &module, const plan::Plan &plan) 
   llvm::outs() << text.str();
 }
 
-} // namespace
-
-int runCompile(const CompileOptions &options) {
+int compile(const CompileOptions &options) {
   llvm::SourceMgr sources;
   DiagnosticPrintOptions printOptions;
   printOptions.programName = "orchc";
@@ -100,6 +98,8 @@ int runCompile(const CompileOptions &options) {
       llvm::errs() << "orchc: verify: " << problem << "\n";
     return problems.empty() ? kCompileOk : kCompileUserError;
   }
+  if (diags.internalErrorCount() > 0)
+    return kCompileInternalError;
   if (!result.ok)
     return kCompileUserError;
   if (options.emit == EmitKind::Ast) {
@@ -114,6 +114,17 @@ int runCompile(const CompileOptions &options) {
       !writeAtomically(options.outputPath, plan::encodePlan(*plan), diags))
     return kCompileUserError;
   return kCompileOk;
+}
+
+} // namespace
+
+int runCompile(const CompileOptions &options) {
+  try {
+    return compile(options);
+  } catch (const std::exception &error) {
+    llvm::errs() << "orchc: internal compiler error: " << error.what() << "\n";
+    return kCompileInternalError;
+  }
 }
 
 } // namespace orch

@@ -54,6 +54,12 @@ public:
   InFlightDiagnostic error(SourceLocation location, std::string message) {
     return report(DiagnosticSeverity::Error, location, std::move(message));
   }
+  /// A bug in Orch rather than in the input: reported as an error, counted apart so tools can
+  /// exit differently.
+  InFlightDiagnostic internalError(SourceLocation location, std::string message) {
+    ++internalErrorCount_;
+    return error(location, "internal compiler error: " + std::move(message));
+  }
   InFlightDiagnostic warning(SourceLocation location, std::string message) {
     return report(DiagnosticSeverity::Warning, location, std::move(message));
   }
@@ -67,6 +73,7 @@ public:
 
   unsigned errorCount() const { return errorCount_; }
   unsigned warningCount() const { return warningCount_; }
+  unsigned internalErrorCount() const { return internalErrorCount_; }
   bool hadErrors() const { return errorCount_ != 0; }
 
 private:
@@ -76,6 +83,7 @@ private:
   Handler handler_;
   unsigned errorCount_ = 0;
   unsigned warningCount_ = 0;
+  unsigned internalErrorCount_ = 0;
 };
 
 } // namespace orch

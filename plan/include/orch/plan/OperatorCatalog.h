@@ -37,6 +37,9 @@ struct OperatorSignature {
   Type result;
   /// Has a GPU implementation (and a CPU one used when no GPU is present).
   bool gpu = false;
+  /// The Call options it accepts (see CallOptions.h); `gpus` and `require_gpu` only with a
+  /// GPU implementation, none for sources and sinks.
+  std::vector<std::string> options;
   std::string doc;
   /// How it fails, for the operator reference.
   std::string failures;
