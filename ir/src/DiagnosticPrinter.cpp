@@ -21,18 +21,6 @@ llvm::SourceMgr::DiagKind toDiagKind(DiagnosticSeverity severity) {
   return llvm::SourceMgr::DK_Error;
 }
 
-const char *severityName(DiagnosticSeverity severity) {
-  switch (severity) {
-  case DiagnosticSeverity::Error:
-    return "error";
-  case DiagnosticSeverity::Warning:
-    return "warning";
-  case DiagnosticSeverity::Note:
-    return "note";
-  }
-  return "error";
-}
-
 void printOne(llvm::SourceMgr &sources, const Diagnostic &diagnostic, llvm::raw_ostream &out,
               const DiagnosticPrintOptions &options) {
   const SourceLocation &location = diagnostic.location;

@@ -7,21 +7,7 @@
 #include <cstdlib>
 
 namespace orch {
-namespace {
-
-const char *severityName(DiagnosticSeverity severity) {
-  switch (severity) {
-  case DiagnosticSeverity::Error:
-    return "error";
-  case DiagnosticSeverity::Warning:
-    return "warning";
-  case DiagnosticSeverity::Note:
-    return "note";
-  }
-  return "error";
-}
-
-} // namespace
+namespace {} // namespace
 
 DiagnosticVerifier::DiagnosticVerifier(llvm::SourceMgr &sources, uint32_t bufferId)
     : bufferId_(bufferId),

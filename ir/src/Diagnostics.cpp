@@ -3,6 +3,18 @@
 
 namespace orch {
 
+const char *severityName(DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Note:
+    return "note";
+  }
+  return "error";
+}
+
 InFlightDiagnostic::~InFlightDiagnostic() {
   if (engine_)
     engine_->deliver(diagnostic_);

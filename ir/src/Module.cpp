@@ -3,30 +3,6 @@
 
 namespace orch::ir {
 
-const char *opKindName(OpKind kind) {
-  switch (kind) {
-  case OpKind::Source:
-    return "source";
-  case OpKind::Constant:
-    return "constant";
-  case OpKind::Invoke:
-    return "invoke";
-  case OpKind::Expand:
-    return "expand";
-  case OpKind::Reduce:
-    return "reduce";
-  case OpKind::Filter:
-    return "filter";
-  case OpKind::Broadcast:
-    return "broadcast";
-  case OpKind::Project:
-    return "project";
-  case OpKind::Record:
-    return "record";
-  }
-  return "?";
-}
-
 bool Module::isAncestorOrSelf(DomainId ancestor, DomainId descendant) const {
   for (DomainId current = descendant; current != kNoDomain && current < domains.size();
        current = domains[current].parent)

@@ -4,25 +4,6 @@
 namespace orch::ir {
 namespace {
 
-size_t expectedOperands(const Operation &op) {
-  switch (op.kind) {
-  case OpKind::Source:
-  case OpKind::Constant:
-    return 0;
-  case OpKind::Expand:
-  case OpKind::Reduce:
-  case OpKind::Project:
-    return 1;
-  case OpKind::Filter:
-  case OpKind::Broadcast:
-    return 2;
-  case OpKind::Invoke:
-  case OpKind::Record:
-    return op.labels.size();
-  }
-  return 0;
-}
-
 class ModuleVerifier {
 public:
   ModuleVerifier(const Module &module, DiagnosticEngine &diags) : module_(module), diags_(diags) {}
@@ -49,10 +30,11 @@ public:
 
 private:
   void verifyOp(ValueId id, const Operation &op) {
-    std::string what = "%" + std::to_string(id) + " (" + opKindName(op.kind) + ")";
-    if (op.operands.size() != expectedOperands(op))
+    std::string what = "%" + std::to_string(id) + " (" + plan::nodeKindName(op.kind) + ")";
+    size_t expected = plan::expectedInputCount(op.kind, op.labels.size());
+    if (op.operands.size() != expected)
       fail(op.location, what + " has " + std::to_string(op.operands.size()) +
-                            " operands, expected " + std::to_string(expectedOperands(op)));
+                            " operands, expected " + std::to_string(expected));
     if (!op.operandLocations.empty() && op.operandLocations.size() != op.operands.size())
       fail(op.location, what + " has use locations for some operands only");
     for (ValueId operand : op.operands)

@@ -6,30 +6,6 @@ namespace {
 
 uint32_t planIndex(uint32_t irIndex) { return irIndex == ir::kNoDomain ? plan::kNone : irIndex; }
 
-plan::NodeKind nodeKind(ir::OpKind kind) {
-  switch (kind) {
-  case ir::OpKind::Source:
-    return plan::NodeKind::Source;
-  case ir::OpKind::Constant:
-    return plan::NodeKind::Constant;
-  case ir::OpKind::Invoke:
-    return plan::NodeKind::Invoke;
-  case ir::OpKind::Expand:
-    return plan::NodeKind::Expand;
-  case ir::OpKind::Reduce:
-    return plan::NodeKind::Reduce;
-  case ir::OpKind::Filter:
-    return plan::NodeKind::Filter;
-  case ir::OpKind::Broadcast:
-    return plan::NodeKind::Broadcast;
-  case ir::OpKind::Project:
-    return plan::NodeKind::Project;
-  case ir::OpKind::Record:
-    return plan::NodeKind::Record;
-  }
-  return plan::NodeKind::Constant;
-}
-
 } // namespace
 
 plan::Plan lowerToPlan(const ir::Module &module) {
@@ -45,7 +21,7 @@ plan::Plan lowerToPlan(const ir::Module &module) {
   for (ir::ValueId id = 0; id < module.ops.size(); ++id) {
     const ir::Operation &op = module.op(id);
     plan::PlanNode node;
-    node.kind = nodeKind(op.kind);
+    node.kind = op.kind;
     node.domain = planIndex(op.domain);
     node.type = op.type;
     node.inputs = op.operands;

@@ -6,33 +6,15 @@
 namespace orch::plan {
 namespace {
 
-size_t expectedInputs(const PlanNode &node) {
-  switch (node.kind) {
-  case NodeKind::Source:
-  case NodeKind::Constant:
-    return 0;
-  case NodeKind::Expand:
-  case NodeKind::Reduce:
-  case NodeKind::Project:
-    return 1;
-  case NodeKind::Filter:
-  case NodeKind::Broadcast:
-    return 2;
-  case NodeKind::Invoke:
-  case NodeKind::Record:
-    return node.labels.size();
-  }
-  return 0;
-}
-
 std::string nodeText(size_t index) { return "node " + std::to_string(index); }
 
 std::optional<std::string> validateNode(const Plan &plan, size_t index) {
   const PlanNode &node = plan.nodes[index];
   std::string what = nodeText(index) + " (" + nodeKindName(node.kind) + ")";
-  if (node.inputs.size() != expectedInputs(node))
+  size_t expected = expectedInputCount(node.kind, node.labels.size());
+  if (node.inputs.size() != expected)
     return what + " has " + std::to_string(node.inputs.size()) + " inputs, expected " +
-           std::to_string(expectedInputs(node));
+           std::to_string(expected);
   for (uint32_t input : node.inputs)
     if (input >= index)
       return what + " reads " + nodeText(input) + ", which does not come before it";
@@ -94,6 +76,25 @@ const char *nodeKindName(NodeKind kind) {
     return "record";
   }
   return "?";
+}
+
+size_t expectedInputCount(NodeKind kind, size_t labelCount) {
+  switch (kind) {
+  case NodeKind::Source:
+  case NodeKind::Constant:
+    return 0;
+  case NodeKind::Expand:
+  case NodeKind::Reduce:
+  case NodeKind::Project:
+    return 1;
+  case NodeKind::Filter:
+  case NodeKind::Broadcast:
+    return 2;
+  case NodeKind::Invoke:
+  case NodeKind::Record:
+    return labelCount;
+  }
+  return 0;
 }
 
 void computeTriggerIndexes(Plan &plan) {

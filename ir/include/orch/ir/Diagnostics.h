@@ -13,6 +13,9 @@ namespace orch {
 
 enum class DiagnosticSeverity { Error, Warning, Note };
 
+/// "error", "warning" or "note", as diagnostics print it.
+const char *severityName(DiagnosticSeverity severity);
+
 struct Diagnostic {
   DiagnosticSeverity severity = DiagnosticSeverity::Error;
   SourceLocation location;

@@ -5,6 +5,7 @@
 
 #include "orch/ir/SourceLocation.h"
 #include "orch/plan/CallOptions.h"
+#include "orch/plan/Plan.h"
 #include "orch/plan/StaticValue.h"
 #include "orch/plan/Type.h"
 
@@ -31,19 +32,8 @@ struct Domain {
   SourceLocation location;
 };
 
-enum class OpKind {
-  Source,    // a source operator: root entities of a domain
-  Constant,  // a literal used as a dataflow value
-  Invoke,    // a Call applied to its inputs
-  Expand,    // List<T> in D -> T in a new child domain of D
-  Reduce,    // T in a child domain -> List<T> in its parent, in ordinal order
-  Filter,    // value, Bool mask -> value or DROPPED
-  Broadcast, // an ancestor's value seen in a descendant domain
-  Project,   // a field of a record or object
-  Record,    // named fields -> a record
-};
-
-const char *opKindName(OpKind kind);
+/// The IR's operations are the plan's node kinds: lowering is a transcription.
+using OpKind = plan::NodeKind;
 
 using plan::NamedConstant;
 

@@ -68,6 +68,9 @@ enum class NodeKind {
 
 const char *nodeKindName(NodeKind kind);
 
+/// How many inputs a node of `kind` reads; invokes and records read one per label.
+size_t expectedInputCount(NodeKind kind, size_t labelCount);
+
 struct PlanNode {
   NodeKind kind = NodeKind::Constant;
   /// kNone for constants, which are the same in every domain.
