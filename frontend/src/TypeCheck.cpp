@@ -58,7 +58,7 @@ public:
 
   bool run() {
     unsigned errorsBefore = diags_.errorCount();
-    checkOverridesNameParams();
+    reportOverridesOfUnknownParams();
     for (auto &statement : file_.statements)
       checkStatement(*statement);
     return diags_.errorCount() == errorsBefore;
@@ -80,7 +80,7 @@ private:
 
   // --- params ---------------------------------------------------------------------------
 
-  void checkOverridesNameParams() {
+  void reportOverridesOfUnknownParams() {
     std::vector<std::string> params;
     for (auto &statement : file_.statements)
       if (auto *param = std::get_if<ast::ParamDecl>(&statement->node))
