@@ -40,7 +40,8 @@ bench: build
 	$(BUILD_DIR)/bin/orch_bench
 
 # Fuzzes the compiler with libFuzzer for FUZZ_SECONDS, starting from every .orch file in the
-# repository; new inputs that find new coverage collect in $(FUZZ_DIR)/corpus.
+# repository; new inputs that find new coverage collect in $(FUZZ_DIR)/corpus, and an input
+# that fails is saved as $(FUZZ_DIR)/crash-*.
 fuzz:
 	@scripts/install-deps.sh fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -49,7 +50,7 @@ fuzz:
 	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 	find examples tests -name '*.orch' -exec cp {} $(FUZZ_DIR)/seeds/ \;
 	$(FUZZ_DIR)/bin/orch_compiler_fuzzer -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	  -timeout=10 -rss_limit_mb=4096 $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+	  -timeout=10 -rss_limit_mb=4096 -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR)

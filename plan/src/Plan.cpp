@@ -8,6 +8,20 @@ namespace {
 
 std::string nodeText(size_t index) { return "node " + std::to_string(index); }
 
+/// Constants, and records, projections and filters computed from constants only, belong to no
+/// domain: they are the same for every entity, and the runtime computes them once.
+bool isDomainFree(const Plan &plan, const PlanNode &node) {
+  if (node.kind == NodeKind::Constant)
+    return true;
+  if (node.kind != NodeKind::Record && node.kind != NodeKind::Project &&
+      node.kind != NodeKind::Filter)
+    return false;
+  for (uint32_t input : node.inputs)
+    if (plan.nodes[input].domain != kNone)
+      return false;
+  return true;
+}
+
 std::optional<std::string> validateNode(const Plan &plan, size_t index) {
   const PlanNode &node = plan.nodes[index];
   std::string what = nodeText(index) + " (" + nodeKindName(node.kind) + ")";
@@ -20,7 +34,7 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
       return what + " reads " + nodeText(input) + ", which does not come before it";
   if (node.domain != kNone && node.domain >= plan.domains.size())
     return what + " is in domain " + std::to_string(node.domain) + ", which does not exist";
-  if (node.domain == kNone && node.kind != NodeKind::Constant)
+  if (node.domain == kNone && !isDomainFree(plan, node))
     return what + " has no domain";
   switch (node.kind) {
   case NodeKind::Source:

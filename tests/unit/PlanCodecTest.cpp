@@ -132,6 +132,38 @@ INSTANTIATE_TEST_SUITE_P(Examples, PlanCodecExamples,
                            return example.param.substr(0, example.param.find('.'));
                          });
 
+// Found by the fuzzer: values computed from constants alone have no domain, and the plan the
+// compiler writes for them must pass the reader's validation.
+TEST(PlanCodecTest, ValuesComputedFromConstantsAloneSurviveTheCodec) {
+  std::string error;
+  std::optional<Plan> plan = orch::testing::compileText(R"(pipeline constants;
+source docs = files("in/*.pdf") as Doc;
+meta = { version: 2, tool: "orch" };
+version = meta.version;
+always = filter(meta, true);
+sink jsonl(path: "out.jsonl", record: { path: docs.path, meta: always, version: version });
+)",
+                                                        &error);
+  ASSERT_TRUE(plan) << error;
+  for (const PlanNode &node : plan->nodes) {
+    if (node.name == "meta" || node.name == "version" || node.name == "always") {
+      EXPECT_EQ(node.domain, kNone) << node.name;
+    }
+  }
+  auto decoded = decodePlan(encodePlan(*plan));
+  ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
+  EXPECT_EQ(std::get<Plan>(decoded), *plan);
+}
+
+TEST(PlanCodecTest, AComputedNodeWithoutDomainNeedsConstantInputs) {
+  std::optional<Plan> plan = orch::testing::compileExample("pdf_to_markdown.orch");
+  ASSERT_TRUE(plan);
+  for (PlanNode &node : plan->nodes)
+    if (node.kind == NodeKind::Project)
+      node.domain = kNone;
+  EXPECT_EQ(validatePlan(*plan), "node 9 (project) has no domain");
+}
+
 TEST(PlanCodecTest, RejectsThingsThatAreNotPlans) {
   EXPECT_EQ(errorOf(decodePlan("")), "corrupt plan: the file is truncated");
   EXPECT_EQ(errorOf(decodePlan("\x93\x01\x02\x03")),

@@ -73,7 +73,8 @@ size_t expectedInputCount(NodeKind kind, size_t labelCount);
 
 struct PlanNode {
   NodeKind kind = NodeKind::Constant;
-  /// kNone for constants, which are the same in every domain.
+  /// kNone for constants, and for records, projections and filters of constants only: values
+  /// that are the same in every domain.
   uint32_t domain = kNone;
   Type type;
   /// Nodes this one reads; always earlier nodes.
