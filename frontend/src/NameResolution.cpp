@@ -85,10 +85,12 @@ private:
     }
   }
 
+  /// Post-order: in `expand(f(expand(x) as Clip)) as Frame` the inner domain, Frame's parent,
+  /// is declared first, so parents always precede their children.
   void declareExpandDomains(ast::Expr &expr) {
+    ast::forEachChild(expr, [&](ast::Expr &child) { declareExpandDomains(child); });
     if (auto *expand = std::get_if<ast::Expand>(&expr.node))
       declareDomain(expand->domain);
-    ast::forEachChild(expr, [&](ast::Expr &child) { declareExpandDomains(child); });
   }
 
   /// The names each statement uses, for finding cycles before resolving.

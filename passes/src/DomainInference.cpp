@@ -1,7 +1,9 @@
 // Domain inference: sources are in their root domains; an expand opens its domain below its
 // input's; a reduce lands in the parent of its input's domain; a broadcast takes the domain of
-// its `like`; everything else is in the deepest domain among its inputs (mismatches are the
-// compatibility pass's business). Constants have no domain.
+// its `like`; a projection stays with its input and a filter with its value (or its mask, for a
+// constant value); everything else is in the deepest domain among its inputs (mismatches are the
+// compatibility and filter-mask passes' business). Constants, and values computed from constants
+// alone, have no domain.
 #include "orch/passes/DomainInference.h"
 
 namespace orch {
@@ -55,12 +57,16 @@ private:
       // A reduce of a root value stays without a domain; the pairing pass reports it.
       op.domain = module.domains[inputDomain(0)].parent;
       return;
-    case ir::OpKind::Filter:
     case ir::OpKind::Project:
       op.domain = inputDomain(0);
       return;
     case ir::OpKind::Broadcast:
       op.domain = inputDomain(1);
+      return;
+    case ir::OpKind::Filter:
+      // A filter is in its value's domain (a mismatched mask is the filter-mask pass's
+      // business); a constant kept where a mask is true is per entity of the mask.
+      op.domain = inputDomain(0) != ir::kNoDomain ? inputDomain(0) : inputDomain(1);
       return;
     case ir::OpKind::Invoke:
     case ir::OpKind::Record:

@@ -21,7 +21,9 @@ public:
                     "a filter mask must be Bool, not " + mask.type.str());
         continue;
       }
-      if (mask.domain == ir::kNoDomain || mask.domain == value.domain)
+      // Constants fit in every domain, on either side.
+      if (mask.domain == ir::kNoDomain || value.domain == ir::kNoDomain ||
+          mask.domain == value.domain)
         continue;
       diags
           .error(module.useLocation(op, 1),

@@ -31,7 +31,14 @@ std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &di
   addCheckingPasses(passes);
   if (!passes.run(module, diags))
     return std::nullopt;
-  return lowerToPlan(module);
+  // The runtime refuses a plan that fails validation; checking here turns a lowering bug into a
+  // loud internal error instead of a plan file nobody can run.
+  plan::Plan plan = lowerToPlan(module);
+  if (std::optional<std::string> problem = plan::validatePlan(plan)) {
+    diags.internalError({}, "lowering produced an invalid plan: " + *problem);
+    return std::nullopt;
+  }
+  return plan;
 }
 
 } // namespace orch

@@ -155,6 +155,32 @@ sink jsonl(path: "out.jsonl", record: { path: docs.path, meta: always, version: 
   EXPECT_EQ(std::get<Plan>(decoded), *plan);
 }
 
+// Found while hunting the same class of bug: nested expands in one expression must number the
+// inner domain (the parent) first.
+TEST(PlanCodecTest, NestedExpandsInOneExpressionGiveAValidDomainOrder) {
+  std::string error;
+  std::optional<Plan> plan = orch::testing::compileText(R"(pipeline nested;
+source videos = files("in/*.mp4") as Video;
+frames = expand(video.frames(expand(video.clips(videos)) as Clip)) as Frame;
+flagged = filter(1, math.gt(image.sharpness(video.decode(frames)), 3.0));
+sink jsonl(path: "o.jsonl", record: { n: list.len(reduce(frames)), flagged: list.len(reduce(flagged)) });
+)",
+                                                        &error);
+  ASSERT_TRUE(plan) << error;
+  ASSERT_EQ(plan->domains.size(), 3u);
+  EXPECT_EQ(plan->domains[1].name, "Clip");
+  EXPECT_EQ(plan->domains[2].name, "Frame");
+  EXPECT_EQ(plan->domains[2].parent, 1u);
+  for (const PlanNode &node : plan->nodes) {
+    if (node.name == "flagged") {
+      EXPECT_EQ(node.domain, 2u) << "a constant filtered by a Frame mask is per Frame";
+    }
+  }
+  auto decoded = decodePlan(encodePlan(*plan));
+  ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
+  EXPECT_EQ(std::get<Plan>(decoded), *plan);
+}
+
 TEST(PlanCodecTest, AComputedNodeWithoutDomainNeedsConstantInputs) {
   std::optional<Plan> plan = orch::testing::compileExample("pdf_to_markdown.orch");
   ASSERT_TRUE(plan);

@@ -122,6 +122,12 @@ TEST(OperatorCatalogTest, EverySignatureIsWellFormed) {
         EXPECT_EQ(param.role, ParamRole::Static) << signature.name;
       }
     }
+    if (signature.kind != OperatorKind::Source) {
+      bool hasInput = false;
+      for (const OperatorParam &param : signature.params)
+        hasInput |= param.role == ParamRole::Input;
+      EXPECT_TRUE(hasInput) << signature.name << " has no dataflow input, so it could never run";
+    }
     if (signature.kind == OperatorKind::Transform && signature.result.containsVar()) {
       bool bindsVar = false;
       for (const OperatorParam &param : signature.params)

@@ -14,7 +14,8 @@ namespace orch {
 /// Adds the checking passes, in the order their preconditions require.
 void addCheckingPasses(PassManager &passes);
 
-/// Verifies `module`, runs the checking passes and lowers it; nullopt after an error.
+/// Verifies `module`, runs the checking passes, lowers it and validates the plan as the runtime
+/// will; nullopt after an error (an invalid plan is an internal error).
 std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &diags,
                                         const PassManagerOptions &options = {});
 
