@@ -4,8 +4,6 @@
 // `source ... as D` and `expand(...) as D`) live in their own namespace.
 #include "orch/frontend/Sema.h"
 
-#include "llvm/ADT/StringRef.h"
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -247,22 +245,6 @@ private:
 };
 
 } // namespace
-
-std::string closestSpelling(const std::string &name, const std::vector<std::string> &candidates) {
-  std::vector<std::string> sorted = candidates;
-  std::sort(sorted.begin(), sorted.end());
-  // Allow about one edit per three characters: `bach` -> `batch`, not `x` -> `y`.
-  unsigned bestDistance = unsigned(std::max<size_t>(1, name.size() / 3)) + 1;
-  std::string best;
-  for (const std::string &candidate : sorted) {
-    unsigned distance = llvm::StringRef(name).edit_distance(candidate, true, bestDistance);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = candidate;
-    }
-  }
-  return best;
-}
 
 bool resolveNames(ast::File &file, DiagnosticEngine &diags) {
   return NameResolver(file, diags).run();

@@ -71,9 +71,9 @@ private:
     else if (auto *source = std::get_if<ast::SourceDecl>(&statement.node))
       checkSource(statement, *source);
     else if (auto *call = std::get_if<ast::CallDecl>(&statement.node))
-      checkCall(*call);
+      checkDeclaredUse(call->use, OperatorKind::Transform, BindingSite::CallDeclaration);
     else if (auto *sink = std::get_if<ast::SinkDecl>(&statement.node))
-      checkSink(*sink);
+      checkDeclaredUse(sink->use, OperatorKind::Sink, BindingSite::Everything);
     else if (auto *binding = std::get_if<ast::BindingDecl>(&statement.node))
       checkBinding(statement, *binding);
   }
@@ -175,34 +175,24 @@ private:
 
   // --- declarations -----------------------------------------------------------------------
 
+  /// Looks up the operator of a source, `call` or sink, binds its arguments and checks its
+  /// options; returns the signature, or null after reporting.
+  const OperatorSignature *checkDeclaredUse(ast::OperatorUse &use, OperatorKind kind,
+                                            BindingSite site) {
+    const OperatorSignature *signature = lookupOperator(use.op, kind);
+    if (!signature)
+      return nullptr;
+    use.signature = signature;
+    std::optional<Type> typeVar;
+    bindArguments(use, *signature, site, typeVar);
+    checkOptions(use, *signature);
+    return signature;
+  }
+
   void checkSource(ast::Statement &statement, ast::SourceDecl &source) {
-    const OperatorSignature *signature = lookupOperator(source.use.op, OperatorKind::Source);
-    if (!signature)
-      return;
-    source.use.signature = signature;
-    std::optional<Type> typeVar;
-    bindArguments(source.use, *signature, BindingSite::Everything, typeVar);
-    valueTypes_[&statement] = signature->result;
-  }
-
-  void checkCall(ast::CallDecl &call) {
-    const OperatorSignature *signature = lookupOperator(call.use.op, OperatorKind::Transform);
-    if (!signature)
-      return;
-    call.use.signature = signature;
-    std::optional<Type> typeVar;
-    bindArguments(call.use, *signature, BindingSite::CallDeclaration, typeVar);
-    checkOptions(call.use, *signature);
-  }
-
-  void checkSink(ast::SinkDecl &sink) {
-    const OperatorSignature *signature = lookupOperator(sink.use.op, OperatorKind::Sink);
-    if (!signature)
-      return;
-    sink.use.signature = signature;
-    std::optional<Type> typeVar;
-    bindArguments(sink.use, *signature, BindingSite::Everything, typeVar);
-    checkOptions(sink.use, *signature);
+    if (const OperatorSignature *signature =
+            checkDeclaredUse(source.use, OperatorKind::Source, BindingSite::Everything))
+      valueTypes_[&statement] = signature->result;
   }
 
   void checkBinding(ast::Statement &statement, ast::BindingDecl &binding) {

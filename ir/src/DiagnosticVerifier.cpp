@@ -42,15 +42,15 @@ void DiagnosticVerifier::parseAnnotations(llvm::SourceMgr &sources) {
         if (annotation.consume_front("*")) {
           target = 0;
         } else {
-          bool relative = annotation.startswith("+") || annotation.startswith("-");
-          int sign = annotation.consume_front("-") ? -1 : (annotation.consume_front("+"), 1);
+          bool below = annotation.consume_front("+");
+          bool above = !below && annotation.consume_front("-");
           unsigned amount = 0;
           if (annotation.consumeInteger(10, amount)) {
             problems_.push_back(fileName_ + ":" + std::to_string(line) +
                                 ": malformed line in expected-" + severityName(severity));
             continue;
           }
-          target = relative ? uint32_t(int64_t(line) + sign * int64_t(amount)) : amount;
+          target = below ? line + amount : above ? line - amount : amount;
         }
       }
       annotation = annotation.ltrim();

@@ -148,8 +148,9 @@ std::optional<std::string> validatePlan(const Plan &plan) {
   for (size_t index = 0; index < plan.sources.size(); ++index) {
     const PlanSource &source = plan.sources[index];
     if (source.node >= plan.nodes.size() || source.domain >= plan.domains.size() ||
-        plan.domains[source.domain].parent != kNone)
-      return "source " + std::to_string(index) + " does not feed a node of a root domain";
+        plan.domains[source.domain].parent != kNone ||
+        plan.nodes[source.node].domain != source.domain)
+      return "source " + std::to_string(index) + " does not feed a node of its root domain";
   }
   for (size_t index = 0; index < plan.nodes.size(); ++index)
     if (std::optional<std::string> problem = validateNode(plan, index))
@@ -160,10 +161,14 @@ std::optional<std::string> validatePlan(const Plan &plan) {
       return "sink " + std::to_string(index) + " has mismatched inputs and labels";
     if (sink.domain >= plan.domains.size())
       return "sink " + std::to_string(index) + " is in no domain";
-    for (uint32_t input : sink.inputs)
+    for (uint32_t input : sink.inputs) {
       if (input >= plan.nodes.size())
         return "sink " + std::to_string(index) + " reads " + nodeText(input) +
                ", which does not exist";
+      if (plan.nodes[input].domain != kNone && plan.nodes[input].domain != sink.domain)
+        return "sink " + std::to_string(index) + " reads " + nodeText(input) +
+               ", which is not in the sink's domain";
+    }
   }
   Plan recomputed = plan;
   computeTriggerIndexes(recomputed);

@@ -1,13 +1,11 @@
 // The .orch parser: accepts the language's examples, reports syntax errors with exact
-// locations, recovers to report several, and survives hostile input.
+// locations and recovers to report several. Hostile input: FrontendRobustnessTest.
 #include "orch/frontend/Parser.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <gtest/gtest.h>
-
-#include <random>
 
 namespace orch {
 namespace {
@@ -112,22 +110,6 @@ TEST(ParserTest, ColumnsCountBytesAfterMultiByteCharacters) {
   ASSERT_FALSE(outcome.diagnostics.empty());
   EXPECT_EQ(outcome.diagnostics[0].message, "invalid character '#'");
   EXPECT_EQ(outcome.diagnostics[0].location.column, 10u);
-}
-
-TEST(ParserTest, SurvivesRandomBytesAndTruncations) {
-  std::string example = readExample("pdf_to_markdown.orch");
-  std::mt19937 random(20261129);
-  for (int round = 0; round < 200; ++round) {
-    std::string text = example.substr(0, random() % (example.size() + 1));
-    for (int flips = random() % 4; flips > 0 && !text.empty(); --flips)
-      text[random() % text.size()] = char(random() % 256);
-    ParseOutcome outcome = parseText(text);
-    if (!outcome.ok) {
-      ASSERT_FALSE(outcome.diagnostics.empty()) << "rejected without a diagnostic: " << text;
-      for (const Diagnostic &d : outcome.diagnostics)
-        EXPECT_TRUE(d.location.isKnown()) << d.message;
-    }
-  }
 }
 
 } // namespace

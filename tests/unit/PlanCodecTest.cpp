@@ -258,6 +258,13 @@ TEST_F(PlanValidationTest, RejectsOutOfRangeReferencesAndOptions) {
   plan.calls[1].options.batch = 0;
   EXPECT_EQ(rejection(), "call 1 has out-of-range options");
   plan = examplePlan("pdf_to_markdown.orch");
+  plan.sinks[0].inputs[0] = 2; // a Page value into a Doc sink
+  computeTriggerIndexes(plan);
+  EXPECT_EQ(rejection(), "sink 0 reads node 2, which is not in the sink's domain");
+  plan = examplePlan("pdf_to_markdown.orch");
+  plan.sources[0].domain = 1;
+  EXPECT_EQ(rejection(), "source 0 does not feed a node of its root domain");
+  plan = examplePlan("pdf_to_markdown.orch");
   plan.sinks[0].inputs[0] = 1000;
   computeTriggerIndexes(plan);
   EXPECT_EQ(rejection(), "sink 0 reads node 1000, which does not exist");
