@@ -1,0 +1,203 @@
+// The vocabulary the lineage engine shares with whoever runs its batches: grain and item states,
+// batches out, reports in, finished roots with their rows and failures, policies and counters.
+#pragma once
+
+#include "orch/runtime/Value.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+inline constexpr uint32_t kNoIndex = UINT32_MAX;
+
+/// The single terminal outcome of an item (a value for one entity); Unresolved until then.
+enum class ItemOutcome : uint8_t { Unresolved, Present, Dropped, Failed, Suppressed };
+const char *itemOutcomeName(ItemOutcome outcome);
+
+/// A grain's life cycle (semantics.md): Waiting -> Ready -> InFlight -> Sealed, Waiting -> Sealed
+/// without running, Ready -> Sealed by a barrier, InFlight -> Ready again with a new generation.
+enum class GrainPhase : uint8_t { Waiting, Ready, InFlight, Sealed };
+const char *grainPhaseName(GrainPhase phase);
+bool isLegalGrainTransition(GrainPhase from, GrainPhase to);
+
+/// A grain: one invoke node of the plan for one entity. Entity ids are storage slots, valid
+/// while the entity's root is live; identity for users is the lineage (root, ordinals).
+struct GrainRef {
+  uint32_t node = kNoIndex;
+  uint32_t entity = kNoIndex;
+  friend bool operator==(const GrainRef &, const GrainRef &) = default;
+};
+
+/// Where a grain's entity sits: its root's admission index, its ordinal under its parent (a
+/// root's ordinal is its row number in its source), its depth, and a key that identifies the
+/// entity across retries and runs (a hash of the root and the ordinal path).
+struct GrainLineage {
+  uint64_t root = 0;
+  uint32_t ordinal = 0;
+  uint32_t depth = 0;
+  uint64_t key = 0;
+};
+
+struct BatchGrain {
+  GrainRef grain;
+  uint32_t generation = 0;
+  GrainLineage lineage;
+};
+
+/// Up to `batch` grains of one Call, possibly from many parents, with their inputs in the order
+/// of the operator's input parameters.
+struct Batch {
+  uint64_t id = 0;
+  uint32_t call = kNoIndex;
+  /// 0 for a first run; counts operator-error retries of this batch.
+  uint32_t attempt = 0;
+  std::vector<BatchGrain> grains;
+  uint32_t inputsPerGrain = 0;
+  std::vector<Value> inputs;
+
+  std::span<const Value> inputsOf(size_t grainIndex) const {
+    return {inputs.data() + grainIndex * inputsPerGrain, inputsPerGrain};
+  }
+};
+
+/// What an operator said about one row.
+enum class RowResultKind : uint8_t { Value, RecordFailure, GroupFailure };
+
+struct GrainReport {
+  GrainRef grain;
+  uint32_t generation = 0;
+  RowResultKind kind = RowResultKind::Value;
+  Value value;
+  /// The failure message for RecordFailure and GroupFailure.
+  std::string message;
+};
+
+/// A worker's answer for one batch: either a batch error (an exception from the operator) or
+/// one report per grain, matched by grain identity, not by position.
+struct BatchReport {
+  uint64_t batchId = 0;
+  std::optional<std::string> batchError;
+  std::vector<GrainReport> grains;
+};
+
+enum class CommitStatus {
+  /// Outcomes published and propagated.
+  Committed,
+  /// The batch is no longer outstanding (lost and re-queued, or already committed): dropped.
+  Stale,
+  /// The report did not match the batch or its values broke the operator's contract: the
+  /// batch's grains failed with the cause; the run goes on.
+  ContractViolation,
+  /// A batch error, handled by the Call's recovery policy.
+  BatchError,
+};
+const char *commitStatusName(CommitStatus status);
+
+struct CommitResult {
+  CommitStatus status = CommitStatus::Committed;
+  std::string message;
+};
+
+enum class FailureKind {
+  RecordFailure,
+  GroupFailure,
+  OperatorError,
+  ContractViolation,
+  Infrastructure,
+  SourceError,
+  Aborted,
+};
+const char *failureKindName(FailureKind kind);
+
+/// Why something failed: which Call, which entity (ordinals below the root), which message.
+struct Failure {
+  FailureKind kind = FailureKind::RecordFailure;
+  std::string call;
+  std::vector<uint32_t> path;
+  std::string message;
+};
+
+enum class RowStatus { Written, Dropped, Failed };
+const char *rowStatusName(RowStatus status);
+
+/// One row of one sink: an entity of the sink's domain under a finished root.
+struct SinkRow {
+  uint32_t sink = 0;
+  /// Ordinals from the root down to the row's entity (empty for a root-level sink).
+  std::vector<uint32_t> path;
+  RowStatus status = RowStatus::Written;
+  /// The sink's inputs, by its labels (Written rows only).
+  std::vector<Value> values;
+  /// Failed rows: index into RootResult::failures.
+  uint32_t failure = kNoIndex;
+};
+
+enum class RootStatus { Written, Dropped, Failed };
+const char *rootStatusName(RootStatus status);
+
+/// A finished source row: its sink rows in plan order, each sink's rows in ordinal order.
+struct RootResult {
+  uint64_t admission = 0;
+  uint32_t source = 0;
+  /// The row's index in its source.
+  uint64_t sourceRow = 0;
+  RootStatus status = RootStatus::Written;
+  std::vector<SinkRow> rows;
+  /// Every failure that happened under this root (not the suppressions they caused), in the
+  /// order they happened; the first one is the root's cause.
+  std::vector<Failure> failures;
+};
+
+enum class ReadyOrder { Fifo, Unordered };
+enum class BatchingScope { CrossParent, ParentBound };
+enum class GatherMode { Lineage, GlobalBarrier };
+
+struct EngineOptions {
+  /// Each Call's ready queue: in the order grains became ready, or random (the ablation).
+  ReadyOrder readyOrder = ReadyOrder::Fifo;
+  /// Whether one batch may mix grains of different parents.
+  BatchingScope batching = BatchingScope::CrossParent;
+  /// Reduce as soon as one parent's children are done, or only once every grain of the child
+  /// domain has finished (the flat-record baseline; it ignores maxLiveRoots).
+  GatherMode gather = GatherMode::Lineage;
+  /// Admitted but unfinished root entities; admission pauses at this bound.
+  uint32_t maxLiveRoots = 4096;
+  /// Re-runs of a batch after infrastructure failures (lost worker, timeout).
+  uint32_t infrastructureRetries = 3;
+  /// Seed of the Unordered ready order.
+  uint64_t seed = 1;
+};
+
+struct EngineStats {
+  uint64_t grainTransitions = 0;
+  uint64_t grainsRun = 0;
+  /// Grains sealed without running because an input was dropped, failed or suppressed.
+  uint64_t grainsSkipped = 0;
+  /// Ready or in-flight grains sealed by a GroupFailure barrier.
+  uint64_t grainsSuppressedByBarrier = 0;
+  uint64_t batchesDispatched = 0;
+  uint64_t batchesCommitted = 0;
+  uint64_t staleReports = 0;
+  uint64_t contractViolations = 0;
+  uint64_t batchErrors = 0;
+  uint64_t batchRetries = 0;
+  uint64_t batchSplits = 0;
+  uint64_t infrastructureFailures = 0;
+  uint64_t rootsAdmitted = 0;
+  uint64_t rootsFinished = 0;
+  uint64_t entitiesCreated = 0;
+};
+
+/// Per-Call counts of grains by phase, for progress and deadlock reports.
+struct CallLoad {
+  uint64_t waiting = 0;
+  uint64_t ready = 0;
+  uint64_t inFlight = 0;
+  uint64_t sealed = 0;
+};
+
+} // namespace orch::runtime

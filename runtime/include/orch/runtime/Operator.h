@@ -1,0 +1,130 @@
+// The operator API: what stdlib, test and plugin operators implement, and the registry that
+// binds the plan's operator names to implementations. Transforms are batch-first: one call
+// processes many rows (possibly of many parents) and answers per row.
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/EngineTypes.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::runtime {
+
+/// Thrown by factories for a configuration that cannot work (an unwritable path) and by
+/// `process` for a batch error; the runtime catches both at the operator boundary.
+class OperatorError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One row of a batch: the operator's dataflow inputs in parameter order, and where it sits.
+struct OperatorRow {
+  std::span<const Value> inputs;
+  GrainLineage lineage;
+};
+
+struct RowResult {
+  RowResultKind kind = RowResultKind::Value;
+  Value value;
+  std::string message;
+
+  static RowResult ok(Value value) { return {RowResultKind::Value, std::move(value), {}}; }
+  /// This row failed; nothing else is affected.
+  static RowResult recordFailure(std::string message) {
+    return {RowResultKind::RecordFailure, Value(), std::move(message)};
+  }
+  /// This row failed and poisons its parent: its siblings still waiting for this Call are
+  /// suppressed.
+  static RowResult groupFailure(std::string message) {
+    return {RowResultKind::GroupFailure, Value(), std::move(message)};
+  }
+};
+
+/// The static configuration of one Call, source or sink: its constants (defaults filled in by
+/// the compiler) and dataflow input names.
+class OperatorConfig {
+public:
+  OperatorConfig(std::string name, std::string op, const std::vector<plan::NamedConstant> &constants,
+                 std::vector<std::string> inputLabels);
+
+  /// The Call's (or sink's) name for messages and the operator's name.
+  const std::string &name() const { return name_; }
+  const std::string &op() const { return op_; }
+  const std::vector<std::string> &inputLabels() const { return inputLabels_; }
+
+  const plan::StaticValue *constant(std::string_view name) const;
+  /// Typed constants; OperatorError when missing or of another type.
+  std::string stringConstant(std::string_view name) const;
+  int64_t intConstant(std::string_view name) const;
+  double floatConstant(std::string_view name) const;
+  bool boolConstant(std::string_view name) const;
+
+private:
+  std::string name_;
+  std::string op_;
+  const std::vector<plan::NamedConstant> *constants_;
+  std::vector<std::string> inputLabels_;
+};
+
+class Operator {
+public:
+  virtual ~Operator() = default;
+  /// Appends one result per row to `results`, in row order. Throwing is a batch error.
+  virtual void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) = 0;
+};
+
+/// A source yields rows lazily; each becomes one root entity.
+struct SourceRow {
+  /// The row, or nullopt with `error` for a row that could not be read (a malformed line).
+  std::optional<Value> value;
+  std::string error;
+};
+
+class RowSource {
+public:
+  virtual ~RowSource() = default;
+  /// The next row, or nullopt at the end.
+  virtual std::optional<SourceRow> next() = 0;
+};
+
+/// A sink receives the rows of finished roots; values follow the sink's input labels.
+class RowSink {
+public:
+  virtual ~RowSink() = default;
+  virtual void write(std::span<const Value> values) = 0;
+  /// Flushes; called once at the end of the run.
+  virtual void close() {}
+};
+
+using OperatorFactory = std::function<std::unique_ptr<Operator>(const OperatorConfig &)>;
+using SourceFactory = std::function<std::unique_ptr<RowSource>(const OperatorConfig &)>;
+using SinkFactory = std::function<std::unique_ptr<RowSink>(const OperatorConfig &)>;
+
+class OperatorRegistry {
+public:
+  void addTransform(std::string name, OperatorFactory factory);
+  void addSource(std::string name, SourceFactory factory);
+  void addSink(std::string name, SinkFactory factory);
+
+  const OperatorFactory *transform(std::string_view name) const;
+  const SourceFactory *source(std::string_view name) const;
+  const SinkFactory *sink(std::string_view name) const;
+
+  /// The operators `plan` uses that have no implementation here, as "kind name" strings.
+  std::vector<std::string> missingFor(const plan::Plan &plan) const;
+
+private:
+  std::unordered_map<std::string, OperatorFactory> transforms_;
+  std::unordered_map<std::string, SourceFactory> sources_;
+  std::unordered_map<std::string, SinkFactory> sinks_;
+};
+
+} // namespace orch::runtime

@@ -1,0 +1,336 @@
+// The lineage engine's dispatch and commit rule: reserving batches by priority, validating and
+// publishing reports, GroupFailure barriers, recovery policies and infrastructure failures.
+#include "EngineState.h"
+
+#include <algorithm>
+
+namespace orch::runtime {
+
+using plan::RecoveryPolicy;
+
+bool LineageEngine::State::isLive(const QueuedGrain &queued) const {
+  const Entity &entity = entities[queued.entity];
+  if (!entity.live || entity.domain != plan.nodes[queued.node].domain)
+    return false;
+  const Grain &grain = grains[entity.grains + layout.nodes[queued.node].grainSlot];
+  return grain.phase == GrainPhase::Ready && grain.ticket == queued.ticket;
+}
+
+std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {
+  auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
+  for (;;) {
+    // Lane 0: retries, 1: fresh work, 2: deferred recovery; then the oldest admission.
+    uint32_t bestCall = kNoIndex, bestLane = 3;
+    uint64_t bestAdmission = UINT64_MAX;
+    for (uint32_t c = 0; c < queues.size(); ++c) {
+      if (mayRun && !mayRun(c))
+        continue;
+      CallQueues &queue = queues[c];
+      uint32_t lane;
+      uint64_t admission;
+      if (!queue.retry.empty()) {
+        lane = 0;
+        admission = queue.retry.front().admission;
+      } else if (const QueuedGrain *next = queue.fresh.peek(live)) {
+        lane = 1;
+        admission = next->admission;
+      } else if (!queue.deferred.empty()) {
+        lane = 2;
+        admission = queue.deferred.front().admission;
+      } else {
+        continue;
+      }
+      if (lane < bestLane || (lane == bestLane && admission < bestAdmission)) {
+        bestCall = c;
+        bestLane = lane;
+        bestAdmission = admission;
+      }
+    }
+    if (bestCall == kNoIndex)
+      return std::nullopt;
+    CallQueues &queue = queues[bestCall];
+    if (bestLane == 1) {
+      std::vector<QueuedGrain> taken;
+      const size_t limit =
+          static_cast<size_t>(std::max<int64_t>(1, plan.calls[bestCall].options.batch));
+      taken.reserve(limit);
+      queue.fresh.pop(limit, live, taken);
+      return dispatch(bestCall, std::move(taken), 0, 0);
+    }
+    std::deque<PendingBatch> &lane = bestLane == 0 ? queue.retry : queue.deferred;
+    PendingBatch pending = std::move(lane.front());
+    lane.pop_front();
+    // Grains sealed by a barrier while they waited are no longer part of the batch.
+    std::erase_if(pending.grains, [&](const QueuedGrain &grain) { return !isLive(grain); });
+    if (!pending.grains.empty())
+      return dispatch(bestCall, std::move(pending.grains), pending.attempt,
+                      pending.infrastructureAttempts);
+  }
+}
+
+Batch LineageEngine::State::dispatch(uint32_t call, std::vector<QueuedGrain> queued,
+                                     uint32_t attempt, uint32_t infrastructureAttempts) {
+  Batch batch;
+  batch.id = nextBatchId++;
+  batch.call = call;
+  batch.attempt = attempt;
+  const CallLayout &callLayout = layout.calls[call];
+  batch.inputsPerGrain = static_cast<uint32_t>(callLayout.inputLabels.size());
+  batch.grains.reserve(queued.size());
+  batch.inputs.reserve(queued.size() * batch.inputsPerGrain);
+  OutstandingBatch record;
+  record.call = call;
+  record.attempt = attempt;
+  record.infrastructureAttempts = infrastructureAttempts;
+  record.generations.reserve(queued.size());
+  for (const QueuedGrain &entry : queued) {
+    Grain &grain = grainOf(entry.entity, entry.node);
+    setPhase(grain, entry.node, GrainPhase::InFlight);
+    const Entity &entity = entities[entry.entity];
+    batch.grains.push_back(BatchGrain{
+        GrainRef{entry.node, entry.entity},
+        grain.generation,
+        GrainLineage{roots[entity.root].admission, entity.ordinal,
+                     layout.domains[entity.domain].depth, entity.key}});
+    const plan::PlanNode &node = plan.nodes[entry.node];
+    for (uint32_t position : layout.nodes[entry.node].inputOrder)
+      batch.inputs.push_back(inputItem(node.inputs[position], entry.entity).value);
+    record.generations.push_back(grain.generation);
+  }
+  record.grains = std::move(queued);
+  outstanding.emplace(batch.id, std::move(record));
+  ++stats.batchesDispatched;
+  return batch;
+}
+
+namespace {
+
+std::string describeGrain(const plan::Plan &plan, const GrainRef &grain) {
+  return "grain (node " + std::to_string(grain.node) + ", entity " + std::to_string(grain.entity) +
+         ")" + (grain.node < plan.nodes.size() && !plan.nodes[grain.node].name.empty()
+                    ? " of '" + plan.nodes[grain.node].name + "'"
+                    : "");
+}
+
+} // namespace
+
+CommitResult LineageEngine::State::commit(const BatchReport &report) {
+  auto found = outstanding.find(report.batchId);
+  if (found == outstanding.end()) {
+    ++stats.staleReports;
+    return {CommitStatus::Stale, "batch " + std::to_string(report.batchId) +
+                                     " is not outstanding (already committed, or lost and "
+                                     "re-queued)"};
+  }
+  OutstandingBatch batch = std::move(found->second);
+  outstanding.erase(found);
+  const std::string &callName = plan.calls[batch.call].name;
+  if (report.batchError) {
+    ++stats.batchErrors;
+    return handleBatchError(std::move(batch), *report.batchError);
+  }
+
+  // 1. Exact coverage and generations: every dispatched grain reported once, nothing else.
+  const size_t count = batch.grains.size();
+  std::vector<uint32_t> entryOf(count, kNoIndex);
+  std::string violation;
+  if (report.grains.size() != count)
+    violation = "the report has " + std::to_string(report.grains.size()) +
+                " row(s) for a batch of " + std::to_string(count);
+  for (size_t i = 0; violation.empty() && i < report.grains.size(); ++i) {
+    const GrainReport &entry = report.grains[i];
+    auto matches = [&](size_t j) {
+      return batch.grains[j].node == entry.grain.node &&
+             batch.grains[j].entity == entry.grain.entity;
+    };
+    size_t j = i < count && matches(i) ? i : count;
+    for (size_t k = 0; j == count && k < count; ++k)
+      if (matches(k))
+        j = k;
+    if (j == count)
+      violation = describeGrain(plan, entry.grain) + " was not in the batch";
+    else if (entryOf[j] != kNoIndex)
+      violation = describeGrain(plan, entry.grain) + " was reported twice";
+    else if (entry.generation != batch.generations[j])
+      violation = describeGrain(plan, entry.grain) + " was reported with generation " +
+                  std::to_string(entry.generation) + ", dispatched with " +
+                  std::to_string(batch.generations[j]);
+    else
+      entryOf[j] = static_cast<uint32_t>(i);
+  }
+  // 2. Values validated before anything changes.
+  for (size_t j = 0; violation.empty() && j < count; ++j) {
+    const GrainReport &entry = report.grains[entryOf[j]];
+    if (entry.kind != RowResultKind::Value)
+      continue;
+    if (auto problem = checkValueType(entry.value, plan.nodes[entry.grain.node].type))
+      violation = describeGrain(plan, entry.grain) + ": " + *problem;
+  }
+  if (!violation.empty()) {
+    ++stats.contractViolations;
+    const std::string message = "call '" + callName + "' broke its contract: " + violation;
+    failGrains(batch, FailureKind::ContractViolation, message);
+    propagate();
+    return {CommitStatus::ContractViolation, message};
+  }
+  for (size_t j = 0; j < count; ++j) {
+    const Grain &grain = grainOf(batch.grains[j].entity, batch.grains[j].node);
+    if (grain.phase != GrainPhase::InFlight || grain.generation != batch.generations[j])
+      engineInvariantFailed("an outstanding batch holds a grain that is not in flight");
+  }
+
+  // 3. GroupFailure barriers first, so that siblings in this very batch are discarded too.
+  std::vector<uint32_t> causes(count, kNoIndex);
+  for (size_t j = 0; j < count; ++j) {
+    const GrainReport &entry = report.grains[entryOf[j]];
+    if (entry.kind != RowResultKind::GroupFailure)
+      continue;
+    const uint32_t entity = batch.grains[j].entity;
+    causes[j] = recordFailure(entity, FailureKind::GroupFailure, batch.call, entry.message);
+    installBarrier(batch.call, entity, causes[j]);
+  }
+  // 4. Publish, then propagate once.
+  for (size_t j = 0; j < count; ++j) {
+    const GrainReport &entry = report.grains[entryOf[j]];
+    const uint32_t entity = batch.grains[j].entity, node = batch.grains[j].node;
+    setPhase(grainOf(entity, node), node, GrainPhase::Sealed);
+    ++stats.grainsRun;
+    switch (entry.kind) {
+    case RowResultKind::Value:
+      if (const Barrier *barrier = barrierFor(batch.call, entity)) {
+        ++stats.grainsSuppressedByBarrier;
+        setItem(entity, node, ItemOutcome::Suppressed, Value(), barrier->cause);
+      } else {
+        setItem(entity, node, ItemOutcome::Present, entry.value, kNoIndex);
+      }
+      break;
+    case RowResultKind::RecordFailure:
+      setItem(entity, node, ItemOutcome::Failed, Value(),
+              recordFailure(entity, FailureKind::RecordFailure, batch.call, entry.message));
+      break;
+    case RowResultKind::GroupFailure:
+      setItem(entity, node, ItemOutcome::Failed, Value(), causes[j]);
+      break;
+    }
+  }
+  ++stats.batchesCommitted;
+  propagate();
+  return {CommitStatus::Committed, ""};
+}
+
+void LineageEngine::State::installBarrier(uint32_t call, uint32_t entity, uint32_t cause) {
+  const uint32_t parent = entities[entity].parent;
+  if (parent == kNoIndex || barrierFor(call, entity))
+    return;
+  const uint32_t domain = entities[entity].domain;
+  Expansion &expansion = expansions[expansionOf(parent, domain)];
+  expansion.barriers.push_back(Barrier{call, cause});
+  // Siblings already ready for this Call never reach the operator.
+  for (uint32_t sibling : expansion.children)
+    for (uint32_t node : layout.domains[domain].invokes) {
+      if (layout.nodes[node].call != call)
+        continue;
+      Grain &grain = grainOf(sibling, node);
+      if (grain.phase != GrainPhase::Ready)
+        continue;
+      setPhase(grain, node, GrainPhase::Sealed);
+      ++stats.grainsSuppressedByBarrier;
+      setItem(sibling, node, ItemOutcome::Suppressed, Value(), cause);
+    }
+}
+
+void LineageEngine::State::failGrains(const OutstandingBatch &batch, FailureKind kind,
+                                      const std::string &message) {
+  for (const QueuedGrain &queued : batch.grains) {
+    Grain &grain = grainOf(queued.entity, queued.node);
+    if (grain.phase != GrainPhase::InFlight)
+      engineInvariantFailed("failing a grain that is not in flight");
+    setPhase(grain, queued.node, GrainPhase::Sealed);
+    setItem(queued.entity, queued.node, ItemOutcome::Failed, Value(),
+            recordFailure(queued.entity, kind, batch.call, message));
+  }
+}
+
+void LineageEngine::State::requeue(OutstandingBatch &batch, std::vector<QueuedGrain> grainsToRun,
+                                   bool deferred, uint32_t attempt,
+                                   uint32_t infrastructureAttempts) {
+  PendingBatch pending;
+  pending.attempt = attempt;
+  pending.infrastructureAttempts = infrastructureAttempts;
+  pending.admission = UINT64_MAX;
+  for (QueuedGrain queued : grainsToRun) {
+    Grain &grain = grainOf(queued.entity, queued.node);
+    if (const Barrier *barrier = barrierFor(batch.call, queued.entity)) {
+      const uint32_t cause = barrier->cause;
+      setPhase(grain, queued.node, GrainPhase::Sealed);
+      ++stats.grainsSuppressedByBarrier;
+      setItem(queued.entity, queued.node, ItemOutcome::Suppressed, Value(), cause);
+      continue;
+    }
+    setPhase(grain, queued.node, GrainPhase::Ready);
+    ++grain.generation;
+    grain.ticket = nextTicket++;
+    queued.ticket = grain.ticket;
+    pending.admission = std::min(pending.admission, queued.admission);
+    pending.grains.push_back(queued);
+  }
+  if (pending.grains.empty())
+    return;
+  (deferred ? queues[batch.call].deferred : queues[batch.call].retry)
+      .push_back(std::move(pending));
+}
+
+CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
+                                                    const std::string &message) {
+  const plan::PlanCall &call = plan.calls[batch.call];
+  const std::string what = "call '" + call.name + "' failed a batch of " +
+                           std::to_string(batch.grains.size()) + ": " + message;
+  if (call.options.recovery == RecoveryPolicy::Abort) {
+    abortRun(what + " (recovery \"abort\")");
+    return {CommitStatus::BatchError, what};
+  }
+  std::vector<QueuedGrain> grainsToRun = batch.grains;
+  if (batch.attempt < static_cast<uint64_t>(std::max<int64_t>(0, call.options.retries))) {
+    ++stats.batchRetries;
+    requeue(batch, std::move(grainsToRun), false, batch.attempt + 1,
+            batch.infrastructureAttempts);
+  } else if (call.options.recovery == RecoveryPolicy::Isolate && grainsToRun.size() > 1) {
+    // Bisect: each half gets the Call's retry budget again, behind fresh work.
+    ++stats.batchSplits;
+    const size_t half = grainsToRun.size() / 2;
+    std::vector<QueuedGrain> second(grainsToRun.begin() + static_cast<std::ptrdiff_t>(half),
+                                    grainsToRun.end());
+    grainsToRun.resize(half);
+    requeue(batch, std::move(grainsToRun), true, 0, batch.infrastructureAttempts);
+    requeue(batch, std::move(second), true, 0, batch.infrastructureAttempts);
+  } else {
+    std::string final = message;
+    if (call.options.retries > 0)
+      final += " (after " + std::to_string(call.options.retries) + " retries)";
+    failGrains(batch, FailureKind::OperatorError, final);
+  }
+  propagate();
+  return {CommitStatus::BatchError, what};
+}
+
+bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason) {
+  auto found = outstanding.find(batchId);
+  if (found == outstanding.end())
+    return false;
+  OutstandingBatch batch = std::move(found->second);
+  outstanding.erase(found);
+  ++stats.infrastructureFailures;
+  if (batch.infrastructureAttempts >= options.infrastructureRetries) {
+    failGrains(batch, FailureKind::Infrastructure,
+               reason + " (after " + std::to_string(options.infrastructureRetries) +
+                   " re-runs)");
+  } else {
+    std::vector<QueuedGrain> grainsToRun = batch.grains;
+    requeue(batch, std::move(grainsToRun), false, batch.attempt,
+            batch.infrastructureAttempts + 1);
+  }
+  propagate();
+  return true;
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,852 @@
+// The lineage engine: admission, entities and items, propagation to a fixed point, finished
+// roots and their rows. Dispatch and the commit rule are in EngineCommit.cpp.
+#include "EngineState.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace orch::runtime {
+
+using plan::NodeKind;
+
+void engineInvariantFailed(const std::string &what) {
+  throw std::logic_error("orch: lineage engine invariant broken (a bug in Orch): " + what);
+}
+
+namespace {
+
+uint64_t mixKey(uint64_t value) {
+  value += 0x9e3779b97f4a7c15ULL;
+  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
+  return value ^ (value >> 31);
+}
+
+bool isFailure(ItemOutcome outcome) {
+  return outcome == ItemOutcome::Failed || outcome == ItemOutcome::Suppressed;
+}
+
+} // namespace
+
+LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
+    : plan(plan_), options(options_), layout(buildPlanLayout(plan_)),
+      items(plan_.domains.size()), grains(plan_.domains.size()),
+      expansionRefs(plan_.domains.size()), nextSourceRow(plan_.sources.size(), 0),
+      unsealedGrains(plan_.domains.size(), 0), parked(plan_.domains.size()) {
+  for (const DomainLayout &domain : layout.domains) {
+    itemsPerDomain.push_back(static_cast<uint32_t>(domain.nodes.size()));
+    grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
+    childrenPerDomain.push_back(static_cast<uint32_t>(domain.children.size()));
+  }
+  for (uint32_t c = 0; c < plan.calls.size(); ++c)
+    queues.push_back(CallQueues{ReadyQueue(options.readyOrder, options.batching,
+                                           options.seed + c),
+                                {},
+                                {}});
+  loads.resize(plan.calls.size());
+  domainFree.resize(plan.nodes.size());
+  // Values that are the same in every domain: computed once, in plan order.
+  for (uint32_t n : layout.domainFreeNodes) {
+    const plan::PlanNode &node = plan.nodes[n];
+    Item &item = domainFree[n];
+    auto input = [&](size_t i) -> const Item & { return domainFree[node.inputs[i]]; };
+    switch (node.kind) {
+    case NodeKind::Constant: {
+      item.outcome = ItemOutcome::Present;
+      std::visit(
+          [&](const auto &constant) {
+            using T = std::decay_t<decltype(constant)>;
+            if constexpr (std::is_same_v<T, bool>)
+              item.value = Value::boolean(constant);
+            else if constexpr (std::is_same_v<T, int64_t>)
+              item.value = Value::integer(constant);
+            else if constexpr (std::is_same_v<T, double>)
+              item.value = Value::real(constant);
+            else if constexpr (std::is_same_v<T, std::string>)
+              item.value = Value::string(constant);
+            else if constexpr (std::is_same_v<T, plan::Duration>)
+              item.value = Value::integer(constant.nanoseconds);
+            else
+              item.value = Value::integer(constant.bytes);
+          },
+          *node.constant);
+      break;
+    }
+    case NodeKind::Record: {
+      RecordFields fields;
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        fields.emplace_back(node.labels[i], input(i).value);
+      item = {Value::record(std::move(fields)), kNoIndex, ItemOutcome::Present};
+      break;
+    }
+    case NodeKind::Project: {
+      const Value *field = input(0).value.field(node.field);
+      item = {field ? *field : Value(), kNoIndex, ItemOutcome::Present};
+      break;
+    }
+    case NodeKind::Filter:
+      if (input(1).value.kind() == Value::Kind::Bool && input(1).value.asBool())
+        item = input(0);
+      else
+        item.outcome = ItemOutcome::Dropped;
+      break;
+    default:
+      engineInvariantFailed(std::string("a domain-free ") + plan::nodeKindName(node.kind));
+    }
+  }
+}
+
+// --- Entities and items -------------------------------------------------------------------
+
+uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, uint32_t ordinal,
+                                            uint32_t root, uint64_t key) {
+  uint32_t id;
+  if (!freeEntities.empty()) {
+    id = freeEntities.back();
+    freeEntities.pop_back();
+  } else {
+    id = static_cast<uint32_t>(entities.size());
+    entities.emplace_back();
+  }
+  Entity &entity = entities[id];
+  entity.parent = parent;
+  entity.ordinal = ordinal;
+  entity.root = root;
+  entity.domain = domain;
+  entity.live = true;
+  entity.key = key;
+  entity.items = items.allocate(domain, itemsPerDomain[domain]);
+  entity.grains = grains.allocate(domain, grainsPerDomain[domain]);
+  entity.expansions = expansionRefs.allocate(domain, childrenPerDomain[domain]);
+  for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i)
+    items[entity.items + i] = Item{};
+  for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
+    Grain &grain = grains[entity.grains + g];
+    grain.phase = GrainPhase::Waiting;
+    grain.ticket = 0;
+    ++loads[layout.nodes[layout.domains[domain].invokes[g]].call].waiting;
+  }
+  for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c)
+    expansionRefs[entity.expansions + c] = kNoIndex;
+  unsealedGrains[domain] += grainsPerDomain[domain];
+  roots[root].unresolved += itemsPerDomain[domain];
+  ++stats.entitiesCreated;
+  return id;
+}
+
+Item &LineageEngine::State::itemOf(uint32_t entity, uint32_t node) {
+  return items[entities[entity].items + layout.nodes[node].itemSlot];
+}
+
+const Item &LineageEngine::State::inputItem(uint32_t node, uint32_t entity) const {
+  const uint32_t domain = plan.nodes[node].domain;
+  if (domain == plan::kNone)
+    return domainFree[node];
+  uint32_t at = entity;
+  while (entities[at].domain != domain) {
+    at = entities[at].parent;
+    if (at == kNoIndex)
+      engineInvariantFailed("node " + std::to_string(node) + " read outside its lineage");
+  }
+  return items[entities[at].items + layout.nodes[node].itemSlot];
+}
+
+Grain &LineageEngine::State::grainOf(uint32_t entity, uint32_t node) {
+  return grains[entities[entity].grains + layout.nodes[node].grainSlot];
+}
+
+uint32_t LineageEngine::State::expansionOf(uint32_t entity, uint32_t childDomain) const {
+  return expansionRefs[entities[entity].expansions + layout.domains[childDomain].childSlot];
+}
+
+std::vector<uint32_t> LineageEngine::State::pathOf(uint32_t entity) const {
+  std::vector<uint32_t> path;
+  for (uint32_t at = entity; entities[at].parent != kNoIndex; at = entities[at].parent)
+    path.push_back(entities[at].ordinal);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+uint32_t LineageEngine::State::recordFailure(uint32_t entity, FailureKind kind, uint32_t call,
+                                             std::string message) {
+  Root &root = roots[entities[entity].root];
+  root.failures.push_back(Failure{kind, call == kNoIndex ? std::string() : plan.calls[call].name,
+                                  pathOf(entity), std::move(message)});
+  return static_cast<uint32_t>(root.failures.size() - 1);
+}
+
+void LineageEngine::State::setItem(uint32_t entity, uint32_t node, ItemOutcome outcome,
+                                   Value value, uint32_t cause) {
+  Item &item = itemOf(entity, node);
+  if (item.outcome != ItemOutcome::Unresolved)
+    engineInvariantFailed("item of node " + std::to_string(node) + " resolved twice (" +
+                          itemOutcomeName(item.outcome) + ", then " +
+                          itemOutcomeName(outcome) + ")");
+  if (isFailure(outcome) && cause == kNoIndex)
+    engineInvariantFailed("a failed item without a cause");
+  item.outcome = outcome;
+  item.value = std::move(value);
+  item.cause = cause;
+  // The event keeps the root unresolved until its consumers have been visited.
+  work.push_back(Event{entity, node});
+}
+
+void LineageEngine::State::setPhase(Grain &grain, uint32_t node, GrainPhase to) {
+  if (!isLegalGrainTransition(grain.phase, to))
+    engineInvariantFailed(std::string("grain transition ") + grainPhaseName(grain.phase) +
+                          " -> " + grainPhaseName(to) + " of node " + std::to_string(node));
+  CallLoad &load = loads[layout.nodes[node].call];
+  auto counter = [&](GrainPhase phase) -> uint64_t & {
+    switch (phase) {
+    case GrainPhase::Waiting:
+      return load.waiting;
+    case GrainPhase::Ready:
+      return load.ready;
+    case GrainPhase::InFlight:
+      return load.inFlight;
+    case GrainPhase::Sealed:
+      break;
+    }
+    return load.sealed;
+  };
+  --counter(grain.phase);
+  ++counter(to);
+  if (to == GrainPhase::Sealed)
+    --unsealedGrains[plan.nodes[node].domain];
+  grain.phase = to;
+  ++stats.grainTransitions;
+}
+
+// --- Propagation --------------------------------------------------------------------------
+
+void LineageEngine::State::propagate() {
+  do {
+    // `work` may grow while an event is processed: index, never iterate.
+    for (size_t next = 0; next < work.size(); ++next)
+      processEvent(Event(work[next]));
+    work.clear();
+  } while (releaseParkedReduces());
+  for (uint32_t root : rootsToFinish)
+    finishRoot(root);
+  rootsToFinish.clear();
+}
+
+void LineageEngine::State::processEvent(const Event &event) {
+  const plan::PlanNode &node = plan.nodes[event.node];
+  const uint32_t domain = entities[event.entity].domain;
+  for (uint32_t consumer : node.consumers) {
+    const plan::PlanNode &target = plan.nodes[consumer];
+    if (target.domain == domain) {
+      evaluate(consumer, event.entity);
+      continue;
+    }
+    switch (target.kind) {
+    case NodeKind::Expand:
+      materialise(consumer, event.entity);
+      break;
+    case NodeKind::Reduce:
+      gather(consumer, event.entity);
+      break;
+    case NodeKind::Broadcast:
+      broadcastDown(consumer, event.entity);
+      break;
+    default:
+      engineInvariantFailed(std::string("a ") + plan::nodeKindName(target.kind) +
+                            " consumer in another domain");
+    }
+  }
+  const uint32_t rootIndex = entities[event.entity].root;
+  if (--roots[rootIndex].unresolved == 0)
+    rootsToFinish.push_back(rootIndex);
+}
+
+namespace {
+
+/// The readiness rule over a node's inputs (semantics.md): a failure wins, then waiting, then
+/// a drop; otherwise every input is present.
+struct InputSummary {
+  ItemOutcome outcome = ItemOutcome::Present;
+  uint32_t cause = kNoIndex;
+};
+
+} // namespace
+
+void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
+  const plan::PlanNode &target = plan.nodes[node];
+  if (target.kind == NodeKind::Invoke) {
+    evaluateInvoke(node, entity);
+    return;
+  }
+  if (itemOf(entity, node).outcome != ItemOutcome::Unresolved)
+    return;
+  if (target.kind == NodeKind::Broadcast) {
+    const Item &source = inputItem(target.inputs[0], entity);
+    if (source.outcome != ItemOutcome::Unresolved)
+      setItem(entity, node, source.outcome, source.value, source.cause);
+    return;
+  }
+  InputSummary summary;
+  bool waiting = false;
+  for (uint32_t input : target.inputs) {
+    const Item &item = inputItem(input, entity);
+    if (isFailure(item.outcome)) {
+      setItem(entity, node, ItemOutcome::Suppressed, Value(), item.cause);
+      return;
+    }
+    if (item.outcome == ItemOutcome::Unresolved)
+      waiting = true;
+    else if (item.outcome == ItemOutcome::Dropped)
+      summary.outcome = ItemOutcome::Dropped;
+  }
+  if (waiting)
+    return;
+  if (summary.outcome == ItemOutcome::Dropped) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+    return;
+  }
+  switch (target.kind) {
+  case NodeKind::Filter: {
+    const Value &mask = inputItem(target.inputs[1], entity).value;
+    if (mask.kind() == Value::Kind::Bool && mask.asBool())
+      setItem(entity, node, ItemOutcome::Present, inputItem(target.inputs[0], entity).value,
+              kNoIndex);
+    else
+      setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+    return;
+  }
+  case NodeKind::Project: {
+    const Value &record = inputItem(target.inputs[0], entity).value;
+    if (const Value *field = record.field(target.field)) {
+      setItem(entity, node, ItemOutcome::Present, *field, kNoIndex);
+    } else if (plan.nodes[target.inputs[0]].type.kind() == plan::TypeKind::Json) {
+      setItem(entity, node, ItemOutcome::Present, Value(), kNoIndex);
+    } else {
+      uint32_t cause = recordFailure(entity, FailureKind::ContractViolation, kNoIndex,
+                                     "value " + record.str().substr(0, 120) +
+                                         " has no field '" + target.field + "'");
+      setItem(entity, node, ItemOutcome::Failed, Value(), cause);
+    }
+    return;
+  }
+  case NodeKind::Record: {
+    RecordFields fields;
+    fields.reserve(target.inputs.size());
+    for (size_t i = 0; i < target.inputs.size(); ++i)
+      fields.emplace_back(target.labels[i], inputItem(target.inputs[i], entity).value);
+    setItem(entity, node, ItemOutcome::Present, Value::record(std::move(fields)), kNoIndex);
+    return;
+  }
+  default:
+    engineInvariantFailed(std::string("evaluate of a ") + plan::nodeKindName(target.kind));
+  }
+}
+
+void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
+  Grain &grain = grainOf(entity, node);
+  if (grain.phase != GrainPhase::Waiting)
+    return;
+  bool waiting = false, dropped = false;
+  for (uint32_t input : plan.nodes[node].inputs) {
+    const Item &item = inputItem(input, entity);
+    if (isFailure(item.outcome)) {
+      setPhase(grain, node, GrainPhase::Sealed);
+      ++stats.grainsSkipped;
+      setItem(entity, node, ItemOutcome::Suppressed, Value(), item.cause);
+      return;
+    }
+    waiting |= item.outcome == ItemOutcome::Unresolved;
+    dropped |= item.outcome == ItemOutcome::Dropped;
+  }
+  if (waiting)
+    return;
+  if (dropped) {
+    setPhase(grain, node, GrainPhase::Sealed);
+    ++stats.grainsSkipped;
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+    return;
+  }
+  makeReady(node, entity);
+}
+
+const Barrier *LineageEngine::State::barrierFor(uint32_t call, uint32_t entity) const {
+  const uint32_t parent = entities[entity].parent;
+  if (parent == kNoIndex)
+    return nullptr;
+  const uint32_t expansion = expansionOf(parent, entities[entity].domain);
+  for (const Barrier &barrier : expansions[expansion].barriers)
+    if (barrier.call == call)
+      return &barrier;
+  return nullptr;
+}
+
+void LineageEngine::State::makeReady(uint32_t node, uint32_t entity) {
+  const uint32_t call = layout.nodes[node].call;
+  Grain &grain = grainOf(entity, node);
+  if (const Barrier *barrier = barrierFor(call, entity)) {
+    const uint32_t cause = barrier->cause;
+    setPhase(grain, node, GrainPhase::Sealed);
+    ++stats.grainsSuppressedByBarrier;
+    setItem(entity, node, ItemOutcome::Suppressed, Value(), cause);
+    return;
+  }
+  setPhase(grain, node, GrainPhase::Ready);
+  grain.ticket = nextTicket++;
+  const Entity &owner = entities[entity];
+  queues[call].fresh.push(
+      QueuedGrain{node, entity, grain.ticket, roots[owner.root].admission, owner.parent});
+}
+
+void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
+  const plan::PlanNode &expand = plan.nodes[expandNode];
+  const uint32_t childDomain = expand.domain;
+  const uint32_t refSlot = entities[parent].expansions + layout.domains[childDomain].childSlot;
+  if (expansionRefs[refSlot] != kNoIndex)
+    engineInvariantFailed("an entity expanded twice into one domain");
+  uint32_t id;
+  if (!freeExpansions.empty()) {
+    id = freeExpansions.back();
+    freeExpansions.pop_back();
+  } else {
+    id = static_cast<uint32_t>(expansions.size());
+    expansions.emplace_back();
+  }
+  expansionRefs[refSlot] = id;
+  const std::vector<uint32_t> &reduces = layout.domains[childDomain].reducesOver;
+  {
+    Expansion &expansion = expansions[id];
+    expansion.parent = parent;
+    expansion.domain = childDomain;
+    expansion.reduces.assign(reduces.size(), ReduceProgress{});
+  }
+  // Copy the handle: creating children may move the item pool.
+  const Item source = inputItem(expand.inputs[0], parent);
+  if (source.outcome != ItemOutcome::Present) {
+    const bool dropped = source.outcome == ItemOutcome::Dropped;
+    expansions[id].outcome = dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
+    for (uint32_t reduce : reduces)
+      resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed,
+                    Value(), dropped ? kNoIndex : source.cause);
+    return;
+  }
+  const ValueList &elements = source.value.asList();
+  const uint32_t count = static_cast<uint32_t>(elements.size());
+  expansions[id].outcome = ItemOutcome::Present;
+  expansions[id].children.reserve(count);
+  for (ReduceProgress &progress : expansions[id].reduces)
+    progress.pending = count;
+  const uint32_t root = entities[parent].root;
+  const uint64_t parentKey = entities[parent].key;
+  for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
+    uint32_t child =
+        createEntity(childDomain, parent, ordinal, root, mixKey(parentKey ^ (ordinal + 1)));
+    expansions[id].children.push_back(child);
+  }
+  const std::vector<uint32_t> &broadcasts = layout.domains[childDomain].broadcasts;
+  for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
+    const uint32_t child = expansions[id].children[ordinal];
+    setItem(child, expandNode, ItemOutcome::Present, elements[ordinal], kNoIndex);
+    for (uint32_t broadcast : broadcasts)
+      evaluate(broadcast, child);
+  }
+  if (count == 0)
+    for (uint32_t reduce : reduces)
+      resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
+}
+
+void LineageEngine::State::gather(uint32_t reduceNode, uint32_t child) {
+  const uint32_t expansionId = expansionOf(entities[child].parent, entities[child].domain);
+  ReduceProgress &progress =
+      expansions[expansionId].reduces[layout.nodes[reduceNode].reduceSlot];
+  const uint32_t member = plan.nodes[reduceNode].inputs[0];
+  const Item &item = inputItem(member, child);
+  if (isFailure(item.outcome)) {
+    progress.lowestFailedOrdinal = std::min(progress.lowestFailedOrdinal, entities[child].ordinal);
+    if (!progress.resolved)
+      resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), item.cause);
+    return;
+  }
+  if (progress.resolved)
+    return;
+  if (progress.pending == 0)
+    engineInvariantFailed("a reduce gathered more members than its expansion has");
+  --progress.pending;
+  const std::vector<uint32_t> &children = expansions[expansionId].children;
+  while (progress.cursor < children.size()) {
+    const Item &next = inputItem(member, children[progress.cursor]);
+    if (next.outcome == ItemOutcome::Unresolved)
+      break;
+    if (next.outcome == ItemOutcome::Present)
+      progress.gathered.push_back(next.value);
+    ++progress.cursor;
+  }
+  if (progress.pending == 0)
+    resolveReduce(expansionId, reduceNode, ItemOutcome::Present,
+                  Value::list(std::move(progress.gathered)), kNoIndex);
+}
+
+void LineageEngine::State::resolveReduce(uint32_t expansion, uint32_t reduceNode,
+                                         ItemOutcome outcome, Value value, uint32_t cause) {
+  Expansion &record = expansions[expansion];
+  record.reduces[layout.nodes[reduceNode].reduceSlot].resolved = true;
+  if (options.gather == GatherMode::GlobalBarrier) {
+    parked[record.domain].push_back(
+        ParkedReduce{record.parent, reduceNode, outcome, std::move(value), cause});
+    return;
+  }
+  setItem(record.parent, reduceNode, outcome, std::move(value), cause);
+}
+
+bool LineageEngine::State::releaseParkedReduces() {
+  if (options.gather != GatherMode::GlobalBarrier || !admissionClosed)
+    return false;
+  bool released = false;
+  for (uint32_t domain = 0; domain < parked.size(); ++domain) {
+    if (parked[domain].empty() || unsealedGrains[domain] != 0)
+      continue;
+    std::vector<ParkedReduce> ready = std::move(parked[domain]);
+    parked[domain].clear();
+    for (ParkedReduce &reduce : ready)
+      setItem(reduce.parent, reduce.node, reduce.outcome, std::move(reduce.value), reduce.cause);
+    released = true;
+  }
+  return released;
+}
+
+void LineageEngine::State::broadcastDown(uint32_t broadcastNode, uint32_t ancestor) {
+  const std::vector<uint32_t> &path = layout.domains[plan.nodes[broadcastNode].domain].pathFromRoot;
+  std::vector<uint32_t> frontier{ancestor}, next;
+  for (size_t level = layout.domains[entities[ancestor].domain].depth + 1; level < path.size();
+       ++level) {
+    next.clear();
+    for (uint32_t entity : frontier) {
+      uint32_t expansion = expansionOf(entity, path[level]);
+      if (expansion != kNoIndex)
+        next.insert(next.end(), expansions[expansion].children.begin(),
+                    expansions[expansion].children.end());
+    }
+    frontier.swap(next);
+  }
+  for (uint32_t entity : frontier)
+    evaluate(broadcastNode, entity);
+}
+
+// --- Finished roots ---------------------------------------------------------------------------
+
+void LineageEngine::State::collectRows(const Root &root, RootResult &result) const {
+  const uint32_t rootDomain = entities[root.entity].domain;
+  for (uint32_t s = 0; s < plan.sinks.size(); ++s) {
+    const plan::PlanSink &sink = plan.sinks[s];
+    const std::vector<uint32_t> &path = layout.domains[sink.domain].pathFromRoot;
+    if (path.front() != rootDomain)
+      continue;
+    auto emit = [&](uint32_t entity) {
+      SinkRow row;
+      row.sink = s;
+      row.path = pathOf(entity);
+      row.status = RowStatus::Written;
+      for (uint32_t input : sink.inputs) {
+        const Item &item = inputItem(input, entity);
+        if (isFailure(item.outcome)) {
+          row.status = RowStatus::Failed;
+          row.failure = item.cause;
+          break;
+        }
+        if (item.outcome == ItemOutcome::Dropped)
+          row.status = RowStatus::Dropped;
+        else if (item.outcome == ItemOutcome::Unresolved)
+          engineInvariantFailed("a finished root with an unresolved sink input");
+        row.values.push_back(item.value);
+      }
+      if (row.status != RowStatus::Written)
+        row.values.clear();
+      result.rows.push_back(std::move(row));
+    };
+    std::vector<uint32_t> level{root.entity}, next;
+    for (size_t depth = 1; depth < path.size(); ++depth) {
+      next.clear();
+      for (uint32_t entity : level) {
+        uint32_t expansion = expansionOf(entity, path[depth]);
+        if (expansion != kNoIndex)
+          next.insert(next.end(), expansions[expansion].children.begin(),
+                      expansions[expansion].children.end());
+      }
+      level.swap(next);
+    }
+    // Breadth-first expansion keeps ordinal order: parents are visited in order and each
+    // parent's children are appended in ordinal order.
+    for (uint32_t entity : level)
+      emit(entity);
+  }
+}
+
+void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
+  std::vector<uint32_t> pending{rootEntity};
+  while (!pending.empty()) {
+    const uint32_t id = pending.back();
+    pending.pop_back();
+    Entity &entity = entities[id];
+    const uint32_t domain = entity.domain;
+    for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
+      const uint32_t expansion = expansionRefs[entity.expansions + c];
+      if (expansion == kNoIndex)
+        continue;
+      pending.insert(pending.end(), expansions[expansion].children.begin(),
+                     expansions[expansion].children.end());
+      expansions[expansion] = Expansion{};
+      freeExpansions.push_back(expansion);
+    }
+    for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i)
+      items[entity.items + i].value = Value();
+    for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
+      Grain &grain = grains[entity.grains + g];
+      const uint32_t node = layout.domains[domain].invokes[g];
+      if (grain.phase != GrainPhase::Sealed) {
+        // Only an aborted run releases unfinished grains.
+        CallLoad &load = loads[layout.nodes[node].call];
+        --(grain.phase == GrainPhase::Waiting ? load.waiting
+           : grain.phase == GrainPhase::Ready ? load.ready
+                                              : load.inFlight);
+        ++load.sealed;
+        --unsealedGrains[domain];
+        grain.phase = GrainPhase::Sealed;
+      }
+    }
+    items.release(domain, entity.items, itemsPerDomain[domain]);
+    grains.release(domain, entity.grains, grainsPerDomain[domain]);
+    expansionRefs.release(domain, entity.expansions, childrenPerDomain[domain]);
+    entity.live = false;
+    freeEntities.push_back(id);
+  }
+}
+
+void LineageEngine::State::finishRoot(uint32_t rootIndex) {
+  Root &root = roots[rootIndex];
+  RootResult result;
+  result.admission = root.admission;
+  result.source = root.source;
+  result.sourceRow = root.sourceRow;
+  collectRows(root, result);
+  result.failures = std::move(root.failures);
+  bool anyFailed = false, anyWritten = false;
+  for (const SinkRow &row : result.rows) {
+    anyFailed |= row.status == RowStatus::Failed;
+    anyWritten |= row.status == RowStatus::Written;
+  }
+  result.status = anyFailed || (!anyWritten && !result.failures.empty()) ? RootStatus::Failed
+                  : anyWritten                                          ? RootStatus::Written
+                                                                        : RootStatus::Dropped;
+  releaseEntityTree(root.entity);
+  root = Root{};
+  freeRoots.push_back(rootIndex);
+  --liveRootCount;
+  ++stats.rootsFinished;
+  finished.push_back(std::move(result));
+}
+
+void LineageEngine::State::abortRun(const std::string &reason) {
+  if (!abortReason)
+    abortReason = reason;
+  admissionClosed = true;
+  outstanding.clear();
+  for (CallQueues &queue : queues) {
+    queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
+    queue.retry.clear();
+    queue.deferred.clear();
+  }
+  for (auto &domain : parked)
+    domain.clear();
+  work.clear();
+  rootsToFinish.clear();
+  for (uint32_t r = 0; r < roots.size(); ++r) {
+    Root &root = roots[r];
+    if (!root.live)
+      continue;
+    root.failures.push_back(Failure{FailureKind::Aborted, "", {}, reason});
+    RootResult result;
+    result.admission = root.admission;
+    result.source = root.source;
+    result.sourceRow = root.sourceRow;
+    result.status = RootStatus::Failed;
+    result.failures = std::move(root.failures);
+    releaseEntityTree(root.entity);
+    root = Root{};
+    freeRoots.push_back(r);
+    --liveRootCount;
+    ++stats.rootsFinished;
+    finished.push_back(std::move(result));
+  }
+}
+
+// --- Public interface ---------------------------------------------------------------------
+
+LineageEngine::LineageEngine(const plan::Plan &plan, EngineOptions options)
+    : state_(std::make_unique<State>(plan, options)) {}
+
+LineageEngine::~LineageEngine() = default;
+
+bool LineageEngine::canAdmit() const {
+  const State &s = *state_;
+  if (s.admissionClosed)
+    return false;
+  return s.options.gather == GatherMode::GlobalBarrier ||
+         s.liveRootCount < s.options.maxLiveRoots;
+}
+
+uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
+  State &s = *state_;
+  if (source >= s.plan.sources.size())
+    engineInvariantFailed("admission from source " + std::to_string(source));
+  const uint64_t admission = s.nextAdmission++;
+  const uint64_t sourceRow = s.nextSourceRow[source]++;
+  ++s.stats.rootsAdmitted;
+  if (s.abortReason) {
+    RootResult result;
+    result.admission = admission;
+    result.source = source;
+    result.sourceRow = sourceRow;
+    result.status = RootStatus::Failed;
+    result.failures.push_back(Failure{FailureKind::Aborted, "", {}, *s.abortReason});
+    ++s.stats.rootsFinished;
+    s.finished.push_back(std::move(result));
+    return admission;
+  }
+  if (s.admissionClosed)
+    engineInvariantFailed("admission after closeAdmission");
+  uint32_t rootIndex;
+  if (!s.freeRoots.empty()) {
+    rootIndex = s.freeRoots.back();
+    s.freeRoots.pop_back();
+  } else {
+    rootIndex = static_cast<uint32_t>(s.roots.size());
+    s.roots.emplace_back();
+  }
+  Root &root = s.roots[rootIndex];
+  root.admission = admission;
+  root.source = source;
+  root.sourceRow = sourceRow;
+  root.live = true;
+  root.unresolved = 0;
+  ++s.liveRootCount;
+  const plan::PlanSource &planSource = s.plan.sources[source];
+  const uint32_t entity = s.createEntity(planSource.domain, kNoIndex,
+                                         static_cast<uint32_t>(sourceRow), rootIndex,
+                                         mixKey(admission));
+  s.roots[rootIndex].entity = entity;
+  s.setItem(entity, planSource.node, ItemOutcome::Present, std::move(row), kNoIndex);
+  for (uint32_t broadcast : s.layout.domains[planSource.domain].broadcasts)
+    s.evaluate(broadcast, entity);
+  s.propagate();
+  return admission;
+}
+
+uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
+  State &s = *state_;
+  RootResult result;
+  result.admission = s.nextAdmission++;
+  result.source = source;
+  result.sourceRow = s.nextSourceRow[source]++;
+  result.status = RootStatus::Failed;
+  result.failures.push_back(Failure{FailureKind::SourceError, "", {}, std::move(message)});
+  ++s.stats.rootsAdmitted;
+  ++s.stats.rootsFinished;
+  s.finished.push_back(std::move(result));
+  return s.finished.back().admission;
+}
+
+void LineageEngine::closeAdmission() {
+  State &s = *state_;
+  s.admissionClosed = true;
+  s.propagate();
+}
+
+std::optional<Batch> LineageEngine::reserveBatch(const std::function<bool(uint32_t)> &mayRun) {
+  return state_->reserve(mayRun);
+}
+
+CommitResult LineageEngine::commit(const BatchReport &report) { return state_->commit(report); }
+
+bool LineageEngine::failBatch(uint64_t batchId, const std::string &reason) {
+  return state_->failBatch(batchId, reason);
+}
+
+std::vector<RootResult> LineageEngine::takeFinishedRoots() {
+  std::vector<RootResult> done;
+  done.swap(state_->finished);
+  return done;
+}
+
+bool LineageEngine::complete() const {
+  const State &s = *state_;
+  return s.admissionClosed && s.liveRootCount == 0;
+}
+
+const std::optional<std::string> &LineageEngine::abortReason() const {
+  return state_->abortReason;
+}
+
+bool LineageEngine::hasReadyWork() const {
+  State &s = *state_;
+  for (CallQueues &queue : s.queues)
+    if (!queue.retry.empty() || !queue.deferred.empty() ||
+        queue.fresh.peek([&](const QueuedGrain &grain) { return s.isLive(grain); }))
+      return true;
+  return false;
+}
+
+std::optional<std::string> LineageEngine::deadlockReport() const {
+  const State &s = *state_;
+  if (complete() || !s.outstanding.empty() || hasReadyWork() || canAdmit())
+    return std::nullopt;
+  if (s.liveRootCount == 0)
+    return std::nullopt;
+  std::string text = "deadlock: nothing is ready or running, but " +
+                     std::to_string(s.liveRootCount) + " root(s) are unfinished";
+  if (!s.admissionClosed)
+    text += " and admission is paused at the bound of " +
+            std::to_string(s.options.maxLiveRoots) + " live roots";
+  for (uint32_t c = 0; c < s.plan.calls.size(); ++c) {
+    const CallLoad &load = s.loads[c];
+    if (load.waiting + load.ready + load.inFlight != 0)
+      text += "; call '" + s.plan.calls[c].name + "': " + std::to_string(load.waiting) +
+              " waiting, " + std::to_string(load.ready) + " ready, " +
+              std::to_string(load.inFlight) + " in flight";
+  }
+  size_t parkedCount = 0;
+  for (const auto &domain : s.parked)
+    parkedCount += domain.size();
+  if (parkedCount)
+    text += "; " + std::to_string(parkedCount) + " reduce(s) held at the global barrier";
+  return text;
+}
+
+size_t LineageEngine::outstandingBatches() const { return state_->outstanding.size(); }
+size_t LineageEngine::liveRoots() const { return state_->liveRootCount; }
+const EngineStats &LineageEngine::stats() const { return state_->stats; }
+const CallLoad &LineageEngine::callLoad(uint32_t call) const { return state_->loads[call]; }
+
+size_t LineageEngine::stateBytes() const {
+  const State &s = *state_;
+  size_t bytes = (s.entities.size() - s.freeEntities.size()) * sizeof(Entity);
+  bytes += (s.items.size() - s.items.freeSlots(s.itemsPerDomain)) * sizeof(Item);
+  bytes += (s.grains.size() - s.grains.freeSlots(s.grainsPerDomain)) * sizeof(Grain);
+  bytes += (s.expansionRefs.size() - s.expansionRefs.freeSlots(s.childrenPerDomain)) *
+           sizeof(uint32_t);
+  for (const Expansion &expansion : s.expansions) {
+    if (expansion.parent == kNoIndex)
+      continue;
+    bytes += sizeof(Expansion) + expansion.children.capacity() * sizeof(uint32_t) +
+             expansion.reduces.capacity() * sizeof(ReduceProgress) +
+             expansion.barriers.capacity() * sizeof(Barrier);
+    for (const ReduceProgress &progress : expansion.reduces)
+      bytes += progress.gathered.capacity() * sizeof(Value);
+  }
+  bytes += (s.roots.size() - s.freeRoots.size()) * sizeof(Root);
+  for (const CallQueues &queue : s.queues)
+    bytes += queue.fresh.bytes();
+  for (const auto &[id, batch] : s.outstanding)
+    bytes += sizeof(OutstandingBatch) + batch.grains.capacity() * sizeof(QueuedGrain) +
+             batch.generations.capacity() * sizeof(uint32_t);
+  return bytes;
+}
+
+} // namespace orch::runtime

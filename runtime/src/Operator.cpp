@@ -1,0 +1,100 @@
+// Operator configuration access and the registry of implementations.
+#include "orch/runtime/Operator.h"
+
+namespace orch::runtime {
+
+OperatorConfig::OperatorConfig(std::string name, std::string op,
+                               const std::vector<plan::NamedConstant> &constants,
+                               std::vector<std::string> inputLabels)
+    : name_(std::move(name)), op_(std::move(op)), constants_(&constants),
+      inputLabels_(std::move(inputLabels)) {}
+
+const plan::StaticValue *OperatorConfig::constant(std::string_view name) const {
+  for (const plan::NamedConstant &named : *constants_)
+    if (named.name == name)
+      return &named.value;
+  return nullptr;
+}
+
+namespace {
+
+template <typename T>
+const T &typedConstant(const OperatorConfig &config, std::string_view name, const char *type) {
+  const plan::StaticValue *value = config.constant(name);
+  if (!value)
+    throw OperatorError(config.op() + ": missing constant '" + std::string(name) + "'");
+  if (const T *typed = std::get_if<T>(value))
+    return *typed;
+  throw OperatorError(config.op() + ": constant '" + std::string(name) + "' is not " + type);
+}
+
+} // namespace
+
+std::string OperatorConfig::stringConstant(std::string_view name) const {
+  return typedConstant<std::string>(*this, name, "a String");
+}
+
+int64_t OperatorConfig::intConstant(std::string_view name) const {
+  return typedConstant<int64_t>(*this, name, "an Int");
+}
+
+double OperatorConfig::floatConstant(std::string_view name) const {
+  const plan::StaticValue *value = constant(name);
+  if (value)
+    if (const int64_t *integer = std::get_if<int64_t>(value))
+      return static_cast<double>(*integer);
+  return typedConstant<double>(*this, name, "a Float");
+}
+
+bool OperatorConfig::boolConstant(std::string_view name) const {
+  return typedConstant<bool>(*this, name, "a Bool");
+}
+
+void OperatorRegistry::addTransform(std::string name, OperatorFactory factory) {
+  transforms_[std::move(name)] = std::move(factory);
+}
+
+void OperatorRegistry::addSource(std::string name, SourceFactory factory) {
+  sources_[std::move(name)] = std::move(factory);
+}
+
+void OperatorRegistry::addSink(std::string name, SinkFactory factory) {
+  sinks_[std::move(name)] = std::move(factory);
+}
+
+namespace {
+
+template <typename Map> auto *lookup(const Map &map, std::string_view name) {
+  auto found = map.find(std::string(name));
+  return found == map.end() ? nullptr : &found->second;
+}
+
+} // namespace
+
+const OperatorFactory *OperatorRegistry::transform(std::string_view name) const {
+  return lookup(transforms_, name);
+}
+
+const SourceFactory *OperatorRegistry::source(std::string_view name) const {
+  return lookup(sources_, name);
+}
+
+const SinkFactory *OperatorRegistry::sink(std::string_view name) const {
+  return lookup(sinks_, name);
+}
+
+std::vector<std::string> OperatorRegistry::missingFor(const plan::Plan &plan) const {
+  std::vector<std::string> missing;
+  for (const plan::PlanSource &source : plan.sources)
+    if (!this->source(source.op))
+      missing.push_back("source " + source.op);
+  for (const plan::PlanCall &call : plan.calls)
+    if (!transform(call.op))
+      missing.push_back("operator " + call.op);
+  for (const plan::PlanSink &sink : plan.sinks)
+    if (!this->sink(sink.op))
+      missing.push_back("sink " + sink.op);
+  return missing;
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,63 @@
+// Per-domain and per-node tables the engine precomputes from a plan, so that no run-time step
+// searches the graph: where each node's item sits in an entity, which grains an entity has,
+// which reduces gather a domain, which child domains an entity may expand into.
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/EngineTypes.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+struct DomainLayout {
+  uint32_t parent = kNoIndex;
+  uint32_t depth = 0;
+  /// The expand node that opens this domain (kNoIndex for a root domain).
+  uint32_t openedBy = kNoIndex;
+  /// This domain's position among its parent's child domains.
+  uint32_t childSlot = kNoIndex;
+  /// Nodes whose items live in this domain's entities; a node's itemSlot indexes this list.
+  std::vector<uint32_t> nodes;
+  /// Invoke nodes of this domain; a node's grainSlot indexes this list.
+  std::vector<uint32_t> invokes;
+  std::vector<uint32_t> broadcasts;
+  std::vector<uint32_t> children;
+  /// Reduce nodes (in the parent domain) whose input lives here; reduceSlot indexes this list.
+  std::vector<uint32_t> reducesOver;
+  /// Domains from the root down to this one, inclusive.
+  std::vector<uint32_t> pathFromRoot;
+};
+
+struct NodeLayout {
+  uint32_t itemSlot = kNoIndex;
+  uint32_t grainSlot = kNoIndex;
+  uint32_t reduceSlot = kNoIndex;
+  /// Invoke: its Call.
+  uint32_t call = kNoIndex;
+  /// Invoke: for each of the Call's input labels, the position in this node's inputs.
+  std::vector<uint32_t> inputOrder;
+};
+
+struct CallLayout {
+  /// The operator's dataflow inputs in the order batches carry them.
+  std::vector<std::string> inputLabels;
+  std::vector<uint32_t> nodes;
+};
+
+struct PlanLayout {
+  std::vector<DomainLayout> domains;
+  std::vector<NodeLayout> nodes;
+  std::vector<CallLayout> calls;
+  /// Domain-free nodes in plan order, evaluated once per run.
+  std::vector<uint32_t> domainFreeNodes;
+};
+
+PlanLayout buildPlanLayout(const plan::Plan &plan);
+
+/// Whether `ancestor` is `domain` or one of its ancestors.
+bool isSameOrAncestorDomain(const PlanLayout &layout, uint32_t ancestor, uint32_t domain);
+
+} // namespace orch::runtime

@@ -1,0 +1,29 @@
+// ReadyQueue: insertion and accounting; the liveness-aware pops are templates in the header.
+#include "ReadyQueue.h"
+
+namespace orch::runtime {
+
+ReadyQueue::ReadyQueue(ReadyOrder order, BatchingScope scope, uint64_t seed)
+    : order_(order), scope_(scope), random_(seed) {}
+
+void ReadyQueue::push(const QueuedGrain &grain) {
+  ++size_;
+  if (scope_ == BatchingScope::ParentBound) {
+    std::deque<QueuedGrain> &grains = byParent_[grain.parent];
+    if (grains.empty())
+      parents_.push_back(grain.parent);
+    grains.push_back(grain);
+    return;
+  }
+  if (order_ == ReadyOrder::Fifo)
+    fifo_.push_back(grain);
+  else
+    pool_.push_back(grain);
+}
+
+size_t ReadyQueue::bytes() const {
+  return size_ * sizeof(QueuedGrain) + parents_.size() * sizeof(uint32_t) +
+         byParent_.size() * (sizeof(uint32_t) + sizeof(std::deque<QueuedGrain>));
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,206 @@
+// Implementations of the test.* operators declared in plan/StandardOperatorSignatures.cpp.
+#include "orch/runtime/TestOperators.h"
+
+#include <charconv>
+#include <chrono>
+#include <set>
+#include <thread>
+
+namespace orch::runtime {
+
+void TestOperatorLog::recordBatch(const std::string &call, std::span<const OperatorRow> rows) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++batches_[call];
+  rows_[call] += rows.size();
+  if (keepRuns_)
+    for (const OperatorRow &row : rows)
+      runs_.push_back(Run{call, row.lineage});
+}
+
+int64_t TestOperatorLog::nextAttempt(const std::string &call, uint64_t key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ++attempts_[{call, key}];
+}
+
+std::vector<TestOperatorLog::Run> TestOperatorLog::runs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return runs_;
+}
+
+size_t TestOperatorLog::rowsRun(const std::string &call) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = rows_.find(call);
+  return found == rows_.end() ? 0 : found->second;
+}
+
+size_t TestOperatorLog::batchesRun(const std::string &call) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = batches_.find(call);
+  return found == batches_.end() ? 0 : found->second;
+}
+
+namespace {
+
+class SplitOperator : public Operator {
+public:
+  SplitOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), count_(config.intConstant("n")),
+        field_(config.stringConstant("field")), log_(std::move(log)) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    for (const OperatorRow &row : rows) {
+      std::optional<int64_t> count = countFor(row.inputs[0]);
+      if (!count || *count < 0) {
+        results.push_back(RowResult::recordFailure("test.split: no child count in " +
+                                                   row.inputs[0].str().substr(0, 80)));
+        continue;
+      }
+      ValueList children;
+      children.reserve(static_cast<size_t>(*count));
+      for (int64_t i = 0; i < *count; ++i)
+        children.push_back(Value::integer(i));
+      results.push_back(RowResult::ok(Value::list(std::move(children))));
+    }
+  }
+
+private:
+  std::optional<int64_t> countFor(const Value &value) const {
+    if (count_ >= 0)
+      return count_;
+    const Value *source = &value;
+    if (!field_.empty())
+      source = value.field(field_);
+    if (!source)
+      return std::nullopt;
+    if (source->kind() == Value::Kind::Int)
+      return source->asInt();
+    if (source->kind() == Value::Kind::List)
+      return static_cast<int64_t>(source->asList().size());
+    return std::nullopt;
+  }
+
+  std::string name_;
+  int64_t count_;
+  std::string field_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
+class SleepOperator : public Operator {
+public:
+  SleepOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), perRowMs_(config.floatConstant("ms")),
+        perBatchMs_(config.floatConstant("per_batch_ms")), log_(std::move(log)) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    const double ms = perBatchMs_ + perRowMs_ * static_cast<double>(rows.size());
+    if (ms > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+    for (const OperatorRow &row : rows)
+      results.push_back(RowResult::ok(row.inputs[0]));
+  }
+
+private:
+  std::string name_;
+  double perRowMs_, perBatchMs_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
+class FailOperator : public Operator {
+public:
+  enum class Kind { Record, Group, Batch };
+
+  FailOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), attempts_(config.intConstant("attempts")), log_(std::move(log)) {
+    const std::string kind = config.stringConstant("kind");
+    if (kind == "record")
+      kind_ = Kind::Record;
+    else if (kind == "group")
+      kind_ = Kind::Group;
+    else if (kind == "batch")
+      kind_ = Kind::Batch;
+    else
+      throw OperatorError("test.fail: kind must be \"record\", \"group\" or \"batch\", not \"" +
+                          kind + "\"");
+    const std::string ordinals = config.stringConstant("ordinals");
+    size_t start = 0;
+    while (start < ordinals.size()) {
+      size_t end = ordinals.find(',', start);
+      if (end == std::string::npos)
+        end = ordinals.size();
+      uint32_t ordinal = 0;
+      auto [ptr, error] = std::from_chars(ordinals.data() + start, ordinals.data() + end, ordinal);
+      if (error != std::errc() || ptr != ordinals.data() + end)
+        throw OperatorError("test.fail: ordinals must be comma-separated integers, got \"" +
+                            ordinals + "\"");
+      ordinals_.insert(ordinal);
+      start = end + 1;
+    }
+  }
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    std::vector<bool> failing(rows.size(), false);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!ordinals_.count(rows[i].lineage.ordinal))
+        continue;
+      const int64_t attempt = log_->nextAttempt(name_, rows[i].lineage.key);
+      failing[i] = attempts_ < 0 || attempt <= attempts_;
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string where = "injected failure at ordinal " +
+                                std::to_string(rows[i].lineage.ordinal);
+      if (!failing[i]) {
+        results.push_back(RowResult::ok(rows[i].inputs[0]));
+      } else if (kind_ == Kind::Batch) {
+        throw OperatorError("test.fail: " + where);
+      } else if (kind_ == Kind::Group) {
+        results.push_back(RowResult::groupFailure(where));
+      } else {
+        results.push_back(RowResult::recordFailure(where));
+      }
+    }
+  }
+
+private:
+  std::string name_;
+  int64_t attempts_;
+  Kind kind_ = Kind::Record;
+  std::set<uint32_t> ordinals_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
+class IdentityOperator : public Operator {
+public:
+  IdentityOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), log_(std::move(log)) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    for (const OperatorRow &row : rows)
+      results.push_back(RowResult::ok(row.inputs[0]));
+  }
+
+private:
+  std::string name_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
+template <typename T>
+OperatorFactory factoryOf(std::shared_ptr<TestOperatorLog> log) {
+  return [log](const OperatorConfig &config) { return std::make_unique<T>(config, log); };
+}
+
+} // namespace
+
+void registerTestOperators(OperatorRegistry &registry, std::shared_ptr<TestOperatorLog> log) {
+  if (!log)
+    log = std::make_shared<TestOperatorLog>(false);
+  registry.addTransform("test.split", factoryOf<SplitOperator>(log));
+  registry.addTransform("test.sleep", factoryOf<SleepOperator>(log));
+  registry.addTransform("test.fail", factoryOf<FailOperator>(log));
+  registry.addTransform("test.identity", factoryOf<IdentityOperator>(log));
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,143 @@
+// Test helper: drives a LineageEngine deterministically on one thread. It keeps several batches
+// "in flight", completes them in a seeded random order, runs real operator implementations,
+// and can lose batches (an infrastructure failure) and deliver their late reports afterwards.
+#pragma once
+
+#include "orch/runtime/LineageEngine.h"
+#include "orch/runtime/Operator.h"
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace orch::testing {
+
+struct DriverOptions {
+  uint64_t seed = 1;
+  /// Batches held at once before one is completed.
+  size_t maxInFlight = 4;
+  /// Probability that a completed batch is instead reported lost (failBatch).
+  double lossRate = 0.0;
+  /// Complete the oldest batch instead of a random one.
+  bool fifoCompletion = false;
+};
+
+struct DriverRun {
+  std::vector<runtime::RootResult> roots;
+  /// "ok", or why the run stopped (deadlock, engine exception).
+  std::string error = "ok";
+  size_t staleDelivered = 0;
+  size_t staleRejected = 0;
+};
+
+class EngineDriver {
+public:
+  EngineDriver(const plan::Plan &plan, runtime::EngineOptions engineOptions,
+               const runtime::OperatorRegistry &registry, DriverOptions options)
+      : plan_(plan), engine_(plan, engineOptions), registry_(registry), options_(options),
+        random_(options.seed) {}
+
+  runtime::LineageEngine &engine() { return engine_; }
+
+  /// Admits `rows` into source 0 and runs to completion.
+  DriverRun run(const std::vector<runtime::Value> &rows) {
+    DriverRun result;
+    size_t next = 0;
+    std::vector<runtime::Batch> inFlight;
+    std::vector<runtime::BatchReport> late;
+    try {
+      for (;;) {
+        while (next < rows.size() && engine_.canAdmit())
+          engine_.admitRoot(0, rows[next++]);
+        if (next == rows.size())
+          engine_.closeAdmission();
+        while (inFlight.size() < options_.maxInFlight) {
+          auto batch = engine_.reserveBatch();
+          if (!batch)
+            break;
+          inFlight.push_back(std::move(*batch));
+        }
+        for (runtime::RootResult &root : engine_.takeFinishedRoots())
+          result.roots.push_back(std::move(root));
+        if (engine_.complete())
+          break;
+        if (inFlight.empty()) {
+          result.error = engine_.deadlockReport().value_or("stuck without a deadlock report");
+          break;
+        }
+        size_t pick = options_.fifoCompletion
+                          ? 0
+                          : std::uniform_int_distribution<size_t>(0, inFlight.size() - 1)(random_);
+        runtime::Batch batch = std::move(inFlight[pick]);
+        inFlight.erase(inFlight.begin() + static_cast<std::ptrdiff_t>(pick));
+        if (options_.lossRate > 0 &&
+            std::uniform_real_distribution<double>(0, 1)(random_) < options_.lossRate) {
+          // The worker ran it (or not) but its answer arrives after the batch was re-queued.
+          late.push_back(execute(batch));
+          engine_.failBatch(batch.id, "simulated worker loss");
+          continue;
+        }
+        engine_.commit(execute(batch));
+        if (!late.empty() && std::uniform_int_distribution<int>(0, 3)(random_) == 0) {
+          ++result.staleDelivered;
+          if (engine_.commit(late.back()).status == runtime::CommitStatus::Stale)
+            ++result.staleRejected;
+          late.pop_back();
+        }
+      }
+      for (runtime::BatchReport &report : late) {
+        ++result.staleDelivered;
+        if (engine_.commit(report).status == runtime::CommitStatus::Stale)
+          ++result.staleRejected;
+      }
+      for (runtime::RootResult &root : engine_.takeFinishedRoots())
+        result.roots.push_back(std::move(root));
+    } catch (const std::exception &error) {
+      result.error = error.what();
+    }
+    return result;
+  }
+
+  /// Runs a batch through the Call's operator, as a worker would.
+  runtime::BatchReport execute(const runtime::Batch &batch) {
+    runtime::BatchReport report;
+    report.batchId = batch.id;
+    std::vector<runtime::OperatorRow> rows;
+    for (size_t i = 0; i < batch.grains.size(); ++i)
+      rows.push_back(runtime::OperatorRow{batch.inputsOf(i), batch.grains[i].lineage});
+    std::vector<runtime::RowResult> results;
+    try {
+      operatorFor(batch.call).process(rows, results);
+    } catch (const std::exception &error) {
+      report.batchError = error.what();
+      return report;
+    }
+    for (size_t i = 0; i < batch.grains.size() && i < results.size(); ++i)
+      report.grains.push_back(runtime::GrainReport{batch.grains[i].grain,
+                                                   batch.grains[i].generation, results[i].kind,
+                                                   results[i].value, results[i].message});
+    return report;
+  }
+
+private:
+  runtime::Operator &operatorFor(uint32_t call) {
+    auto &slot = operators_[call];
+    if (!slot) {
+      const plan::PlanCall &planCall = plan_.calls[call];
+      runtime::OperatorConfig config(planCall.name, planCall.op, planCall.constants, {});
+      slot = (*registry_.transform(planCall.op))(config);
+    }
+    return *slot;
+  }
+
+  const plan::Plan &plan_;
+  runtime::LineageEngine engine_;
+  const runtime::OperatorRegistry &registry_;
+  DriverOptions options_;
+  std::mt19937_64 random_;
+  std::map<uint32_t, std::unique_ptr<runtime::Operator>> operators_;
+};
+
+} // namespace orch::testing

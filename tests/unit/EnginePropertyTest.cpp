@@ -1,0 +1,536 @@
+// Property test of the lineage engine: random .orch programs (up to 3 levels of nesting,
+// filters, broadcasts, several sinks, injected failures) run under random policies, batch
+// sizes, completion orders and lost batches must produce exactly the rows of the sequential
+// reference interpreter below, in ordinal order, with every source row accounted for.
+#include "CompileExample.h"
+#include "EngineDriver.h"
+
+#include "orch/runtime/LineageEngine.h"
+#include "orch/runtime/TestOperators.h"
+#include "orch/stdlib/CoreOperators.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+namespace orch::runtime {
+namespace {
+
+using Random = std::mt19937_64;
+
+int pick(Random &random, int low, int high) {
+  return std::uniform_int_distribution<int>(low, high)(random);
+}
+
+bool chance(Random &random, double p) { return std::uniform_real_distribution<double>(0, 1)(random) < p; }
+
+// --- Random programs ----------------------------------------------------------------------
+
+/// Writes a random pipeline. Root rows are {id, n}; every child value is an Int ordinal.
+class ProgramGenerator {
+public:
+  explicit ProgramGenerator(Random &random) : random_(random) {}
+
+  std::string generate() {
+    out_ << "pipeline prop;\nsource rows = jsonl(\"in.jsonl\") as L0;\n";
+    std::string top = level(0, "rows", {});
+    sink(0, {{"id", "rows.id"}, {"top", top}});
+    return out_.str();
+  }
+
+private:
+  std::string fresh(const std::string &stem) { return stem + std::to_string(counter_++); }
+
+  std::string options() {
+    std::string text = "{ batch: " + std::to_string(pick(random_, 1, 6));
+    return text + " }";
+  }
+
+  std::string failOptions(const std::string &kind, int &attempts) {
+    int retries = pick(random_, 0, 2);
+    std::string recovery = chance(random_, 0.5) ? "isolate" : "retry";
+    attempts = -1;
+    if (kind == "batch") {
+      if (retries > 0 && chance(random_, 0.5)) {
+        attempts = pick(random_, 1, retries);
+      } else {
+        recovery = "isolate";
+      }
+    }
+    return "{ batch: " + std::to_string(pick(random_, 1, 6)) +
+           ", retries: " + std::to_string(retries) + ", recovery: \"" + recovery + "\" }";
+  }
+
+  /// A chain of operators on `value` in domain level `depth`; returns the chain's end.
+  std::string chain(int depth, std::string value) {
+    int steps = pick(random_, 0, 2);
+    for (int i = 0; i < steps; ++i) {
+      std::string name = fresh("v");
+      int choice = pick(random_, 0, depth == 0 ? 1 : 2);
+      if (choice == 0) {
+        out_ << name << " = test.identity(" << value << ") " << options() << ";\n";
+      } else if (choice == 1 && chance(random_, 0.6)) {
+        static const char *kinds[] = {"record", "group", "batch"};
+        std::string kind = kinds[pick(random_, 0, 2)];
+        std::string ordinals = std::to_string(pick(random_, 0, 4));
+        if (chance(random_, 0.4))
+          ordinals += "," + std::to_string(pick(random_, 0, 6));
+        int attempts = -1;
+        std::string opts = failOptions(kind, attempts);
+        out_ << name << " = test.fail(" << value << ", kind: \"" << kind << "\", ordinals: \""
+             << ordinals << "\", attempts: " << attempts << ") " << opts << ";\n";
+      } else if (depth > 0) {
+        const char *op = chance(random_, 0.5) ? "math.gt" : "math.lt";
+        out_ << name << " = filter(" << value << ", " << op << "(" << value << ", "
+             << pick(random_, 0, 3) << "));\n";
+      } else {
+        out_ << name << " = test.identity(" << value << ") " << options() << ";\n";
+      }
+      value = name;
+    }
+    return value;
+  }
+
+  void sink(int depth, std::vector<std::pair<std::string, std::string>> fields) {
+    out_ << "sink jsonl(path: \"s" << sinks_++ << "_L" << depth << ".jsonl\", record: {";
+    for (size_t i = 0; i < fields.size(); ++i)
+      out_ << (i ? ", " : " ") << fields[i].first << ": " << fields[i].second;
+    out_ << " });\n";
+  }
+
+  /// Emits one level; returns a value of this level for the parent to reduce.
+  std::string level(int depth, const std::string &entity,
+                    std::vector<std::string> ancestors) {
+    std::string value = chain(depth, entity);
+    std::vector<std::pair<std::string, std::string>> fields{{"v", value}};
+    if (!ancestors.empty() && chance(random_, 0.5)) {
+      std::string seen = fresh("b");
+      out_ << seen << " = broadcast(" << ancestors[pick(random_, 0, int(ancestors.size()) - 1)]
+           << ", " << value << ");\n";
+      fields.emplace_back("up", seen);
+    }
+    std::string result = value;
+    int expands = depth >= 3 ? 0 : (depth == 0 ? pick(random_, 1, 2) : pick(random_, 0, 1));
+    for (int e = 0; e < expands; ++e) {
+      std::string count;
+      if (depth == 0)
+        count = "field: \"n\"";
+      else if (chance(random_, 0.5))
+        count = "n: " + std::to_string(pick(random_, 0, 4));
+      else
+        count = "n: -1";
+      std::string domain = "L" + std::to_string(depth + 1) + "x" + std::to_string(counter_++);
+      std::string child = fresh("c");
+      out_ << child << " = expand(test.split(" << value << ", " << count << ") " << options()
+           << ") as " << domain << ";\n";
+      std::vector<std::string> below = ancestors;
+      below.push_back(value);
+      std::string gathered = level(depth + 1, child, below);
+      std::string reduced = fresh("r");
+      out_ << reduced << " = reduce(" << gathered << ");\n";
+      fields.emplace_back("kids" + std::to_string(e), reduced);
+      if (e == 0) {
+        result = fresh("rec");
+        out_ << result << " = { v: " << value << ", kids: " << reduced << " };\n";
+      }
+    }
+    if (depth > 0 && chance(random_, 0.5))
+      sink(depth, fields);
+    return result;
+  }
+
+  Random &random_;
+  std::ostringstream out_;
+  int counter_ = 0;
+  int sinks_ = 0;
+};
+
+// --- The reference interpreter --------------------------------------------------------------
+
+/// Evaluates a plan for one root sequentially, node by node in plan order, over every entity
+/// of the node's domain: no scheduling, batching, failures of infrastructure or barriers.
+class ReferenceInterpreter {
+public:
+  struct Item {
+    ItemOutcome outcome = ItemOutcome::Unresolved;
+    Value value;
+  };
+  struct Entity {
+    uint32_t domain;
+    int parent;
+    std::vector<uint32_t> path;
+    std::map<uint32_t, Item> items;
+    /// Child domain -> (expansion outcome, children in ordinal order).
+    std::map<uint32_t, std::pair<ItemOutcome, std::vector<int>>> expansions;
+  };
+
+  explicit ReferenceInterpreter(const plan::Plan &plan) : plan_(plan) {}
+
+  RootResult run(uint64_t sourceRow, const Value &row) {
+    entities_.clear();
+    failures_ = 0;
+    entities_.push_back(Entity{plan_.sources[0].domain, -1, {}, {}, {}});
+    for (uint32_t n = 0; n < plan_.nodes.size(); ++n)
+      evaluateNode(n, sourceRow, row);
+    RootResult result;
+    result.sourceRow = sourceRow;
+    bool anyFailed = false, anyWritten = false;
+    for (uint32_t s = 0; s < plan_.sinks.size(); ++s) {
+      for (int e : entitiesIn(plan_.sinks[s].domain)) {
+        SinkRow sinkRow;
+        sinkRow.sink = s;
+        sinkRow.path = entities_[e].path;
+        for (uint32_t input : plan_.sinks[s].inputs) {
+          const Item &item = itemFor(input, e);
+          if (item.outcome == ItemOutcome::Failed || item.outcome == ItemOutcome::Suppressed) {
+            sinkRow.status = RowStatus::Failed;
+            break;
+          }
+          if (item.outcome == ItemOutcome::Dropped)
+            sinkRow.status = RowStatus::Dropped;
+          sinkRow.values.push_back(item.value);
+        }
+        if (sinkRow.status != RowStatus::Written)
+          sinkRow.values.clear();
+        anyFailed |= sinkRow.status == RowStatus::Failed;
+        anyWritten |= sinkRow.status == RowStatus::Written;
+        result.rows.push_back(std::move(sinkRow));
+      }
+    }
+    result.status = anyFailed || (!anyWritten && failures_ > 0) ? RootStatus::Failed
+                    : anyWritten                                ? RootStatus::Written
+                                                                : RootStatus::Dropped;
+    return result;
+  }
+
+private:
+  /// Entities of `domain` in lineage order.
+  std::vector<int> entitiesIn(uint32_t domain) const {
+    std::vector<uint32_t> path;
+    for (uint32_t d = domain; d != plan::kNone; d = plan_.domains[d].parent)
+      path.insert(path.begin(), d);
+    std::vector<int> level{0};
+    for (size_t i = 1; i < path.size(); ++i) {
+      std::vector<int> next;
+      for (int e : level) {
+        auto found = entities_[e].expansions.find(path[i]);
+        if (found != entities_[e].expansions.end())
+          next.insert(next.end(), found->second.second.begin(), found->second.second.end());
+      }
+      level = next;
+    }
+    return level;
+  }
+
+  Item itemFor(uint32_t node, int entity) const {
+    if (plan_.nodes[node].domain == plan::kNone)
+      return constant(node);
+    while (entities_[entity].domain != plan_.nodes[node].domain)
+      entity = entities_[entity].parent;
+    return entities_[entity].items.at(node);
+  }
+
+  Item constant(uint32_t node) const {
+    const plan::PlanNode &planNode = plan_.nodes[node];
+    switch (planNode.kind) {
+    case plan::NodeKind::Constant: {
+      const plan::StaticValue &value = *planNode.constant;
+      if (auto *integer = std::get_if<int64_t>(&value))
+        return {ItemOutcome::Present, Value::integer(*integer)};
+      if (auto *real = std::get_if<double>(&value))
+        return {ItemOutcome::Present, Value::real(*real)};
+      if (auto *text = std::get_if<std::string>(&value))
+        return {ItemOutcome::Present, Value::string(*text)};
+      return {ItemOutcome::Present, Value::boolean(std::get<bool>(value))};
+    }
+    default:
+      ADD_FAILURE() << "reference: unexpected domain-free " << plan::nodeKindName(planNode.kind);
+      return {};
+    }
+  }
+
+  static bool failed(const Item &item) {
+    return item.outcome == ItemOutcome::Failed || item.outcome == ItemOutcome::Suppressed;
+  }
+
+  void evaluateNode(uint32_t n, uint64_t sourceRow, const Value &row) {
+    const plan::PlanNode &node = plan_.nodes[n];
+    if (node.domain == plan::kNone)
+      return;
+    if (node.kind == plan::NodeKind::Expand) {
+      for (int parent : entitiesIn(plan_.domains[node.domain].parent)) {
+        Item list = itemFor(node.inputs[0], parent);
+        auto &expansion = entities_[parent].expansions[node.domain];
+        if (list.outcome != ItemOutcome::Present) {
+          expansion.first = list.outcome == ItemOutcome::Dropped ? ItemOutcome::Dropped
+                                                                  : ItemOutcome::Failed;
+          continue;
+        }
+        expansion.first = ItemOutcome::Present;
+        const ValueList &elements = list.value.asList();
+        for (uint32_t i = 0; i < elements.size(); ++i) {
+          Entity child{node.domain, parent, entities_[parent].path, {}, {}};
+          child.path.push_back(i);
+          child.items[n] = {ItemOutcome::Present, elements[i]};
+          entities_.push_back(std::move(child));
+          // `expansion` may dangle after push_back: look it up again.
+          entities_[parent].expansions[node.domain].second.push_back(int(entities_.size()) - 1);
+        }
+      }
+      return;
+    }
+    for (int e : entitiesIn(node.domain))
+      entities_[e].items[n] = evaluate(n, e, sourceRow, row);
+  }
+
+  Item evaluate(uint32_t n, int e, uint64_t sourceRow, const Value &row) {
+    const plan::PlanNode &node = plan_.nodes[n];
+    switch (node.kind) {
+    case plan::NodeKind::Source:
+      return {ItemOutcome::Present, row};
+    case plan::NodeKind::Broadcast:
+      return itemFor(node.inputs[0], e);
+    case plan::NodeKind::Reduce: {
+      const auto &expansion = entities_[e].expansions.at(plan_.nodes[node.inputs[0]].domain);
+      if (expansion.first == ItemOutcome::Dropped)
+        return {ItemOutcome::Dropped, {}};
+      if (expansion.first == ItemOutcome::Failed)
+        return {ItemOutcome::Suppressed, {}};
+      ValueList values;
+      for (int child : expansion.second) {
+        Item member = itemFor(node.inputs[0], child);
+        if (failed(member))
+          return {ItemOutcome::Suppressed, {}};
+        if (member.outcome == ItemOutcome::Present)
+          values.push_back(member.value);
+      }
+      return {ItemOutcome::Present, Value::list(std::move(values))};
+    }
+    default:
+      break;
+    }
+    std::vector<Value> inputs;
+    bool dropped = false;
+    for (uint32_t input : node.inputs) {
+      Item item = itemFor(input, e);
+      if (failed(item))
+        return {ItemOutcome::Suppressed, {}};
+      dropped |= item.outcome == ItemOutcome::Dropped;
+      inputs.push_back(item.value);
+    }
+    if (dropped)
+      return {ItemOutcome::Dropped, {}};
+    switch (node.kind) {
+    case plan::NodeKind::Filter:
+      return inputs[1].asBool() ? Item{ItemOutcome::Present, inputs[0]}
+                                : Item{ItemOutcome::Dropped, {}};
+    case plan::NodeKind::Project: {
+      const Value *field = inputs[0].field(node.field);
+      return {ItemOutcome::Present, field ? *field : Value()};
+    }
+    case plan::NodeKind::Record: {
+      RecordFields fields;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        fields.emplace_back(node.labels[i], inputs[i]);
+      return {ItemOutcome::Present, Value::record(std::move(fields))};
+    }
+    case plan::NodeKind::Invoke:
+      return invoke(plan_.calls[node.index], inputs, e == 0 ? uint32_t(sourceRow)
+                                                            : entities_[e].path.back());
+    default:
+      ADD_FAILURE() << "reference: unexpected " << plan::nodeKindName(node.kind);
+      return {};
+    }
+  }
+
+  /// The operators' specifications, restated.
+  Item invoke(const plan::PlanCall &call, const std::vector<Value> &in, uint32_t ordinal) {
+    auto constant = [&](const std::string &name) -> const plan::StaticValue & {
+      for (const plan::NamedConstant &named : call.constants)
+        if (named.name == name)
+          return named.value;
+      throw std::runtime_error("no constant " + name);
+    };
+    if (call.op == "test.identity")
+      return {ItemOutcome::Present, in[0]};
+    if (call.op == "math.gt" || call.op == "math.lt") {
+      bool greater = in[0].asFloat() > in[1].asFloat(), less = in[0].asFloat() < in[1].asFloat();
+      return {ItemOutcome::Present, Value::boolean(call.op == "math.gt" ? greater : less)};
+    }
+    if (call.op == "test.split") {
+      int64_t count = std::get<int64_t>(constant("n"));
+      if (count < 0) {
+        const std::string &field = std::get<std::string>(constant("field"));
+        count = field.empty() ? in[0].asInt() : in[0].field(field)->asInt();
+      }
+      ValueList children;
+      for (int64_t i = 0; i < count; ++i)
+        children.push_back(Value::integer(i));
+      return {ItemOutcome::Present, Value::list(std::move(children))};
+    }
+    if (call.op == "test.fail") {
+      std::set<uint32_t> ordinals;
+      std::stringstream list(std::get<std::string>(constant("ordinals")));
+      for (std::string part; std::getline(list, part, ',');)
+        ordinals.insert(uint32_t(std::stoul(part)));
+      const bool batchKind = std::get<std::string>(constant("kind")) == "batch";
+      const int64_t attempts = std::get<int64_t>(constant("attempts"));
+      // A batch failure limited to `attempts` <= retries succeeds on a retry; every other
+      // injected failure fails the row.
+      if (ordinals.count(ordinal) && (!batchKind || attempts < 0)) {
+        ++failures_;
+        return {ItemOutcome::Failed, {}};
+      }
+      return {ItemOutcome::Present, in[0]};
+    }
+    ADD_FAILURE() << "reference: unknown operator " << call.op;
+    return {};
+  }
+
+  const plan::Plan &plan_;
+  std::vector<Entity> entities_;
+  int failures_ = 0;
+};
+
+// --- The property ---------------------------------------------------------------------------
+
+bool extends(const std::vector<uint32_t> &path, const std::vector<uint32_t> &prefix) {
+  return path.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), path.begin());
+}
+
+std::string describe(const SinkRow &row) {
+  std::string text = "sink " + std::to_string(row.sink) + " [";
+  for (uint32_t ordinal : row.path)
+    text += std::to_string(ordinal) + ",";
+  text += std::string("] ") + rowStatusName(row.status);
+  for (const Value &value : row.values)
+    text += " " + value.str();
+  return text;
+}
+
+/// Compares one root's rows. Rows below a parent poisoned by a GroupFailure may differ only as
+/// the barrier allows: a sibling the engine ran before the barrier has the reference's row, the
+/// others failed (or never existed, when the suppression stopped an expand).
+void compareRoot(const RootResult &engine, const RootResult &reference, const std::string &where) {
+  std::vector<std::vector<uint32_t>> poisoned;
+  for (const Failure &failure : engine.failures)
+    if (failure.kind == FailureKind::GroupFailure && !failure.path.empty())
+      poisoned.emplace_back(failure.path.begin(), failure.path.end() - 1);
+  auto tainted = [&](const SinkRow &row) {
+    for (const auto &prefix : poisoned)
+      if (extends(row.path, prefix))
+        return true;
+    return false;
+  };
+  std::vector<const SinkRow *> engineRows, referenceRows;
+  for (const SinkRow &row : engine.rows)
+    if (!tainted(row))
+      engineRows.push_back(&row);
+  for (const SinkRow &row : reference.rows)
+    if (!tainted(row))
+      referenceRows.push_back(&row);
+  ASSERT_EQ(engineRows.size(), referenceRows.size()) << where;
+  for (size_t i = 0; i < engineRows.size(); ++i) {
+    const SinkRow &got = *engineRows[i], &want = *referenceRows[i];
+    ASSERT_TRUE(got.sink == want.sink && got.path == want.path && got.status == want.status &&
+                got.values == want.values)
+        << where << "\n  engine:    " << describe(got) << "\n  reference: " << describe(want);
+  }
+  for (const SinkRow &row : engine.rows) {
+    if (!tainted(row) || row.status == RowStatus::Failed)
+      continue;
+    auto same = std::find_if(reference.rows.begin(), reference.rows.end(), [&](const SinkRow &r) {
+      return r.sink == row.sink && r.path == row.path;
+    });
+    ASSERT_TRUE(same != reference.rows.end() && same->status == row.status &&
+                same->values == row.values)
+        << where << "\n  engine row below a poisoned parent: " << describe(row);
+  }
+  if (poisoned.empty()) {
+    ASSERT_EQ(engine.status, reference.status) << where;
+  }
+  for (const SinkRow &row : engine.rows) {
+    if (row.status == RowStatus::Failed) {
+      ASSERT_LT(row.failure, engine.failures.size()) << where;
+    }
+  }
+}
+
+void checkOrdinalOrder(const RootResult &root, const std::string &where) {
+  for (size_t i = 1; i < root.rows.size(); ++i) {
+    if (root.rows[i].sink == root.rows[i - 1].sink) {
+      ASSERT_LT(root.rows[i - 1].path, root.rows[i].path) << where << ": rows out of order";
+    }
+  }
+}
+
+TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
+  constexpr int kPlans = 600;
+  int compared = 0, withFailures = 0, withLosses = 0, nested = 0;
+  for (int seed = 1; seed <= kPlans; ++seed) {
+    Random random(static_cast<uint64_t>(seed) * 7919);
+    const std::string program = ProgramGenerator(random).generate();
+    std::string error;
+    std::optional<plan::Plan> plan = orch::testing::compileText(program, &error, "prop.orch");
+    ASSERT_TRUE(plan) << "seed " << seed << ": " << error << "\n" << program;
+    ASSERT_FALSE(checkPlanRunnable(*plan)) << program;
+    nested += plan->domains.size() > 3;
+
+    std::vector<Value> rows;
+    const int rowCount = pick(random, 0, 6);
+    for (int i = 0; i < rowCount; ++i)
+      rows.push_back(Value::record(
+          {{"id", Value::integer(i)}, {"n", Value::integer(pick(random, 0, 5))}}));
+
+    EngineOptions engineOptions;
+    engineOptions.readyOrder = chance(random, 0.7) ? ReadyOrder::Fifo : ReadyOrder::Unordered;
+    engineOptions.batching =
+        chance(random, 0.7) ? BatchingScope::CrossParent : BatchingScope::ParentBound;
+    engineOptions.gather = chance(random, 0.8) ? GatherMode::Lineage : GatherMode::GlobalBarrier;
+    engineOptions.maxLiveRoots = static_cast<uint32_t>(pick(random, 1, 8));
+    engineOptions.infrastructureRetries = 1000;
+    engineOptions.seed = static_cast<uint64_t>(seed);
+    testing::DriverOptions driverOptions;
+    driverOptions.seed = static_cast<uint64_t>(seed);
+    driverOptions.maxInFlight = static_cast<size_t>(pick(random, 1, 8));
+    driverOptions.lossRate = chance(random, 0.3) ? 0.15 : 0.0;
+    withLosses += driverOptions.lossRate > 0;
+
+    OperatorRegistry registry;
+    registerTestOperators(registry, std::make_shared<TestOperatorLog>(false));
+    stdlib::registerCoreOperators(registry);
+    testing::EngineDriver driver(*plan, engineOptions, registry, driverOptions);
+    testing::DriverRun run = driver.run(rows);
+    const std::string where = "seed " + std::to_string(seed) + "\n" + program;
+    ASSERT_EQ(run.error, "ok") << where;
+    ASSERT_EQ(run.staleRejected, run.staleDelivered) << where;
+
+    // Every source row accounted for exactly once.
+    ASSERT_EQ(run.roots.size(), rows.size()) << where;
+    std::set<uint64_t> seen;
+    for (const RootResult &root : run.roots)
+      ASSERT_TRUE(seen.insert(root.sourceRow).second) << where;
+
+    ReferenceInterpreter reference(*plan);
+    for (const RootResult &root : run.roots) {
+      checkOrdinalOrder(root, where);
+      RootResult expected = reference.run(root.sourceRow, rows[root.sourceRow]);
+      compareRoot(root, expected, where + "\nroot " + std::to_string(root.sourceRow));
+      if (::testing::Test::HasFatalFailure())
+        return;
+      withFailures += root.status == RootStatus::Failed;
+      ++compared;
+    }
+  }
+  // The generator must actually exercise what the property is about.
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(withFailures, 100);
+  EXPECT_GT(withLosses, 100);
+  EXPECT_GT(nested, 100);
+}
+
+} // namespace
+} // namespace orch::runtime
