@@ -501,7 +501,13 @@ bool LineageEngine::State::releaseParkedReduces() {
     return false;
   bool released = false;
   for (uint32_t domain = 0; domain < parked.size(); ++domain) {
-    if (parked[domain].empty() || unsealedGrains[domain] != 0)
+    if (parked[domain].empty())
+      continue;
+    // Grains of an ancestor domain may still expand into more members of this one.
+    uint64_t unsealed = 0;
+    for (uint32_t along : layout.domains[domain].pathFromRoot)
+      unsealed += unsealedGrains[along];
+    if (unsealed != 0)
       continue;
     std::vector<ParkedReduce> ready = std::move(parked[domain]);
     parked[domain].clear();

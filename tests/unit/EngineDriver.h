@@ -6,6 +6,7 @@
 #include "orch/runtime/LineageEngine.h"
 #include "orch/runtime/Operator.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -41,6 +42,9 @@ public:
 
   runtime::LineageEngine &engine() { return engine_; }
 
+  /// Called as each root finishes, with the number of reports committed so far.
+  std::function<void(const runtime::RootResult &, size_t commits)> onRootFinished;
+
   /// Admits `rows` into source 0 and runs to completion.
   DriverRun run(const std::vector<runtime::Value> &rows) {
     DriverRun result;
@@ -59,8 +63,7 @@ public:
             break;
           inFlight.push_back(std::move(*batch));
         }
-        for (runtime::RootResult &root : engine_.takeFinishedRoots())
-          result.roots.push_back(std::move(root));
+        takeFinished(result);
         if (engine_.complete())
           break;
         if (inFlight.empty()) {
@@ -80,6 +83,7 @@ public:
           continue;
         }
         engine_.commit(execute(batch));
+        ++commits_;
         if (!late.empty() && std::uniform_int_distribution<int>(0, 3)(random_) == 0) {
           ++result.staleDelivered;
           if (engine_.commit(late.back()).status == runtime::CommitStatus::Stale)
@@ -92,8 +96,7 @@ public:
         if (engine_.commit(report).status == runtime::CommitStatus::Stale)
           ++result.staleRejected;
       }
-      for (runtime::RootResult &root : engine_.takeFinishedRoots())
-        result.roots.push_back(std::move(root));
+      takeFinished(result);
     } catch (const std::exception &error) {
       result.error = error.what();
     }
@@ -122,6 +125,14 @@ public:
   }
 
 private:
+  void takeFinished(DriverRun &result) {
+    for (runtime::RootResult &root : engine_.takeFinishedRoots()) {
+      if (onRootFinished)
+        onRootFinished(root, commits_);
+      result.roots.push_back(std::move(root));
+    }
+  }
+
   runtime::Operator &operatorFor(uint32_t call) {
     auto &slot = operators_[call];
     if (!slot) {
@@ -138,6 +149,7 @@ private:
   DriverOptions options_;
   std::mt19937_64 random_;
   std::map<uint32_t, std::unique_ptr<runtime::Operator>> operators_;
+  size_t commits_ = 0;
 };
 
 } // namespace orch::testing

@@ -82,5 +82,490 @@ TEST(LineageEngineTest, ExpandsAndReducesInOrdinalOrder) {
   EXPECT_EQ(driver.engine().stateBytes(), 0u);
 }
 
+// --- Grain life cycle ---------------------------------------------------------------------
+
+TEST(LineageEngineTest, GrainTransitionTableAllowsExactlyTheLifeCycle) {
+  const GrainPhase phases[] = {GrainPhase::Waiting, GrainPhase::Ready, GrainPhase::InFlight,
+                               GrainPhase::Sealed};
+  const std::set<std::pair<GrainPhase, GrainPhase>> legal{
+      {GrainPhase::Waiting, GrainPhase::Ready},   {GrainPhase::Waiting, GrainPhase::Sealed},
+      {GrainPhase::Ready, GrainPhase::InFlight},  {GrainPhase::Ready, GrainPhase::Sealed},
+      {GrainPhase::InFlight, GrainPhase::Sealed}, {GrainPhase::InFlight, GrainPhase::Ready}};
+  for (GrainPhase from : phases)
+    for (GrainPhase to : phases)
+      EXPECT_EQ(isLegalGrainTransition(from, to), legal.count({from, to}) == 1)
+          << grainPhaseName(from) << " -> " << grainPhaseName(to);
+}
+
+/// A report answering `batch` with `value` (or the operator's own results).
+BatchReport reportFor(const Batch &batch, const std::function<Value(size_t)> &value) {
+  BatchReport report;
+  report.batchId = batch.id;
+  for (size_t i = 0; i < batch.grains.size(); ++i)
+    report.grains.push_back(GrainReport{batch.grains[i].grain, batch.grains[i].generation,
+                                        RowResultKind::Value, value(i), ""});
+  return report;
+}
+
+BatchReport identityReport(const Batch &batch) {
+  return reportFor(batch, [&](size_t i) { return batch.inputsOf(i)[0]; });
+}
+
+BatchReport splitReport(const Batch &batch, int64_t children) {
+  return reportFor(batch, [&](size_t) {
+    std::vector<int64_t> ordinals;
+    for (int64_t i = 0; i < children; ++i)
+      ordinals.push_back(i);
+    return ints(ordinals);
+  });
+}
+
+TEST(LineageEngineTest, StepsThroughEveryLegalTransition) {
+  plan::Plan plan = compile(kSplitJoin);
+  LineageEngine engine(plan);
+  const uint32_t split = 0, work = 1;
+  ASSERT_EQ(plan.calls[split].name, "split");
+  ASSERT_EQ(plan.calls[work].name, "work");
+  engine.admitRoot(0, row(0, 3));
+  // Waiting -> Ready as soon as the source row is present.
+  EXPECT_EQ(engine.callLoad(split).ready, 1u);
+  EXPECT_EQ(engine.stats().grainTransitions, 1u);
+  std::optional<Batch> first = engine.reserveBatch();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->call, split);
+  EXPECT_EQ(engine.callLoad(split).inFlight, 1u);
+  EXPECT_FALSE(engine.reserveBatch()) << "nothing else is ready";
+  EXPECT_FALSE(engine.deadlockReport()) << "a batch is in flight";
+  // In flight -> Ready (lost worker), with a new generation; the late report is stale.
+  ASSERT_TRUE(engine.failBatch(first->id, "worker lost"));
+  EXPECT_EQ(engine.callLoad(split).ready, 1u);
+  EXPECT_EQ(engine.commit(splitReport(*first, 3)).status, CommitStatus::Stale);
+  EXPECT_EQ(engine.stats().staleReports, 1u);
+  std::optional<Batch> retry = engine.reserveBatch();
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->grains[0].generation, first->grains[0].generation + 1);
+  // In flight -> Sealed; the expansion makes three Waiting grains of `work` Ready.
+  EXPECT_EQ(engine.commit(splitReport(*retry, 3)).status, CommitStatus::Committed);
+  EXPECT_EQ(engine.callLoad(split).sealed, 1u);
+  EXPECT_EQ(engine.callLoad(work).ready, 3u);
+  EXPECT_GT(engine.stateBytes(), 0u);
+  std::optional<Batch> pages = engine.reserveBatch();
+  ASSERT_TRUE(pages);
+  EXPECT_EQ(pages->grains.size(), 3u) << "batch 4 takes every ready page";
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(pages->grains[i].lineage.ordinal, i);
+  EXPECT_EQ(engine.commit(identityReport(*pages)).status, CommitStatus::Committed);
+  EXPECT_EQ(engine.commit(identityReport(*pages)).status, CommitStatus::Stale)
+      << "a batch commits once";
+  std::vector<RootResult> done = engine.takeFinishedRoots();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(*done[0].rows[0].values[0].field("pages"), ints({0, 1, 2}));
+  engine.closeAdmission();
+  EXPECT_TRUE(engine.complete());
+  EXPECT_EQ(engine.stateBytes(), 0u);
+}
+
+/// Starts a run of kSplitJoin with one root of three pages and the page batch reserved.
+struct PagesInFlight {
+  plan::Plan plan = compile(kSplitJoin);
+  LineageEngine engine{plan};
+  Batch pages;
+  PagesInFlight() {
+    engine.admitRoot(0, row(0, 3));
+    engine.closeAdmission();
+    Batch split = *engine.reserveBatch();
+    engine.commit(splitReport(split, 3));
+    pages = *engine.reserveBatch();
+  }
+  /// The root's single failure after the rejected report.
+  Failure onlyFailure() {
+    std::vector<RootResult> done = engine.takeFinishedRoots();
+    EXPECT_EQ(done.size(), 1u);
+    if (done.empty() || done[0].failures.empty())
+      return {};
+    EXPECT_EQ(done[0].status, RootStatus::Failed);
+    return done[0].failures[0];
+  }
+};
+
+TEST(LineageEngineTest, RejectsAReportMissingAGrain) {
+  PagesInFlight run;
+  BatchReport report = identityReport(run.pages);
+  report.grains.pop_back();
+  CommitResult result = run.engine.commit(report);
+  EXPECT_EQ(result.status, CommitStatus::ContractViolation);
+  EXPECT_NE(result.message.find("2 row(s) for a batch of 3"), std::string::npos) << result.message;
+  EXPECT_EQ(run.onlyFailure().kind, FailureKind::ContractViolation);
+  EXPECT_TRUE(run.engine.complete()) << "the run goes on and accounts for the row";
+}
+
+TEST(LineageEngineTest, RejectsAReportWithAGrainNotInTheBatch) {
+  PagesInFlight run;
+  BatchReport report = identityReport(run.pages);
+  report.grains[1].grain.entity += 1000;
+  CommitResult result = run.engine.commit(report);
+  EXPECT_EQ(result.status, CommitStatus::ContractViolation);
+  EXPECT_NE(result.message.find("was not in the batch"), std::string::npos) << result.message;
+}
+
+TEST(LineageEngineTest, RejectsAReportNamingAGrainTwice) {
+  PagesInFlight run;
+  BatchReport report = identityReport(run.pages);
+  report.grains[2] = report.grains[0];
+  CommitResult result = run.engine.commit(report);
+  EXPECT_EQ(result.status, CommitStatus::ContractViolation);
+  EXPECT_NE(result.message.find("reported twice"), std::string::npos) << result.message;
+}
+
+TEST(LineageEngineTest, RejectsAStaleGenerationInsideALiveBatch) {
+  PagesInFlight run;
+  BatchReport report = identityReport(run.pages);
+  report.grains[0].generation += 1;
+  CommitResult result = run.engine.commit(report);
+  EXPECT_EQ(result.status, CommitStatus::ContractViolation);
+  EXPECT_NE(result.message.find("generation"), std::string::npos) << result.message;
+}
+
+TEST(LineageEngineTest, RejectsAValueOfTheWrongTypeBeforeChangingAnything) {
+  plan::Plan plan = compile(kSplitJoin);
+  LineageEngine engine(plan);
+  engine.admitRoot(0, row(0, 3));
+  Batch split = *engine.reserveBatch();
+  CommitResult result =
+      engine.commit(reportFor(split, [](size_t) { return Value::string("not a list"); }));
+  EXPECT_EQ(result.status, CommitStatus::ContractViolation);
+  EXPECT_NE(result.message.find("expected List<Int>"), std::string::npos) << result.message;
+  EXPECT_EQ(engine.callLoad(1).waiting + engine.callLoad(1).ready, 0u) << "no expansion";
+  std::vector<RootResult> done = engine.takeFinishedRoots();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].failures[0].call, "split");
+}
+
+TEST(LineageEngineTest, IgnoresUnknownBatchesAndLosses) {
+  plan::Plan plan = compile(kSplitJoin);
+  LineageEngine engine(plan);
+  BatchReport report;
+  report.batchId = 42;
+  EXPECT_EQ(engine.commit(report).status, CommitStatus::Stale);
+  EXPECT_FALSE(engine.failBatch(42, "lost"));
+  EXPECT_EQ(engine.stats().staleReports, 1u);
+}
+
+// --- The readiness rule -------------------------------------------------------------------
+
+TEST(LineageEngineTest, DroppedInputsSkipTheOperatorAndFailuresSuppressDownstream) {
+  plan::Plan plan = compile(R"(
+pipeline readiness;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+kept = filter(pages, math.gt(pages, 1));
+checked = test.fail(kept, ordinals: "3");
+seen = test.identity(checked);
+sink jsonl(path: "pages.jsonl", record: { page: seen });
+sink jsonl(path: "docs.jsonl", record: { pages: reduce(seen) });
+)");
+  Operators ops;
+  EngineDriver driver(plan, {}, ops.registry, DriverOptions{3, 4});
+  testing::DriverRun run = driver.run({row(0, 5)});
+  ASSERT_EQ(run.error, "ok");
+  ASSERT_EQ(run.roots.size(), 1u);
+  const RootResult &root = run.roots[0];
+  // Pages 0 and 1 are filtered out: neither test.fail nor test.identity ever sees them; page 3
+  // fails, so identity never sees it either.
+  EXPECT_EQ(ops.log->rowsRun("checked"), 3u);
+  EXPECT_EQ(ops.log->rowsRun("seen"), 2u);
+  ASSERT_EQ(root.rows.size(), 6u);
+  const RowStatus expected[] = {RowStatus::Dropped, RowStatus::Dropped, RowStatus::Written,
+                                RowStatus::Failed,  RowStatus::Written, RowStatus::Failed};
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(root.rows[i].status, expected[i]) << "row " << i;
+  EXPECT_EQ(root.status, RootStatus::Failed);
+  ASSERT_EQ(root.failures.size(), 1u);
+  EXPECT_EQ(root.failures[0].kind, FailureKind::RecordFailure);
+  EXPECT_EQ(root.failures[0].call, "checked");
+  EXPECT_EQ(root.failures[0].path, std::vector<uint32_t>{3});
+  EXPECT_EQ(root.rows[5].failure, 0u) << "the document row names page 3's failure";
+}
+
+TEST(LineageEngineTest, EmptyAndDroppedExpansionsReduceWithoutChildren) {
+  plan::Plan plan = compile(R"(
+pipeline empty;
+source rows = jsonl("unused.jsonl") as Doc;
+counts = test.split(rows, field: "n");
+all = expand(counts) as Page;
+some = expand(filter(counts, math.gt(list.len(counts), 0))) as Kept;
+sink jsonl(path: "all.jsonl", record: { pages: reduce(test.identity(all)) });
+sink jsonl(path: "some.jsonl", record: { pages: reduce(test.identity(some)) });
+)");
+  Operators ops;
+  EngineDriver driver(plan, {}, ops.registry, DriverOptions{4, 2});
+  testing::DriverRun run = driver.run({row(0, 0), row(1, 2)});
+  ASSERT_EQ(run.error, "ok");
+  ASSERT_EQ(run.roots.size(), 2u);
+  std::sort(run.roots.begin(), run.roots.end(),
+            [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
+  const RootResult &empty = run.roots[0], &full = run.roots[1];
+  ASSERT_EQ(empty.rows.size(), 2u);
+  EXPECT_EQ(empty.rows[0].status, RowStatus::Written) << "zero children: an empty list";
+  EXPECT_EQ(*empty.rows[0].values[0].field("pages"), ints({}));
+  EXPECT_EQ(empty.rows[1].status, RowStatus::Dropped) << "a dropped expansion reduces to dropped";
+  EXPECT_EQ(empty.status, RootStatus::Written);
+  EXPECT_EQ(*full.rows[1].values[0].field("pages"), ints({0, 1}));
+}
+
+// --- GroupFailure ---------------------------------------------------------------------------
+
+const char *kPoison = R"(
+pipeline poison;
+source rows = jsonl("unused.jsonl") as Doc;
+call split = test.split(field: "n");
+call check = test.fail(kind: "group", ordinals: "ORDINALS") { batch: 1 };
+pages = expand(split(rows)) as Page;
+checked = check(pages);
+sink jsonl(path: "pages.jsonl", record: { page: checked });
+sink jsonl(path: "docs.jsonl", record: { id: rows.id, pages: reduce(checked) });
+)";
+
+std::string withOrdinals(const std::string &ordinals) {
+  std::string text = kPoison;
+  text.replace(text.find("ORDINALS"), 8, ordinals);
+  return text;
+}
+
+TEST(LineageEngineTest, GroupFailureSuppressesOnlyThePoisonedParentsSiblings) {
+  // Only the first document has a page 7.
+  std::vector<Value> rows{row(0, 20)};
+  for (int64_t i = 1; i <= 5; ++i)
+    rows.push_back(row(i, 4));
+  auto runWith = [&](const std::string &ordinals, Operators &ops) {
+    plan::Plan plan = compile(withOrdinals(ordinals));
+    DriverOptions options{11, 3};
+    options.fifoCompletion = true;
+    EngineDriver driver(plan, {}, ops.registry, options);
+    testing::DriverRun run = driver.run(rows);
+    EXPECT_EQ(run.error, "ok");
+    EXPECT_EQ(run.roots.size(), rows.size());
+    std::sort(run.roots.begin(), run.roots.end(), [](const RootResult &a, const RootResult &b) {
+      return a.sourceRow < b.sourceRow;
+    });
+    return std::make_pair(run, driver.engine().stats());
+  };
+  Operators clean, poisoned;
+  auto [cleanRun, cleanStats] = runWith("99", clean);
+  auto [run, stats] = runWith("7", poisoned);
+
+  std::set<uint32_t> reached;
+  for (const TestOperatorLog::Run &ran : poisoned.log->runs())
+    if (ran.call == "check" && ran.lineage.root == 0)
+      reached.insert(ran.lineage.ordinal);
+  // One-grain batches, three in flight, completed in order: pages 8 and 9 were in flight when
+  // page 7's GroupFailure committed (their reports are discarded); pages 10..19 were ready and
+  // never reached the operator.
+  EXPECT_EQ(reached, (std::set<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(stats.grainsSuppressedByBarrier, 12u);
+  EXPECT_EQ(clean.log->rowsRun("check"), 20u + 5 * 4);
+  EXPECT_EQ(poisoned.log->rowsRun("check"), reached.size() + 5 * 4);
+
+  const RootResult &doc = run.roots[0];
+  EXPECT_EQ(doc.status, RootStatus::Failed);
+  ASSERT_EQ(doc.failures.size(), 1u);
+  EXPECT_EQ(doc.failures[0].kind, FailureKind::GroupFailure);
+  EXPECT_EQ(doc.failures[0].path, std::vector<uint32_t>{7});
+  for (const SinkRow &page : doc.rows) {
+    if (page.sink == 0) {
+      EXPECT_EQ(page.status, page.path[0] >= 7 ? RowStatus::Failed : RowStatus::Written);
+    }
+  }
+  // Every other document is exactly as in the failure-free run.
+  for (size_t r = 1; r < rows.size(); ++r) {
+    ASSERT_EQ(run.roots[r].rows.size(), cleanRun.roots[r].rows.size());
+    EXPECT_EQ(run.roots[r].status, RootStatus::Written);
+    for (size_t i = 0; i < run.roots[r].rows.size(); ++i)
+      EXPECT_EQ(run.roots[r].rows[i].values, cleanRun.roots[r].rows[i].values);
+  }
+}
+
+// --- Recovery policies and infrastructure failures -----------------------------------------
+
+std::string failingPages(const std::string &options, const std::string &attempts) {
+  return R"(
+pipeline recovery;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(pages, kind: "batch", ordinals: "1", attempts: )" +
+         attempts + ") " + options + R"(;
+sink jsonl(path: "pages.jsonl", record: { page: checked });
+)";
+}
+
+struct RecoveryRun {
+  testing::DriverRun run;
+  EngineStats stats;
+  std::string abort;
+};
+
+RecoveryRun runRecovery(const std::string &program, std::vector<Value> rows) {
+  plan::Plan plan = compile(program);
+  Operators ops;
+  DriverOptions options{5, 1};
+  EngineDriver driver(plan, {}, ops.registry, options);
+  RecoveryRun result;
+  result.run = driver.run(rows);
+  result.stats = driver.engine().stats();
+  result.abort = driver.engine().abortReason().value_or("");
+  return result;
+}
+
+TEST(LineageEngineTest, RetryRerunsTheWholeBatch) {
+  RecoveryRun r = runRecovery(failingPages("{ batch: 4, retries: 2 }", "2"), {row(0, 4)});
+  ASSERT_EQ(r.run.error, "ok");
+  EXPECT_EQ(r.stats.batchRetries, 2u);
+  EXPECT_EQ(r.run.roots[0].status, RootStatus::Written);
+  EXPECT_EQ(r.run.roots[0].rows.size(), 4u);
+}
+
+TEST(LineageEngineTest, RetryFailsTheWholeBatchWhenItsBudgetIsSpent) {
+  RecoveryRun r = runRecovery(failingPages("{ batch: 4, retries: 1 }", "-1"), {row(0, 4)});
+  ASSERT_EQ(r.run.error, "ok");
+  const RootResult &root = r.run.roots[0];
+  EXPECT_EQ(root.status, RootStatus::Failed);
+  ASSERT_EQ(root.failures.size(), 4u);
+  EXPECT_EQ(root.failures[0].kind, FailureKind::OperatorError);
+  EXPECT_NE(root.failures[0].message.find("after 1 retries"), std::string::npos);
+}
+
+TEST(LineageEngineTest, IsolateBisectsDownToTheFailingGrain) {
+  RecoveryRun r = runRecovery(
+      failingPages("{ batch: 4, retries: 0, recovery: \"isolate\" }", "-1"), {row(0, 4)});
+  ASSERT_EQ(r.run.error, "ok");
+  const RootResult &root = r.run.roots[0];
+  ASSERT_EQ(root.failures.size(), 1u);
+  EXPECT_EQ(root.failures[0].path, std::vector<uint32_t>{1});
+  EXPECT_EQ(r.stats.batchSplits, 2u) << "4 -> 2 + 2, then 2 -> 1 + 1";
+  const RowStatus expected[] = {RowStatus::Written, RowStatus::Failed, RowStatus::Written,
+                                RowStatus::Written};
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(root.rows[i].status, expected[i]);
+}
+
+TEST(LineageEngineTest, AbortFailsEveryUnfinishedRootAndLaterAdmissions) {
+  RecoveryRun r = runRecovery(failingPages("{ batch: 4, recovery: \"abort\" }", "-1"),
+                              {row(0, 2), row(1, 3), row(2, 1)});
+  ASSERT_EQ(r.run.error, "ok");
+  EXPECT_NE(r.abort.find("call 'checked' failed"), std::string::npos) << r.abort;
+  ASSERT_EQ(r.run.roots.size(), 3u) << "every row is accounted for";
+  size_t aborted = 0;
+  for (const RootResult &root : r.run.roots)
+    aborted += root.status == RootStatus::Failed &&
+               root.failures.back().kind == FailureKind::Aborted;
+  EXPECT_GE(aborted, 2u);
+}
+
+TEST(LineageEngineTest, InfrastructureFailuresHaveTheirOwnBudget) {
+  plan::Plan plan = compile(kSplitJoin);
+  EngineOptions options;
+  options.infrastructureRetries = 2;
+  LineageEngine engine(plan, options);
+  engine.admitRoot(0, row(0, 1));
+  for (int lost = 0; lost < 3; ++lost) {
+    std::optional<Batch> batch = engine.reserveBatch();
+    ASSERT_TRUE(batch);
+    EXPECT_EQ(batch->grains[0].generation, static_cast<uint32_t>(lost));
+    ASSERT_TRUE(engine.failBatch(batch->id, "worker lost"));
+  }
+  EXPECT_FALSE(engine.reserveBatch());
+  std::vector<RootResult> done = engine.takeFinishedRoots();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].failures[0].kind, FailureKind::Infrastructure);
+  EXPECT_NE(done[0].failures[0].message.find("after 2 re-runs"), std::string::npos);
+}
+
+// --- Streaming, policies and admission ------------------------------------------------------
+
+TEST(LineageEngineTest, SmallParentsAreWrittenLongBeforeALargeOneFinishes) {
+  std::vector<Value> rows;
+  for (int64_t i = 0; i < 100; ++i)
+    rows.push_back(row(i, 1));
+  rows.push_back(row(100, 400));
+  auto finishOrder = [&](GatherMode gather) {
+    plan::Plan plan = compile(kSplitJoin);
+    Operators ops;
+    EngineOptions options;
+    options.gather = gather;
+    DriverOptions driverOptions{1, 4};
+    driverOptions.fifoCompletion = true;
+    EngineDriver driver(plan, options, ops.registry, driverOptions);
+    std::vector<std::pair<uint64_t, size_t>> order;
+    driver.onRootFinished = [&](const RootResult &root, size_t) {
+      order.emplace_back(root.sourceRow, ops.log->rowsRun("work"));
+    };
+    EXPECT_EQ(driver.run(rows).error, "ok");
+    return order;
+  };
+  std::vector<std::pair<uint64_t, size_t>> lineage = finishOrder(GatherMode::Lineage);
+  ASSERT_EQ(lineage.size(), 101u);
+  EXPECT_EQ(lineage.back().first, 100u) << "the 400-page document is the last one written";
+  // When the last small document was written, most of the large one's pages had not run yet.
+  EXPECT_LT(lineage[99].second, 100u + 400 / 2);
+  // The flat-record baseline writes nothing before every page of every document has run.
+  std::vector<std::pair<uint64_t, size_t>> barrier = finishOrder(GatherMode::GlobalBarrier);
+  ASSERT_EQ(barrier.size(), 101u);
+  EXPECT_EQ(barrier.front().second, 500u);
+}
+
+TEST(LineageEngineTest, ParentBoundBatchesNeverMixParents) {
+  for (BatchingScope scope : {BatchingScope::CrossParent, BatchingScope::ParentBound}) {
+    plan::Plan plan = compile(kSplitJoin);
+    EngineOptions options;
+    options.batching = scope;
+    LineageEngine engine(plan, options);
+    for (int64_t i = 0; i < 6; ++i)
+      engine.admitRoot(0, row(i, 3));
+    engine.closeAdmission();
+    // Expand every document first, so that all pages are ready together.
+    while (std::optional<Batch> split = engine.reserveBatch([](uint32_t call) { return call == 0; }))
+      engine.commit(splitReport(*split, 3));
+    bool mixed = false;
+    while (!engine.complete()) {
+      std::optional<Batch> batch = engine.reserveBatch();
+      ASSERT_TRUE(batch);
+      ASSERT_EQ(batch->call, 1u);
+      std::set<uint64_t> parents;
+      for (const BatchGrain &grain : batch->grains)
+        parents.insert(grain.lineage.root);
+      mixed |= parents.size() > 1;
+      engine.commit(identityReport(*batch));
+    }
+    EXPECT_EQ(mixed, scope == BatchingScope::CrossParent);
+  }
+}
+
+TEST(LineageEngineTest, AdmissionStopsAtTheLiveRootBound) {
+  plan::Plan plan = compile(kSplitJoin);
+  EngineOptions options;
+  options.maxLiveRoots = 2;
+  Operators ops;
+  EngineDriver driver(plan, options, ops.registry, DriverOptions{});
+  LineageEngine &engine = driver.engine();
+  size_t admitted = 0, finished = 0;
+  while (!engine.complete()) {
+    while (admitted < 10 && engine.canAdmit()) {
+      engine.admitRoot(0, row(static_cast<int64_t>(admitted++), 2));
+      ASSERT_LE(engine.liveRoots(), 2u);
+    }
+    if (admitted == 10)
+      engine.closeAdmission();
+    else
+      EXPECT_EQ(engine.liveRoots(), 2u) << "admission pauses only at the bound";
+    finished += engine.takeFinishedRoots().size();
+    if (std::optional<Batch> batch = engine.reserveBatch())
+      engine.commit(driver.execute(*batch));
+    else
+      ASSERT_TRUE(engine.complete()) << engine.deadlockReport().value_or("");
+  }
+  finished += engine.takeFinishedRoots().size();
+  EXPECT_EQ(finished, 10u);
+}
+
 } // namespace
 } // namespace orch::runtime
