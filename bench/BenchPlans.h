@@ -1,0 +1,33 @@
+// Benchmark helper: compiles .orch text (or an example file) to a plan through the whole
+// compiler; an empty plan when it does not compile.
+#pragma once
+
+#include "orch/frontend/Frontend.h"
+#include "orch/frontend/IrGen.h"
+#include "orch/passes/Pipeline.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <string>
+
+namespace orch::bench {
+
+inline plan::Plan compilePlanText(const std::string &text, const std::string &path) {
+  llvm::SourceMgr sources;
+  uint32_t id =
+      sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
+  DiagnosticEngine diags(nullptr);
+  FrontendResult result = runFrontend(sources, id, FrontendOptions{}, diags);
+  if (!result.ok)
+    return {};
+  ir::Module module = generateIr(*result.file, path);
+  return compileModule(module, diags).value_or(plan::Plan{});
+}
+
+inline plan::Plan compileExamplePlan(const std::string &name) {
+  auto file = llvm::MemoryBuffer::getFile(std::string(ORCH_EXAMPLES_DIR) + "/" + name);
+  return file ? compilePlanText((*file)->getBuffer().str(), name) : plan::Plan{};
+}
+
+} // namespace orch::bench
