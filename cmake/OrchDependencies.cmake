@@ -35,6 +35,7 @@ target_link_libraries(orch_antlr4_runtime INTERFACE antlr4_shared)
 # ZeroMQ (C++ bindings) and MessagePack.
 find_package(cppzmq REQUIRED)
 find_package(msgpack CONFIG REQUIRED)
+find_package(nlohmann_json 3 CONFIG REQUIRED)
 add_library(orch_msgpack INTERFACE)
 target_compile_definitions(orch_msgpack INTERFACE MSGPACK_NO_BOOST)
 target_link_libraries(orch_msgpack INTERFACE msgpackc-cxx)

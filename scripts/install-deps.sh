@@ -14,6 +14,8 @@ packages=(
   llvm-16-dev llvm-16-tools libzstd-dev
   # messaging and serialization
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev
+  # JSON Lines sources and sinks
+  nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
   # `orchc --emit=dot` output is checked by rendering it

@@ -1,16 +1,81 @@
-// orch: runs compiled pipelines. Parses flags and hands over to the subcommand.
+// orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
+#include "RunCommand.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <thread>
+
 namespace cl = llvm::cl;
+using orch::runtime::BatchingScope;
+using orch::runtime::GatherMode;
+using orch::runtime::ReadyOrder;
 
 static cl::OptionCategory orchCategory("orch options");
+
 static cl::SubCommand inspect("inspect", "Validate a compiled plan and print it");
 static cl::opt<std::string> inspectPath(cl::Positional, cl::Required, cl::desc("<file.plan>"),
                                         cl::sub(inspect), cl::cat(orchCategory));
+
+static cl::SubCommand run("run", "Run a pipeline (.orch or .plan) in this process");
+static cl::opt<std::string> runPath(cl::Positional, cl::Required,
+                                    cl::desc("<file.orch|file.plan>"), cl::sub(run),
+                                    cl::cat(orchCategory));
+static cl::opt<unsigned> threads("threads", cl::desc("Worker threads running operator batches"),
+                                 cl::init(std::max(1u, std::thread::hardware_concurrency())),
+                                 cl::sub(run), cl::cat(orchCategory));
+static cl::list<std::string> setParams("set", cl::desc("Override a param: --set NAME=VALUE"),
+                                       cl::value_desc("NAME=VALUE"), cl::sub(run),
+                                       cl::cat(orchCategory));
+static cl::opt<unsigned> maxLiveRoots("max-live-roots",
+                                      cl::desc("Source rows admitted but unfinished at most"),
+                                      cl::init(4096), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<ReadyOrder> readyOrder(
+    "ready-order", cl::desc("Order of each Call's ready queue"), cl::init(ReadyOrder::Fifo),
+    cl::values(clEnumValN(ReadyOrder::Fifo, "fifo", "in the order grains became ready"),
+               clEnumValN(ReadyOrder::Unordered, "unordered", "random (ablation)")),
+    cl::sub(run), cl::cat(orchCategory));
+static cl::opt<BatchingScope> batching(
+    "batching", cl::desc("Which grains one batch may mix"),
+    cl::init(BatchingScope::CrossParent),
+    cl::values(clEnumValN(BatchingScope::CrossParent, "cross-parent", "any parents"),
+               clEnumValN(BatchingScope::ParentBound, "parent-bound",
+                          "one parent per batch (baseline)")),
+    cl::sub(run), cl::cat(orchCategory));
+static cl::opt<GatherMode> gather(
+    "gather", cl::desc("When a reduce fires"), cl::init(GatherMode::Lineage),
+    cl::values(clEnumValN(GatherMode::Lineage, "lineage", "as soon as its parent's children are done"),
+               clEnumValN(GatherMode::GlobalBarrier, "barrier",
+                          "after every grain of the child domain (flat-record baseline)")),
+    cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string> errorsPath(
+    "errors", cl::desc("Where failed source rows are journaled (default <pipeline>.errors.jsonl)"),
+    cl::value_desc("path"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> quiet("quiet", cl::desc("Print only the one-line summary"), cl::sub(run),
+                           cl::cat(orchCategory));
+
+static int runCommand() {
+  orch::RunCommandOptions options;
+  options.inputPath = runPath;
+  for (const std::string &assignment : setParams) {
+    size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      llvm::errs() << "orch: error: --set expects NAME=VALUE, got '" << assignment << "'\n";
+      return orch::kRunCannotRun;
+    }
+    options.overrides.push_back({assignment.substr(0, equals), assignment.substr(equals + 1)});
+  }
+  options.threads = threads;
+  options.engine.maxLiveRoots = maxLiveRoots;
+  options.engine.readyOrder = readyOrder;
+  options.engine.batching = batching;
+  options.engine.gather = gather;
+  options.errorsPath = errorsPath;
+  options.quiet = quiet;
+  return orch::runPipeline(options);
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -20,6 +85,8 @@ int main(int argc, char **argv) {
                               "orch: runs Orch pipelines with lineage-aware batching\n");
   if (inspect)
     return orch::runInspect(inspectPath);
+  if (run)
+    return runCommand();
   cl::PrintHelpMessage();
   return 1;
 }

@@ -64,6 +64,9 @@ public:
   /// the caller can admit.)
   std::optional<std::string> deadlockReport() const;
 
+  /// The dataflow inputs batches of `call` carry, in order (Batch::inputsOf).
+  const std::vector<std::string> &callInputLabels(uint32_t call) const;
+
   bool hasReadyWork() const;
   size_t outstandingBatches() const;
   size_t liveRoots() const;

@@ -1,0 +1,10 @@
+// Registers every operator of the standard library that this build implements.
+#pragma once
+
+#include "orch/runtime/Operator.h"
+
+namespace orch::stdlib {
+
+void registerStandardOperators(runtime::OperatorRegistry &registry);
+
+} // namespace orch::stdlib

@@ -1,0 +1,102 @@
+// Value <-> JSON.
+#include "JsonValue.h"
+
+#include <cmath>
+
+namespace orch::stdlib {
+
+using runtime::Value;
+
+Value valueFromJson(const nlohmann::ordered_json &json) {
+  switch (json.type()) {
+  case nlohmann::ordered_json::value_t::null:
+  case nlohmann::ordered_json::value_t::discarded:
+    return Value();
+  case nlohmann::ordered_json::value_t::boolean:
+    return Value::boolean(json.get<bool>());
+  case nlohmann::ordered_json::value_t::number_integer:
+    return Value::integer(json.get<int64_t>());
+  case nlohmann::ordered_json::value_t::number_unsigned: {
+    const uint64_t value = json.get<uint64_t>();
+    return value <= uint64_t(INT64_MAX) ? Value::integer(int64_t(value))
+                                        : Value::real(double(value));
+  }
+  case nlohmann::ordered_json::value_t::number_float:
+    return Value::real(json.get<double>());
+  case nlohmann::ordered_json::value_t::string:
+    return Value::string(json.get<std::string>());
+  case nlohmann::ordered_json::value_t::binary: {
+    const auto &binary = json.get_binary();
+    return Value::bytes(std::string(binary.begin(), binary.end()));
+  }
+  case nlohmann::ordered_json::value_t::array: {
+    runtime::ValueList list;
+    list.reserve(json.size());
+    for (const nlohmann::ordered_json &element : json)
+      list.push_back(valueFromJson(element));
+    return Value::list(std::move(list));
+  }
+  case nlohmann::ordered_json::value_t::object: {
+    runtime::RecordFields fields;
+    for (const auto &[key, element] : json.items())
+      fields.emplace_back(key, valueFromJson(element));
+    return Value::record(std::move(fields));
+  }
+  }
+  return Value();
+}
+
+namespace {
+
+std::string base64(const std::string &data) {
+  static const char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < data.size(); i += 3) {
+    uint32_t chunk = uint32_t(uint8_t(data[i])) << 16;
+    if (i + 1 < data.size())
+      chunk |= uint32_t(uint8_t(data[i + 1])) << 8;
+    if (i + 2 < data.size())
+      chunk |= uint32_t(uint8_t(data[i + 2]));
+    out += alphabet[(chunk >> 18) & 63];
+    out += alphabet[(chunk >> 12) & 63];
+    out += i + 1 < data.size() ? alphabet[(chunk >> 6) & 63] : '=';
+    out += i + 2 < data.size() ? alphabet[chunk & 63] : '=';
+  }
+  return out;
+}
+
+} // namespace
+
+nlohmann::ordered_json jsonFromValue(const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::Null:
+    return nullptr;
+  case Value::Kind::Bool:
+    return value.asBool();
+  case Value::Kind::Int:
+    return value.asInt();
+  case Value::Kind::Float:
+    return std::isfinite(value.asFloat()) ? nlohmann::ordered_json(value.asFloat()) : nlohmann::ordered_json();
+  case Value::Kind::String:
+    return value.asString();
+  case Value::Kind::Bytes:
+    return base64(value.asBytes());
+  case Value::Kind::List: {
+    nlohmann::ordered_json array = nlohmann::ordered_json::array();
+    for (const Value &element : value.asList())
+      array.push_back(jsonFromValue(element));
+    return array;
+  }
+  case Value::Kind::Record: {
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
+    for (const auto &[name, field] : value.asRecord())
+      object[name] = jsonFromValue(field);
+    return object;
+  }
+  }
+  return nullptr;
+}
+
+} // namespace orch::stdlib

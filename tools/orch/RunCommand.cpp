@@ -1,0 +1,169 @@
+// Runs one pipeline with the embedded runtime: .orch files are compiled first (diagnostics as
+// orchc prints them), .plan files loaded and validated.
+#include "RunCommand.h"
+
+#include "orch/frontend/Frontend.h"
+#include "orch/frontend/IrGen.h"
+#include "orch/frontend/Parser.h"
+#include "orch/ir/DiagnosticPrinter.h"
+#include "orch/passes/Pipeline.h"
+#include "orch/plan/PlanCodec.h"
+#include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/TestOperators.h"
+#include "orch/stdlib/StandardOperators.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+namespace orch {
+namespace {
+
+std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
+  llvm::SourceMgr sources;
+  DiagnosticPrintOptions printOptions;
+  printOptions.programName = "orch";
+  printOptions.colors = llvm::WithColor::defaultAutoDetectFunction()(llvm::errs());
+  DiagnosticEngine diags([&](const Diagnostic &diagnostic) {
+    printDiagnostic(sources, diagnostic, llvm::errs(), printOptions);
+  });
+  std::optional<uint32_t> buffer = loadSourceFile(sources, options.inputPath, diags);
+  if (!buffer)
+    return std::nullopt;
+  FrontendOptions frontendOptions;
+  frontendOptions.overrides = options.overrides;
+  FrontendResult result = runFrontend(sources, *buffer, frontendOptions, diags);
+  if (!result.ok)
+    return std::nullopt;
+  ir::Module module = generateIr(*result.file, options.inputPath);
+  return compileModule(module, diags);
+}
+
+std::optional<plan::Plan> loadPlan(const RunCommandOptions &options) {
+  const std::string &path = options.inputPath;
+  if (path.size() < 5 || path.compare(path.size() - 5, 5, ".plan") != 0)
+    return compileSource(options);
+  if (!options.overrides.empty()) {
+    llvm::errs() << "orch: error: --set needs the .orch source; a compiled plan has its "
+                    "params fixed\n";
+    return std::nullopt;
+  }
+  auto loaded = plan::loadPlanFile(path);
+  if (auto *error = std::get_if<plan::PlanDecodeError>(&loaded)) {
+    llvm::errs() << "orch: error: " << error->message << "\n";
+    return std::nullopt;
+  }
+  return std::get<plan::Plan>(std::move(loaded));
+}
+
+runtime::Value pathValue(const std::vector<uint32_t> &path) {
+  runtime::ValueList ordinals;
+  for (uint32_t ordinal : path)
+    ordinals.push_back(runtime::Value::integer(ordinal));
+  return runtime::Value::list(std::move(ordinals));
+}
+
+/// One JSON line per failed source row: where it came from, its first cause, and counts.
+class ErrorsJournal {
+public:
+  ErrorsJournal(const plan::Plan &plan, std::string path) : plan_(plan), path_(std::move(path)) {}
+
+  void record(const runtime::RootResult &root) {
+    if (root.status != runtime::RootStatus::Failed)
+      return;
+    if (!output_.is_open())
+      output_.open(path_, std::ios::out | std::ios::trunc);
+    using runtime::Value;
+    runtime::RecordFields fields{
+        {"source", Value::string(plan_.sources[root.source].op)},
+        {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
+    if (!root.failures.empty()) {
+      const runtime::Failure &cause = root.failures.front();
+      fields.emplace_back("kind", Value::string(runtime::failureKindName(cause.kind)));
+      fields.emplace_back("call", Value::string(cause.call));
+      fields.emplace_back("path", pathValue(cause.path));
+      fields.emplace_back("message", Value::string(cause.message));
+    }
+    int64_t failedRows = 0;
+    for (const runtime::SinkRow &row : root.rows)
+      failedRows += row.status == runtime::RowStatus::Failed;
+    fields.emplace_back("failures", Value::integer(static_cast<int64_t>(root.failures.size())));
+    fields.emplace_back("failed_rows", Value::integer(failedRows));
+    output_ << Value::record(std::move(fields)).str() << '\n';
+    output_.flush();
+    ++recorded_;
+  }
+
+  const std::string &path() const { return path_; }
+  size_t recorded() const { return recorded_; }
+
+private:
+  const plan::Plan &plan_;
+  std::string path_;
+  std::ofstream output_;
+  size_t recorded_ = 0;
+};
+
+void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
+                  const ErrorsJournal &errors, bool quiet) {
+  llvm::raw_ostream &out = llvm::errs();
+  out << "orch: pipeline '" << plan.pipelineName << "': " << summary.rows << " rows in "
+      << llvm::format("%.2f", summary.seconds) << " s: " << summary.written << " written, "
+      << summary.dropped << " dropped, " << summary.failed << " failed";
+  if (errors.recorded())
+    out << " (see " << errors.path() << ")";
+  out << "\n";
+  if (quiet)
+    return;
+  for (const runtime::CallSummary &call : summary.calls) {
+    if (call.batches == 0)
+      continue;
+    out << "orch:   call '" << call.name << "': " << call.grains << " grains in " << call.batches
+        << " batches ("
+        << llvm::format("%.1f", double(call.grains) / double(call.batches)) << " of "
+        << call.batchLimit << " per batch), busy " << llvm::format("%.2f", call.busySeconds)
+        << " s\n";
+  }
+  const runtime::EngineStats &engine = summary.engine;
+  out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
+      << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier
+      << " suppressed by barriers, " << engine.batchRetries << " retries, "
+      << engine.infrastructureFailures << " lost batches, " << engine.staleReports
+      << " stale reports\n";
+}
+
+} // namespace
+
+int runPipeline(const RunCommandOptions &options) {
+  std::optional<plan::Plan> plan = loadPlan(options);
+  if (!plan)
+    return kRunCannotRun;
+  runtime::OperatorRegistry registry;
+  stdlib::registerStandardOperators(registry);
+  runtime::registerTestOperators(registry, std::make_shared<runtime::TestOperatorLog>(false));
+  ErrorsJournal errors(*plan, options.errorsPath.empty()
+                                  ? plan->pipelineName + ".errors.jsonl"
+                                  : options.errorsPath);
+  runtime::RunOptions runOptions;
+  runOptions.threads = options.threads;
+  runOptions.engine = options.engine;
+  runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
+  runtime::RunSummary summary = runtime::runLocally(*plan, registry, runOptions);
+  if (!summary.started) {
+    llvm::errs() << "orch: error: " << *summary.error << "\n";
+    return kRunCannotRun;
+  }
+  printSummary(*plan, summary, errors, options.quiet);
+  if (summary.error) {
+    llvm::errs() << "orch: error: " << *summary.error << "\n";
+    return kRunCannotRun;
+  }
+  return summary.failed ? kRunRowsFailed : kRunOk;
+}
+
+} // namespace orch
