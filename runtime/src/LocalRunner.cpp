@@ -199,6 +199,7 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
   summary.started = true;
   // Outstanding batches and their deadlines (Calls with a timeout only).
   std::map<uint64_t, Clock::time_point> deadlines;
+  std::map<uint64_t, uint32_t> deadlineCalls;
   unsigned busy = 0;
   size_t currentSource = 0;
 
@@ -263,8 +264,10 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
       replicas[call].idle.pop_back();
       ++busy;
       const int64_t timeout = plan.calls[call].options.timeoutNanoseconds;
-      if (timeout > 0)
+      if (timeout > 0) {
         deadlines[batch->id] = Clock::now() + std::chrono::nanoseconds(timeout);
+        deadlineCalls[batch->id] = call;
+      }
       summary.calls[call].batches += 1;
       summary.calls[call].grains += batch->grains.size();
       pool.submit(Job{std::move(*batch), instance});
@@ -285,6 +288,7 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
     for (Finished &finished : pool.wait(wake)) {
       const uint64_t id = finished.report.batchId;
       deadlines.erase(id);
+      deadlineCalls.erase(id);
       summary.calls[finished.call].busySeconds += finished.seconds;
       replicas[finished.call].idle.push_back(finished.instance);
       --busy;
@@ -297,7 +301,11 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
         continue;
       }
       // The thread stays busy until the operator returns; its late report is then stale.
-      engine.failBatch(it->first, "timed out");
+      const plan::PlanCall &call = plan.calls[deadlineCalls[it->first]];
+      engine.failBatch(it->first,
+                       "timed out after " +
+                           plan::formatStaticValue(plan::Duration{call.options.timeoutNanoseconds}));
+      deadlineCalls.erase(it->first);
       it = deadlines.erase(it);
     }
   }
