@@ -32,9 +32,11 @@ BatchReport answer(const Batch &batch, const Value &children) {
   report.batchId = batch.id;
   report.grains.reserve(batch.grains.size());
   for (size_t i = 0; i < batch.grains.size(); ++i)
-    report.grains.push_back(GrainReport{batch.grains[i].grain, batch.grains[i].generation,
+    report.grains.push_back(GrainReport{batch.grains[i].grain,
+                                        batch.grains[i].generation,
                                         RowResultKind::Value,
-                                        batch.call == 0 ? children : batch.inputsOf(i)[0], {}});
+                                        batch.call == 0 ? children : batch.inputsOf(i)[0],
+                                        {}});
   return report;
 }
 
@@ -82,7 +84,8 @@ void BM_EngineStatePerLiveGrain(benchmark::State &state) {
     LineageEngine engine(plan, options);
     for (int64_t d = 0; d < documents; ++d)
       engine.admitRoot(0, Value::integer(d));
-    while (std::optional<Batch> batch = engine.reserveBatch([](uint32_t call) { return call == 0; }))
+    while (std::optional<Batch> batch =
+               engine.reserveBatch([](uint32_t call) { return call == 0; }))
       engine.commit(answer(*batch, children));
     const CallLoad &load = engine.callLoad(1);
     bytesPerGrain = static_cast<double>(engine.stateBytes()) /

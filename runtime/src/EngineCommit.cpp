@@ -87,11 +87,10 @@ Batch LineageEngine::State::dispatch(uint32_t call, std::vector<QueuedGrain> que
     Grain &grain = grainOf(entry.entity, entry.node);
     setPhase(grain, entry.node, GrainPhase::InFlight);
     const Entity &entity = entities[entry.entity];
-    batch.grains.push_back(BatchGrain{
-        GrainRef{entry.node, entry.entity},
-        grain.generation,
-        GrainLineage{roots[entity.root].admission, entity.ordinal,
-                     layout.domains[entity.domain].depth, entity.key}});
+    batch.grains.push_back(
+        BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
+                   GrainLineage{roots[entity.root].admission, entity.ordinal,
+                                layout.domains[entity.domain].depth, entity.key}});
     const plan::PlanNode &node = plan.nodes[entry.node];
     for (uint32_t position : layout.nodes[entry.node].inputOrder)
       batch.inputs.push_back(inputItem(node.inputs[position], entry.entity).value);
@@ -107,9 +106,10 @@ namespace {
 
 std::string describeGrain(const plan::Plan &plan, const GrainRef &grain) {
   return "grain (node " + std::to_string(grain.node) + ", entity " + std::to_string(grain.entity) +
-         ")" + (grain.node < plan.nodes.size() && !plan.nodes[grain.node].name.empty()
-                    ? " of '" + plan.nodes[grain.node].name + "'"
-                    : "");
+         ")" +
+         (grain.node < plan.nodes.size() && !plan.nodes[grain.node].name.empty()
+              ? " of '" + plan.nodes[grain.node].name + "'"
+              : "");
 }
 
 } // namespace
@@ -276,8 +276,7 @@ void LineageEngine::State::requeue(OutstandingBatch &batch, std::vector<QueuedGr
   }
   if (pending.grains.empty())
     return;
-  (deferred ? queues[batch.call].deferred : queues[batch.call].retry)
-      .push_back(std::move(pending));
+  (deferred ? queues[batch.call].deferred : queues[batch.call].retry).push_back(std::move(pending));
 }
 
 CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
@@ -292,8 +291,7 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
   std::vector<QueuedGrain> grainsToRun = batch.grains;
   if (batch.attempt < static_cast<uint64_t>(std::max<int64_t>(0, call.options.retries))) {
     ++stats.batchRetries;
-    requeue(batch, std::move(grainsToRun), false, batch.attempt + 1,
-            batch.infrastructureAttempts);
+    requeue(batch, std::move(grainsToRun), false, batch.attempt + 1, batch.infrastructureAttempts);
   } else if (call.options.recovery == RecoveryPolicy::Isolate && grainsToRun.size() > 1) {
     // Bisect: each half gets the Call's retry budget again, behind fresh work.
     ++stats.batchSplits;
@@ -322,12 +320,10 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
   ++stats.infrastructureFailures;
   if (batch.infrastructureAttempts >= options.infrastructureRetries) {
     failGrains(batch, FailureKind::Infrastructure,
-               reason + " (after " + std::to_string(options.infrastructureRetries) +
-                   " re-runs)");
+               reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");
   } else {
     std::vector<QueuedGrain> grainsToRun = batch.grains;
-    requeue(batch, std::move(grainsToRun), false, batch.attempt,
-            batch.infrastructureAttempts + 1);
+    requeue(batch, std::move(grainsToRun), false, batch.attempt, batch.infrastructureAttempts + 1);
   }
   propagate();
   return true;

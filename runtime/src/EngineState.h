@@ -201,8 +201,7 @@ struct LineageEngine::State {
   uint32_t expansionOf(uint32_t entity, uint32_t childDomain) const;
   std::vector<uint32_t> pathOf(uint32_t entity) const;
   uint32_t recordFailure(uint32_t entity, FailureKind kind, uint32_t call, std::string message);
-  void setItem(uint32_t entity, uint32_t node, ItemOutcome outcome, Value value,
-               uint32_t cause);
+  void setItem(uint32_t entity, uint32_t node, ItemOutcome outcome, Value value, uint32_t cause);
   void setPhase(Grain &grain, uint32_t node, GrainPhase to);
 
   // Propagation (LineageEngine.cpp).

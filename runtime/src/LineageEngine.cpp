@@ -29,20 +29,18 @@ bool isFailure(ItemOutcome outcome) {
 } // namespace
 
 LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
-    : plan(plan_), options(options_), layout(buildPlanLayout(plan_)),
-      items(plan_.domains.size()), grains(plan_.domains.size()),
-      expansionRefs(plan_.domains.size()), nextSourceRow(plan_.sources.size(), 0),
-      unsealedGrains(plan_.domains.size(), 0), parked(plan_.domains.size()) {
+    : plan(plan_), options(options_), layout(buildPlanLayout(plan_)), items(plan_.domains.size()),
+      grains(plan_.domains.size()), expansionRefs(plan_.domains.size()),
+      nextSourceRow(plan_.sources.size(), 0), unsealedGrains(plan_.domains.size(), 0),
+      parked(plan_.domains.size()) {
   for (const DomainLayout &domain : layout.domains) {
     itemsPerDomain.push_back(static_cast<uint32_t>(domain.nodes.size()));
     grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
     childrenPerDomain.push_back(static_cast<uint32_t>(domain.children.size()));
   }
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
-    queues.push_back(CallQueues{ReadyQueue(options.readyOrder, options.batching,
-                                           options.seed + c),
-                                {},
-                                {}});
+    queues.push_back(
+        CallQueues{ReadyQueue(options.readyOrder, options.batching, options.seed + c), {}, {}});
   loads.resize(plan.calls.size());
   domainFree.resize(plan.nodes.size());
   // Values that are the same in every domain: computed once, in plan order.
@@ -175,13 +173,13 @@ uint32_t LineageEngine::State::recordFailure(uint32_t entity, FailureKind kind, 
   return static_cast<uint32_t>(root.failures.size() - 1);
 }
 
-void LineageEngine::State::setItem(uint32_t entity, uint32_t node, ItemOutcome outcome,
-                                   Value value, uint32_t cause) {
+void LineageEngine::State::setItem(uint32_t entity, uint32_t node, ItemOutcome outcome, Value value,
+                                   uint32_t cause) {
   Item &item = itemOf(entity, node);
   if (item.outcome != ItemOutcome::Unresolved)
     engineInvariantFailed("item of node " + std::to_string(node) + " resolved twice (" +
-                          itemOutcomeName(item.outcome) + ", then " +
-                          itemOutcomeName(outcome) + ")");
+                          itemOutcomeName(item.outcome) + ", then " + itemOutcomeName(outcome) +
+                          ")");
   if (isFailure(outcome) && cause == kNoIndex)
     engineInvariantFailed("a failed item without a cause");
   item.outcome = outcome;
@@ -193,8 +191,8 @@ void LineageEngine::State::setItem(uint32_t entity, uint32_t node, ItemOutcome o
 
 void LineageEngine::State::setPhase(Grain &grain, uint32_t node, GrainPhase to) {
   if (!isLegalGrainTransition(grain.phase, to))
-    engineInvariantFailed(std::string("grain transition ") + grainPhaseName(grain.phase) +
-                          " -> " + grainPhaseName(to) + " of node " + std::to_string(node));
+    engineInvariantFailed(std::string("grain transition ") + grainPhaseName(grain.phase) + " -> " +
+                          grainPhaseName(to) + " of node " + std::to_string(node));
   CallLoad &load = loads[layout.nodes[node].call];
   auto counter = [&](GrainPhase phase) -> uint64_t & {
     switch (phase) {
@@ -322,8 +320,8 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
       setItem(entity, node, ItemOutcome::Present, Value(), kNoIndex);
     } else {
       uint32_t cause = recordFailure(entity, FailureKind::ContractViolation, kNoIndex,
-                                     "value " + record.str().substr(0, 120) +
-                                         " has no field '" + target.field + "'");
+                                     "value " + record.str().substr(0, 120) + " has no field '" +
+                                         target.field + "'");
       setItem(entity, node, ItemOutcome::Failed, Value(), cause);
     }
     return;
@@ -424,8 +422,8 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
     const bool dropped = source.outcome == ItemOutcome::Dropped;
     expansions[id].outcome = dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
     for (uint32_t reduce : reduces)
-      resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed,
-                    Value(), dropped ? kNoIndex : source.cause);
+      resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed, Value(),
+                    dropped ? kNoIndex : source.cause);
     return;
   }
   const ValueList &elements = source.value.asList();
@@ -455,8 +453,7 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
 
 void LineageEngine::State::gather(uint32_t reduceNode, uint32_t child) {
   const uint32_t expansionId = expansionOf(entities[child].parent, entities[child].domain);
-  ReduceProgress &progress =
-      expansions[expansionId].reduces[layout.nodes[reduceNode].reduceSlot];
+  ReduceProgress &progress = expansions[expansionId].reduces[layout.nodes[reduceNode].reduceSlot];
   const uint32_t member = plan.nodes[reduceNode].inputs[0];
   const Item &item = inputItem(member, child);
   if (isFailure(item.outcome)) {
@@ -639,8 +636,8 @@ void LineageEngine::State::finishRoot(uint32_t rootIndex) {
     anyWritten |= row.status == RowStatus::Written;
   }
   result.status = anyFailed || (!anyWritten && !result.failures.empty()) ? RootStatus::Failed
-                  : anyWritten                                          ? RootStatus::Written
-                                                                        : RootStatus::Dropped;
+                  : anyWritten                                           ? RootStatus::Written
+                                                                         : RootStatus::Dropped;
   releaseEntityTree(root.entity);
   root = Root{};
   freeRoots.push_back(rootIndex);
@@ -694,8 +691,7 @@ bool LineageEngine::canAdmit() const {
   const State &s = *state_;
   if (s.admissionClosed)
     return false;
-  return s.options.gather == GatherMode::GlobalBarrier ||
-         s.liveRootCount < s.options.maxLiveRoots;
+  return s.options.gather == GatherMode::GlobalBarrier || s.liveRootCount < s.options.maxLiveRoots;
 }
 
 uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
@@ -734,9 +730,8 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   root.unresolved = 0;
   ++s.liveRootCount;
   const plan::PlanSource &planSource = s.plan.sources[source];
-  const uint32_t entity = s.createEntity(planSource.domain, kNoIndex,
-                                         static_cast<uint32_t>(sourceRow), rootIndex,
-                                         mixKey(admission));
+  const uint32_t entity = s.createEntity(
+      planSource.domain, kNoIndex, static_cast<uint32_t>(sourceRow), rootIndex, mixKey(admission));
   s.roots[rootIndex].entity = entity;
   s.setItem(entity, planSource.node, ItemOutcome::Present, std::move(row), kNoIndex);
   for (uint32_t broadcast : s.layout.domains[planSource.domain].broadcasts)
@@ -786,9 +781,7 @@ bool LineageEngine::complete() const {
   return s.admissionClosed && s.liveRootCount == 0;
 }
 
-const std::optional<std::string> &LineageEngine::abortReason() const {
-  return state_->abortReason;
-}
+const std::optional<std::string> &LineageEngine::abortReason() const { return state_->abortReason; }
 
 bool LineageEngine::hasReadyWork() const {
   State &s = *state_;
@@ -808,8 +801,8 @@ std::optional<std::string> LineageEngine::deadlockReport() const {
   std::string text = "deadlock: nothing is ready or running, but " +
                      std::to_string(s.liveRootCount) + " root(s) are unfinished";
   if (!s.admissionClosed)
-    text += " and admission is paused at the bound of " +
-            std::to_string(s.options.maxLiveRoots) + " live roots";
+    text += " and admission is paused at the bound of " + std::to_string(s.options.maxLiveRoots) +
+            " live roots";
   for (uint32_t c = 0; c < s.plan.calls.size(); ++c) {
     const CallLoad &load = s.loads[c];
     if (load.waiting + load.ready + load.inFlight != 0)
@@ -839,8 +832,8 @@ size_t LineageEngine::stateBytes() const {
   size_t bytes = (s.entities.size() - s.freeEntities.size()) * sizeof(Entity);
   bytes += (s.items.size() - s.items.freeSlots(s.itemsPerDomain)) * sizeof(Item);
   bytes += (s.grains.size() - s.grains.freeSlots(s.grainsPerDomain)) * sizeof(Grain);
-  bytes += (s.expansionRefs.size() - s.expansionRefs.freeSlots(s.childrenPerDomain)) *
-           sizeof(uint32_t);
+  bytes +=
+      (s.expansionRefs.size() - s.expansionRefs.freeSlots(s.childrenPerDomain)) * sizeof(uint32_t);
   for (const Expansion &expansion : s.expansions) {
     if (expansion.parent == kNoIndex)
       continue;

@@ -121,8 +121,8 @@ private:
       for (size_t i = 0; i < results.size(); ++i) {
         // Extra results are reported against the last grain: the engine rejects the batch.
         const BatchGrain &grain = batch.grains[std::min(i, batch.grains.size() - 1)];
-        finished.report.grains.push_back(GrainReport{grain.grain, grain.generation,
-                                                     results[i].kind, std::move(results[i].value),
+        finished.report.grains.push_back(GrainReport{grain.grain, grain.generation, results[i].kind,
+                                                     std::move(results[i].value),
                                                      std::move(results[i].message)});
       }
     }
@@ -168,8 +168,8 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
   std::vector<std::unique_ptr<RowSink>> sinks;
   try {
     for (const plan::PlanSource &source : plan.sources)
-      sources.push_back(
-          (*registry.source(source.op))(OperatorConfig(source.op, source.op, source.constants, {})));
+      sources.push_back((*registry.source(source.op))(
+          OperatorConfig(source.op, source.op, source.constants, {})));
     for (size_t s = 0; s < plan.sinks.size(); ++s) {
       const plan::PlanSink &sink = plan.sinks[s];
       sinks.push_back((*registry.sink(sink.op))(
@@ -255,8 +255,8 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
       engine.closeAdmission();
     // Work-conserving dispatch: every free thread takes whatever is ready now.
     while (busy < threads) {
-      std::optional<Batch> batch = engine.reserveBatch(
-          [&](uint32_t call) { return !replicas[call].idle.empty(); });
+      std::optional<Batch> batch =
+          engine.reserveBatch([&](uint32_t call) { return !replicas[call].idle.empty(); });
       if (!batch)
         break;
       const uint32_t call = batch->call;
@@ -302,9 +302,8 @@ RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
       }
       // The thread stays busy until the operator returns; its late report is then stale.
       const plan::PlanCall &call = plan.calls[deadlineCalls[it->first]];
-      engine.failBatch(it->first,
-                       "timed out after " +
-                           plan::formatStaticValue(plan::Duration{call.options.timeoutNanoseconds}));
+      engine.failBatch(it->first, "timed out after " + plan::formatStaticValue(plan::Duration{
+                                                           call.options.timeoutNanoseconds}));
       deadlineCalls.erase(it->first);
       it = deadlines.erase(it);
     }

@@ -87,8 +87,7 @@ std::string nodeLabel(const plan::Plan &plan, uint32_t n) {
   return text + ")";
 }
 
-std::optional<std::string> checkNode(const plan::Plan &plan, const PlanLayout &layout,
-                                     uint32_t n) {
+std::optional<std::string> checkNode(const plan::Plan &plan, const PlanLayout &layout, uint32_t n) {
   const plan::PlanNode &node = plan.nodes[n];
   auto inputDomain = [&](size_t i) { return plan.nodes[node.inputs[i]].domain; };
   const bool needsDomain = node.kind == NodeKind::Source || node.kind == NodeKind::Invoke ||
@@ -157,9 +156,8 @@ std::optional<std::string> checkPlanRunnable(const plan::Plan &plan) {
   for (uint32_t s = 0; s < plan.sinks.size(); ++s)
     for (uint32_t input : plan.sinks[s].inputs) {
       uint32_t domain = plan.nodes[input].domain;
-      if (domain != plan::kNone &&
-          (plan.sinks[s].domain == plan::kNone ||
-           !isSameOrAncestorDomain(layout, domain, plan.sinks[s].domain)))
+      if (domain != plan::kNone && (plan.sinks[s].domain == plan::kNone ||
+                                    !isSameOrAncestorDomain(layout, domain, plan.sinks[s].domain)))
         return "sink " + std::to_string(s) + " reads a value outside its domain's lineage";
     }
   return std::nullopt;

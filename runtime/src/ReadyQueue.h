@@ -35,8 +35,7 @@ public:
   template <typename IsLive> const QueuedGrain *peek(IsLive &&isLive);
 
   /// Moves up to `limit` live grains into `out`.
-  template <typename IsLive>
-  void pop(size_t limit, IsLive &&isLive, std::vector<QueuedGrain> &out);
+  template <typename IsLive> void pop(size_t limit, IsLive &&isLive, std::vector<QueuedGrain> &out);
 
   /// Entries held, stale ones included.
   size_t size() const { return size_; }

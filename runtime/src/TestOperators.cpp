@@ -149,8 +149,8 @@ public:
       failing[i] = attempts_ < 0 || attempt <= attempts_;
     }
     for (size_t i = 0; i < rows.size(); ++i) {
-      const std::string where = "injected failure at ordinal " +
-                                std::to_string(rows[i].lineage.ordinal);
+      const std::string where =
+          "injected failure at ordinal " + std::to_string(rows[i].lineage.ordinal);
       if (!failing[i]) {
         results.push_back(RowResult::ok(rows[i].inputs[0]));
       } else if (kind_ == Kind::Batch) {
@@ -187,8 +187,7 @@ private:
   std::shared_ptr<TestOperatorLog> log_;
 };
 
-template <typename T>
-OperatorFactory factoryOf(std::shared_ptr<TestOperatorLog> log) {
+template <typename T> OperatorFactory factoryOf(std::shared_ptr<TestOperatorLog> log) {
   return [log](const OperatorConfig &config) { return std::make_unique<T>(config, log); };
 }
 

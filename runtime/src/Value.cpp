@@ -218,7 +218,8 @@ std::optional<std::string> checkAt(const Value &value, const plan::Type &type,
       return mismatch(type, value, where);
     const ValueList &elements = value.asList();
     for (size_t i = 0; i < elements.size(); ++i)
-      if (auto problem = checkAt(elements[i], type.element(), where + "[" + std::to_string(i) + "]"))
+      if (auto problem =
+              checkAt(elements[i], type.element(), where + "[" + std::to_string(i) + "]"))
         return problem;
     return std::nullopt;
   }

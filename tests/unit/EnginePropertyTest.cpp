@@ -25,7 +25,9 @@ int pick(Random &random, int low, int high) {
   return std::uniform_int_distribution<int>(low, high)(random);
 }
 
-bool chance(Random &random, double p) { return std::uniform_real_distribution<double>(0, 1)(random) < p; }
+bool chance(Random &random, double p) {
+  return std::uniform_real_distribution<double>(0, 1)(random) < p;
+}
 
 // --- Random programs ----------------------------------------------------------------------
 
@@ -102,8 +104,7 @@ private:
   }
 
   /// Emits one level; returns a value of this level for the parent to reduce.
-  std::string level(int depth, const std::string &entity,
-                    std::vector<std::string> ancestors) {
+  std::string level(int depth, const std::string &entity, std::vector<std::string> ancestors) {
     std::string value = chain(depth, entity);
     std::vector<std::pair<std::string, std::string>> fields{{"v", value}};
     if (!ancestors.empty() && chance(random_, 0.5)) {
@@ -265,8 +266,8 @@ private:
         Item list = itemFor(node.inputs[0], parent);
         auto &expansion = entities_[parent].expansions[node.domain];
         if (list.outcome != ItemOutcome::Present) {
-          expansion.first = list.outcome == ItemOutcome::Dropped ? ItemOutcome::Dropped
-                                                                  : ItemOutcome::Failed;
+          expansion.first =
+              list.outcome == ItemOutcome::Dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
           continue;
         }
         expansion.first = ItemOutcome::Present;
@@ -338,8 +339,8 @@ private:
       return {ItemOutcome::Present, Value::record(std::move(fields))};
     }
     case plan::NodeKind::Invoke:
-      return invoke(plan_.calls[node.index], inputs, e == 0 ? uint32_t(sourceRow)
-                                                            : entities_[e].path.back());
+      return invoke(plan_.calls[node.index], inputs,
+                    e == 0 ? uint32_t(sourceRow) : entities_[e].path.back());
     default:
       ADD_FAILURE() << "reference: unexpected " << plan::nodeKindName(node.kind);
       return {};
@@ -482,8 +483,8 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     std::vector<Value> rows;
     const int rowCount = pick(random, 0, 6);
     for (int i = 0; i < rowCount; ++i)
-      rows.push_back(Value::record(
-          {{"id", Value::integer(i)}, {"n", Value::integer(pick(random, 0, 5))}}));
+      rows.push_back(
+          Value::record({{"id", Value::integer(i)}, {"n", Value::integer(pick(random, 0, 5))}}));
 
     EngineOptions engineOptions;
     engineOptions.readyOrder = chance(random, 0.7) ? ReadyOrder::Fifo : ReadyOrder::Unordered;

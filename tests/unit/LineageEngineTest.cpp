@@ -345,9 +345,8 @@ TEST(LineageEngineTest, GroupFailureSuppressesOnlyThePoisonedParentsSiblings) {
     testing::DriverRun run = driver.run(rows);
     EXPECT_EQ(run.error, "ok");
     EXPECT_EQ(run.roots.size(), rows.size());
-    std::sort(run.roots.begin(), run.roots.end(), [](const RootResult &a, const RootResult &b) {
-      return a.sourceRow < b.sourceRow;
-    });
+    std::sort(run.roots.begin(), run.roots.end(),
+              [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
     return std::make_pair(run, driver.engine().stats());
   };
   Operators clean, poisoned;
@@ -435,8 +434,8 @@ TEST(LineageEngineTest, RetryFailsTheWholeBatchWhenItsBudgetIsSpent) {
 }
 
 TEST(LineageEngineTest, IsolateBisectsDownToTheFailingGrain) {
-  RecoveryRun r = runRecovery(
-      failingPages("{ batch: 4, retries: 0, recovery: \"isolate\" }", "-1"), {row(0, 4)});
+  RecoveryRun r = runRecovery(failingPages("{ batch: 4, retries: 0, recovery: \"isolate\" }", "-1"),
+                              {row(0, 4)});
   ASSERT_EQ(r.run.error, "ok");
   const RootResult &root = r.run.roots[0];
   ASSERT_EQ(root.failures.size(), 1u);
@@ -456,8 +455,8 @@ TEST(LineageEngineTest, AbortFailsEveryUnfinishedRootAndLaterAdmissions) {
   ASSERT_EQ(r.run.roots.size(), 3u) << "every row is accounted for";
   size_t aborted = 0;
   for (const RootResult &root : r.run.roots)
-    aborted += root.status == RootStatus::Failed &&
-               root.failures.back().kind == FailureKind::Aborted;
+    aborted +=
+        root.status == RootStatus::Failed && root.failures.back().kind == FailureKind::Aborted;
   EXPECT_GE(aborted, 2u);
 }
 
@@ -523,7 +522,8 @@ TEST(LineageEngineTest, ParentBoundBatchesNeverMixParents) {
       engine.admitRoot(0, row(i, 3));
     engine.closeAdmission();
     // Expand every document first, so that all pages are ready together.
-    while (std::optional<Batch> split = engine.reserveBatch([](uint32_t call) { return call == 0; }))
+    while (std::optional<Batch> split =
+               engine.reserveBatch([](uint32_t call) { return call == 0; }))
       engine.commit(splitReport(*split, 3));
     bool mixed = false;
     while (!engine.complete()) {

@@ -79,9 +79,8 @@ public:
     if (!output_.is_open())
       output_.open(path_, std::ios::out | std::ios::trunc);
     using runtime::Value;
-    runtime::RecordFields fields{
-        {"source", Value::string(plan_.sources[root.source].op)},
-        {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
+    runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
+                                 {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
     if (!root.failures.empty()) {
       const runtime::Failure &cause = root.failures.front();
       fields.emplace_back("kind", Value::string(runtime::failureKindName(cause.kind)));
@@ -124,10 +123,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     if (call.batches == 0)
       continue;
     out << "orch:   call '" << call.name << "': " << call.grains << " grains in " << call.batches
-        << " batches ("
-        << llvm::format("%.1f", double(call.grains) / double(call.batches)) << " of "
-        << call.batchLimit << " per batch), busy " << llvm::format("%.2f", call.busySeconds)
-        << " s\n";
+        << " batches (" << llvm::format("%.1f", double(call.grains) / double(call.batches))
+        << " of " << call.batchLimit << " per batch), busy "
+        << llvm::format("%.2f", call.busySeconds) << " s\n";
   }
   const runtime::EngineStats &engine = summary.engine;
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
@@ -146,9 +144,8 @@ int runPipeline(const RunCommandOptions &options) {
   runtime::OperatorRegistry registry;
   stdlib::registerStandardOperators(registry);
   runtime::registerTestOperators(registry, std::make_shared<runtime::TestOperatorLog>(false));
-  ErrorsJournal errors(*plan, options.errorsPath.empty()
-                                  ? plan->pipelineName + ".errors.jsonl"
-                                  : options.errorsPath);
+  ErrorsJournal errors(*plan, options.errorsPath.empty() ? plan->pipelineName + ".errors.jsonl"
+                                                         : options.errorsPath);
   runtime::RunOptions runOptions;
   runOptions.threads = options.threads;
   runOptions.engine = options.engine;

@@ -20,9 +20,8 @@ static cl::opt<std::string> inspectPath(cl::Positional, cl::Required, cl::desc("
                                         cl::sub(inspect), cl::cat(orchCategory));
 
 static cl::SubCommand run("run", "Run a pipeline (.orch or .plan) in this process");
-static cl::opt<std::string> runPath(cl::Positional, cl::Required,
-                                    cl::desc("<file.orch|file.plan>"), cl::sub(run),
-                                    cl::cat(orchCategory));
+static cl::opt<std::string> runPath(cl::Positional, cl::Required, cl::desc("<file.orch|file.plan>"),
+                                    cl::sub(run), cl::cat(orchCategory));
 static cl::opt<unsigned> threads("threads", cl::desc("Worker threads running operator batches"),
                                  cl::init(std::max(1u, std::thread::hardware_concurrency())),
                                  cl::sub(run), cl::cat(orchCategory));
@@ -32,27 +31,30 @@ static cl::list<std::string> setParams("set", cl::desc("Override a param: --set 
 static cl::opt<unsigned> maxLiveRoots("max-live-roots",
                                       cl::desc("Source rows admitted but unfinished at most"),
                                       cl::init(4096), cl::sub(run), cl::cat(orchCategory));
-static cl::opt<ReadyOrder> readyOrder(
-    "ready-order", cl::desc("Order of each Call's ready queue"), cl::init(ReadyOrder::Fifo),
-    cl::values(clEnumValN(ReadyOrder::Fifo, "fifo", "in the order grains became ready"),
-               clEnumValN(ReadyOrder::Unordered, "unordered", "random (ablation)")),
-    cl::sub(run), cl::cat(orchCategory));
-static cl::opt<BatchingScope> batching(
-    "batching", cl::desc("Which grains one batch may mix"),
-    cl::init(BatchingScope::CrossParent),
-    cl::values(clEnumValN(BatchingScope::CrossParent, "cross-parent", "any parents"),
-               clEnumValN(BatchingScope::ParentBound, "parent-bound",
-                          "one parent per batch (baseline)")),
-    cl::sub(run), cl::cat(orchCategory));
-static cl::opt<GatherMode> gather(
-    "gather", cl::desc("When a reduce fires"), cl::init(GatherMode::Lineage),
-    cl::values(clEnumValN(GatherMode::Lineage, "lineage", "as soon as its parent's children are done"),
-               clEnumValN(GatherMode::GlobalBarrier, "barrier",
-                          "after every grain of the child domain (flat-record baseline)")),
-    cl::sub(run), cl::cat(orchCategory));
-static cl::opt<std::string> errorsPath(
-    "errors", cl::desc("Where failed source rows are journaled (default <pipeline>.errors.jsonl)"),
-    cl::value_desc("path"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<ReadyOrder>
+    readyOrder("ready-order", cl::desc("Order of each Call's ready queue"),
+               cl::init(ReadyOrder::Fifo),
+               cl::values(clEnumValN(ReadyOrder::Fifo, "fifo", "in the order grains became ready"),
+                          clEnumValN(ReadyOrder::Unordered, "unordered", "random (ablation)")),
+               cl::sub(run), cl::cat(orchCategory));
+static cl::opt<BatchingScope>
+    batching("batching", cl::desc("Which grains one batch may mix"),
+             cl::init(BatchingScope::CrossParent),
+             cl::values(clEnumValN(BatchingScope::CrossParent, "cross-parent", "any parents"),
+                        clEnumValN(BatchingScope::ParentBound, "parent-bound",
+                                   "one parent per batch (baseline)")),
+             cl::sub(run), cl::cat(orchCategory));
+static cl::opt<GatherMode>
+    gather("gather", cl::desc("When a reduce fires"), cl::init(GatherMode::Lineage),
+           cl::values(clEnumValN(GatherMode::Lineage, "lineage",
+                                 "as soon as its parent's children are done"),
+                      clEnumValN(GatherMode::GlobalBarrier, "barrier",
+                                 "after every grain of the child domain (flat-record baseline)")),
+           cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string>
+    errorsPath("errors",
+               cl::desc("Where failed source rows are journaled (default <pipeline>.errors.jsonl)"),
+               cl::value_desc("path"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the one-line summary"), cl::sub(run),
                            cl::cat(orchCategory));
 

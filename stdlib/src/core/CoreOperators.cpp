@@ -60,8 +60,7 @@ void registerCoreOperators(runtime::OperatorRegistry &registry) {
                 return RowResult::ok(Value::boolean(in[0].asFloat() < in[1].asFloat()));
               }));
   addFunction(registry, "list.len", constant([](std::span<const Value> in) {
-                return RowResult::ok(
-                    Value::integer(static_cast<int64_t>(in[0].asList().size())));
+                return RowResult::ok(Value::integer(static_cast<int64_t>(in[0].asList().size())));
               }));
   addFunction(registry, "list.mean", constant([](std::span<const Value> in) {
                 const runtime::ValueList &list = in[0].asList();

@@ -107,10 +107,10 @@ private:
 } // namespace
 
 void registerFileSinks(runtime::OperatorRegistry &registry) {
-  registry.addSink("jsonl",
-                   [](const OperatorConfig &config) { return std::make_unique<JsonlSink>(config); });
-  registry.addSink("files",
-                   [](const OperatorConfig &config) { return std::make_unique<FilesSink>(config); });
+  registry.addSink(
+      "jsonl", [](const OperatorConfig &config) { return std::make_unique<JsonlSink>(config); });
+  registry.addSink(
+      "files", [](const OperatorConfig &config) { return std::make_unique<FilesSink>(config); });
 }
 
 } // namespace orch::stdlib

@@ -91,8 +91,8 @@ Value fileValue(const std::string &path) {
 }
 
 void registerFileSources(runtime::OperatorRegistry &registry) {
-  registry.addSource("files",
-                     [](const OperatorConfig &config) { return std::make_unique<FilesSource>(config); });
+  registry.addSource(
+      "files", [](const OperatorConfig &config) { return std::make_unique<FilesSource>(config); });
   registry.addSource("jsonl", [](const OperatorConfig &config) {
     return std::make_unique<LineSource>(config, true);
   });

@@ -49,8 +49,7 @@ Value valueFromJson(const nlohmann::ordered_json &json) {
 namespace {
 
 std::string base64(const std::string &data) {
-  static const char alphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((data.size() + 2) / 3 * 4);
   for (size_t i = 0; i < data.size(); i += 3) {
@@ -78,7 +77,8 @@ nlohmann::ordered_json jsonFromValue(const Value &value) {
   case Value::Kind::Int:
     return value.asInt();
   case Value::Kind::Float:
-    return std::isfinite(value.asFloat()) ? nlohmann::ordered_json(value.asFloat()) : nlohmann::ordered_json();
+    return std::isfinite(value.asFloat()) ? nlohmann::ordered_json(value.asFloat())
+                                          : nlohmann::ordered_json();
   case Value::Kind::String:
     return value.asString();
   case Value::Kind::Bytes:

@@ -52,7 +52,8 @@ struct RowResult {
 /// the compiler) and dataflow input names.
 class OperatorConfig {
 public:
-  OperatorConfig(std::string name, std::string op, const std::vector<plan::NamedConstant> &constants,
+  OperatorConfig(std::string name, std::string op,
+                 const std::vector<plan::NamedConstant> &constants,
                  std::vector<std::string> inputLabels);
 
   /// The Call's (or sink's) name for messages and the operator's name.
