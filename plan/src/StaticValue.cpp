@@ -40,7 +40,19 @@ std::string formatSize(int64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-std::string quote(const std::string &text) {
+std::string formatFloat(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  std::string out = text;
+  // Keep a float recognisable as one: 2 -> 2.0.
+  if (out.find_first_of(".eEn") == std::string::npos)
+    out += ".0";
+  return out;
+}
+
+} // namespace
+
+std::string quoteString(const std::string &text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
@@ -78,18 +90,6 @@ std::string quote(const std::string &text) {
   return out + "\"";
 }
 
-std::string formatFloat(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  std::string out = text;
-  // Keep a float recognisable as one: 2 -> 2.0.
-  if (out.find_first_of(".eEn") == std::string::npos)
-    out += ".0";
-  return out;
-}
-
-} // namespace
-
 Type typeOf(const StaticValue &value) {
   switch (value.index()) {
   case 0:
@@ -115,7 +115,7 @@ std::string formatStaticValue(const StaticValue &value) {
   if (auto *real = std::get_if<double>(&value))
     return formatFloat(*real);
   if (auto *text = std::get_if<std::string>(&value))
-    return quote(*text);
+    return quoteString(*text);
   if (auto *duration = std::get_if<Duration>(&value))
     return formatDuration(duration->nanoseconds);
   return formatSize(std::get<ByteSize>(value).bytes);

@@ -1,6 +1,8 @@
 // Value construction, comparison, printing and shape checks against plan types.
 #include "orch/runtime/Value.h"
 
+#include "orch/plan/StaticValue.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -85,35 +87,6 @@ const char *valueKindName(Value::Kind kind) {
 
 namespace {
 
-void appendQuoted(std::string &out, const std::string &text) {
-  out += '"';
-  for (char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char escaped[8];
-        std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-        out += escaped;
-      } else {
-        out += c;
-      }
-    }
-  }
-  out += '"';
-}
-
 void appendValue(std::string &out, const Value &value) {
   switch (value.kind()) {
   case Value::Kind::Null:
@@ -132,7 +105,7 @@ void appendValue(std::string &out, const Value &value) {
     return;
   }
   case Value::Kind::String:
-    appendQuoted(out, value.asString());
+    out += plan::quoteString(value.asString());
     return;
   case Value::Kind::Bytes:
     out += "<" + std::to_string(value.asBytes().size()) + " bytes>";
@@ -153,7 +126,7 @@ void appendValue(std::string &out, const Value &value) {
     const char *separator = "";
     for (const auto &[name, fieldValue] : value.asRecord()) {
       out += separator;
-      appendQuoted(out, name);
+      out += plan::quoteString(name);
       out += ": ";
       appendValue(out, fieldValue);
       separator = ", ";

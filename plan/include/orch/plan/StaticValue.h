@@ -33,4 +33,7 @@ Type typeOf(const StaticValue &value);
 /// The value as .orch source would spell it: `"a\n"`, `42`, `2.5`, `250ms`, `512MB`.
 std::string formatStaticValue(const StaticValue &value);
 
+/// `text` in double quotes with escapes valid in both .orch and JSON (`\n`, `\"`, `\u001b`).
+std::string quoteString(const std::string &text);
+
 } // namespace orch::plan
