@@ -765,4 +765,11 @@ bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
   return TypeChecker(file, catalog, overrides, diags).run();
 }
 
+std::optional<ParamOverride> parseParamOverride(const std::string &assignment) {
+  size_t equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0)
+    return std::nullopt;
+  return ParamOverride{assignment.substr(0, equals), assignment.substr(equals + 1)};
+}
+
 } // namespace orch

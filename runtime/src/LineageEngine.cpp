@@ -22,6 +22,18 @@ uint64_t mixKey(uint64_t value) {
   return value ^ (value >> 31);
 }
 
+/// A finished row that never ran (a source error, an abort): failed with one cause.
+RootResult failedRoot(uint64_t admission, uint32_t source, uint64_t sourceRow,
+                      std::vector<Failure> failures) {
+  RootResult result;
+  result.admission = admission;
+  result.source = source;
+  result.sourceRow = sourceRow;
+  result.status = RootStatus::Failed;
+  result.failures = std::move(failures);
+  return result;
+}
+
 bool isFailure(ItemOutcome outcome) {
   return outcome == ItemOutcome::Failed || outcome == ItemOutcome::Suppressed;
 }
@@ -665,12 +677,8 @@ void LineageEngine::State::abortRun(const std::string &reason) {
     if (!root.live)
       continue;
     root.failures.push_back(Failure{FailureKind::Aborted, "", {}, reason});
-    RootResult result;
-    result.admission = root.admission;
-    result.source = root.source;
-    result.sourceRow = root.sourceRow;
-    result.status = RootStatus::Failed;
-    result.failures = std::move(root.failures);
+    RootResult result =
+        failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures));
     releaseEntityTree(root.entity);
     root = Root{};
     freeRoots.push_back(r);
@@ -702,12 +710,8 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   const uint64_t sourceRow = s.nextSourceRow[source]++;
   ++s.stats.rootsAdmitted;
   if (s.abortReason) {
-    RootResult result;
-    result.admission = admission;
-    result.source = source;
-    result.sourceRow = sourceRow;
-    result.status = RootStatus::Failed;
-    result.failures.push_back(Failure{FailureKind::Aborted, "", {}, *s.abortReason});
+    RootResult result = failedRoot(admission, source, sourceRow,
+                                   {Failure{FailureKind::Aborted, "", {}, *s.abortReason}});
     ++s.stats.rootsFinished;
     s.finished.push_back(std::move(result));
     return admission;
@@ -742,16 +746,13 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
 
 uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
   State &s = *state_;
-  RootResult result;
-  result.admission = s.nextAdmission++;
-  result.source = source;
-  result.sourceRow = s.nextSourceRow[source]++;
-  result.status = RootStatus::Failed;
-  result.failures.push_back(Failure{FailureKind::SourceError, "", {}, std::move(message)});
+  const uint64_t admission = s.nextAdmission++;
+  RootResult result = failedRoot(admission, source, s.nextSourceRow[source]++,
+                                 {Failure{FailureKind::SourceError, "", {}, std::move(message)}});
   ++s.stats.rootsAdmitted;
   ++s.stats.rootsFinished;
   s.finished.push_back(std::move(result));
-  return s.finished.back().admission;
+  return admission;
 }
 
 void LineageEngine::closeAdmission() {

@@ -3,12 +3,8 @@
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
 
-failures=0
-check() { # check DESCRIPTION COMMAND...: the command must succeed
-  local description=$1; shift
-  if "$@"; then echo "ok: $description"; else echo "FAIL: $description"; failures=$((failures + 1)); fi
-}
-exit_code() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
+# shellcheck source=lib/checks.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
 
 version=$(sed -n 's/^project(Orch VERSION \([0-9.]*\).*/\1/p' "$ORCH_SOURCE_DIR/CMakeLists.txt")
 check "orchc --version prints the project version" \
@@ -29,4 +25,4 @@ check "a missing argument is a usage error" test "$(exit_code "$ORCH_BIN/orchc")
 check "an unknown flag is a usage error" \
   test "$(exit_code "$ORCH_BIN/orchc" --no-such-flag "$workdir/ok.orch")" != 0
 
-if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+finish_checks

@@ -4,12 +4,8 @@
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
 
-failures=0
-check() { # check DESCRIPTION COMMAND...: the command must succeed
-  local description=$1; shift
-  if "$@"; then echo "ok: $description"; else echo "FAIL: $description"; failures=$((failures + 1)); fi
-}
-exit_code() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
+# shellcheck source=lib/checks.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
 
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
@@ -75,4 +71,4 @@ check "operators without an implementation are named before anything runs" \
   grep -q "no implementation for operator pdf.pages" \
   <("$ORCH_BIN/orch" run "$ORCH_SOURCE_DIR/examples/pdf_to_markdown.orch" 2>&1 || true)
 
-if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+finish_checks

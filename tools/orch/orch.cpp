@@ -62,12 +62,12 @@ static int runCommand() {
   orch::RunCommandOptions options;
   options.inputPath = runPath;
   for (const std::string &assignment : setParams) {
-    size_t equals = assignment.find('=');
-    if (equals == std::string::npos || equals == 0) {
+    std::optional<orch::ParamOverride> override = orch::parseParamOverride(assignment);
+    if (!override) {
       llvm::errs() << "orch: error: --set expects NAME=VALUE, got '" << assignment << "'\n";
       return orch::kRunCannotRun;
     }
-    options.overrides.push_back({assignment.substr(0, equals), assignment.substr(equals + 1)});
+    options.overrides.push_back(*override);
   }
   options.threads = threads;
   options.engine.maxLiveRoots = maxLiveRoots;

@@ -52,12 +52,12 @@ int main(int argc, char **argv) {
   options.printAfterAll = printAfterAll;
   options.timePasses = timePasses;
   for (const std::string &assignment : setParams) {
-    size_t equals = assignment.find('=');
-    if (equals == std::string::npos || equals == 0) {
+    std::optional<orch::ParamOverride> override = orch::parseParamOverride(assignment);
+    if (!override) {
       llvm::errs() << "orchc: error: --set expects NAME=VALUE, got '" << assignment << "'\n";
       return orch::kCompileUserError;
     }
-    options.overrides.push_back({assignment.substr(0, equals), assignment.substr(equals + 1)});
+    options.overrides.push_back(*override);
   }
   return orch::runCompile(options);
 }

@@ -6,6 +6,7 @@
 #include "orch/ir/Diagnostics.h"
 #include "orch/plan/OperatorCatalog.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct ParamOverride {
   std::string name;
   std::string value;
 };
+
+/// Splits a command line's `NAME=VALUE`; nullopt when there is no `=` or no name.
+std::optional<ParamOverride> parseParamOverride(const std::string &assignment);
 
 /// Binds every name use to its declaration. Reports undefined names, names bound twice, uses
 /// before definition, cycles between bindings, and domains named twice.
