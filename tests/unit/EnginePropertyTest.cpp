@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -470,7 +471,8 @@ void checkOrdinalOrder(const RootResult &root, const std::string &where) {
 
 TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   constexpr int kPlans = 600;
-  int compared = 0, withFailures = 0, withLosses = 0, nested = 0;
+  int compared = 0, withFailures = 0, withLosses = 0, nested = 0, withFilters = 0,
+      withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0;
   for (int seed = 1; seed <= kPlans; ++seed) {
     Random random(static_cast<uint64_t>(seed) * 7919);
     const std::string program = ProgramGenerator(random).generate();
@@ -479,6 +481,11 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     ASSERT_TRUE(plan) << "seed " << seed << ": " << error << "\n" << program;
     ASSERT_FALSE(checkPlanRunnable(*plan)) << program;
     nested += plan->domains.size() > 3;
+    withSeveralSinks += plan->sinks.size() > 1;
+    for (const plan::PlanNode &node : plan->nodes) {
+      withFilters += node.kind == plan::NodeKind::Filter && node.domain != plan::kNone;
+      withBroadcasts += node.kind == plan::NodeKind::Broadcast;
+    }
 
     std::vector<Value> rows;
     const int rowCount = pick(random, 0, 6);
@@ -523,6 +530,9 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
       if (::testing::Test::HasFatalFailure())
         return;
       withFailures += root.status == RootStatus::Failed;
+      for (const SinkRow &row : root.rows)
+        emptyExpansions +=
+            row.status == RowStatus::Written && row.values[0].str().find("[]") != std::string::npos;
       ++compared;
     }
   }
@@ -531,6 +541,14 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   EXPECT_GT(withFailures, 100);
   EXPECT_GT(withLosses, 100);
   EXPECT_GT(nested, 100);
+  EXPECT_GT(withFilters, 100);
+  EXPECT_GT(withBroadcasts, 100);
+  EXPECT_GT(withSeveralSinks, 100);
+  EXPECT_GT(emptyExpansions, 100);
+  std::printf("compared %d roots (%d failed); plans: %d with 4+ domains, %d filters, %d "
+              "broadcasts, %d with several sinks, %d with lost batches; %d empty child lists\n",
+              compared, withFailures, nested, withFilters, withBroadcasts, withSeveralSinks,
+              withLosses, emptyExpansions);
 }
 
 } // namespace

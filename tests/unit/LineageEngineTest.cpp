@@ -157,6 +157,8 @@ TEST(LineageEngineTest, StepsThroughEveryLegalTransition) {
   EXPECT_EQ(engine.commit(identityReport(*pages)).status, CommitStatus::Committed);
   EXPECT_EQ(engine.commit(identityReport(*pages)).status, CommitStatus::Stale)
       << "a batch commits once";
+  EXPECT_FALSE(engine.failBatch(pages->id, "lost after commit"))
+      << "sealed grains never go back to ready";
   std::vector<RootResult> done = engine.takeFinishedRoots();
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(*done[0].rows[0].values[0].field("pages"), ints({0, 1, 2}));
