@@ -1,11 +1,11 @@
-// The embedded runtime: engine on the calling thread, operator batches on worker threads.
+// The in-process executor: operator batches on worker threads, one operator instance per
+// replica, created on first use by the thread that runs it.
 #include "orch/runtime/LocalRunner.h"
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,7 +13,7 @@
 namespace orch::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 
 struct Job {
   Batch batch;
@@ -139,189 +139,84 @@ private:
   std::vector<std::thread> threads_;
 };
 
-std::string describeSink(const plan::PlanSink &sink, size_t index) {
-  return "sink " + std::to_string(index) + " (" + sink.op + ")";
-}
+/// Hands batches to the pool while the Call has an idle replica.
+class ThreadExecutor : public BatchExecutor {
+public:
+  ThreadExecutor(const OperatorRegistry &registry, unsigned threads)
+      : registry_(registry), threads_(std::max(1u, threads)) {}
+
+  std::optional<std::string>
+  start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
+    for (uint32_t c = 0; c < plan.calls.size(); ++c) {
+      const plan::PlanCall &call = plan.calls[c];
+      const OperatorFactory *factory = registry_.transform(call.op);
+      if (!factory)
+        return "no implementation for operator " + call.op;
+      Replicas pool{
+          OperatorConfig(call.name, call.op, call.constants, inputLabels[c]), factory, {}, {}};
+      const uint32_t count = static_cast<uint32_t>(std::max<int64_t>(1, call.options.replicas));
+      pool.instances.resize(count);
+      for (uint32_t i = count; i-- > 0;)
+        pool.idle.push_back(i);
+      replicas_.push_back(std::move(pool));
+    }
+    pool_ = std::make_unique<WorkerPool>(threads_, replicas_);
+    return std::nullopt;
+  }
+
+  bool canRun(uint32_t call) const override {
+    return busy_ < threads_ && !replicas_[call].idle.empty();
+  }
+
+  void submit(Batch batch) override {
+    Replicas &replicas = replicas_[batch.call];
+    const uint32_t instance = replicas.idle.back();
+    replicas.idle.pop_back();
+    ++busy_;
+    pool_->submit(Job{std::move(batch), instance});
+  }
+
+  size_t inFlight() const override { return busy_; }
+
+  std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) override {
+    std::vector<ExecutorEvent> events;
+    for (Finished &finished : pool_->wait(deadline)) {
+      replicas_[finished.call].idle.push_back(finished.instance);
+      --busy_;
+      ExecutorEvent event;
+      event.call = finished.call;
+      event.report = std::move(finished.report);
+      event.seconds = finished.seconds;
+      events.push_back(std::move(event));
+    }
+    return events;
+  }
+
+  void stop() override { pool_.reset(); }
+
+  std::string describe() const override {
+    return std::to_string(threads_) + " worker threads in this process";
+  }
+
+private:
+  const OperatorRegistry &registry_;
+  unsigned threads_;
+  unsigned busy_ = 0;
+  std::vector<Replicas> replicas_;
+  std::unique_ptr<WorkerPool> pool_;
+};
 
 } // namespace
 
+std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
+                                                  unsigned threads) {
+  return std::make_unique<ThreadExecutor>(registry, threads);
+}
+
 RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
-                      const RunOptions &options) {
-  RunSummary summary;
-  const Clock::time_point start = Clock::now();
-  if (auto problem = checkPlanRunnable(plan)) {
-    summary.error = "the plan cannot run: " + *problem;
-    return summary;
-  }
-  std::vector<std::string> missing = registry.missingFor(plan);
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string &name : missing)
-      list += (list.empty() ? "" : ", ") + name;
-    summary.error = "no implementation for " + list;
-    return summary;
-  }
-  LineageEngine engine(plan, options.engine);
-
-  // Sources and sinks are opened before anything runs: a bad path stops the run at once.
-  std::vector<std::unique_ptr<RowSource>> sources;
-  std::vector<std::unique_ptr<RowSink>> sinks;
-  try {
-    for (const plan::PlanSource &source : plan.sources)
-      sources.push_back((*registry.source(source.op))(
-          OperatorConfig(source.op, source.op, source.constants, {})));
-    for (size_t s = 0; s < plan.sinks.size(); ++s) {
-      const plan::PlanSink &sink = plan.sinks[s];
-      sinks.push_back((*registry.sink(sink.op))(
-          OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)));
-    }
-  } catch (const std::exception &error) {
-    summary.error = error.what();
-    return summary;
-  }
-
-  std::vector<Replicas> replicas;
-  for (uint32_t c = 0; c < plan.calls.size(); ++c) {
-    const plan::PlanCall &call = plan.calls[c];
-    Replicas pool{OperatorConfig(call.name, call.op, call.constants, engine.callInputLabels(c)),
-                  registry.transform(call.op),
-                  {},
-                  {}};
-    const uint32_t count = static_cast<uint32_t>(std::max<int64_t>(1, call.options.replicas));
-    pool.instances.resize(count);
-    for (uint32_t i = count; i-- > 0;)
-      pool.idle.push_back(i);
-    replicas.push_back(std::move(pool));
-    summary.calls.push_back(CallSummary{call.name, 0, 0, call.options.batch, 0});
-  }
-  const unsigned threads = std::max(1u, options.threads);
-  WorkerPool pool(threads, replicas);
-  summary.started = true;
-  // Outstanding batches and their deadlines (Calls with a timeout only).
-  std::map<uint64_t, Clock::time_point> deadlines;
-  std::map<uint64_t, uint32_t> deadlineCalls;
-  unsigned busy = 0;
-  size_t currentSource = 0;
-
-  auto deliver = [&](std::vector<RootResult> roots) {
-    for (RootResult &root : roots) {
-      ++summary.rows;
-      for (const SinkRow &row : root.rows) {
-        if (row.status != RowStatus::Written)
-          continue;
-        try {
-          sinks[row.sink]->write(row.values);
-          ++summary.sinkRows;
-        } catch (const std::exception &error) {
-          if (!summary.error)
-            summary.error = describeSink(plan.sinks[row.sink], row.sink) + ": " + error.what();
-        }
-      }
-      switch (root.status) {
-      case RootStatus::Written:
-        ++summary.written;
-        break;
-      case RootStatus::Dropped:
-        ++summary.dropped;
-        break;
-      case RootStatus::Failed:
-        ++summary.failed;
-        break;
-      }
-      if (options.onRootFinished)
-        options.onRootFinished(root);
-    }
-  };
-
-  for (;;) {
-    // Admit lazily, source after source, while the engine has room.
-    while (currentSource < sources.size() && engine.canAdmit()) {
-      std::optional<SourceRow> row;
-      try {
-        row = sources[currentSource]->next();
-      } catch (const std::exception &error) {
-        row = SourceRow{std::nullopt, error.what()};
-      }
-      if (!row) {
-        ++currentSource;
-        continue;
-      }
-      if (row->value)
-        engine.admitRoot(static_cast<uint32_t>(currentSource), std::move(*row->value));
-      else
-        engine.admitFailedRow(static_cast<uint32_t>(currentSource), row->error);
-    }
-    if (currentSource == sources.size())
-      engine.closeAdmission();
-    // Work-conserving dispatch: every free thread takes whatever is ready now.
-    while (busy < threads) {
-      std::optional<Batch> batch =
-          engine.reserveBatch([&](uint32_t call) { return !replicas[call].idle.empty(); });
-      if (!batch)
-        break;
-      const uint32_t call = batch->call;
-      const uint32_t instance = replicas[call].idle.back();
-      replicas[call].idle.pop_back();
-      ++busy;
-      const int64_t timeout = plan.calls[call].options.timeoutNanoseconds;
-      if (timeout > 0) {
-        deadlines[batch->id] = Clock::now() + std::chrono::nanoseconds(timeout);
-        deadlineCalls[batch->id] = call;
-      }
-      summary.calls[call].batches += 1;
-      summary.calls[call].grains += batch->grains.size();
-      pool.submit(Job{std::move(*batch), instance});
-    }
-    deliver(engine.takeFinishedRoots());
-    if (engine.complete() && busy == 0)
-      break;
-    if (busy == 0) {
-      if (engine.canAdmit() && currentSource < sources.size())
-        continue;
-      summary.error = engine.deadlockReport().value_or(
-          "the run stopped with unfinished rows and nothing to run");
-      break;
-    }
-    Clock::time_point wake = Clock::now() + std::chrono::seconds(1);
-    for (const auto &[id, deadline] : deadlines)
-      wake = std::min(wake, deadline);
-    for (Finished &finished : pool.wait(wake)) {
-      const uint64_t id = finished.report.batchId;
-      deadlines.erase(id);
-      deadlineCalls.erase(id);
-      summary.calls[finished.call].busySeconds += finished.seconds;
-      replicas[finished.call].idle.push_back(finished.instance);
-      --busy;
-      engine.commit(finished.report);
-    }
-    const Clock::time_point now = Clock::now();
-    for (auto it = deadlines.begin(); it != deadlines.end();) {
-      if (it->second > now) {
-        ++it;
-        continue;
-      }
-      // The thread stays busy until the operator returns; its late report is then stale.
-      const plan::PlanCall &call = plan.calls[deadlineCalls[it->first]];
-      engine.failBatch(it->first, "timed out after " + plan::formatStaticValue(plan::Duration{
-                                                           call.options.timeoutNanoseconds}));
-      deadlineCalls.erase(it->first);
-      it = deadlines.erase(it);
-    }
-  }
-  deliver(engine.takeFinishedRoots());
-  for (size_t s = 0; s < sinks.size(); ++s) {
-    try {
-      sinks[s]->close();
-    } catch (const std::exception &error) {
-      if (!summary.error)
-        summary.error = describeSink(plan.sinks[s], s) + ": " + error.what();
-    }
-  }
-  if (engine.abortReason() && !summary.error)
-    summary.error = "run aborted: " + *engine.abortReason();
-  summary.engine = engine.stats();
-  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return summary;
+                      const RunOptions &options, unsigned threads) {
+  std::unique_ptr<BatchExecutor> executor = makeThreadExecutor(registry, threads);
+  return runPlan(plan, registry, *executor, options);
 }
 
 } // namespace orch::runtime

@@ -55,9 +55,8 @@ protected:
 
   RunSummary run(const plan::Plan &plan, unsigned threads = 4) {
     RunOptions options;
-    options.threads = threads;
     options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
-    return runLocally(plan, registry_, options);
+    return runLocally(plan, registry_, options, threads);
   }
 
   fs::path dir_;

@@ -147,10 +147,9 @@ int runPipeline(const RunCommandOptions &options) {
   ErrorsJournal errors(*plan, options.errorsPath.empty() ? plan->pipelineName + ".errors.jsonl"
                                                          : options.errorsPath);
   runtime::RunOptions runOptions;
-  runOptions.threads = options.threads;
   runOptions.engine = options.engine;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
-  runtime::RunSummary summary = runtime::runLocally(*plan, registry, runOptions);
+  runtime::RunSummary summary = runtime::runLocally(*plan, registry, runOptions, options.threads);
   if (!summary.started) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return kRunCannotRun;

@@ -1,0 +1,55 @@
+// Who runs the engine's batches: worker threads in this process, or worker processes over
+// ZeroMQ. The run loop (RunLoop.h) talks to the engine on one side and to an executor on the
+// other, so every executor gets the same admission, dispatch, commit and output logic.
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/EngineTypes.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct ExecutorEvent {
+  enum class Kind {
+    /// A report came back (it may still be stale for the engine).
+    Finished,
+    /// The batch will never report: its worker was lost. The engine re-queues it.
+    Lost,
+  };
+  Kind kind = Kind::Finished;
+  uint32_t call = kNoIndex;
+  BatchReport report;
+  /// Lost: the batch and why.
+  uint64_t batchId = 0;
+  std::string reason;
+  /// Finished: seconds spent inside the operator.
+  double seconds = 0;
+};
+
+class BatchExecutor {
+public:
+  virtual ~BatchExecutor() = default;
+  /// Prepares to run `plan`'s Calls, whose batches carry `inputLabels[call]`. A message when it
+  /// cannot (no worker can ever start, a bad endpoint).
+  virtual std::optional<std::string>
+  start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) = 0;
+  /// Whether a batch of `call` could be handed over right now.
+  virtual bool canRun(uint32_t call) const = 0;
+  virtual void submit(Batch batch) = 0;
+  /// Batches handed over and not yet finished or lost.
+  virtual size_t inFlight() const = 0;
+  /// Waits until something happened or `deadline` passed.
+  virtual std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) = 0;
+  /// Shuts down (the run is over or interrupted); batches still running are abandoned.
+  virtual void stop() = 0;
+  /// Counters and notes for the run's summary ("4 workers, 2 lost, 1 replaced").
+  virtual std::string describe() const { return {}; }
+};
+
+} // namespace orch::runtime

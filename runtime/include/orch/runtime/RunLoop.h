@@ -1,0 +1,61 @@
+// Runs a plan with any executor: reads sources lazily into the engine, hands ready batches to
+// the executor (work-conserving), commits what comes back, enforces Call timeouts, and writes
+// each source row's sink rows the moment it finishes.
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/BatchExecutor.h"
+#include "orch/runtime/LineageEngine.h"
+#include "orch/runtime/Operator.h"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+struct RunOptions {
+  EngineOptions engine;
+  /// Called on the engine's thread for every finished source row, after its sink rows are
+  /// written (the errors journal and progress hang here).
+  std::function<void(const RootResult &)> onRootFinished;
+  /// Set (by a signal handler) to stop the run early.
+  const std::atomic<bool> *stopRequested = nullptr;
+};
+
+struct CallSummary {
+  std::string name;
+  uint64_t batches = 0;
+  uint64_t grains = 0;
+  int64_t batchLimit = 1;
+  /// Seconds spent inside the operator, summed over replicas.
+  double busySeconds = 0;
+};
+
+struct RunSummary {
+  uint64_t rows = 0;
+  uint64_t written = 0;
+  uint64_t dropped = 0;
+  uint64_t failed = 0;
+  /// Sink rows written, over all sinks.
+  uint64_t sinkRows = 0;
+  double seconds = 0;
+  EngineStats engine;
+  std::vector<CallSummary> calls;
+  /// The executor's own account (workers started, lost, replaced).
+  std::string executor;
+  /// False when the run could not start (then `error` says why and nothing ran).
+  bool started = false;
+  /// Set when the run could not start (an operator without implementation, an unwritable
+  /// sink, no worker) or stopped early (an abort, a deadlock, an interruption).
+  std::optional<std::string> error;
+};
+
+/// Runs `plan` to completion with `executor`; sources and sinks come from `registry`. Never
+/// throws for operator or data problems: they become failed rows, or `error`.
+RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
+                   BatchExecutor &executor, const RunOptions &options);
+
+} // namespace orch::runtime

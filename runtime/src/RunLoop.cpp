@@ -1,0 +1,223 @@
+// The run loop shared by every executor: admission, dispatch, commit, timeouts, outputs.
+#include "orch/runtime/RunLoop.h"
+
+#include <algorithm>
+#include <map>
+
+namespace orch::runtime {
+namespace {
+
+std::string describeSink(const plan::PlanSink &sink, size_t index) {
+  return "sink " + std::to_string(index) + " (" + sink.op + ")";
+}
+
+/// Sources read lazily, one after the other, into the engine.
+class Admission {
+public:
+  explicit Admission(std::vector<std::unique_ptr<RowSource>> sources)
+      : sources_(std::move(sources)) {}
+
+  void admit(LineageEngine &engine) {
+    while (current_ < sources_.size() && engine.canAdmit()) {
+      std::optional<SourceRow> row;
+      try {
+        row = sources_[current_]->next();
+      } catch (const std::exception &error) {
+        row = SourceRow{std::nullopt, error.what()};
+      }
+      if (!row) {
+        ++current_;
+        continue;
+      }
+      if (row->value)
+        engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value));
+      else
+        engine.admitFailedRow(static_cast<uint32_t>(current_), row->error);
+    }
+    if (exhausted())
+      engine.closeAdmission();
+  }
+
+  bool exhausted() const { return current_ == sources_.size(); }
+
+private:
+  std::vector<std::unique_ptr<RowSource>> sources_;
+  size_t current_ = 0;
+};
+
+/// Writes finished roots to the sinks and keeps the account.
+class Outputs {
+public:
+  Outputs(const plan::Plan &plan, std::vector<std::unique_ptr<RowSink>> sinks,
+          const RunOptions &options, RunSummary &summary)
+      : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary) {}
+
+  void deliver(std::vector<RootResult> roots) {
+    for (RootResult &root : roots) {
+      ++summary_.rows;
+      for (const SinkRow &row : root.rows) {
+        if (row.status != RowStatus::Written)
+          continue;
+        try {
+          sinks_[row.sink]->write(row.values);
+          ++summary_.sinkRows;
+        } catch (const std::exception &error) {
+          noteError(describeSink(plan_.sinks[row.sink], row.sink) + ": " + error.what());
+        }
+      }
+      switch (root.status) {
+      case RootStatus::Written:
+        ++summary_.written;
+        break;
+      case RootStatus::Dropped:
+        ++summary_.dropped;
+        break;
+      case RootStatus::Failed:
+        ++summary_.failed;
+        break;
+      }
+      if (options_.onRootFinished)
+        options_.onRootFinished(root);
+    }
+  }
+
+  void close() {
+    for (size_t s = 0; s < sinks_.size(); ++s) {
+      try {
+        sinks_[s]->close();
+      } catch (const std::exception &error) {
+        noteError(describeSink(plan_.sinks[s], s) + ": " + error.what());
+      }
+    }
+  }
+
+private:
+  void noteError(std::string message) {
+    if (!summary_.error)
+      summary_.error = std::move(message);
+  }
+
+  const plan::Plan &plan_;
+  std::vector<std::unique_ptr<RowSink>> sinks_;
+  const RunOptions &options_;
+  RunSummary &summary_;
+};
+
+} // namespace
+
+RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
+                   BatchExecutor &executor, const RunOptions &options) {
+  RunSummary summary;
+  const SteadyClock::time_point start = SteadyClock::now();
+  if (auto problem = checkPlanRunnable(plan)) {
+    summary.error = "the plan cannot run: " + *problem;
+    return summary;
+  }
+  std::vector<std::string> missing = registry.missingFor(plan);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string &name : missing)
+      list += (list.empty() ? "" : ", ") + name;
+    summary.error = "no implementation for " + list;
+    return summary;
+  }
+  LineageEngine engine(plan, options.engine);
+
+  // Sources and sinks are opened before anything runs: a bad path stops the run at once.
+  std::vector<std::unique_ptr<RowSource>> sources;
+  std::vector<std::unique_ptr<RowSink>> sinks;
+  try {
+    for (const plan::PlanSource &source : plan.sources)
+      sources.push_back((*registry.source(source.op))(
+          OperatorConfig(source.op, source.op, source.constants, {})));
+    for (size_t s = 0; s < plan.sinks.size(); ++s) {
+      const plan::PlanSink &sink = plan.sinks[s];
+      sinks.push_back((*registry.sink(sink.op))(
+          OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)));
+    }
+  } catch (const std::exception &error) {
+    summary.error = error.what();
+    return summary;
+  }
+  std::vector<std::vector<std::string>> inputLabels;
+  for (uint32_t c = 0; c < plan.calls.size(); ++c) {
+    inputLabels.push_back(engine.callInputLabels(c));
+    summary.calls.push_back(CallSummary{plan.calls[c].name, 0, 0, plan.calls[c].options.batch, 0});
+  }
+  if (auto problem = executor.start(plan, inputLabels)) {
+    summary.error = *problem;
+    return summary;
+  }
+  summary.started = true;
+
+  Admission admission(std::move(sources));
+  Outputs outputs(plan, std::move(sinks), options, summary);
+  // Deadlines of outstanding batches of Calls with a timeout.
+  std::map<uint64_t, std::pair<SteadyClock::time_point, uint32_t>> deadlines;
+  for (;;) {
+    if (options.stopRequested && options.stopRequested->load()) {
+      summary.error =
+          "interrupted: " + std::to_string(engine.liveRoots()) + " source rows were unfinished";
+      break;
+    }
+    admission.admit(engine);
+    // Work-conserving dispatch: whatever is ready goes to whoever can take it now.
+    while (std::optional<Batch> batch =
+               engine.reserveBatch([&](uint32_t call) { return executor.canRun(call); })) {
+      const uint32_t call = batch->call;
+      const int64_t timeout = plan.calls[call].options.timeoutNanoseconds;
+      if (timeout > 0)
+        deadlines[batch->id] = {SteadyClock::now() + std::chrono::nanoseconds(timeout), call};
+      summary.calls[call].batches += 1;
+      summary.calls[call].grains += batch->grains.size();
+      executor.submit(std::move(*batch));
+    }
+    outputs.deliver(engine.takeFinishedRoots());
+    if (engine.complete() && executor.inFlight() == 0)
+      break;
+    if (executor.inFlight() == 0 && !engine.hasReadyWork()) {
+      if (engine.canAdmit() && !admission.exhausted())
+        continue;
+      summary.error = engine.deadlockReport().value_or(
+          "the run stopped with unfinished rows and nothing to run");
+      break;
+    }
+    SteadyClock::time_point wake = SteadyClock::now() + std::chrono::milliseconds(200);
+    for (const auto &[id, deadline] : deadlines)
+      wake = std::min(wake, deadline.first);
+    for (ExecutorEvent &event : executor.wait(wake)) {
+      if (event.kind == ExecutorEvent::Kind::Lost) {
+        deadlines.erase(event.batchId);
+        engine.failBatch(event.batchId, event.reason);
+        continue;
+      }
+      deadlines.erase(event.report.batchId);
+      if (event.call < summary.calls.size())
+        summary.calls[event.call].busySeconds += event.seconds;
+      engine.commit(event.report);
+    }
+    const SteadyClock::time_point now = SteadyClock::now();
+    for (auto it = deadlines.begin(); it != deadlines.end();) {
+      if (it->second.first > now) {
+        ++it;
+        continue;
+      }
+      // The worker stays busy until the operator returns; its late report is then stale.
+      const plan::PlanCall &call = plan.calls[it->second.second];
+      engine.failBatch(it->first, "timed out after " + plan::formatStaticValue(plan::Duration{
+                                                           call.options.timeoutNanoseconds}));
+      it = deadlines.erase(it);
+    }
+  }
+  executor.stop();
+  outputs.deliver(engine.takeFinishedRoots());
+  outputs.close();
+  if (engine.abortReason() && !summary.error)
+    summary.error = "run aborted: " + *engine.abortReason();
+  summary.engine = engine.stats();
+  summary.executor = executor.describe();
+  summary.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  return summary;
+}
+
+} // namespace orch::runtime
