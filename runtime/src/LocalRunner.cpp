@@ -93,39 +93,13 @@ private:
   }
 
   Finished run(const Job &job) {
-    const Batch &batch = job.batch;
-    Finished finished;
-    finished.call = batch.call;
-    finished.instance = job.instance;
-    finished.report.batchId = batch.id;
     const Clock::time_point start = Clock::now();
-    std::vector<OperatorRow> rows;
-    rows.reserve(batch.grains.size());
-    for (size_t i = 0; i < batch.grains.size(); ++i)
-      rows.push_back(OperatorRow{batch.inputsOf(i), batch.grains[i].lineage});
-    std::vector<RowResult> results;
-    results.reserve(rows.size());
-    try {
-      Replicas &call = replicas_[batch.call];
-      std::unique_ptr<Operator> &instance = call.instances[job.instance];
-      if (!instance)
-        instance = (*call.factory)(call.config);
-      instance->process(rows, results);
-    } catch (const std::exception &error) {
-      finished.report.batchError = error.what();
-    } catch (...) {
-      finished.report.batchError = "unknown exception";
-    }
-    if (!finished.report.batchError) {
-      finished.report.grains.reserve(results.size());
-      for (size_t i = 0; i < results.size(); ++i) {
-        // Extra results are reported against the last grain: the engine rejects the batch.
-        const BatchGrain &grain = batch.grains[std::min(i, batch.grains.size() - 1)];
-        finished.report.grains.push_back(GrainReport{grain.grain, grain.generation, results[i].kind,
-                                                     std::move(results[i].value),
-                                                     std::move(results[i].message)});
-      }
-    }
+    Replicas &call = replicas_[job.batch.call];
+    Finished finished;
+    finished.call = job.batch.call;
+    finished.instance = job.instance;
+    finished.report =
+        runOperatorBatch(call.instances[job.instance], *call.factory, call.config, job.batch);
     finished.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return finished;
   }

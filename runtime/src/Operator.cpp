@@ -1,6 +1,8 @@
 // Operator configuration access and the registry of implementations.
 #include "orch/runtime/Operator.h"
 
+#include <algorithm>
+
 namespace orch::runtime {
 
 OperatorConfig::OperatorConfig(std::string name, std::string op,
@@ -81,6 +83,46 @@ const SourceFactory *OperatorRegistry::source(std::string_view name) const {
 
 const SinkFactory *OperatorRegistry::sink(std::string_view name) const {
   return lookup(sinks_, name);
+}
+
+std::vector<std::string> OperatorRegistry::transformNames() const {
+  std::vector<std::string> names;
+  for (const auto &[name, factory] : transforms_)
+    names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                             const OperatorConfig &config, const Batch &batch) {
+  BatchReport report;
+  report.batchId = batch.id;
+  std::vector<OperatorRow> rows;
+  rows.reserve(batch.grains.size());
+  for (size_t i = 0; i < batch.grains.size(); ++i)
+    rows.push_back(OperatorRow{batch.inputsOf(i), batch.grains[i].lineage});
+  std::vector<RowResult> results;
+  results.reserve(rows.size());
+  try {
+    if (!instance)
+      instance = factory(config);
+    instance->process(rows, results);
+  } catch (const std::exception &error) {
+    report.batchError = error.what();
+    return report;
+  } catch (...) {
+    report.batchError = "unknown exception";
+    return report;
+  }
+  report.grains.reserve(results.size());
+  for (size_t i = 0; i < results.size() && !batch.grains.empty(); ++i) {
+    // Extra results are reported against the last grain: the engine rejects the batch.
+    const BatchGrain &grain = batch.grains[std::min(i, batch.grains.size() - 1)];
+    report.grains.push_back(GrainReport{grain.grain, grain.generation, results[i].kind,
+                                        std::move(results[i].value),
+                                        std::move(results[i].message)});
+  }
+  return report;
 }
 
 std::vector<std::string> OperatorRegistry::missingFor(const plan::Plan &plan) const {

@@ -8,8 +8,10 @@
 #include "orch/ir/DiagnosticPrinter.h"
 #include "orch/passes/Pipeline.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/runtime/Coordinator.h"
 #include "orch/runtime/LocalRunner.h"
 #include "orch/runtime/TestOperators.h"
+#include "orch/runtime/Worker.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include "llvm/Support/Format.h"
@@ -17,12 +19,68 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <thread>
+#include <unistd.h>
 
 namespace orch {
 namespace {
+
+std::atomic<bool> stopRequested{false};
+
+void requestStop(int) { stopRequested.store(true); }
+
+/// SIGINT and SIGTERM stop the run (or worker) cleanly: workers are stopped, nothing orphaned.
+void installStopHandlers() {
+  struct sigaction action = {};
+  action.sa_handler = requestStop;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string thisProgram() {
+  char path[4096];
+  const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  return length > 0 ? std::string(path, size_t(length)) : std::string("orch");
+}
+
+void logLine(const std::string &line) { llvm::errs() << "orch: " << line << "\n"; }
+
+runtime::OperatorRegistry standardRegistry() {
+  runtime::OperatorRegistry registry;
+  stdlib::registerStandardOperators(registry);
+  runtime::registerTestOperators(registry, std::make_shared<runtime::TestOperatorLog>(false));
+  return registry;
+}
+
+std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &options,
+                                                     const plan::Plan &plan,
+                                                     const runtime::OperatorRegistry &registry) {
+  if (options.inProcess)
+    return runtime::makeThreadExecutor(registry, options.threads);
+  runtime::CoordinatorOptions coordinator;
+  coordinator.endpoint = options.listen;
+  coordinator.heartbeatMs = options.heartbeatMs;
+  coordinator.liveness = options.liveness;
+  coordinator.depth = options.depth;
+  coordinator.workerProgram = thisProgram();
+  coordinator.log = logLine;
+  if (options.workers >= 0) {
+    coordinator.localWorkers = unsigned(options.workers);
+  } else if (options.listen.empty()) {
+    int64_t replicas = 0;
+    for (const plan::PlanCall &call : plan.calls)
+      replicas += std::max<int64_t>(1, call.options.replicas);
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    coordinator.localWorkers = unsigned(std::clamp<int64_t>(replicas, 1, cores));
+  }
+  return runtime::makeCoordinator(std::move(coordinator));
+}
 
 std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
   llvm::SourceMgr sources;
@@ -133,6 +191,8 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << " suppressed by barriers, " << engine.batchRetries << " retries, "
       << engine.infrastructureFailures << " lost batches, " << engine.staleReports
       << " stale reports\n";
+  if (!summary.executor.empty())
+    out << "orch:   workers: " << summary.executor << "\n";
 }
 
 } // namespace
@@ -141,15 +201,17 @@ int runPipeline(const RunCommandOptions &options) {
   std::optional<plan::Plan> plan = loadPlan(options);
   if (!plan)
     return kRunCannotRun;
-  runtime::OperatorRegistry registry;
-  stdlib::registerStandardOperators(registry);
-  runtime::registerTestOperators(registry, std::make_shared<runtime::TestOperatorLog>(false));
+  const runtime::OperatorRegistry registry = standardRegistry();
   ErrorsJournal errors(*plan, options.errorsPath.empty() ? plan->pipelineName + ".errors.jsonl"
                                                          : options.errorsPath);
   runtime::RunOptions runOptions;
   runOptions.engine = options.engine;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
-  runtime::RunSummary summary = runtime::runLocally(*plan, registry, runOptions, options.threads);
+  runOptions.stopRequested = &stopRequested;
+  installStopHandlers();
+  std::unique_ptr<runtime::BatchExecutor> executor = makeExecutor(options, *plan, registry);
+  runtime::RunSummary summary = runtime::runPlan(*plan, registry, *executor, runOptions);
+  executor.reset();
   if (!summary.started) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return kRunCannotRun;
@@ -157,9 +219,23 @@ int runPipeline(const RunCommandOptions &options) {
   printSummary(*plan, summary, errors, options.quiet);
   if (summary.error) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
-    return kRunCannotRun;
+    return stopRequested.load() ? kRunInterrupted : kRunCannotRun;
   }
   return summary.failed ? kRunRowsFailed : kRunOk;
+}
+
+int runWorkerCommand(const WorkerCommandOptions &options) {
+  const runtime::OperatorRegistry registry = standardRegistry();
+  installStopHandlers();
+  runtime::WorkerOptions worker;
+  worker.endpoint = options.connect;
+  worker.name = options.name;
+  worker.cpus = options.cpus;
+  worker.gpus = options.gpus;
+  worker.stopRequested = &stopRequested;
+  worker.verbose = !options.quiet;
+  worker.log = logLine;
+  return runtime::runWorker(worker, registry);
 }
 
 } // namespace orch

@@ -13,7 +13,17 @@ namespace orch {
 struct RunCommandOptions {
   std::string inputPath;
   std::vector<ParamOverride> overrides;
+  /// Run operator batches on threads of this process instead of worker processes.
+  bool inProcess = false;
   unsigned threads = 2;
+  /// Local worker processes; -1 = sized from the machine and the Calls' replicas (none with
+  /// `listen`).
+  int workers = -1;
+  /// Cluster mode: where workers connect ("" = a private ipc endpoint).
+  std::string listen;
+  uint32_t heartbeatMs = 500;
+  uint32_t liveness = 5;
+  uint32_t depth = 2;
   runtime::EngineOptions engine;
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;
@@ -21,8 +31,19 @@ struct RunCommandOptions {
 };
 
 /// Exit codes of `orch run`.
-enum RunExitCode : int { kRunOk = 0, kRunCannotRun = 1, kRunRowsFailed = 2 };
+enum RunExitCode : int { kRunOk = 0, kRunCannotRun = 1, kRunRowsFailed = 2, kRunInterrupted = 130 };
 
 int runPipeline(const RunCommandOptions &options);
+
+struct WorkerCommandOptions {
+  std::string connect;
+  std::string name;
+  double cpus = 1;
+  std::vector<int64_t> gpus;
+  bool quiet = false;
+};
+
+/// `orch worker --connect ENDPOINT`: serves a coordinator until it says goodbye.
+int runWorkerCommand(const WorkerCommandOptions &options);
 
 } // namespace orch

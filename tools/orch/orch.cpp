@@ -22,7 +22,26 @@ static cl::opt<std::string> inspectPath(cl::Positional, cl::Required, cl::desc("
 static cl::SubCommand run("run", "Run a pipeline (.orch or .plan) in this process");
 static cl::opt<std::string> runPath(cl::Positional, cl::Required, cl::desc("<file.orch|file.plan>"),
                                     cl::sub(run), cl::cat(orchCategory));
-static cl::opt<unsigned> threads("threads", cl::desc("Worker threads running operator batches"),
+static cl::opt<bool> inProcess("in-process",
+                               cl::desc("Run operator batches on threads of this process"),
+                               cl::sub(run), cl::cat(orchCategory));
+static cl::opt<int> workers("workers",
+                            cl::desc("Local worker processes (default: from the cores and the "
+                                     "Calls' replicas; none with --listen)"),
+                            cl::init(-1), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string> listen("listen",
+                                   cl::desc("Cluster mode: accept workers on this endpoint "
+                                            "(tcp://HOST:PORT)"),
+                                   cl::value_desc("endpoint"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<unsigned> heartbeatMs("heartbeat-ms", cl::desc("Heartbeat interval"), cl::init(500),
+                                     cl::sub(run), cl::cat(orchCategory));
+static cl::opt<unsigned> liveness("liveness",
+                                  cl::desc("Heartbeats a worker may miss before it is lost"),
+                                  cl::init(5), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<unsigned> depth("depth", cl::desc("Batches sent ahead to each replica"), cl::init(2),
+                               cl::sub(run), cl::cat(orchCategory));
+static cl::opt<unsigned> threads("threads",
+                                 cl::desc("With --in-process: threads running operator batches"),
                                  cl::init(std::max(1u, std::thread::hardware_concurrency())),
                                  cl::sub(run), cl::cat(orchCategory));
 static cl::list<std::string> setParams("set", cl::desc("Override a param: --set NAME=VALUE"),
@@ -58,6 +77,31 @@ static cl::opt<std::string>
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the one-line summary"), cl::sub(run),
                            cl::cat(orchCategory));
 
+static cl::SubCommand worker("worker", "Serve a coordinator (orch run) as a worker");
+static cl::opt<std::string> connect("connect", cl::Required,
+                                    cl::desc("The coordinator's endpoint (tcp://HOST:PORT)"),
+                                    cl::value_desc("endpoint"), cl::sub(worker),
+                                    cl::cat(orchCategory));
+static cl::opt<std::string> workerName("name", cl::desc("This worker's name (default host:pid)"),
+                                       cl::sub(worker), cl::cat(orchCategory));
+static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
+                            cl::sub(worker), cl::cat(orchCategory));
+static cl::list<int64_t> gpus("gpus", cl::desc("GPU indexes this worker offers (0,1)"),
+                              cl::CommaSeparated, cl::sub(worker), cl::cat(orchCategory));
+
+static cl::opt<bool> workerQuiet("quiet", cl::desc("Log problems only"), cl::sub(worker),
+                                 cl::cat(orchCategory));
+
+static int workerCommand() {
+  orch::WorkerCommandOptions options;
+  options.connect = connect;
+  options.name = workerName;
+  options.cpus = cpus;
+  options.gpus.assign(gpus.begin(), gpus.end());
+  options.quiet = workerQuiet;
+  return orch::runWorkerCommand(options);
+}
+
 static int runCommand() {
   orch::RunCommandOptions options;
   options.inputPath = runPath;
@@ -69,7 +113,13 @@ static int runCommand() {
     }
     options.overrides.push_back(*override);
   }
+  options.inProcess = inProcess;
   options.threads = threads;
+  options.workers = workers;
+  options.listen = listen;
+  options.heartbeatMs = heartbeatMs;
+  options.liveness = liveness;
+  options.depth = depth;
   options.engine.maxLiveRoots = maxLiveRoots;
   options.engine.readyOrder = readyOrder;
   options.engine.batching = batching;
@@ -89,6 +139,8 @@ int main(int argc, char **argv) {
     return orch::runInspect(inspectPath);
   if (run)
     return runCommand();
+  if (worker)
+    return workerCommand();
   cl::PrintHelpMessage();
   return 1;
 }

@@ -109,6 +109,11 @@ using OperatorFactory = std::function<std::unique_ptr<Operator>(const OperatorCo
 using SourceFactory = std::function<std::unique_ptr<RowSource>(const OperatorConfig &)>;
 using SinkFactory = std::function<std::unique_ptr<RowSink>(const OperatorConfig &)>;
 
+/// Runs one batch on `instance` (created from `factory` on first use) as every executor does:
+/// rows in, one report out; an exception (or a failing factory) becomes a batch error.
+BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                             const OperatorConfig &config, const Batch &batch);
+
 class OperatorRegistry {
 public:
   void addTransform(std::string name, OperatorFactory factory);
@@ -118,6 +123,9 @@ public:
   const OperatorFactory *transform(std::string_view name) const;
   const SourceFactory *source(std::string_view name) const;
   const SinkFactory *sink(std::string_view name) const;
+
+  /// Names of the transforms, sorted (what a worker offers in its HELLO).
+  std::vector<std::string> transformNames() const;
 
   /// The operators `plan` uses that have no implementation here, as "kind name" strings.
   std::vector<std::string> missingFor(const plan::Plan &plan) const;

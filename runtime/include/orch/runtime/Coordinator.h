@@ -1,0 +1,34 @@
+// The coordinator side of the distributed runtime: a ZeroMQ ROUTER that accepts workers,
+// places Call replicas on them, sends batches (up to `depth` per replica), heartbeats, and
+// turns a lost worker's batches into lost events for the engine. As a BatchExecutor it plugs
+// into the same run loop as the in-process executor.
+#pragma once
+
+#include "orch/runtime/BatchExecutor.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+struct CoordinatorOptions {
+  /// Where the ROUTER binds: "ipc:///tmp/x.sock", "tcp://127.0.0.1:7700" ("" = a fresh ipc
+  /// endpoint in the temporary directory).
+  std::string endpoint;
+  uint32_t heartbeatMs = 500;
+  /// Heartbeats a peer may miss before it is declared lost.
+  uint32_t liveness = 5;
+  /// Batches sent ahead to each replica.
+  uint32_t depth = 2;
+  /// Worker processes to start on this machine (and replace when they die); 0 in cluster mode.
+  unsigned localWorkers = 0;
+  /// The program started as `PROGRAM worker --connect ENDPOINT ...` for local workers.
+  std::string workerProgram;
+  std::function<void(const std::string &)> log;
+};
+
+std::unique_ptr<BatchExecutor> makeCoordinator(CoordinatorOptions options);
+
+} // namespace orch::runtime

@@ -1,0 +1,83 @@
+// The coordinator <-> worker protocol (docs/protocol.md): each ZeroMQ message body is one
+// MessagePack map with a "type" key. Readers ignore keys they do not know; the protocol
+// version travels in the handshake. Nothing outside Protocol.cpp touches the bytes.
+#pragma once
+
+#include "orch/runtime/EngineTypes.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace orch::runtime {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+/// Worker -> coordinator, first message: who it is and what it offers.
+struct HelloMessage {
+  uint32_t version = kProtocolVersion;
+  std::string worker;
+  int64_t pid = 0;
+  std::string host;
+  double cpus = 1;
+  std::vector<int64_t> gpus;
+  std::vector<std::string> operators;
+};
+
+/// Coordinator -> worker, the answer to HELLO: timing and the plan the replicas come from.
+struct WelcomeMessage {
+  uint32_t version = kProtocolVersion;
+  uint32_t heartbeatMs = 500;
+  uint32_t liveness = 5;
+  /// The encoded plan (plan/PlanCodec.h).
+  std::string plan;
+};
+
+/// Coordinator -> worker: host replica `replica` of Call `call` (an operator instance kept for
+/// every batch sent to that replica).
+struct InitMessage {
+  uint32_t replica = 0;
+  uint32_t call = 0;
+  /// The Call's dataflow inputs in the order batches carry them.
+  std::vector<std::string> inputs;
+};
+
+/// Coordinator -> worker: run this batch on this replica.
+struct BatchMessage {
+  uint32_t replica = 0;
+  Batch batch;
+};
+
+/// Worker -> coordinator: one batch's report.
+struct ResultMessage {
+  uint32_t replica = 0;
+  double seconds = 0;
+  BatchReport report;
+};
+
+/// Either way; any message also counts as a heartbeat.
+struct HeartbeatMessage {};
+
+/// Either way: the sender is going away (the run is over, the worker shuts down).
+struct ByeMessage {
+  std::string reason;
+};
+
+/// Either way: the peer sent something this side cannot accept.
+struct ErrorMessage {
+  std::string message;
+};
+
+using Message = std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
+                             HeartbeatMessage, ByeMessage, ErrorMessage>;
+
+const char *messageTypeName(const Message &message);
+
+std::string encodeMessage(const Message &message);
+
+/// The message in `bytes`, or a description of what is wrong with them.
+std::variant<Message, std::string> decodeMessage(std::string_view bytes);
+
+} // namespace orch::runtime

@@ -1,0 +1,422 @@
+// The coordinator: ROUTER socket, worker registry, replica placement, batch dispatch with
+// pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
+#include "orch/runtime/Coordinator.h"
+
+#include "LocalWorkerProcesses.h"
+#include "MessageSocket.h"
+
+#include "orch/plan/PlanCodec.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace orch::runtime {
+namespace {
+
+using Clock = SteadyClock;
+
+std::string freshIpcEndpoint() {
+  static int counter = 0;
+  return "ipc://" +
+         (std::filesystem::temp_directory_path() /
+          ("orch-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".sock"))
+             .string();
+}
+
+class Coordinator : public BatchExecutor {
+public:
+  explicit Coordinator(CoordinatorOptions options)
+      : options_(std::move(options)), context_(1), router_(context_, zmq::socket_type::router) {
+    router_.set(zmq::sockopt::linger, 0);
+  }
+
+  ~Coordinator() override { stop(); }
+
+  std::optional<std::string>
+  start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
+    plan_ = &plan;
+    inputLabels_ = inputLabels;
+    encodedPlan_ = plan::encodePlan(plan);
+    if (options_.endpoint.empty())
+      options_.endpoint = freshIpcEndpoint();
+    try {
+      router_.bind(options_.endpoint);
+    } catch (const zmq::error_t &error) {
+      return "cannot listen on " + options_.endpoint + ": " + error.what();
+    }
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    replicasOfCall_.resize(plan.calls.size());
+    for (uint32_t c = 0; c < plan.calls.size(); ++c)
+      for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
+        replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
+        replicas_.push_back(Replica{c, kNoIndex, 0});
+      }
+    if (options_.localWorkers > 0) {
+      processes_ = std::make_unique<LocalWorkerProcesses>(options_.workerProgram, endpoint_);
+      for (unsigned i = 0; i < options_.localWorkers; ++i)
+        startLocalWorker();
+    } else {
+      log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
+          endpoint_ + ")");
+    }
+    return std::nullopt;
+  }
+
+  bool canRun(uint32_t call) const override {
+    for (uint32_t r : replicasOfCall_[call])
+      if (replicas_[r].worker != kNoIndex && replicas_[r].inFlight < options_.depth)
+        return true;
+    return false;
+  }
+
+  void submit(Batch batch) override {
+    uint32_t best = kNoIndex;
+    for (uint32_t r : replicasOfCall_[batch.call])
+      if (replicas_[r].worker != kNoIndex && replicas_[r].inFlight < options_.depth &&
+          (best == kNoIndex || replicas_[r].inFlight < replicas_[best].inFlight))
+        best = r;
+    Replica &replica = replicas_[best];
+    ++replica.inFlight;
+    outstanding_[batch.id] = Sent{best, replica.worker, batch.call};
+    sendTo(replica.worker, BatchMessage{best, std::move(batch)});
+  }
+
+  size_t inFlight() const override { return outstanding_.size(); }
+
+  std::vector<ExecutorEvent> wait(Clock::time_point deadline) override {
+    const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
+    for (;;) {
+      Clock::time_point now = Clock::now();
+      auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::min(deadline, now + interval) - now);
+      if (!pending_.empty() || timeout.count() < 0)
+        timeout = std::chrono::milliseconds(0);
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        zmq::poll(&item, 1, timeout);
+      } catch (const zmq::error_t &error) {
+        if (error.num() != EINTR)
+          throw;
+      }
+      while (auto frames = receiveFrames(router_))
+        receive(*frames);
+      tick();
+      if (!pending_.empty() || Clock::now() >= deadline) {
+        std::vector<ExecutorEvent> events;
+        events.swap(pending_);
+        return events;
+      }
+    }
+  }
+
+  void stop() override {
+    if (stopped_)
+      return;
+    stopped_ = true;
+    for (uint32_t w = 0; w < workers_.size(); ++w)
+      if (workers_[w].alive)
+        sendTo(w, ByeMessage{"the run is over"});
+    if (processes_)
+      processes_->stopAll(std::chrono::milliseconds(2000));
+    router_.close();
+    if (endpoint_.rfind("ipc://", 0) == 0) {
+      std::error_code ignored;
+      std::filesystem::remove(endpoint_.substr(6), ignored);
+    }
+  }
+
+  std::string describe() const override {
+    std::string text = std::to_string(joined_) + " worker(s) joined at " + endpoint_;
+    if (options_.localWorkers)
+      text += " (" + std::to_string(options_.localWorkers) + " local processes)";
+    text += ", " + std::to_string(lost_) + " lost";
+    if (replaced_)
+      text += ", " + std::to_string(replaced_) + " replaced";
+    if (malformed_ || strangers_)
+      text += "; " + std::to_string(malformed_) + " malformed and " + std::to_string(strangers_) +
+              " unexpected message(s) answered with errors";
+    return text;
+  }
+
+private:
+  struct Worker {
+    std::string identity;
+    std::string name;
+    int64_t pid = 0;
+    std::vector<int64_t> gpus;
+    bool alive = true;
+    Clock::time_point lastHeard, lastSent;
+    std::vector<uint32_t> replicas;
+  };
+  struct Replica {
+    uint32_t call;
+    uint32_t worker = kNoIndex;
+    uint32_t inFlight = 0;
+  };
+  struct Sent {
+    uint32_t replica;
+    uint32_t worker;
+    uint32_t call;
+  };
+
+  void log(const std::string &line) {
+    if (options_.log)
+      options_.log(line);
+  }
+
+  /// Logs the first problems of a kind, then every thousandth, so a flood cannot flood the log.
+  void logProblem(uint64_t count, const std::string &line) {
+    if (count <= 5 || count % 1000 == 0)
+      log(line + (count > 5 ? " (" + std::to_string(count) + " so far)" : ""));
+  }
+
+  void sendTo(uint32_t w, const Message &message) {
+    sendRaw(workers_[w].identity, message);
+    workers_[w].lastSent = Clock::now();
+  }
+
+  void sendRaw(const std::string &identity, const Message &message) {
+    try {
+      sendMessageTo(router_, identity, message);
+    } catch (const zmq::error_t &) {
+      // A peer that cannot take a message is handled by the heartbeat.
+    }
+  }
+
+  void receive(std::vector<zmq::message_t> &frames) {
+    const std::string identity = frames.front().to_string();
+    auto known = byIdentity_.find(identity);
+    if (known != byIdentity_.end() && workers_[known->second].alive)
+      workers_[known->second].lastHeard = Clock::now();
+    if (frames.size() != 2) {
+      ++malformed_;
+      logProblem(malformed_, "a message of " + std::to_string(frames.size()) +
+                                 " frames (expected 2) was refused");
+      sendRaw(identity, ErrorMessage{"expected one body frame"});
+      return;
+    }
+    auto decoded = decodeMessage(frames.back().to_string());
+    if (auto *problem = std::get_if<std::string>(&decoded)) {
+      ++malformed_;
+      logProblem(malformed_, "malformed message refused: " + *problem);
+      sendRaw(identity, ErrorMessage{"malformed message: " + *problem});
+      return;
+    }
+    Message &message = std::get<Message>(decoded);
+    if (auto *hello = std::get_if<HelloMessage>(&message)) {
+      welcome(identity, *hello);
+      return;
+    }
+    if (known == byIdentity_.end() || !workers_[known->second].alive) {
+      ++strangers_;
+      const std::string why = known == byIdentity_.end()
+                                  ? "unknown worker: say hello first"
+                                  : "this worker was declared lost; exit and start again";
+      logProblem(strangers_,
+                 std::string(messageTypeName(message)) + " from " +
+                     (known == byIdentity_.end() ? "an unknown peer" : "a lost worker") +
+                     " refused");
+      sendRaw(identity, ErrorMessage{why});
+      return;
+    }
+    const uint32_t w = known->second;
+    if (auto *result = std::get_if<ResultMessage>(&message)) {
+      finish(w, std::move(*result));
+    } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
+      lose(w, "it said goodbye (" + bye->reason + ")");
+    } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
+      log("worker " + workers_[w].name + " reported: " + error->message);
+    } else if (!std::holds_alternative<HeartbeatMessage>(message)) {
+      ++strangers_;
+      logProblem(strangers_, std::string("a worker sent a coordinator's message (") +
+                                 messageTypeName(message) + ")");
+      sendTo(w, ErrorMessage{std::string("workers do not send ") + messageTypeName(message)});
+    }
+  }
+
+  void welcome(const std::string &identity, const HelloMessage &hello) {
+    if (hello.version != kProtocolVersion) {
+      ++strangers_;
+      logProblem(strangers_, "worker " + hello.worker + " speaks protocol " +
+                                 std::to_string(hello.version) + "; refused");
+      sendRaw(identity, ErrorMessage{"protocol version " + std::to_string(hello.version) +
+                                     " is not supported; this coordinator speaks " +
+                                     std::to_string(kProtocolVersion)});
+      return;
+    }
+    auto known = byIdentity_.find(identity);
+    if (known != byIdentity_.end() && workers_[known->second].alive)
+      lose(known->second, "it said hello again");
+    Worker worker;
+    worker.identity = identity;
+    worker.name = hello.worker;
+    worker.pid = hello.pid;
+    worker.gpus = hello.gpus;
+    worker.lastHeard = worker.lastSent = Clock::now();
+    const uint32_t w = static_cast<uint32_t>(workers_.size());
+    workers_.push_back(std::move(worker));
+    byIdentity_[identity] = w;
+    ++joined_;
+    WelcomeMessage welcomeMessage;
+    welcomeMessage.heartbeatMs = options_.heartbeatMs;
+    welcomeMessage.liveness = options_.liveness;
+    welcomeMessage.plan = encodedPlan_;
+    sendTo(w, welcomeMessage);
+    if (!options_.localWorkers)
+      log("worker " + hello.worker + " joined (" + std::to_string(hello.cpus) + " cpus, " +
+          std::to_string(hello.gpus.size()) + " gpus)");
+    place();
+  }
+
+  void finish(uint32_t w, ResultMessage result) {
+    ExecutorEvent event;
+    auto sent = outstanding_.find(result.report.batchId);
+    if (sent != outstanding_.end()) {
+      if (sent->second.worker != w) {
+        ++strangers_;
+        logProblem(strangers_, "worker " + workers_[w].name + " reported a batch it was not sent");
+        sendTo(w, ErrorMessage{"batch " + std::to_string(result.report.batchId) +
+                               " was not sent to this worker"});
+        return;
+      }
+      --replicas_[sent->second.replica].inFlight;
+      event.call = sent->second.call;
+      outstanding_.erase(sent);
+    }
+    // A report for a batch no longer outstanding still goes to the engine, which counts it as
+    // stale.
+    event.kind = ExecutorEvent::Kind::Finished;
+    event.report = std::move(result.report);
+    event.seconds = result.seconds;
+    pending_.push_back(std::move(event));
+  }
+
+  void lose(uint32_t w, const std::string &why) {
+    Worker &worker = workers_[w];
+    if (!worker.alive)
+      return;
+    worker.alive = false;
+    ++lost_;
+    log("worker " + worker.name + " lost: " + why);
+    for (uint32_t r : worker.replicas) {
+      replicas_[r].worker = kNoIndex;
+      replicas_[r].inFlight = 0;
+    }
+    worker.replicas.clear();
+    for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+      if (it->second.worker != w) {
+        ++it;
+        continue;
+      }
+      ExecutorEvent event;
+      event.kind = ExecutorEvent::Kind::Lost;
+      event.call = it->second.call;
+      event.batchId = it->first;
+      event.reason = "worker " + worker.name + " lost: " + why;
+      pending_.push_back(std::move(event));
+      it = outstanding_.erase(it);
+    }
+    if (processes_ && worker.pid > 0) {
+      // A hung local worker must not linger; its replacement takes over.
+      processes_->kill(static_cast<pid_t>(worker.pid));
+    }
+    place();
+  }
+
+  /// Puts every replica without a worker on the live worker hosting the fewest replicas,
+  /// preferring workers with GPUs for GPU-capable Calls that ask for them.
+  void place() {
+    for (uint32_t r = 0; r < replicas_.size(); ++r) {
+      if (replicas_[r].worker != kNoIndex)
+        continue;
+      const plan::PlanCall &call = plan_->calls[replicas_[r].call];
+      const bool wantsGpu = call.gpu && call.options.gpus > 0;
+      uint32_t best = kNoIndex;
+      auto better = [&](uint32_t a, uint32_t b) {
+        const bool gpuA = wantsGpu && !workers_[a].gpus.empty();
+        const bool gpuB = wantsGpu && !workers_[b].gpus.empty();
+        if (gpuA != gpuB)
+          return gpuA;
+        return workers_[a].replicas.size() < workers_[b].replicas.size();
+      };
+      for (uint32_t w = 0; w < workers_.size(); ++w)
+        if (workers_[w].alive && (best == kNoIndex || better(w, best)))
+          best = w;
+      if (best == kNoIndex)
+        return;
+      replicas_[r].worker = best;
+      replicas_[r].inFlight = 0;
+      workers_[best].replicas.push_back(r);
+      sendTo(best, InitMessage{r, replicas_[r].call, inputLabels_[replicas_[r].call]});
+    }
+  }
+
+  void tick() {
+    const Clock::time_point now = Clock::now();
+    const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
+    for (uint32_t w = 0; w < workers_.size(); ++w) {
+      Worker &worker = workers_[w];
+      if (!worker.alive)
+        continue;
+      if (now - worker.lastHeard > interval * options_.liveness) {
+        lose(w, "silent for more than " + std::to_string(options_.heartbeatMs * options_.liveness) +
+                    " ms");
+        continue;
+      }
+      if (now - worker.lastSent >= interval)
+        sendTo(w, HeartbeatMessage{});
+    }
+    if (!processes_ || stopped_)
+      return;
+    for (const auto &[pid, how] : processes_->reap()) {
+      for (uint32_t w = 0; w < workers_.size(); ++w)
+        if (workers_[w].pid == pid)
+          lose(w, "its process " + how);
+      localNames_.erase(pid);
+      // Keep the machine's worker count; give up on a worker program that cannot start.
+      if (replaced_ < 100 * options_.localWorkers) {
+        ++replaced_;
+        startLocalWorker();
+      }
+    }
+  }
+
+  void startLocalWorker() {
+    const std::string name = "local-" + std::to_string(nextLocal_++);
+    const pid_t pid = processes_->start(name);
+    if (pid > 0)
+      localNames_[pid] = name;
+    else
+      log("cannot start a local worker: " + options_.workerProgram);
+  }
+
+  CoordinatorOptions options_;
+  zmq::context_t context_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  const plan::Plan *plan_ = nullptr;
+  std::vector<std::vector<std::string>> inputLabels_;
+  std::string encodedPlan_;
+  std::vector<Worker> workers_;
+  std::map<std::string, uint32_t> byIdentity_;
+  std::vector<Replica> replicas_;
+  std::vector<std::vector<uint32_t>> replicasOfCall_;
+  std::unordered_map<uint64_t, Sent> outstanding_;
+  std::vector<ExecutorEvent> pending_;
+  std::unique_ptr<LocalWorkerProcesses> processes_;
+  std::map<pid_t, std::string> localNames_;
+  unsigned nextLocal_ = 0;
+  uint64_t joined_ = 0, lost_ = 0, replaced_ = 0, malformed_ = 0, strangers_ = 0;
+  bool stopped_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<BatchExecutor> makeCoordinator(CoordinatorOptions options) {
+  return std::make_unique<Coordinator>(std::move(options));
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,75 @@
+// fork/exec of local workers with PR_SET_PDEATHSIG, reaping and stopping them.
+#include "LocalWorkerProcesses.h"
+
+#include <algorithm>
+#include <csignal>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace orch::runtime {
+
+LocalWorkerProcesses::LocalWorkerProcesses(std::string program, std::string endpoint)
+    : program_(std::move(program)), endpoint_(std::move(endpoint)) {}
+
+LocalWorkerProcesses::~LocalWorkerProcesses() { stopAll(std::chrono::milliseconds(0)); }
+
+pid_t LocalWorkerProcesses::start(const std::string &name) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    // The worker dies with its coordinator, whatever kills the coordinator.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(1);
+    ::setenv("OMP_THREAD_LIMIT", "1", 0);
+    const char *argv[] = {program_.c_str(), "worker",     "--connect", endpoint_.c_str(),
+                          "--name",         name.c_str(), "--quiet",   nullptr};
+    ::execv(program_.c_str(), const_cast<char *const *>(argv));
+    ::_exit(127);
+  }
+  children_.push_back(pid);
+  return pid;
+}
+
+std::vector<std::pair<pid_t, std::string>> LocalWorkerProcesses::reap() {
+  std::vector<std::pair<pid_t, std::string>> exited;
+  for (auto it = children_.begin(); it != children_.end();) {
+    int status = 0;
+    if (::waitpid(*it, &status, WNOHANG) != *it) {
+      ++it;
+      continue;
+    }
+    std::string how = WIFSIGNALED(status)
+                          ? "killed by signal " + std::to_string(WTERMSIG(status))
+                          : "exited with status " + std::to_string(WEXITSTATUS(status));
+    exited.emplace_back(*it, std::move(how));
+    it = children_.erase(it);
+  }
+  return exited;
+}
+
+void LocalWorkerProcesses::kill(pid_t pid) {
+  if (std::find(children_.begin(), children_.end(), pid) != children_.end())
+    ::kill(pid, SIGKILL);
+}
+
+void LocalWorkerProcesses::stopAll(std::chrono::milliseconds grace) {
+  const auto giveUp = std::chrono::steady_clock::now() + grace;
+  while (!children_.empty() && std::chrono::steady_clock::now() < giveUp) {
+    reap();
+    if (!children_.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (pid_t pid : children_) {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  children_.clear();
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,41 @@
+// Sending and receiving protocol messages on ZeroMQ sockets: the only place that builds or
+// splits frames. A DEALER sends [body]; a ROUTER sees [identity, body].
+#pragma once
+
+#include "orch/runtime/Protocol.h"
+
+#include <zmq.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+inline void sendMessage(zmq::socket_t &socket, const Message &message) {
+  const std::string body = encodeMessage(message);
+  socket.send(zmq::buffer(body), zmq::send_flags::dontwait);
+}
+
+inline void sendMessageTo(zmq::socket_t &router, const std::string &identity,
+                          const Message &message) {
+  const std::string body = encodeMessage(message);
+  router.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+  router.send(zmq::buffer(body), zmq::send_flags::dontwait);
+}
+
+/// All frames of the next message, or nullopt when none is waiting.
+inline std::optional<std::vector<zmq::message_t>> receiveFrames(zmq::socket_t &socket) {
+  std::vector<zmq::message_t> frames;
+  for (;;) {
+    zmq::message_t frame;
+    if (!socket.recv(frame, frames.empty() ? zmq::recv_flags::dontwait : zmq::recv_flags::none))
+      return std::nullopt;
+    const bool more = frame.more();
+    frames.push_back(std::move(frame));
+    if (!more)
+      return frames;
+  }
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,342 @@
+// Protocol messages <-> MessagePack maps. Values travel inline as native MessagePack (nil,
+// bool, integers, float64, str, bin, array, map); ext type 1 is reserved for references to
+// blobs held by workers, which protocol version 1 does not use.
+#include "orch/runtime/Protocol.h"
+
+#include "orch/plan/MessagePackReader.h"
+
+#include <msgpack.hpp>
+
+namespace orch::runtime {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+using plan::MapReader;
+using plan::MessagePackError;
+using plan::Object;
+
+void packValue(Packer &out, const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::Null:
+    out.pack_nil();
+    return;
+  case Value::Kind::Bool:
+    out.pack(value.asBool());
+    return;
+  case Value::Kind::Int:
+    out.pack(value.asInt());
+    return;
+  case Value::Kind::Float:
+    out.pack(value.asFloat());
+    return;
+  case Value::Kind::String:
+    out.pack(value.asString());
+    return;
+  case Value::Kind::Bytes: {
+    const std::string &bytes = value.asBytes();
+    out.pack_bin(static_cast<uint32_t>(bytes.size()));
+    out.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size()));
+    return;
+  }
+  case Value::Kind::List:
+    out.pack_array(static_cast<uint32_t>(value.asList().size()));
+    for (const Value &element : value.asList())
+      packValue(out, element);
+    return;
+  case Value::Kind::Record:
+    out.pack_map(static_cast<uint32_t>(value.asRecord().size()));
+    for (const auto &[name, field] : value.asRecord()) {
+      out.pack(name);
+      packValue(out, field);
+    }
+    return;
+  }
+}
+
+Value readValue(const Object &object) {
+  switch (object.type) {
+  case msgpack::type::NIL:
+    return Value();
+  case msgpack::type::BOOLEAN:
+    return Value::boolean(object.via.boolean);
+  case msgpack::type::POSITIVE_INTEGER:
+    if (object.via.u64 > uint64_t(INT64_MAX))
+      throw MessagePackError("an integer value is out of range");
+    return Value::integer(int64_t(object.via.u64));
+  case msgpack::type::NEGATIVE_INTEGER:
+    return Value::integer(object.via.i64);
+  case msgpack::type::FLOAT32:
+  case msgpack::type::FLOAT64:
+    return Value::real(object.via.f64);
+  case msgpack::type::STR:
+    return Value::string(std::string(object.via.str.ptr, object.via.str.size));
+  case msgpack::type::BIN:
+    return Value::bytes(std::string(object.via.bin.ptr, object.via.bin.size));
+  case msgpack::type::ARRAY: {
+    ValueList list;
+    list.reserve(object.via.array.size);
+    for (uint32_t i = 0; i < object.via.array.size; ++i)
+      list.push_back(readValue(object.via.array.ptr[i]));
+    return Value::list(std::move(list));
+  }
+  case msgpack::type::MAP: {
+    RecordFields fields;
+    fields.reserve(object.via.map.size);
+    for (uint32_t i = 0; i < object.via.map.size; ++i) {
+      const msgpack::object_kv &entry = object.via.map.ptr[i];
+      if (entry.key.type != msgpack::type::STR)
+        throw MessagePackError("a record field name is not a string");
+      fields.emplace_back(std::string(entry.key.via.str.ptr, entry.key.via.str.size),
+                          readValue(entry.val));
+    }
+    return Value::record(std::move(fields));
+  }
+  case msgpack::type::EXT:
+    throw MessagePackError("blob references are not part of protocol version 1");
+  }
+  throw MessagePackError("unknown value type");
+}
+
+/// Packs one message as a map: "type" first, then the fields.
+class MessageWriter {
+public:
+  MessageWriter(Packer &out) : out_(out) {}
+
+  void operator()(const HelloMessage &hello) {
+    begin("hello", 7);
+    field("version", hello.version);
+    field("worker", hello.worker);
+    field("pid", hello.pid);
+    field("host", hello.host);
+    field("cpus", hello.cpus);
+    field("gpus", hello.gpus);
+    field("operators", hello.operators);
+  }
+  void operator()(const WelcomeMessage &welcome) {
+    begin("welcome", 4);
+    field("version", welcome.version);
+    field("heartbeat_ms", welcome.heartbeatMs);
+    field("liveness", welcome.liveness);
+    out_.pack("plan");
+    out_.pack_bin(static_cast<uint32_t>(welcome.plan.size()));
+    out_.pack_bin_body(welcome.plan.data(), static_cast<uint32_t>(welcome.plan.size()));
+  }
+  void operator()(const InitMessage &init) {
+    begin("init", 3);
+    field("replica", init.replica);
+    field("call", init.call);
+    field("inputs", init.inputs);
+  }
+  void operator()(const BatchMessage &message) {
+    const Batch &batch = message.batch;
+    begin("batch", 7);
+    field("batch", batch.id);
+    field("replica", message.replica);
+    field("call", batch.call);
+    field("attempt", batch.attempt);
+    out_.pack("grains");
+    out_.pack_array(static_cast<uint32_t>(batch.grains.size()));
+    for (const BatchGrain &grain : batch.grains) {
+      out_.pack_array(7);
+      out_.pack(grain.grain.node);
+      out_.pack(grain.grain.entity);
+      out_.pack(grain.generation);
+      out_.pack(grain.lineage.root);
+      out_.pack(grain.lineage.ordinal);
+      out_.pack(grain.lineage.depth);
+      out_.pack(grain.lineage.key);
+    }
+    field("inputs_per_grain", batch.inputsPerGrain);
+    out_.pack("inputs");
+    out_.pack_array(static_cast<uint32_t>(batch.inputs.size()));
+    for (const Value &input : batch.inputs)
+      packValue(out_, input);
+  }
+  void operator()(const ResultMessage &result) {
+    const BatchReport &report = result.report;
+    begin("result", 4);
+    field("batch", report.batchId);
+    field("replica", result.replica);
+    field("seconds", result.seconds);
+    if (report.batchError) {
+      field("error", *report.batchError);
+    } else {
+      out_.pack("rows");
+      out_.pack_array(static_cast<uint32_t>(report.grains.size()));
+      for (const GrainReport &row : report.grains) {
+        out_.pack_array(6);
+        out_.pack(row.grain.node);
+        out_.pack(row.grain.entity);
+        out_.pack(row.generation);
+        out_.pack(static_cast<uint32_t>(row.kind));
+        packValue(out_, row.value);
+        out_.pack(row.message);
+      }
+    }
+  }
+  void operator()(const HeartbeatMessage &) { begin("heartbeat", 0); }
+  void operator()(const ByeMessage &bye) {
+    begin("bye", 1);
+    field("reason", bye.reason);
+  }
+  void operator()(const ErrorMessage &error) {
+    begin("error", 1);
+    field("message", error.message);
+  }
+
+private:
+  void begin(const char *type, uint32_t fields) {
+    out_.pack_map(fields + 1);
+    field("type", std::string(type));
+  }
+  template <typename T> void field(const char *key, const T &value) {
+    out_.pack(key);
+    out_.pack(value);
+  }
+
+  Packer &out_;
+};
+
+uint32_t u32(const Object &object, const char *what) {
+  if (object.type != msgpack::type::POSITIVE_INTEGER || object.via.u64 > UINT32_MAX)
+    throw MessagePackError(std::string(what) + " is not a 32-bit index");
+  return uint32_t(object.via.u64);
+}
+
+uint64_t u64(const Object &object, const char *what) {
+  if (object.type != msgpack::type::POSITIVE_INTEGER)
+    throw MessagePackError(std::string(what) + " is not an unsigned integer");
+  return object.via.u64;
+}
+
+const Object &tuple(const Object &object, uint32_t size, const char *what) {
+  if (object.type != msgpack::type::ARRAY || object.via.array.size != size)
+    throw MessagePackError(std::string(what) + " is not an array of " + std::to_string(size));
+  return object;
+}
+
+Message readBatch(const MapReader &map) {
+  BatchMessage message;
+  Batch &batch = message.batch;
+  batch.id = uint64_t(map.integer("batch"));
+  message.replica = map.index("replica");
+  batch.call = map.index("call");
+  batch.attempt = uint32_t(map.integer("attempt"));
+  const Object &grains = map.get("grains", msgpack::type::ARRAY);
+  for (uint32_t i = 0; i < grains.via.array.size; ++i) {
+    const Object &entry = tuple(grains.via.array.ptr[i], 7, "a grain");
+    const Object *at = entry.via.array.ptr;
+    batch.grains.push_back(BatchGrain{GrainRef{u32(at[0], "node"), u32(at[1], "entity")},
+                                      u32(at[2], "generation"),
+                                      GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"),
+                                                   u32(at[5], "depth"), u64(at[6], "key")}});
+  }
+  batch.inputsPerGrain = map.index("inputs_per_grain");
+  const Object &inputs = map.get("inputs", msgpack::type::ARRAY);
+  if (uint64_t(batch.inputsPerGrain) * batch.grains.size() != inputs.via.array.size)
+    throw MessagePackError("a batch's inputs do not match its grains");
+  for (uint32_t i = 0; i < inputs.via.array.size; ++i)
+    batch.inputs.push_back(readValue(inputs.via.array.ptr[i]));
+  return message;
+}
+
+Message readResult(const MapReader &map) {
+  ResultMessage result;
+  result.report.batchId = uint64_t(map.integer("batch"));
+  result.replica = map.index("replica");
+  result.seconds = map.real("seconds");
+  if (map.optional("error")) {
+    result.report.batchError = map.string("error");
+    return result;
+  }
+  const Object &rows = map.get("rows", msgpack::type::ARRAY);
+  for (uint32_t i = 0; i < rows.via.array.size; ++i) {
+    const Object &entry = tuple(rows.via.array.ptr[i], 6, "a row");
+    const Object *at = entry.via.array.ptr;
+    const uint32_t kind = u32(at[3], "row kind");
+    if (kind > uint32_t(RowResultKind::GroupFailure))
+      throw MessagePackError("unknown row kind " + std::to_string(kind));
+    if (at[5].type != msgpack::type::STR)
+      throw MessagePackError("a row message is not a string");
+    result.report.grains.push_back(GrainReport{
+        GrainRef{u32(at[0], "node"), u32(at[1], "entity")}, u32(at[2], "generation"),
+        RowResultKind(kind), readValue(at[4]), std::string(at[5].via.str.ptr, at[5].via.str.size)});
+  }
+  return result;
+}
+
+Message readMessage(const Object &root) {
+  MapReader map(root, "the message");
+  const std::string type = map.string("type");
+  if (type == "hello") {
+    HelloMessage hello;
+    hello.version = uint32_t(map.integer("version"));
+    hello.worker = map.string("worker");
+    hello.pid = map.integer("pid");
+    hello.host = map.string("host");
+    hello.cpus = map.real("cpus");
+    const Object &gpus = map.get("gpus", msgpack::type::ARRAY);
+    for (uint32_t i = 0; i < gpus.via.array.size; ++i)
+      hello.gpus.push_back(int64_t(u32(gpus.via.array.ptr[i], "a GPU index")));
+    hello.operators = map.strings("operators");
+    return hello;
+  }
+  if (type == "welcome") {
+    WelcomeMessage welcome;
+    welcome.version = uint32_t(map.integer("version"));
+    welcome.heartbeatMs = uint32_t(map.integer("heartbeat_ms"));
+    welcome.liveness = uint32_t(map.integer("liveness"));
+    const Object &plan = map.get("plan", msgpack::type::BIN);
+    welcome.plan.assign(plan.via.bin.ptr, plan.via.bin.size);
+    return welcome;
+  }
+  if (type == "init")
+    return InitMessage{map.index("replica"), map.index("call"), map.strings("inputs")};
+  if (type == "batch")
+    return readBatch(map);
+  if (type == "result")
+    return readResult(map);
+  if (type == "heartbeat")
+    return HeartbeatMessage{};
+  if (type == "bye")
+    return ByeMessage{map.string("reason")};
+  if (type == "error")
+    return ErrorMessage{map.string("message")};
+  throw MessagePackError("unknown message type '" + type.substr(0, 40) + "'");
+}
+
+} // namespace
+
+const char *messageTypeName(const Message &message) {
+  static const char *names[] = {"hello",  "welcome",   "init", "batch",
+                                "result", "heartbeat", "bye",  "error"};
+  return names[message.index()];
+}
+
+std::string encodeMessage(const Message &message) {
+  msgpack::sbuffer buffer;
+  Packer packer(buffer);
+  std::visit(MessageWriter(packer), message);
+  return std::string(buffer.data(), buffer.size());
+}
+
+std::variant<Message, std::string> decodeMessage(std::string_view bytes) {
+  try {
+    // Bounded: a hostile message cannot make the reader allocate without limit.
+    const msgpack::unpack_limit limits(1 << 20, 1 << 16, 64 << 20, 256 << 20, 1 << 20, 64);
+    std::size_t offset = 0;
+    msgpack::object_handle handle =
+        msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limits);
+    if (offset != bytes.size())
+      return std::string("unexpected bytes after the message");
+    return readMessage(handle.get());
+  } catch (const MessagePackError &error) {
+    return std::string(error.what());
+  } catch (const msgpack::insufficient_bytes &) {
+    return std::string("the message is truncated");
+  } catch (const std::exception &error) {
+    return std::string("not a MessagePack message: ") + error.what();
+  }
+}
+
+} // namespace orch::runtime

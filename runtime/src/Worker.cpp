@@ -1,0 +1,299 @@
+// `orch worker`: the DEALER side. The main thread owns the coordinator socket (messages,
+// heartbeats); each hosted replica is a thread with its operator instance and a queue of
+// batches, and hands results back over an inproc socket.
+#include "orch/runtime/Worker.h"
+
+#include "MessageSocket.h"
+
+#include "orch/plan/PlanCodec.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace orch::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char *kResultsEndpoint = "inproc://orch-worker-results";
+
+/// One Call replica: an operator instance kept for every batch, run on its own thread.
+class HostedReplica {
+public:
+  HostedReplica(zmq::context_t &context, uint32_t id, const OperatorFactory &factory,
+                OperatorConfig config)
+      : id_(id), factory_(factory), config_(std::move(config)),
+        thread_([this, &context] { run(context); }) {}
+
+  ~HostedReplica() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+
+  void enqueue(Batch batch) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(batch));
+    }
+    ready_.notify_one();
+  }
+
+private:
+  void run(zmq::context_t &context) {
+    zmq::socket_t results(context, zmq::socket_type::push);
+    results.set(zmq::sockopt::linger, 0);
+    results.connect(kResultsEndpoint);
+    for (;;) {
+      Batch batch;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (stopping_)
+          return;
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      const Clock::time_point start = Clock::now();
+      ResultMessage result;
+      result.replica = id_;
+      result.report = runOperatorBatch(instance_, factory_, config_, batch);
+      result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      const std::string body = encodeMessage(result);
+      results.send(zmq::buffer(body), zmq::send_flags::none);
+    }
+  }
+
+  uint32_t id_;
+  const OperatorFactory &factory_;
+  OperatorConfig config_;
+  std::unique_ptr<Operator> instance_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Batch> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+std::string defaultName() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + ":" + std::to_string(::getpid());
+}
+
+class WorkerSession {
+public:
+  WorkerSession(const WorkerOptions &options, const OperatorRegistry &registry)
+      : options_(options), registry_(registry),
+        name_(options.name.empty() ? defaultName() : options.name), context_(1),
+        coordinator_(context_, zmq::socket_type::dealer),
+        results_(context_, zmq::socket_type::pull) {
+    coordinator_.set(zmq::sockopt::routing_id, name_);
+    coordinator_.set(zmq::sockopt::linger, 0);
+    results_.set(zmq::sockopt::linger, 0);
+    results_.bind(kResultsEndpoint);
+  }
+
+  ~WorkerSession() {
+    // Replica threads hold sockets of this context: stop them before the context goes.
+    replicas_.clear();
+  }
+
+  int run() {
+    coordinator_.connect(options_.endpoint);
+    HelloMessage hello;
+    hello.worker = name_;
+    hello.pid = ::getpid();
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    hello.host = host;
+    hello.cpus = options_.cpus;
+    hello.gpus = options_.gpus;
+    hello.operators = registry_.transformNames();
+    send(hello);
+    if (!awaitWelcome())
+      return 1;
+    if (options_.verbose)
+      log("connected to " + options_.endpoint + " as " + name_);
+    const auto interval = std::chrono::milliseconds(heartbeatMs_);
+    for (;;) {
+      if (options_.stopRequested && options_.stopRequested->load()) {
+        send(ByeMessage{"worker stopped"});
+        return 0;
+      }
+      zmq::pollitem_t items[] = {{coordinator_.handle(), 0, ZMQ_POLLIN, 0},
+                                 {results_.handle(), 0, ZMQ_POLLIN, 0}};
+      try {
+        zmq::poll(items, 2, interval);
+      } catch (const zmq::error_t &error) {
+        if (error.num() != EINTR)
+          throw;
+      }
+      while (auto frames = receiveFrames(results_))
+        for (zmq::message_t &frame : *frames)
+          sendBody(frame.to_string());
+      while (auto frames = receiveFrames(coordinator_)) {
+        lastHeard_ = Clock::now();
+        if (std::optional<int> exit = handle(frames->back().to_string()))
+          return *exit;
+      }
+      const Clock::time_point now = Clock::now();
+      if (now - lastSent_ >= interval)
+        send(HeartbeatMessage{});
+      if (now - lastHeard_ > interval * liveness_) {
+        log("lost the coordinator at " + options_.endpoint + " (silent for " +
+            std::to_string(heartbeatMs_ * liveness_) + " ms)");
+        return 1;
+      }
+    }
+  }
+
+private:
+  bool awaitWelcome() {
+    const Clock::time_point giveUp =
+        Clock::now() + std::chrono::milliseconds(options_.connectTimeoutMs);
+    while (Clock::now() < giveUp) {
+      if (options_.stopRequested && options_.stopRequested->load())
+        return false;
+      zmq::pollitem_t item{coordinator_.handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      } catch (const zmq::error_t &error) {
+        if (error.num() != EINTR)
+          throw;
+      }
+      while (auto frames = receiveFrames(coordinator_)) {
+        auto decoded = decodeMessage(frames->back().to_string());
+        if (auto *problem = std::get_if<std::string>(&decoded)) {
+          log("ignoring a malformed message from the coordinator: " + *problem);
+          continue;
+        }
+        Message &message = std::get<Message>(decoded);
+        if (auto *error = std::get_if<ErrorMessage>(&message)) {
+          log("the coordinator refused this worker: " + error->message);
+          return false;
+        }
+        auto *welcome = std::get_if<WelcomeMessage>(&message);
+        if (!welcome)
+          continue;
+        if (welcome->version != kProtocolVersion) {
+          log("the coordinator speaks protocol " + std::to_string(welcome->version) +
+              ", this worker " + std::to_string(kProtocolVersion));
+          return false;
+        }
+        auto plan = plan::decodePlan(welcome->plan);
+        if (auto *error = std::get_if<plan::PlanDecodeError>(&plan)) {
+          log("the coordinator sent an unusable plan: " + error->message);
+          return false;
+        }
+        plan_ = std::get<plan::Plan>(std::move(plan));
+        heartbeatMs_ = std::max<uint32_t>(1, welcome->heartbeatMs);
+        liveness_ = std::max<uint32_t>(1, welcome->liveness);
+        lastHeard_ = Clock::now();
+        return true;
+      }
+    }
+    log("no answer from a coordinator at " + options_.endpoint);
+    return false;
+  }
+
+  /// Handles one message from the coordinator; an exit code when the worker should stop.
+  std::optional<int> handle(const std::string &body) {
+    auto decoded = decodeMessage(body);
+    if (auto *problem = std::get_if<std::string>(&decoded)) {
+      send(ErrorMessage{"malformed message: " + *problem});
+      return std::nullopt;
+    }
+    Message &message = std::get<Message>(decoded);
+    if (auto *init = std::get_if<InitMessage>(&message)) {
+      host(*init);
+    } else if (auto *batch = std::get_if<BatchMessage>(&message)) {
+      auto replica = replicas_.find(batch->replica);
+      if (replica == replicas_.end()) {
+        ResultMessage result;
+        result.replica = batch->replica;
+        result.report.batchId = batch->batch.id;
+        result.report.batchError = "this worker hosts no replica " + std::to_string(batch->replica);
+        send(result);
+      } else {
+        replica->second->enqueue(std::move(batch->batch));
+      }
+    } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
+      if (options_.verbose)
+        log("the coordinator said goodbye: " + bye->reason);
+      return 0;
+    } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
+      log("the coordinator reported: " + error->message);
+      if (error->message.find("declared lost") != std::string::npos)
+        return 1;
+    }
+    return std::nullopt;
+  }
+
+  void host(const InitMessage &init) {
+    if (init.call >= plan_.calls.size()) {
+      send(ErrorMessage{"init names call " + std::to_string(init.call) + " of " +
+                        std::to_string(plan_.calls.size())});
+      return;
+    }
+    const plan::PlanCall &call = plan_.calls[init.call];
+    const OperatorFactory *factory = registry_.transform(call.op);
+    if (!factory) {
+      // Batches for it come back as batch errors naming the missing operator.
+      send(ErrorMessage{"this worker has no operator " + call.op});
+      return;
+    }
+    replicas_[init.replica] = std::make_unique<HostedReplica>(
+        context_, init.replica, *factory,
+        OperatorConfig(call.name, call.op, call.constants, init.inputs));
+  }
+
+  void send(const Message &message) { sendBody(encodeMessage(message)); }
+
+  void sendBody(const std::string &body) {
+    coordinator_.send(zmq::buffer(body), zmq::send_flags::none);
+    lastSent_ = Clock::now();
+  }
+
+  void log(const std::string &line) {
+    if (options_.log)
+      options_.log(name_ + ": " + line);
+  }
+
+  const WorkerOptions &options_;
+  const OperatorRegistry &registry_;
+  std::string name_;
+  zmq::context_t context_;
+  zmq::socket_t coordinator_;
+  zmq::socket_t results_;
+  plan::Plan plan_;
+  uint32_t heartbeatMs_ = 500;
+  uint32_t liveness_ = 5;
+  Clock::time_point lastSent_ = Clock::now();
+  Clock::time_point lastHeard_ = Clock::now();
+  std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
+};
+
+} // namespace
+
+int runWorker(const WorkerOptions &options, const OperatorRegistry &registry) {
+  try {
+    WorkerSession session(options, registry);
+    return session.run();
+  } catch (const std::exception &error) {
+    if (options.log)
+      options.log(std::string("worker error: ") + error.what());
+    return 1;
+  }
+}
+
+} // namespace orch::runtime
