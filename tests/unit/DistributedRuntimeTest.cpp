@@ -1,0 +1,295 @@
+// The distributed runtime against the in-process one: identical outputs with worker
+// processes, and a live coordinator that survives a flood of random and mutated messages.
+#include "CompileExample.h"
+#include "RandomPrograms.h"
+
+#include "orch/runtime/Coordinator.h"
+#include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/Protocol.h"
+#include "orch/runtime/TestOperators.h"
+#include "orch/runtime/Worker.h"
+#include "orch/stdlib/StandardOperators.h"
+
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace orch::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A run's outputs in a form that does not depend on timing: source rows in order, each with
+/// its status and rows.
+std::vector<std::string> normalized(std::vector<RootResult> roots) {
+  std::sort(roots.begin(), roots.end(),
+            [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
+  std::vector<std::string> lines;
+  for (const RootResult &root : roots) {
+    std::string line = std::to_string(root.sourceRow) + " " + rootStatusName(root.status);
+    for (const SinkRow &row : root.rows) {
+      line += " | " + std::to_string(row.sink) + ":";
+      for (uint32_t ordinal : row.path)
+        line += std::to_string(ordinal) + ".";
+      line += rowStatusName(row.status);
+      for (const Value &value : row.values)
+        line += " " + value.str();
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+class DistributedRuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("orch-distributed-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    registerTestOperators(registry_, std::make_shared<TestOperatorLog>(false));
+    stdlib::registerStandardOperators(registry_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  plan::Plan compile(std::string program) {
+    for (size_t at; (at = program.find("$DIR")) != std::string::npos;)
+      program.replace(at, 4, dir_.string());
+    std::string error;
+    std::optional<plan::Plan> plan = orch::testing::compileText(program, &error);
+    EXPECT_TRUE(plan) << error << "\n" << program;
+    return plan.value_or(plan::Plan{});
+  }
+
+  void writeRows(const std::vector<std::pair<int, int>> &rows) {
+    std::ofstream out(dir_ / "in.jsonl");
+    for (const auto &[id, children] : rows)
+      out << "{\"id\": " << id << ", \"n\": " << children << "}\n";
+  }
+
+  RunOptions collecting(std::vector<RootResult> &roots) {
+    RunOptions options;
+    options.onRootFinished = [&roots](const RootResult &root) { roots.push_back(root); };
+    return options;
+  }
+
+  std::vector<std::string> runInProcess(const plan::Plan &plan) {
+    std::vector<RootResult> roots;
+    RunSummary summary = runLocally(plan, registry_, collecting(roots), 3);
+    EXPECT_TRUE(summary.started) << summary.error.value_or("");
+    return normalized(std::move(roots));
+  }
+
+  std::vector<std::string> runWithWorkerProcesses(const plan::Plan &plan, unsigned workers,
+                                                  RunSummary *summaryOut = nullptr) {
+    CoordinatorOptions options;
+    options.localWorkers = workers;
+    options.workerProgram = ORCH_BINARY;
+    options.heartbeatMs = 200;
+    std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+    std::vector<RootResult> roots;
+    RunSummary summary = runPlan(plan, registry_, *coordinator, collecting(roots));
+    EXPECT_TRUE(summary.started) << summary.error.value_or("");
+    EXPECT_FALSE(summary.error) << *summary.error;
+    if (summaryOut)
+      *summaryOut = summary;
+    return normalized(std::move(roots));
+  }
+
+  fs::path dir_;
+  OperatorRegistry registry_;
+};
+
+TEST_F(DistributedRuntimeTest, FourWorkerProcessesGiveTheInProcessOutputs) {
+  writeRows({{0, 3}, {1, 0}, {2, 5}, {3, 1}, {4, 4}, {5, 2}});
+  std::vector<std::string> programs{
+      R"(pipeline pages;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+call split = test.split(field: "n") { replicas: 2 };
+call work = test.identity() { batch: 4, replicas: 3 };
+pages = expand(split(rows)) as Page;
+kept = filter(work(pages), math.gt(pages, 0));
+sink jsonl(path: "$DIR/pages.jsonl", record: { doc: broadcast(rows.id, pages), page: kept });
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(kept) });
+)",
+      R"(pipeline failing;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(pages, kind: "batch", ordinals: "1") { batch: 3, recovery: "isolate" };
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(checked) });
+)"};
+  orch::testing::Random random(2026);
+  for (int i = 0; i < 12; ++i) {
+    orch::testing::ProgramShape shape;
+    shape.groupFailures = false;
+    shape.retriedFailures = false;
+    shape.sinkDirectory = dir_.string() + "/";
+    std::string program = orch::testing::ProgramGenerator(random, shape).generate();
+    program.replace(program.find("\"in.jsonl\""), 10, "\"$DIR/in.jsonl\"");
+    programs.push_back(program);
+  }
+  for (const std::string &program : programs) {
+    plan::Plan plan = compile(program);
+    std::vector<std::string> inProcess = runInProcess(plan);
+    ASSERT_EQ(inProcess.size(), 6u) << program;
+    EXPECT_EQ(runWithWorkerProcesses(plan, 4), inProcess) << program;
+  }
+}
+
+/// Random bytes, mutated valid messages, valid messages out of place and extra frames.
+class MessageFuzzer {
+public:
+  explicit MessageFuzzer(uint64_t seed) : random_(seed) {}
+
+  std::vector<std::string> next() {
+    std::vector<std::string> frames{body()};
+    if (orch::testing::chance(random_, 0.05))
+      frames.push_back(body());
+    return frames;
+  }
+
+private:
+  std::string randomBytes(size_t limit) {
+    std::string bytes(size_t(orch::testing::pick(random_, 0, int(limit))), '\0');
+    for (char &c : bytes)
+      c = char(orch::testing::pick(random_, 0, 255));
+    return bytes;
+  }
+
+  Message validMessage() {
+    switch (orch::testing::pick(random_, 0, 7)) {
+    case 0: {
+      HelloMessage hello;
+      // Never version 1: a fuzzer must not become a worker that swallows batches.
+      hello.version = uint32_t(orch::testing::pick(random_, 2, 9));
+      hello.worker = randomBytes(8);
+      return hello;
+    }
+    case 1:
+      return WelcomeMessage{1, 10, 1, randomBytes(40)};
+    case 2:
+      return InitMessage{uint32_t(orch::testing::pick(random_, 0, 5)), 0, {"value"}};
+    case 3: {
+      BatchMessage batch;
+      batch.batch.id = uint64_t(orch::testing::pick(random_, 0, 100));
+      return batch;
+    }
+    case 4: {
+      ResultMessage result;
+      result.report.batchId = uint64_t(orch::testing::pick(random_, 0, 1000));
+      result.report.grains.push_back(
+          GrainReport{GrainRef{1, 2}, 0, RowResultKind::Value, Value::string("forged"), ""});
+      return result;
+    }
+    case 5:
+      return HeartbeatMessage{};
+    case 6:
+      return ByeMessage{randomBytes(10)};
+    default:
+      return ErrorMessage{randomBytes(10)};
+    }
+  }
+
+  std::string body() {
+    switch (orch::testing::pick(random_, 0, 3)) {
+    case 0:
+      return randomBytes(120);
+    case 1:
+      return encodeMessage(validMessage());
+    default: {
+      std::string bytes = encodeMessage(validMessage());
+      const int edits = orch::testing::pick(random_, 1, 4);
+      for (int e = 0; e < edits && !bytes.empty(); ++e) {
+        const size_t at = size_t(orch::testing::pick(random_, 0, int(bytes.size()) - 1));
+        switch (orch::testing::pick(random_, 0, 2)) {
+        case 0:
+          bytes[at] = char(orch::testing::pick(random_, 0, 255));
+          break;
+        case 1:
+          bytes.resize(at);
+          break;
+        default:
+          bytes.insert(at, randomBytes(6));
+        }
+      }
+      return bytes;
+    }
+    }
+  }
+
+  orch::testing::Random random_;
+};
+
+TEST_F(DistributedRuntimeTest, ALiveCoordinatorSurvivesTenThousandBadMessages) {
+  std::vector<std::pair<int, int>> rows;
+  for (int i = 0; i < 40; ++i)
+    rows.push_back({i, i % 6});
+  writeRows(rows);
+  plan::Plan plan = compile(R"(pipeline flooded;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+slow = test.sleep(pages, ms: 4) { batch: 4, replicas: 2 };
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(slow) });
+)");
+  const std::vector<std::string> expected = runInProcess(plan);
+
+  const std::string endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
+  CoordinatorOptions options;
+  options.endpoint = endpoint;
+  options.heartbeatMs = 100;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  std::atomic<bool> stopWorkers{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w)
+    workers.emplace_back([&, w] {
+      WorkerOptions worker;
+      worker.endpoint = endpoint;
+      worker.name = "thread-" + std::to_string(w);
+      worker.stopRequested = &stopWorkers;
+      runWorker(worker, registry_);
+    });
+  size_t sent = 0;
+  std::thread fuzzer([&] {
+    zmq::context_t context(1);
+    zmq::socket_t known(context, zmq::socket_type::dealer);
+    known.set(zmq::sockopt::routing_id, "fuzzer");
+    known.set(zmq::sockopt::linger, 0);
+    known.connect(endpoint);
+    MessageFuzzer fuzz(99);
+    for (; sent < 10000; ++sent) {
+      std::vector<std::string> frames = fuzz.next();
+      for (size_t f = 0; f < frames.size(); ++f)
+        known.send(zmq::buffer(frames[f]),
+                   f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      // Drain the coordinator's error replies so they never pile up.
+      zmq::message_t reply;
+      while (known.recv(reply, zmq::recv_flags::dontwait)) {
+      }
+    }
+  });
+  std::vector<RootResult> roots;
+  RunSummary summary = runPlan(plan, registry_, *coordinator, collecting(roots));
+  fuzzer.join();
+  stopWorkers = true;
+  for (std::thread &worker : workers)
+    worker.join();
+  EXPECT_EQ(sent, 10000u);
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_EQ(normalized(roots), expected);
+  // Every message reached the live coordinator and was answered with an error.
+  unsigned malformed = 0, unexpected = 0;
+  const size_t counts = summary.executor.find("; ");
+  ASSERT_NE(counts, std::string::npos) << summary.executor;
+  ASSERT_EQ(std::sscanf(summary.executor.c_str() + counts, "; %u malformed and %u unexpected",
+                        &malformed, &unexpected),
+            2)
+      << summary.executor;
+  EXPECT_EQ(malformed + unexpected, 10000u) << summary.executor;
+}
+
+} // namespace
+} // namespace orch::runtime
