@@ -233,9 +233,31 @@ TEST_F(DistributedRuntimeTest, ALiveCoordinatorSurvivesTenThousandBadMessages) {
 source rows = jsonl("$DIR/in.jsonl") as Doc;
 pages = expand(test.split(rows, field: "n")) as Page;
 slow = test.sleep(pages, ms: 4) { batch: 4, replicas: 2 };
-sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(slow) });
+gated = test.identity(slow) { batch: 64 };
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) });
 )");
   const std::vector<std::string> expected = runInProcess(plan);
+
+  // In the distributed run, test.identity holds its batches until the flood is over, so every
+  // message reaches a coordinator that is in the middle of the run.
+  std::atomic<bool> floodOver{false};
+  class Gate : public Operator {
+  public:
+    explicit Gate(const std::atomic<bool> &open) : open_(open) {}
+    void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+      for (int waited = 0; !open_.load() && waited < 60'000; ++waited)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (const OperatorRow &row : rows)
+        results.push_back(RowResult::ok(row.inputs[0]));
+    }
+
+  private:
+    const std::atomic<bool> &open_;
+  };
+  OperatorRegistry gatedRegistry = registry_;
+  gatedRegistry.addTransform("test.identity", [&floodOver](const OperatorConfig &) {
+    return std::make_unique<Gate>(floodOver);
+  });
 
   const std::string endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
   CoordinatorOptions options;
@@ -250,7 +272,7 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(slow) }
       worker.endpoint = endpoint;
       worker.name = "thread-" + std::to_string(w);
       worker.stopRequested = &stopWorkers;
-      runWorker(worker, registry_);
+      runWorker(worker, gatedRegistry);
     });
   size_t sent = 0;
   std::thread fuzzer([&] {
@@ -270,9 +292,12 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(slow) }
       while (known.recv(reply, zmq::recv_flags::dontwait)) {
       }
     }
+    // Let the coordinator read the last messages before the gate opens.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    floodOver = true;
   });
   std::vector<RootResult> roots;
-  RunSummary summary = runPlan(plan, registry_, *coordinator, collecting(roots));
+  RunSummary summary = runPlan(plan, gatedRegistry, *coordinator, collecting(roots));
   fuzzer.join();
   stopWorkers = true;
   for (std::thread &worker : workers)
