@@ -16,8 +16,8 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev
   # JSON Lines sources and sinks
   nlohmann-json3-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3
+  # tests and benchmarks (network namespaces and process tools for the distributed tests)
+  libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
   # `orchc --emit=dot` output is checked by rendering it
   graphviz
 )

@@ -269,6 +269,33 @@ private:
       log("worker " + hello.worker + " joined (" + std::to_string(hello.cpus) + " cpus, " +
           std::to_string(hello.gpus.size()) + " gpus)");
     place();
+    rebalance(w);
+  }
+
+  /// Moves idle replicas from the busiest workers to a newcomer (a replacement would otherwise
+  /// sit idle next to workers that took over the lost one's replicas).
+  void rebalance(uint32_t newcomer) {
+    for (;;) {
+      uint32_t busiest = kNoIndex;
+      for (uint32_t w = 0; w < workers_.size(); ++w)
+        if (workers_[w].alive && w != newcomer &&
+            (busiest == kNoIndex ||
+             workers_[w].replicas.size() > workers_[busiest].replicas.size()))
+          busiest = w;
+      if (busiest == kNoIndex ||
+          workers_[busiest].replicas.size() < workers_[newcomer].replicas.size() + 2)
+        return;
+      std::vector<uint32_t> &hosted = workers_[busiest].replicas;
+      auto idle = std::find_if(hosted.begin(), hosted.end(),
+                               [&](uint32_t r) { return replicas_[r].inFlight == 0; });
+      if (idle == hosted.end())
+        return;
+      const uint32_t r = *idle;
+      hosted.erase(idle);
+      replicas_[r].worker = newcomer;
+      workers_[newcomer].replicas.push_back(r);
+      sendTo(newcomer, InitMessage{r, replicas_[r].call, inputLabels_[replicas_[r].call]});
+    }
   }
 
   void finish(uint32_t w, ResultMessage result) {

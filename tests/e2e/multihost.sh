@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Multi-host run over TCP: the coordinator and two workers in three network namespaces joined
+# by veth pairs, as on three machines. Needs root and network namespaces; skipped (exit 77)
+# with the reason where they are not permitted.
+set -euo pipefail
+: "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
+# shellcheck source=lib/checks.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
+
+skip() { echo "SKIP: $1"; exit 77; }
+command -v ip >/dev/null || skip "the ip tool (iproute2) is not installed"
+[ "$(id -u)" = 0 ] || skip "creating network namespaces needs root"
+
+tag="orch$$"
+head="$tag-head"; w1="$tag-w1"; w2="$tag-w2"
+workdir=$(mktemp -d)
+cleanup() {
+  for ns in "$head" "$w1" "$w2"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -9; done
+  for ns in "$head" "$w1" "$w2"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+ip netns add "$head" 2>/dev/null || skip "network namespaces are not permitted here"
+ip netns add "$w1"
+ip netns add "$w2"
+# head 10.77.1.1 <-> w1 10.77.1.2, head 10.77.2.1 <-> w2 10.77.2.2
+for i in 1 2; do
+  ns="$tag-w$i"
+  ip link add "${tag}h$i" type veth peer name "${tag}w$i"
+  ip link set "${tag}h$i" netns "$head"
+  ip link set "${tag}w$i" netns "$ns"
+  ip -n "$head" addr add "10.77.$i.1/24" dev "${tag}h$i"
+  ip -n "$ns" addr add "10.77.$i.2/24" dev "${tag}w$i"
+  ip -n "$head" link set "${tag}h$i" up
+  ip -n "$ns" link set "${tag}w$i" up
+  ip -n "$ns" link set lo up
+done
+ip -n "$head" link set lo up
+
+cd "$workdir"
+for i in $(seq 0 19); do echo "{\"id\": $i, \"n\": $((i % 5))}"; done >rows.jsonl
+cat >pages.orch <<'ORCH'
+pipeline pages;
+source rows = jsonl("rows.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+work = test.sleep(pages, ms: 2) { batch: 4, replicas: 2 };
+sink jsonl(path: "out/docs.jsonl", record: { id: rows.id, pages: reduce(work) });
+ORCH
+"$ORCH_BIN/orch" run pages.orch --in-process --quiet 2>/dev/null
+expected=$(sort out/docs.jsonl)
+rm -rf out
+
+ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:7700 >head.log 2>&1 &
+run=$!
+ip netns exec "$w1" "$ORCH_BIN/orch" worker --connect tcp://10.77.1.1:7700 --name w1 >w1.log 2>&1 &
+first=$!
+ip netns exec "$w2" "$ORCH_BIN/orch" worker --connect tcp://10.77.2.1:7700 --name w2 >w2.log 2>&1 &
+second=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "the coordinator in its own namespace completes the run" test "$status" = 0
+check "both workers joined over TCP" grep -q "2 worker(s) joined at tcp://0.0.0.0:7700" head.log
+check "the rows are the in-process rows" test "$(sort out/docs.jsonl)" = "$expected"
+status=0; wait "$first" || status=$?
+check "worker 1 exits when the run is over" test "$status" = 0
+status=0; wait "$second" || status=$?
+check "worker 2 exits when the run is over" test "$status" = 0
+[ "$failures" -eq 0 ] || cat head.log w1.log w2.log
+finish_checks
