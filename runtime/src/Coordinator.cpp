@@ -146,6 +146,7 @@ private:
     std::string identity;
     std::string name;
     int64_t pid = 0;
+    double cpus = 1;
     std::vector<int64_t> gpus;
     bool alive = true;
     Clock::time_point lastHeard, lastSent;
@@ -254,6 +255,7 @@ private:
     worker.identity = identity;
     worker.name = hello.worker;
     worker.pid = hello.pid;
+    worker.cpus = hello.cpus > 0 ? hello.cpus : 1;
     worker.gpus = hello.gpus;
     worker.lastHeard = worker.lastSent = Clock::now();
     const uint32_t w = static_cast<uint32_t>(workers_.size());
@@ -353,27 +355,39 @@ private:
     place();
   }
 
-  /// Puts every replica without a worker on the live worker hosting the fewest replicas,
-  /// preferring workers with GPUs for GPU-capable Calls that ask for them.
+  /// Puts every replica without a worker on the live worker with the fewest replicas per CPU
+  /// it offers, preferring workers with GPUs for Calls that ask for GPUs; a Call that requires
+  /// a GPU waits for a worker that has one.
   void place() {
     for (uint32_t r = 0; r < replicas_.size(); ++r) {
       if (replicas_[r].worker != kNoIndex)
         continue;
       const plan::PlanCall &call = plan_->calls[replicas_[r].call];
       const bool wantsGpu = call.gpu && call.options.gpus > 0;
-      uint32_t best = kNoIndex;
+      auto load = [&](uint32_t w) {
+        return double(workers_[w].replicas.size()) / workers_[w].cpus;
+      };
       auto better = [&](uint32_t a, uint32_t b) {
         const bool gpuA = wantsGpu && !workers_[a].gpus.empty();
         const bool gpuB = wantsGpu && !workers_[b].gpus.empty();
         if (gpuA != gpuB)
           return gpuA;
-        return workers_[a].replicas.size() < workers_[b].replicas.size();
+        return load(a) < load(b);
       };
-      for (uint32_t w = 0; w < workers_.size(); ++w)
-        if (workers_[w].alive && (best == kNoIndex || better(w, best)))
+      uint32_t best = kNoIndex;
+      for (uint32_t w = 0; w < workers_.size(); ++w) {
+        if (!workers_[w].alive || (call.options.requireGpu && workers_[w].gpus.empty()))
+          continue;
+        if (best == kNoIndex || better(w, best))
           best = w;
-      if (best == kNoIndex)
-        return;
+      }
+      if (best == kNoIndex) {
+        if (call.options.requireGpu && !warnedGpu_) {
+          warnedGpu_ = true;
+          log("call '" + call.name + "' requires a GPU: waiting for a worker with --gpus");
+        }
+        continue;
+      }
       replicas_[r].worker = best;
       replicas_[r].inFlight = 0;
       workers_[best].replicas.push_back(r);
@@ -438,6 +452,7 @@ private:
   unsigned nextLocal_ = 0;
   uint64_t joined_ = 0, lost_ = 0, replaced_ = 0, malformed_ = 0, strangers_ = 0;
   bool stopped_ = false;
+  bool warnedGpu_ = false;
 };
 
 } // namespace

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <thread>
 #include <unistd.h>
 
@@ -50,6 +51,8 @@ public:
 
 private:
   void run(zmq::context_t &context) {
+    ::pthread_setname_np(::pthread_self(),
+                         ("orch-replica-" + std::to_string(id_)).substr(0, 15).c_str());
     zmq::socket_t results(context, zmq::socket_type::push);
     results.set(zmq::sockopt::linger, 0);
     results.connect(kResultsEndpoint);
@@ -109,6 +112,7 @@ public:
   }
 
   int run() {
+    ::pthread_setname_np(::pthread_self(), "orch-worker");
     coordinator_.connect(options_.endpoint);
     HelloMessage hello;
     hello.worker = name_;
