@@ -25,4 +25,8 @@ check "a missing argument is a usage error" test "$(exit_code "$ORCH_BIN/orchc")
 check "an unknown flag is a usage error" \
   test "$(exit_code "$ORCH_BIN/orchc" --no-such-flag "$workdir/ok.orch")" != 0
 
+check "orch worker --help describes --connect" grep -q -- "--connect" <("$ORCH_BIN/orch" worker --help)
+check "the Slurm template is valid bash" bash -n "$ORCH_SOURCE_DIR/deploy/slurm/orch.sbatch"
+check "orch worker without a coordinator gives up with status 1" \
+  test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1)" = 1
 finish_checks

@@ -234,6 +234,7 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.gpus = options.gpus;
   worker.stopRequested = &stopRequested;
   worker.verbose = !options.quiet;
+  worker.connectTimeoutMs = options.connectTimeoutSeconds * 1000;
   worker.log = logLine;
   return runtime::runWorker(worker, registry);
 }

@@ -40,6 +40,7 @@ struct WorkerCommandOptions {
   std::string name;
   double cpus = 1;
   std::vector<int64_t> gpus;
+  unsigned connectTimeoutSeconds = 60;
   bool quiet = false;
 };
 

@@ -89,6 +89,9 @@ static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::ini
 static cl::list<int64_t> gpus("gpus", cl::desc("GPU indexes this worker offers (0,1)"),
                               cl::CommaSeparated, cl::sub(worker), cl::cat(orchCategory));
 
+static cl::opt<unsigned> connectTimeout("connect-timeout",
+                                        cl::desc("Seconds to wait for the coordinator (60)"),
+                                        cl::init(60), cl::sub(worker), cl::cat(orchCategory));
 static cl::opt<bool> workerQuiet("quiet", cl::desc("Log problems only"), cl::sub(worker),
                                  cl::cat(orchCategory));
 
@@ -99,6 +102,7 @@ static int workerCommand() {
   options.cpus = cpus;
   options.gpus.assign(gpus.begin(), gpus.end());
   options.quiet = workerQuiet;
+  options.connectTimeoutSeconds = connectTimeout;
   return orch::runWorkerCommand(options);
 }
 
