@@ -69,6 +69,7 @@ for signal in TERM INT KILL; do
   sleep 0.3
   if [ "$signal" = KILL ]; then
     check "SIGKILL ends the run" test "$status" = 137
+    rm -f "${TMPDIR:-/tmp}/orch-$run-"*.sock # a killed coordinator cannot remove its socket
   else
     check "SIG$signal ends the run with status 130" test "$status" = 130
     check "... and says so" grep -q "interrupted" signal.log

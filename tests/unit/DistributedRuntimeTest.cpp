@@ -1,7 +1,7 @@
 // The distributed runtime against the in-process one: identical outputs with worker
 // processes, and a live coordinator that survives a flood of random and mutated messages.
-#include "CompileExample.h"
 #include "RandomPrograms.h"
+#include "RuntimeFixture.h"
 
 #include "orch/runtime/Coordinator.h"
 #include "orch/runtime/LocalRunner.h"
@@ -43,28 +43,8 @@ std::vector<std::string> normalized(std::vector<RootResult> roots) {
   return lines;
 }
 
-class DistributedRuntimeTest : public ::testing::Test {
+class DistributedRuntimeTest : public orch::testing::RuntimeFixture {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("orch-distributed-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    registerTestOperators(registry_, std::make_shared<TestOperatorLog>(false));
-    stdlib::registerStandardOperators(registry_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  plan::Plan compile(std::string program) {
-    for (size_t at; (at = program.find("$DIR")) != std::string::npos;)
-      program.replace(at, 4, dir_.string());
-    std::string error;
-    std::optional<plan::Plan> plan = orch::testing::compileText(program, &error);
-    EXPECT_TRUE(plan) << error << "\n" << program;
-    return plan.value_or(plan::Plan{});
-  }
-
   void writeRows(const std::vector<std::pair<int, int>> &rows) {
     std::ofstream out(dir_ / "in.jsonl");
     for (const auto &[id, children] : rows)
@@ -99,9 +79,6 @@ protected:
       *summaryOut = summary;
     return normalized(std::move(roots));
   }
-
-  fs::path dir_;
-  OperatorRegistry registry_;
 };
 
 TEST_F(DistributedRuntimeTest, FourWorkerProcessesGiveTheInProcessOutputs) {

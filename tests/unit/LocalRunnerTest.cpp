@@ -1,6 +1,6 @@
 // The embedded runtime end to end: real worker threads, real files in and out, operator
 // exceptions, timeouts, and runs that cannot start.
-#include "CompileExample.h"
+#include "RuntimeFixture.h"
 
 #include "orch/runtime/LocalRunner.h"
 #include "orch/runtime/TestOperators.h"
@@ -16,52 +16,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class LocalRunnerTest : public ::testing::Test {
+class LocalRunnerTest : public orch::testing::RuntimeFixture {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("orch-runner-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    registerTestOperators(registry_, log_);
-    stdlib::registerStandardOperators(registry_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
-
-  void writeFile(const std::string &name, const std::string &text) {
-    std::ofstream(path(name)) << text;
-  }
-
-  std::vector<std::string> lines(const std::string &name) const {
-    std::ifstream input(path(name));
-    std::vector<std::string> result;
-    for (std::string line; std::getline(input, line);)
-      result.push_back(line);
-    return result;
-  }
-
-  /// Compiles `program` with $DIR replaced by the test's directory.
-  plan::Plan compile(std::string program) {
-    for (size_t at; (at = program.find("$DIR")) != std::string::npos;)
-      program.replace(at, 4, dir_.string());
-    std::string error;
-    std::optional<plan::Plan> plan = orch::testing::compileText(program, &error);
-    EXPECT_TRUE(plan) << error;
-    return plan.value_or(plan::Plan{});
-  }
-
   RunSummary run(const plan::Plan &plan, unsigned threads = 4) {
     RunOptions options;
     options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
     return runLocally(plan, registry_, options, threads);
   }
 
-  fs::path dir_;
-  std::shared_ptr<TestOperatorLog> log_ = std::make_shared<TestOperatorLog>();
-  OperatorRegistry registry_;
   std::vector<RootResult> finished_;
 };
 

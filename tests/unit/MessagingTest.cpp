@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <unistd.h>
 
 namespace orch {
@@ -45,6 +47,10 @@ TEST_P(MessagingTest, RouterAndDealerRoundTripAPlan) {
   zmq::message_t answer;
   ASSERT_TRUE(dealer.recv(answer));
   EXPECT_EQ(answer.to_string(), "ack");
+  dealer.close();
+  router.close();
+  if (endpoint.rfind("ipc://", 0) == 0)
+    std::remove(endpoint.substr(6).c_str());
 }
 
 std::string transportName(const ::testing::TestParamInfo<std::string> &endpoint) {
