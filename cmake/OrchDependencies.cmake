@@ -36,6 +36,14 @@ target_link_libraries(orch_antlr4_runtime INTERFACE antlr4_shared)
 find_package(cppzmq REQUIRED)
 find_package(msgpack CONFIG REQUIRED)
 find_package(nlohmann_json 3 CONFIG REQUIRED)
+
+# The standard library's real operators: PDF (poppler), OCR (tesseract), video (FFmpeg),
+# Unicode normalisation (ICU).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OrchPoppler REQUIRED IMPORTED_TARGET poppler-cpp)
+pkg_check_modules(OrchTesseract REQUIRED IMPORTED_TARGET tesseract lept)
+pkg_check_modules(OrchFfmpeg REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
+find_package(ICU REQUIRED COMPONENTS uc i18n)
 add_library(orch_msgpack INTERFACE)
 target_compile_definitions(orch_msgpack INTERFACE MSGPACK_NO_BOOST)
 target_link_libraries(orch_msgpack INTERFACE msgpackc-cxx)

@@ -16,6 +16,11 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev
   # JSON Lines sources and sinks
   nlohmann-json3-dev
+  # operators: PDF, OCR (with English), video, Unicode; the tools that make the samples and
+  # check the PDF text (pdftotext)
+  libpoppler-cpp-dev poppler-utils libtesseract-dev libleptonica-dev tesseract-ocr-eng
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libicu-dev
+  ffmpeg ghostscript enscript
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
   # `orchc --emit=dot` output is checked by rendering it

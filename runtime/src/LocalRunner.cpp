@@ -126,8 +126,11 @@ public:
       const OperatorFactory *factory = registry_.transform(call.op);
       if (!factory)
         return "no implementation for operator " + call.op;
-      Replicas pool{
-          OperatorConfig(call.name, call.op, call.constants, inputLabels[c]), factory, {}, {}};
+      Replicas pool{OperatorConfig(call.name, call.op, call.constants, inputLabels[c])
+                        .withOptions(call.options),
+                    factory,
+                    {},
+                    {}};
       const uint32_t count = static_cast<uint32_t>(std::max<int64_t>(1, call.options.replicas));
       pool.instances.resize(count);
       for (uint32_t i = count; i-- > 0;)

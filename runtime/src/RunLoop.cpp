@@ -142,7 +142,8 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
   std::vector<std::vector<std::string>> inputLabels;
   for (uint32_t c = 0; c < plan.calls.size(); ++c) {
     inputLabels.push_back(engine.callInputLabels(c));
-    summary.calls.push_back(CallSummary{plan.calls[c].name, 0, 0, plan.calls[c].options.batch, 0});
+    summary.calls.push_back(
+        CallSummary{plan.calls[c].name, 0, 0, 0, plan.calls[c].options.batch, 0});
   }
   if (auto problem = executor.start(plan, inputLabels)) {
     summary.error = *problem;
@@ -154,6 +155,7 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
   Outputs outputs(plan, std::move(sinks), options, summary);
   // Deadlines of outstanding batches of Calls with a timeout.
   std::map<uint64_t, std::pair<SteadyClock::time_point, uint32_t>> deadlines;
+  SteadyClock::time_point nextProgress = start;
   for (;;) {
     if (options.stopRequested && options.stopRequested->load()) {
       summary.error =
@@ -170,9 +172,21 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
         deadlines[batch->id] = {SteadyClock::now() + std::chrono::nanoseconds(timeout), call};
       summary.calls[call].batches += 1;
       summary.calls[call].grains += batch->grains.size();
+      for (const BatchGrain &grain : batch->grains)
+        if (grain.lineage.root != batch->grains.front().lineage.root) {
+          ++summary.calls[call].mixedBatches;
+          break;
+        }
       executor.submit(std::move(*batch));
     }
     outputs.deliver(engine.takeFinishedRoots());
+    if (options.onProgress && SteadyClock::now() >= nextProgress) {
+      nextProgress = SteadyClock::now() + options.progressInterval;
+      options.onProgress(
+          RunProgress{engine.stats().rootsAdmitted, summary.rows, summary.written, summary.failed,
+                      engine.stats().grainsRun,
+                      std::chrono::duration<double>(SteadyClock::now() - start).count()});
+    }
     if (engine.complete() && executor.inFlight() == 0)
       break;
     if (executor.inFlight() == 0 && !engine.hasReadyWork()) {

@@ -258,7 +258,7 @@ private:
     }
     replicas_[init.replica] = std::make_unique<HostedReplica>(
         context_, init.replica, *factory,
-        OperatorConfig(call.name, call.op, call.constants, init.inputs));
+        OperatorConfig(call.name, call.op, call.constants, init.inputs).withOptions(call.options));
   }
 
   void send(const Message &message) { sendBody(encodeMessage(message)); }

@@ -1,15 +1,20 @@
 // The standard library's registration entry point.
 #include "orch/stdlib/StandardOperators.h"
 
-#include "io/FileIo.h"
+#include "OperatorGroups.h"
 #include "orch/stdlib/CoreOperators.h"
 
 namespace orch::stdlib {
 
 void registerStandardOperators(runtime::OperatorRegistry &registry) {
   registerCoreOperators(registry);
+  registerTextNormalize(registry);
   registerFileSources(registry);
   registerFileSinks(registry);
+  registerImageOperators(registry);
+  registerPdfOperators(registry);
+  registerOcrOperator(registry);
+  registerVideoOperators(registry);
 }
 
 } // namespace orch::stdlib

@@ -182,8 +182,8 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       continue;
     out << "orch:   call '" << call.name << "': " << call.grains << " grains in " << call.batches
         << " batches (" << llvm::format("%.1f", double(call.grains) / double(call.batches))
-        << " of " << call.batchLimit << " per batch), busy "
-        << llvm::format("%.2f", call.busySeconds) << " s\n";
+        << " of " << call.batchLimit << " per batch, " << call.mixedBatches
+        << " mixing source rows), busy " << llvm::format("%.2f", call.busySeconds) << " s\n";
   }
   const runtime::EngineStats &engine = summary.engine;
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
@@ -193,6 +193,25 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << " stale reports\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
+}
+
+/// Where the sinks wrote: "out/*.md, out/docs.jsonl".
+std::string describeOutputs(const plan::Plan &plan) {
+  std::string text;
+  for (const plan::PlanSink &sink : plan.sinks) {
+    auto constant = [&](const char *name) -> std::string {
+      for (const plan::NamedConstant &named : sink.constants)
+        if (named.name == name)
+          if (auto *value = std::get_if<std::string>(&named.value))
+            return *value;
+      return "";
+    };
+    std::string where =
+        sink.op == "files" ? constant("dir") + "/*" + constant("ext") : constant("path");
+    if (!where.empty())
+      text += (text.empty() ? "" : ", ") + where;
+  }
+  return text;
 }
 
 } // namespace
@@ -208,7 +227,18 @@ int runPipeline(const RunCommandOptions &options) {
   runOptions.engine = options.engine;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
   runOptions.stopRequested = &stopRequested;
+  const bool terminal = llvm::errs().is_displayed();
+  if (options.progress)
+    runOptions.onProgress = [terminal](const runtime::RunProgress &progress) {
+      llvm::errs() << (terminal ? "\r" : "") << "orch: " << progress.finished << " of "
+                   << progress.admitted << " rows done (" << progress.written << " written, "
+                   << progress.failed << " failed), " << progress.grainsRun << " grains run, "
+                   << llvm::format("%.1f", progress.seconds) << " s" << (terminal ? "   " : "\n");
+      llvm::errs().flush();
+    };
   installStopHandlers();
+  // Tesseract's OpenMP threads fight over the cores otherwise (workers set it too).
+  ::setenv("OMP_THREAD_LIMIT", "1", 0);
   std::unique_ptr<runtime::BatchExecutor> executor = makeExecutor(options, *plan, registry);
   runtime::RunSummary summary = runtime::runPlan(*plan, registry, *executor, runOptions);
   executor.reset();
@@ -216,7 +246,11 @@ int runPipeline(const RunCommandOptions &options) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return kRunCannotRun;
   }
+  if (options.progress && terminal)
+    llvm::errs() << "\n";
   printSummary(*plan, summary, errors, options.quiet);
+  if (summary.started && !describeOutputs(*plan).empty())
+    llvm::errs() << "orch: outputs: " << describeOutputs(*plan) << "\n";
   if (summary.error) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return stopRequested.load() ? kRunInterrupted : kRunCannotRun;

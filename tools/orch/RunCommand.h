@@ -28,6 +28,8 @@ struct RunCommandOptions {
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;
   bool quiet = false;
+  /// Print a progress line while the run goes on.
+  bool progress = false;
 };
 
 /// Exit codes of `orch run`.

@@ -76,6 +76,8 @@ static cl::opt<std::string>
                cl::value_desc("path"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the one-line summary"), cl::sub(run),
                            cl::cat(orchCategory));
+static cl::opt<bool> progress("progress", cl::desc("Show progress while the run goes on"),
+                              cl::sub(run), cl::cat(orchCategory));
 
 static cl::SubCommand worker("worker", "Serve a coordinator (orch run) as a worker");
 static cl::opt<std::string> connect("connect", cl::Required,
@@ -130,6 +132,7 @@ static int runCommand() {
   options.engine.gather = gather;
   options.errorsPath = errorsPath;
   options.quiet = quiet;
+  options.progress = progress;
   return orch::runPipeline(options);
 }
 

@@ -1,4 +1,4 @@
-// Local-file sources and sinks of the standard library (registered by StandardOperators.cpp).
+// Helpers shared by the standard library's file operators.
 #pragma once
 
 #include "orch/runtime/Operator.h"
@@ -9,8 +9,5 @@ namespace orch::stdlib {
 
 /// The File value of `path`: {path, name, stem, size}.
 runtime::Value fileValue(const std::string &path);
-
-void registerFileSources(runtime::OperatorRegistry &registry);
-void registerFileSinks(runtime::OperatorRegistry &registry);
 
 } // namespace orch::stdlib

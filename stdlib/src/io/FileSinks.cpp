@@ -2,6 +2,7 @@
 // finishes; `files(dir, name, ext, content)` writes one file per row, atomically.
 #include "FileIo.h"
 #include "JsonValue.h"
+#include "OperatorGroups.h"
 
 #include <algorithm>
 #include <filesystem>

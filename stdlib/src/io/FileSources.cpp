@@ -2,6 +2,7 @@
 // `jsonl(path)` (one row per JSON line) and `lines(path)` (one String row per line).
 #include "FileIo.h"
 #include "JsonValue.h"
+#include "OperatorGroups.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -61,6 +61,14 @@ public:
   const std::string &op() const { return op_; }
   const std::vector<std::string> &inputLabels() const { return inputLabels_; }
 
+  /// A Call's options (scheduling; `gpus` tells an operator to use its GPU implementation).
+  OperatorConfig &withOptions(const plan::CallOptions &options) {
+    options_ = &options;
+    return *this;
+  }
+  /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls).
+  double gpus() const { return options_ ? options_->gpus : 0; }
+
   const plan::StaticValue *constant(std::string_view name) const;
   /// Typed constants; OperatorError when missing or of another type.
   std::string stringConstant(std::string_view name) const;
@@ -73,6 +81,7 @@ private:
   std::string op_;
   const std::vector<plan::NamedConstant> *constants_;
   std::vector<std::string> inputLabels_;
+  const plan::CallOptions *options_ = nullptr;
 };
 
 class Operator {

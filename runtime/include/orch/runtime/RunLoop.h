@@ -9,6 +9,7 @@
 #include "orch/runtime/Operator.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -16,11 +17,24 @@
 
 namespace orch::runtime {
 
+/// Where a run stands, for progress displays.
+struct RunProgress {
+  uint64_t admitted = 0;
+  uint64_t finished = 0;
+  uint64_t written = 0;
+  uint64_t failed = 0;
+  uint64_t grainsRun = 0;
+  double seconds = 0;
+};
+
 struct RunOptions {
   EngineOptions engine;
   /// Called on the engine's thread for every finished source row, after its sink rows are
   /// written (the errors journal and progress hang here).
   std::function<void(const RootResult &)> onRootFinished;
+  /// Called on the engine's thread at most every `progressInterval`.
+  std::function<void(const RunProgress &)> onProgress;
+  std::chrono::milliseconds progressInterval{500};
   /// Set (by a signal handler) to stop the run early.
   const std::atomic<bool> *stopRequested = nullptr;
 };
@@ -29,6 +43,8 @@ struct CallSummary {
   std::string name;
   uint64_t batches = 0;
   uint64_t grains = 0;
+  /// Batches whose grains came from more than one source row.
+  uint64_t mixedBatches = 0;
   int64_t batchLimit = 1;
   /// Seconds spent inside the operator, summed over replicas.
   double busySeconds = 0;

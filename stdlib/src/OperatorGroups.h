@@ -1,0 +1,17 @@
+// The standard library's groups of operators, each registered by its own file;
+// StandardOperators.cpp registers them all.
+#pragma once
+
+#include "orch/runtime/Operator.h"
+
+namespace orch::stdlib {
+
+void registerFileSources(runtime::OperatorRegistry &registry);
+void registerFileSinks(runtime::OperatorRegistry &registry);
+void registerImageOperators(runtime::OperatorRegistry &registry);
+void registerPdfOperators(runtime::OperatorRegistry &registry);
+void registerOcrOperator(runtime::OperatorRegistry &registry);
+void registerVideoOperators(runtime::OperatorRegistry &registry);
+void registerTextNormalize(runtime::OperatorRegistry &registry);
+
+} // namespace orch::stdlib

@@ -1,0 +1,189 @@
+// pdf.pages (File -> List<PdfPage>), pdf.render (PdfPage -> Image) and pdf.text (PdfPage ->
+// Text) with poppler-cpp. A page value is {index, width, height, path, dpi}: enough for any
+// worker to reopen the document; each operator instance keeps the last document open, since
+// batches tend to hold neighbouring pages of the same files.
+#include "OperatorGroups.h"
+#include "image/ImageValue.h"
+
+#include <poppler-document.h>
+#include <poppler-global.h>
+#include <poppler-image.h>
+#include <poppler-page-renderer.h>
+#include <poppler-page.h>
+
+#include <memory>
+
+namespace orch::stdlib {
+namespace {
+
+using runtime::OperatorConfig;
+using runtime::OperatorRow;
+using runtime::RowResult;
+using runtime::Value;
+
+void silencePoppler() {
+  static const bool silenced = [] {
+    poppler::set_debug_error_function([](const std::string &, void *) {}, nullptr);
+    return true;
+  }();
+  (void)silenced;
+}
+
+/// Opens documents, keeping the last one.
+class DocumentCache {
+public:
+  /// The document at `path`, or nullptr with `problem`.
+  poppler::document *open(const std::string &path, std::string &problem) {
+    if (path == path_ && document_)
+      return document_.get();
+    document_.reset(poppler::document::load_from_file(path));
+    path_ = path;
+    if (!document_) {
+      problem = "cannot read PDF \"" + path + "\" (missing, corrupt or not a PDF)";
+      return nullptr;
+    }
+    if (document_->is_locked()) {
+      document_.reset();
+      problem = "PDF \"" + path + "\" is encrypted";
+      return nullptr;
+    }
+    return document_.get();
+  }
+
+private:
+  std::string path_;
+  std::unique_ptr<poppler::document> document_;
+};
+
+const std::string *stringField(const Value &value, const char *name) {
+  const Value *field = value.field(name);
+  return field && field->kind() == Value::Kind::String ? &field->asString() : nullptr;
+}
+
+/// The page a PdfPage value names, or nullptr with `problem`.
+std::unique_ptr<poppler::page> openPage(DocumentCache &cache, const Value &page,
+                                        std::string &problem) {
+  const std::string *path = stringField(page, "path");
+  const Value *index = page.field("index");
+  if (!path || !index || index->kind() != Value::Kind::Int) {
+    problem = "not a PDF page: " + page.str().substr(0, 80);
+    return nullptr;
+  }
+  poppler::document *document = cache.open(*path, problem);
+  if (!document)
+    return nullptr;
+  if (index->asInt() < 0 || index->asInt() >= document->pages()) {
+    problem = "page " + std::to_string(index->asInt()) + " is not in \"" + *path + "\"";
+    return nullptr;
+  }
+  std::unique_ptr<poppler::page> opened(document->create_page(int(index->asInt())));
+  if (!opened)
+    problem = "cannot open page " + std::to_string(index->asInt()) + " of \"" + *path + "\"";
+  return opened;
+}
+
+class PagesOperator : public runtime::Operator {
+public:
+  explicit PagesOperator(const OperatorConfig &config) : dpi_(config.intConstant("dpi")) {}
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    for (const OperatorRow &row : rows) {
+      const std::string *path = stringField(row.inputs[0], "path");
+      std::string problem = "not a file: " + row.inputs[0].str().substr(0, 80);
+      poppler::document *document = path ? cache_.open(*path, problem) : nullptr;
+      if (!document) {
+        results.push_back(RowResult::recordFailure(problem));
+        continue;
+      }
+      runtime::ValueList pages;
+      for (int i = 0; i < document->pages(); ++i) {
+        std::unique_ptr<poppler::page> page(document->create_page(i));
+        const poppler::rectf box = page ? page->page_rect() : poppler::rectf();
+        pages.push_back(Value::record({{"index", Value::integer(i)},
+                                       {"width", Value::real(box.width())},
+                                       {"height", Value::real(box.height())},
+                                       {"path", Value::string(*path)},
+                                       {"dpi", Value::integer(dpi_)}}));
+      }
+      results.push_back(RowResult::ok(Value::list(std::move(pages))));
+    }
+  }
+
+private:
+  int64_t dpi_;
+  DocumentCache cache_;
+};
+
+class RenderOperator : public runtime::Operator {
+public:
+  explicit RenderOperator(const OperatorConfig &config) : dpi_(config.intConstant("dpi")) {
+    if (dpi_ <= 0 || dpi_ > 1200)
+      throw runtime::OperatorError("pdf.render: dpi must be between 1 and 1200");
+    renderer_.set_render_hint(poppler::page_renderer::antialiasing, true);
+    renderer_.set_render_hint(poppler::page_renderer::text_antialiasing, true);
+    renderer_.set_image_format(poppler::image::format_rgb24);
+  }
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    for (const OperatorRow &row : rows) {
+      std::string problem;
+      std::unique_ptr<poppler::page> page = openPage(cache_, row.inputs[0], problem);
+      if (!page) {
+        results.push_back(RowResult::recordFailure(problem));
+        continue;
+      }
+      poppler::image image = renderer_.render_page(page.get(), double(dpi_), double(dpi_));
+      if (!image.is_valid() || image.format() != poppler::image::format_rgb24) {
+        results.push_back(RowResult::recordFailure("cannot render page"));
+        continue;
+      }
+      const int width = image.width(), height = image.height(), stride = image.bytes_per_row();
+      std::string pixels(size_t(width) * size_t(height) * 3, '\0');
+      for (int y = 0; y < height; ++y)
+        std::copy_n(image.const_data() + size_t(y) * size_t(stride), size_t(width) * 3,
+                    pixels.data() + size_t(y) * size_t(width) * 3);
+      Value rendered = makeImage(width, height, 3, std::move(pixels));
+      runtime::RecordFields fields = rendered.asRecord();
+      fields.emplace_back("dpi", Value::integer(dpi_));
+      results.push_back(RowResult::ok(Value::record(std::move(fields))));
+    }
+  }
+
+private:
+  int64_t dpi_;
+  DocumentCache cache_;
+  poppler::page_renderer renderer_;
+};
+
+class TextOperator : public runtime::Operator {
+public:
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    for (const OperatorRow &row : rows) {
+      std::string problem;
+      std::unique_ptr<poppler::page> page = openPage(cache_, row.inputs[0], problem);
+      if (!page) {
+        results.push_back(RowResult::recordFailure(problem));
+        continue;
+      }
+      const poppler::byte_array utf8 = page->text().to_utf8();
+      results.push_back(RowResult::ok(Value::string(std::string(utf8.begin(), utf8.end()))));
+    }
+  }
+
+private:
+  DocumentCache cache_;
+};
+
+} // namespace
+
+void registerPdfOperators(runtime::OperatorRegistry &registry) {
+  silencePoppler();
+  registry.addTransform("pdf.pages", [](const OperatorConfig &config) {
+    return std::make_unique<PagesOperator>(config);
+  });
+  registry.addTransform("pdf.render", [](const OperatorConfig &config) {
+    return std::make_unique<RenderOperator>(config);
+  });
+  registry.addTransform("pdf.text",
+                        [](const OperatorConfig &) { return std::make_unique<TextOperator>(); });
+}
+
+} // namespace orch::stdlib

@@ -1,0 +1,248 @@
+// video.clips (File -> List<Clip>), video.frames (Clip -> List<Frame>) and video.decode
+// (Frame -> Image) with FFmpeg's libraries. Clips and frames are {index, start, end, path}
+// and {index, time, path}; decoding seeks to the frame's time, so any worker can decode any
+// frame. Each decode instance keeps the last video open: batches hold neighbouring frames.
+#include "OperatorGroups.h"
+#include "image/ImageValue.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+}
+
+#include <cmath>
+#include <memory>
+
+namespace orch::stdlib {
+namespace {
+
+using runtime::OperatorConfig;
+using runtime::OperatorRow;
+using runtime::RowResult;
+using runtime::Value;
+
+const std::string *stringField(const Value &value, const char *name) {
+  const Value *field = value.field(name);
+  return field && field->kind() == Value::Kind::String ? &field->asString() : nullptr;
+}
+
+std::optional<double> numberField(const Value &value, const char *name) {
+  const Value *field = value.field(name);
+  if (!field || (field->kind() != Value::Kind::Float && field->kind() != Value::Kind::Int))
+    return std::nullopt;
+  return field->asFloat();
+}
+
+/// An opened video: demuxer, its best video stream and a decoder for it.
+class VideoFile {
+public:
+  ~VideoFile() { close(); }
+
+  bool open(const std::string &path, std::string &problem) {
+    close();
+    if (avformat_open_input(&format_, path.c_str(), nullptr, nullptr) < 0) {
+      problem = "cannot open video \"" + path + "\"";
+      return false;
+    }
+    if (avformat_find_stream_info(format_, nullptr) < 0) {
+      problem = "cannot read video \"" + path + "\" (corrupt?)";
+      return false;
+    }
+    const AVCodec *codec = nullptr;
+    stream_ = av_find_best_stream(format_, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (stream_ < 0 || !codec) {
+      problem = "\"" + path + "\" has no decodable video stream";
+      return false;
+    }
+    decoder_ = avcodec_alloc_context3(codec);
+    if (!decoder_ ||
+        avcodec_parameters_to_context(decoder_, format_->streams[stream_]->codecpar) < 0 ||
+        avcodec_open2(decoder_, codec, nullptr) < 0) {
+      problem = "cannot decode \"" + path + "\"";
+      return false;
+    }
+    path_ = path;
+    return true;
+  }
+
+  const std::string &path() const { return path_; }
+
+  /// Seconds, from the container or the stream.
+  double duration() const {
+    if (format_->duration > 0)
+      return double(format_->duration) / AV_TIME_BASE;
+    const AVStream *stream = format_->streams[stream_];
+    return stream->duration > 0 ? double(stream->duration) * av_q2d(stream->time_base) : 0;
+  }
+
+  /// The first frame at or after `seconds` (or the last one), as RGB.
+  std::optional<Value> frameAt(double seconds, std::string &problem) {
+    AVStream *stream = format_->streams[stream_];
+    const double timeBase = av_q2d(stream->time_base);
+    const int64_t target = int64_t(seconds / timeBase);
+    av_seek_frame(format_, stream_, target, AVSEEK_FLAG_BACKWARD);
+    avcodec_flush_buffers(decoder_);
+    std::unique_ptr<AVPacket, void (*)(AVPacket *)> packet(av_packet_alloc(),
+                                                           [](AVPacket *p) { av_packet_free(&p); });
+    std::unique_ptr<AVFrame, void (*)(AVFrame *)> frame(av_frame_alloc(),
+                                                        [](AVFrame *f) { av_frame_free(&f); });
+    std::optional<Value> last;
+    bool draining = false;
+    for (;;) {
+      int status = avcodec_receive_frame(decoder_, frame.get());
+      if (status == 0) {
+        last = toImage(frame.get());
+        const int64_t pts = frame->best_effort_timestamp;
+        if (pts != AV_NOPTS_VALUE && double(pts) * timeBase + 1e-6 >= seconds)
+          return last;
+        continue;
+      }
+      if (status == AVERROR_EOF || (status != AVERROR(EAGAIN)))
+        break;
+      if (draining)
+        break;
+      if (av_read_frame(format_, packet.get()) < 0) {
+        // End of file: drain the decoder so the last frames come out.
+        avcodec_send_packet(decoder_, nullptr);
+        draining = true;
+        continue;
+      }
+      if (packet->stream_index == stream_)
+        avcodec_send_packet(decoder_, packet.get());
+      av_packet_unref(packet.get());
+    }
+    if (!last)
+      problem = "no frame decodes at " + std::to_string(seconds) + " s of \"" + path_ + "\"";
+    return last;
+  }
+
+private:
+  Value toImage(const AVFrame *frame) {
+    scaler_ = sws_getCachedContext(scaler_, frame->width, frame->height,
+                                   AVPixelFormat(frame->format), frame->width, frame->height,
+                                   AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr);
+    std::string pixels(size_t(frame->width) * size_t(frame->height) * 3, '\0');
+    uint8_t *planes[4] = {reinterpret_cast<uint8_t *>(pixels.data()), nullptr, nullptr, nullptr};
+    int strides[4] = {frame->width * 3, 0, 0, 0};
+    sws_scale(scaler_, frame->data, frame->linesize, 0, frame->height, planes, strides);
+    return makeImage(frame->width, frame->height, 3, std::move(pixels));
+  }
+
+  void close() {
+    if (scaler_)
+      sws_freeContext(scaler_);
+    scaler_ = nullptr;
+    if (decoder_)
+      avcodec_free_context(&decoder_);
+    if (format_)
+      avformat_close_input(&format_);
+    path_.clear();
+  }
+
+  AVFormatContext *format_ = nullptr;
+  AVCodecContext *decoder_ = nullptr;
+  SwsContext *scaler_ = nullptr;
+  int stream_ = -1;
+  std::string path_;
+};
+
+class ClipsOperator : public runtime::Operator {
+public:
+  explicit ClipsOperator(const OperatorConfig &config) : seconds_(config.floatConstant("seconds")) {
+    if (!(seconds_ > 0))
+      throw runtime::OperatorError("video.clips: seconds must be positive");
+  }
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    for (const OperatorRow &row : rows) {
+      const std::string *path = stringField(row.inputs[0], "path");
+      std::string problem = "not a file: " + row.inputs[0].str().substr(0, 80);
+      VideoFile video;
+      if (!path || !video.open(*path, problem)) {
+        results.push_back(RowResult::recordFailure(problem));
+        continue;
+      }
+      const double duration = video.duration();
+      runtime::ValueList clips;
+      for (int64_t i = 0; double(i) * seconds_ < duration - 1e-3; ++i) {
+        const double start = double(i) * seconds_;
+        clips.push_back(Value::record({{"index", Value::integer(i)},
+                                       {"start", Value::real(start)},
+                                       {"end", Value::real(std::min(duration, start + seconds_))},
+                                       {"path", Value::string(*path)}}));
+      }
+      results.push_back(RowResult::ok(Value::list(std::move(clips))));
+    }
+  }
+
+private:
+  double seconds_;
+};
+
+class FramesOperator : public runtime::Operator {
+public:
+  explicit FramesOperator(const OperatorConfig &config) : perClip_(config.intConstant("per_clip")) {
+    if (perClip_ <= 0)
+      throw runtime::OperatorError("video.frames: per_clip must be positive");
+  }
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    for (const OperatorRow &row : rows) {
+      const std::string *path = stringField(row.inputs[0], "path");
+      std::optional<double> start = numberField(row.inputs[0], "start"),
+                            end = numberField(row.inputs[0], "end");
+      if (!path || !start || !end) {
+        results.push_back(
+            RowResult::recordFailure("not a clip: " + row.inputs[0].str().substr(0, 80)));
+        continue;
+      }
+      runtime::ValueList frames;
+      const double step = (*end - *start) / double(perClip_);
+      for (int64_t i = 0; i < perClip_; ++i)
+        frames.push_back(Value::record({{"index", Value::integer(i)},
+                                        {"time", Value::real(*start + (double(i) + 0.5) * step)},
+                                        {"path", Value::string(*path)}}));
+      results.push_back(RowResult::ok(Value::list(std::move(frames))));
+    }
+  }
+
+private:
+  int64_t perClip_;
+};
+
+class DecodeOperator : public runtime::Operator {
+public:
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    for (const OperatorRow &row : rows) {
+      const std::string *path = stringField(row.inputs[0], "path");
+      std::optional<double> time = numberField(row.inputs[0], "time");
+      std::string problem = "not a frame: " + row.inputs[0].str().substr(0, 80);
+      if (!path || !time || (video_.path() != *path && !video_.open(*path, problem))) {
+        results.push_back(RowResult::recordFailure(problem));
+        continue;
+      }
+      std::optional<Value> image = video_.frameAt(*time, problem);
+      results.push_back(image ? RowResult::ok(std::move(*image))
+                              : RowResult::recordFailure(problem));
+    }
+  }
+
+private:
+  VideoFile video_;
+};
+
+} // namespace
+
+void registerVideoOperators(runtime::OperatorRegistry &registry) {
+  av_log_set_level(AV_LOG_QUIET);
+  registry.addTransform("video.clips", [](const OperatorConfig &config) {
+    return std::make_unique<ClipsOperator>(config);
+  });
+  registry.addTransform("video.frames", [](const OperatorConfig &config) {
+    return std::make_unique<FramesOperator>(config);
+  });
+  registry.addTransform("video.decode",
+                        [](const OperatorConfig &) { return std::make_unique<DecodeOperator>(); });
+}
+
+} // namespace orch::stdlib
