@@ -25,6 +25,15 @@ expected=$(sort out/docs.jsonl)
 check "the clean run writes every row" test "$(wc -l <out/docs.jsonl)" = 60
 
 workers_of() { pgrep -P "$1" -f "orch worker" || true; }
+# The longest-running worker of a run: one that has certainly joined and holds replicas.
+oldest_worker() { pgrep -o -P "$1" -f "orch worker" || true; }
+# Waits until the run has written at least $1 rows (so its workers are busy), at most 30 s.
+wait_for_rows() {
+  local waited=0
+  until [ "$(cat out/docs.jsonl 2>/dev/null | wc -l)" -ge "$1" ] || [ "$waited" -ge 300 ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
+}
 leftover_workers() { pgrep -f "orch-$1-[0-9]*.sock" || true; }
 
 # SIGKILL three workers at random moments while the run goes on.
@@ -32,9 +41,9 @@ rm -rf out
 "$ORCH_BIN/orch" run pages.orch --workers 4 --heartbeat-ms 100 >run.log 2>&1 &
 run=$!
 kills=0
-for delay in 0.4 0.3 0.3; do
-  sleep "$delay"
-  victim=$(workers_of "$run" | shuf -n 1)
+for rows in 3 15 27; do
+  wait_for_rows "$rows"
+  victim=$(oldest_worker "$run")
   if [ -n "$victim" ]; then kill -9 "$victim" && kills=$((kills + 1)); fi
 done
 status=0; wait "$run" || status=$?
@@ -49,8 +58,8 @@ check "no worker outlives the run" test -z "$(leftover_workers "$run")"
 rm -rf out
 "$ORCH_BIN/orch" run pages.orch --workers 3 --heartbeat-ms 100 --liveness 4 >hung.log 2>&1 &
 run=$!
-sleep 0.4
-hung=$(workers_of "$run" | head -n 1)
+wait_for_rows 3
+hung=$(oldest_worker "$run")
 kill -STOP "$hung"
 status=0; wait "$run" || status=$?
 check "the run with a hung worker succeeds" test "$status" = 0

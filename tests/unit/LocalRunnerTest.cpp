@@ -100,10 +100,17 @@ pipeline unimplemented;
 source docs = files("$DIR/*.pdf");
 sink jsonl(path: "$DIR/out.jsonl", record: { pages: list.len(reduce(pdf.text(expand(pdf.pages(docs)) as Page))) });
 )");
-  RunSummary summary = run(plan);
+  // A worker built without the PDF operators (only the test operators and files/jsonl here).
+  OperatorRegistry partial;
+  registerTestOperators(partial, log_);
+  partial.addSource("files", *registry_.source("files"));
+  partial.addSink("jsonl", *registry_.sink("jsonl"));
+  RunSummary summary = runLocally(plan, partial, RunOptions{}, 2);
   EXPECT_FALSE(summary.started);
   ASSERT_TRUE(summary.error);
-  EXPECT_NE(summary.error->find("no implementation for operator pdf.pages"), std::string::npos)
+  EXPECT_NE(summary.error->find("no implementation for operator pdf.pages, operator pdf.text, "
+                                "operator list.len"),
+            std::string::npos)
       << *summary.error;
 }
 
