@@ -58,7 +58,7 @@ public:
       processes_ = std::make_unique<LocalWorkerProcesses>(options_.workerProgram, endpoint_);
       for (unsigned i = 0; i < options_.localWorkers; ++i)
         startLocalWorker();
-    } else {
+    } else if (!replicas_.empty()) {
       log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
           endpoint_ + ")");
     }

@@ -58,9 +58,18 @@ void LocalWorkerProcesses::kill(pid_t pid) {
 }
 
 void LocalWorkerProcesses::stopAll(std::chrono::milliseconds grace) {
-  const auto giveUp = std::chrono::steady_clock::now() + grace;
-  while (!children_.empty() && std::chrono::steady_clock::now() < giveUp) {
+  // Workers that joined leave on the coordinator's BYE; ask the others (still starting up)
+  // with SIGTERM after a moment, and kill whatever is left when the grace period is over.
+  const auto start = std::chrono::steady_clock::now();
+  const auto askAt = start + std::min(grace, std::chrono::milliseconds(200));
+  bool asked = false;
+  while (!children_.empty() && std::chrono::steady_clock::now() < start + grace) {
     reap();
+    if (!asked && std::chrono::steady_clock::now() >= askAt) {
+      for (pid_t pid : children_)
+        ::kill(pid, SIGTERM);
+      asked = true;
+    }
     if (!children_.empty())
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -19,7 +19,8 @@ public:
   pid_t start(const std::string &name);
   /// Children that exited since the last call, with how they ended ("killed by signal 9").
   std::vector<std::pair<pid_t, std::string>> reap();
-  /// Waits up to `grace` for every child to exit, then kills the rest.
+  /// Waits up to `grace` for every child to exit (asking with SIGTERM after a moment), then
+  /// kills the rest.
   void stopAll(std::chrono::milliseconds grace);
   void kill(pid_t pid);
   size_t running() const { return children_.size(); }

@@ -77,7 +77,7 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
     for (const plan::PlanCall &call : plan.calls)
       replicas += std::max<int64_t>(1, call.options.replicas);
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    coordinator.localWorkers = unsigned(std::clamp<int64_t>(replicas, 1, cores));
+    coordinator.localWorkers = unsigned(std::min<int64_t>(replicas, cores));
   }
   return runtime::makeCoordinator(std::move(coordinator));
 }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Every example run end to end on the bundled samples, with golden checks: the flagship's
+# Markdown has every page's marker in page order (OCR included), the corrupt files are in the
+# errors journal, pdf_text matches pdftotext page by page, clip_quality scores every clip;
+# worker processes and --in-process give identical outputs; OCR batches mix documents; names
+# derived from data never escape a sink's directory.
+set -euo pipefail
+: "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
+# shellcheck source=lib/checks.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
+python=/usr/bin/python3
+
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+cp -r "$ORCH_SOURCE_DIR/examples/." "$workdir/"
+cd "$workdir"
+orch() { "$ORCH_BIN/orch" "$@"; }
+
+# markers_in_order FILE DOC PAGES: "DOC page 1" ... "DOC page PAGES" appear, in that order.
+markers_in_order() {
+  test "$(grep -o "$2 page [0-9]*" "$1" | awk '{print $3}' | tr '\n' ' ')" = \
+       "$(seq -s ' ' 1 "$3") "
+}
+
+# --- pdf_to_markdown, the flagship ----------------------------------------------------------
+status=0; orch run pdf_to_markdown.orch --quiet 2>run.log || status=$?
+check "pdf_to_markdown completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+check "one Markdown file per good PDF" test "$(ls out/*.md | wc -l)" = 5
+for doc in memo:1 letter:3 report:12 manual:30 scanned:2; do
+  check "${doc%:*}.md has every page in order" markers_in_order "out/${doc%:*}.md" "${doc%:*}" "${doc#*:}"
+done
+check "the scanned PDF was read by OCR" grep -q "The word of this page is bravo" out/scanned.md
+check "the corrupt PDF is in the errors journal with its cause" \
+  grep -q '"call": "split", .*broken.pdf.*corrupt or not a PDF' pdf_to_markdown.errors.jsonl
+check "docs.jsonl counts each document's pages" test "$($python -c '
+import json
+rows = sorted((r["path"].split("/")[-1], r["pages"]) for r in map(json.loads, open("out/docs.jsonl")))
+print(rows)')" = "[('letter.pdf', 3), ('manual.pdf', 30), ('memo.pdf', 1), ('report.pdf', 12), ('scanned.pdf', 2)]"
+mv out workers-out
+orch run pdf_to_markdown.orch --in-process --quiet 2>/dev/null || true
+check "worker processes and --in-process write identical Markdown" diff -r -x docs.jsonl workers-out out
+check "... and identical JSON lines" test "$(sort workers-out/docs.jsonl)" = "$(sort out/docs.jsonl)"
+rm -rf out workers-out
+
+# --- pdf_text: the text layer, page by page as pdftotext sees it ------------------------------
+orch run pdf_text.orch --quiet 2>/dev/null || true
+check "pdf_text matches pdftotext on every page" $python - <<'PY'
+import json, subprocess, sys
+def words(text): return " ".join(text.split())
+ok = True
+for row in map(json.loads, open("out/pdf_text.jsonl")):
+    for number, text in enumerate(row["pages"], 1):
+        expected = subprocess.run(["pdftotext", "-f", str(number), "-l", str(number), row["path"], "-"],
+                                  capture_output=True, text=True).stdout
+        if words(text) != words(expected):
+            print(f"{row['path']} page {number}: {words(text)[:60]!r} != {words(expected)[:60]!r}")
+            ok = False
+sys.exit(0 if ok else 1)
+PY
+check "pdf_text reads every page of the good PDFs" test "$($python -c '
+import json; print(sum(len(r["pages"]) for r in map(json.loads, open("out/pdf_text.jsonl"))))')" = 48
+rm -rf out
+
+# --- clip_quality: video -> clips -> frames -> sharpness ------------------------------------
+status=0; orch run clip_quality.orch --quiet 2>/dev/null || status=$?
+check "clip_quality completes with the corrupt video failed (exit 2)" test "$status" = 2
+check "every clip of the good videos is scored (2 + 3 clips)" test "$(wc -l <out/clips.jsonl)" = 5
+check "each good video has a row" test "$(wc -l <out/videos.jsonl)" = 2
+check "the corrupt video is in the errors journal" grep -q 'broken.mp4' clip_quality.errors.jsonl
+check "scores are numbers" $python -c '
+import json, sys
+sys.exit(0 if all(isinstance(json.loads(l)["score"], float) for l in open("out/clips.jsonl")) else 1)'
+mv out workers-out
+orch run clip_quality.orch --in-process --quiet 2>/dev/null || true
+for file in clips videos; do
+  check "worker processes and --in-process score $file identically" \
+    test "$(sort workers-out/$file.jsonl)" = "$(sort out/$file.jsonl)"
+done
+rm -rf out workers-out
+
+# --- OCR batches that mix documents -------------------------------------------------------
+cat >ocr_mix.orch <<'ORCH'
+pipeline ocr_mix;
+source docs = files("samples/pdfs/*.pdf") as Doc;
+pages = expand(pdf.pages(docs)) as Page;
+images = pdf.render(pages, dpi: 100) { batch: 4, replicas: 2 };
+texts = ocr.tesseract(images) { batch: 8 };
+sink files(dir: "out/mix", name: docs.stem, ext: ".txt", content: text.join(reduce(texts)));
+ORCH
+orch run ocr_mix.orch --in-process --threads 2 2>mix.log || true
+check "OCR batches hold pages of more than one document" \
+  grep -qE "call 'texts': .* [1-9][0-9]* mixing source rows" mix.log
+check "... and each document's text is still in page order" markers_in_order out/mix/report.txt report 12
+
+# --- names from data stay inside the sink's directory -----------------------------------------
+printf '%s\n' '../../escape' '..' '/etc/orch-escape' '.hidden' >names.txt
+cat >names.orch <<'ORCH'
+pipeline names;
+source names = lines("names.txt");
+sink files(dir: "out/deep/files", name: names, ext: ".txt", content: names);
+ORCH
+orch run names.orch --quiet 2>/dev/null || true
+check "every row became a file inside the directory" test "$(ls -A out/deep/files | wc -l)" = 4
+check "nothing was written outside it" test -z "$(find . -name '*escape*' -not -path './out/deep/files/*')"
+check "nothing was written to /etc" test ! -e /etc/orch-escape.txt
+
+finish_checks
