@@ -85,13 +85,25 @@ const SinkFactory *OperatorRegistry::sink(std::string_view name) const {
   return lookup(sinks_, name);
 }
 
-std::vector<std::string> OperatorRegistry::transformNames() const {
+namespace {
+
+template <typename Map> std::vector<std::string> sortedNames(const Map &map) {
   std::vector<std::string> names;
-  for (const auto &[name, factory] : transforms_)
+  for (const auto &[name, factory] : map)
     names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }
+
+} // namespace
+
+std::vector<std::string> OperatorRegistry::transformNames() const {
+  return sortedNames(transforms_);
+}
+
+std::vector<std::string> OperatorRegistry::sourceNames() const { return sortedNames(sources_); }
+
+std::vector<std::string> OperatorRegistry::sinkNames() const { return sortedNames(sinks_); }
 
 BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
                              const OperatorConfig &config, const Batch &batch) {

@@ -29,4 +29,6 @@ check "orch worker --help describes --connect" grep -q -- "--connect" <("$ORCH_B
 check "the Slurm template is valid bash" bash -n "$ORCH_SOURCE_DIR/deploy/slurm/orch.sbatch"
 check "orch worker without a coordinator gives up with status 1" \
   test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1)" = 1
+check "docs/operators.md is what orch operators prints" \
+  diff <("$ORCH_BIN/orch" operators) "$ORCH_SOURCE_DIR/docs/operators.md"
 finish_checks

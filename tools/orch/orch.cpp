@@ -1,5 +1,6 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
+#include "OperatorsCommand.h"
 #include "RunCommand.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -18,6 +19,8 @@ static cl::OptionCategory orchCategory("orch options");
 static cl::SubCommand inspect("inspect", "Validate a compiled plan and print it");
 static cl::opt<std::string> inspectPath(cl::Positional, cl::Required, cl::desc("<file.plan>"),
                                         cl::sub(inspect), cl::cat(orchCategory));
+
+static cl::SubCommand operators("operators", "Print the operator reference (Markdown)");
 
 static cl::SubCommand run("run", "Run a pipeline (.orch or .plan) in this process");
 static cl::opt<std::string> runPath(cl::Positional, cl::Required, cl::desc("<file.orch|file.plan>"),
@@ -148,6 +151,8 @@ int main(int argc, char **argv) {
     return runCommand();
   if (worker)
     return workerCommand();
+  if (operators)
+    return orch::runOperators();
   cl::PrintHelpMessage();
   return 1;
 }

@@ -135,6 +135,8 @@ public:
 
   /// Names of the transforms, sorted (what a worker offers in its HELLO).
   std::vector<std::string> transformNames() const;
+  std::vector<std::string> sourceNames() const;
+  std::vector<std::string> sinkNames() const;
 
   /// The operators `plan` uses that have no implementation here, as "kind name" strings.
   std::vector<std::string> missingFor(const plan::Plan &plan) const;
