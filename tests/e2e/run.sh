@@ -39,6 +39,8 @@ check "the malformed line is journaled with its line number" \
   grep -q '"row": 3, "kind": "source-error".*in.jsonl:4: malformed JSON line' pages.errors.jsonl
 check "the failed page is journaled with its Call and ordinal" \
   grep -q '"row": 2, "kind": "record-failure", "call": "checked", "path": \[5\]' pages.errors.jsonl
+check "... and with the sink row it failed" \
+  grep -q '"rows": \[{"sink": 0, "row_path": \[\], "kind": "record-failure"' pages.errors.jsonl
 check "the summary accounts for every row" \
   grep -q "5 rows in .* 3 written, 0 dropped, 2 failed" <("$ORCH_BIN/orch" run pages.orch 2>&1)
 
@@ -53,7 +55,7 @@ done
 check "--set overrides a param" \
   test "$(exit_code "$ORCH_BIN/orch" run pages.orch --set input=other.jsonl --errors none.jsonl)" = 0
 check "... and the run reads the other input" test "$(cat out/docs.jsonl)" = '{"id":7,"pages":[0]}'
-check "no errors journal when nothing failed" test ! -e none.jsonl
+check "an empty errors journal when nothing failed" test -e none.jsonl -a ! -s none.jsonl
 
 "$ORCH_BIN/orchc" -o pages.plan pages.orch
 rm -f out/docs.jsonl

@@ -126,31 +126,39 @@ runtime::Value pathValue(const std::vector<uint32_t> &path) {
   return runtime::Value::list(std::move(ordinals));
 }
 
-/// One JSON line per failed source row: where it came from, its first cause, and counts.
+/// The journal of failed source rows, one JSON line each: where it came from, its first cause,
+/// counts, and every failed sink row with its own cause. Every run writes it (empty when
+/// nothing failed), so a stale journal is never mistaken for this run's.
 class ErrorsJournal {
 public:
-  ErrorsJournal(const plan::Plan &plan, std::string path) : plan_(plan), path_(std::move(path)) {}
+  ErrorsJournal(const plan::Plan &plan, std::string path)
+      : plan_(plan), path_(std::move(path)), output_(path_, std::ios::out | std::ios::trunc) {}
 
   void record(const runtime::RootResult &root) {
     if (root.status != runtime::RootStatus::Failed)
       return;
-    if (!output_.is_open())
-      output_.open(path_, std::ios::out | std::ios::trunc);
     using runtime::Value;
     runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
                                  {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
     if (!root.failures.empty()) {
-      const runtime::Failure &cause = root.failures.front();
-      fields.emplace_back("kind", Value::string(runtime::failureKindName(cause.kind)));
-      fields.emplace_back("call", Value::string(cause.call));
-      fields.emplace_back("path", pathValue(cause.path));
-      fields.emplace_back("message", Value::string(cause.message));
+      runtime::RecordFields cause = describe(root.failures.front());
+      fields.insert(fields.end(), cause.begin(), cause.end());
     }
-    int64_t failedRows = 0;
-    for (const runtime::SinkRow &row : root.rows)
-      failedRows += row.status == runtime::RowStatus::Failed;
+    runtime::ValueList failedRows;
+    for (const runtime::SinkRow &row : root.rows) {
+      if (row.status != runtime::RowStatus::Failed)
+        continue;
+      runtime::RecordFields entry{{"sink", Value::integer(row.sink)},
+                                  {"row_path", pathValue(row.path)}};
+      if (row.failure < root.failures.size()) {
+        runtime::RecordFields cause = describe(root.failures[row.failure]);
+        entry.insert(entry.end(), cause.begin(), cause.end());
+      }
+      failedRows.push_back(Value::record(std::move(entry)));
+    }
     fields.emplace_back("failures", Value::integer(static_cast<int64_t>(root.failures.size())));
-    fields.emplace_back("failed_rows", Value::integer(failedRows));
+    fields.emplace_back("failed_rows", Value::integer(static_cast<int64_t>(failedRows.size())));
+    fields.emplace_back("rows", Value::list(std::move(failedRows)));
     output_ << Value::record(std::move(fields)).str() << '\n';
     output_.flush();
     ++recorded_;
@@ -160,6 +168,14 @@ public:
   size_t recorded() const { return recorded_; }
 
 private:
+  static runtime::RecordFields describe(const runtime::Failure &failure) {
+    using runtime::Value;
+    return {{"kind", Value::string(runtime::failureKindName(failure.kind))},
+            {"call", Value::string(failure.call)},
+            {"path", pathValue(failure.path)},
+            {"message", Value::string(failure.message)}};
+  }
+
   const plan::Plan &plan_;
   std::string path_;
   std::ofstream output_;
