@@ -23,7 +23,7 @@ markers_in_order() {
 }
 
 # --- pdf_to_markdown, the flagship ----------------------------------------------------------
-status=0; orch run pdf_to_markdown.orch --quiet 2>run.log || status=$?
+status=0; orch run pdf_to_markdown.orch --workers 4 --quiet 2>run.log || status=$?
 check "pdf_to_markdown completes with the corrupt PDF failed (exit 2)" test "$status" = 2
 check "one Markdown file per good PDF" test "$(ls out/*.md | wc -l)" = 5
 for doc in memo:1 letter:3 report:12 manual:30 scanned:2; do
@@ -38,7 +38,7 @@ rows = sorted((r["path"].split("/")[-1], r["pages"]) for r in map(json.loads, op
 print(rows)')" = "[('letter.pdf', 3), ('manual.pdf', 30), ('memo.pdf', 1), ('report.pdf', 12), ('scanned.pdf', 2)]"
 mv out workers-out
 orch run pdf_to_markdown.orch --in-process --quiet 2>/dev/null || true
-check "worker processes and --in-process write identical Markdown" diff -r -x docs.jsonl workers-out out
+check "4 worker processes and --in-process write identical Markdown" diff -r -x docs.jsonl workers-out out
 check "... and identical JSON lines" test "$(sort workers-out/docs.jsonl)" = "$(sort out/docs.jsonl)"
 rm -rf out workers-out
 
@@ -62,7 +62,7 @@ import json; print(sum(len(r["pages"]) for r in map(json.loads, open("out/pdf_te
 rm -rf out
 
 # --- clip_quality: video -> clips -> frames -> sharpness ------------------------------------
-status=0; orch run clip_quality.orch --quiet 2>/dev/null || status=$?
+status=0; orch run clip_quality.orch --workers 4 --quiet 2>/dev/null || status=$?
 check "clip_quality completes with the corrupt video failed (exit 2)" test "$status" = 2
 check "every clip of the good videos is scored (2 + 3 clips)" test "$(wc -l <out/clips.jsonl)" = 5
 check "each good video has a row" test "$(wc -l <out/videos.jsonl)" = 2
@@ -73,7 +73,7 @@ sys.exit(0 if all(isinstance(json.loads(l)["score"], float) for l in open("out/c
 mv out workers-out
 orch run clip_quality.orch --in-process --quiet 2>/dev/null || true
 for file in clips videos; do
-  check "worker processes and --in-process score $file identically" \
+  check "4 worker processes and --in-process score $file identically" \
     test "$(sort workers-out/$file.jsonl)" = "$(sort out/$file.jsonl)"
 done
 rm -rf out workers-out
