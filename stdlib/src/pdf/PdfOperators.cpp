@@ -3,6 +3,7 @@
 // worker to reopen the document; each operator instance keeps the last document open, since
 // batches tend to hold neighbouring pages of the same files.
 #include "OperatorGroups.h"
+#include "ValueFields.h"
 #include "image/ImageValue.h"
 
 #include <poppler-document.h>
@@ -54,11 +55,6 @@ private:
   std::string path_;
   std::unique_ptr<poppler::document> document_;
 };
-
-const std::string *stringField(const Value &value, const char *name) {
-  const Value *field = value.field(name);
-  return field && field->kind() == Value::Kind::String ? &field->asString() : nullptr;
-}
 
 /// The page a PdfPage value names, or nullptr with `problem`.
 std::unique_ptr<poppler::page> openPage(DocumentCache &cache, const Value &page,

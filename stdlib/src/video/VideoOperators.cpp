@@ -3,6 +3,7 @@
 // and {index, time, path}; decoding seeks to the frame's time, so any worker can decode any
 // frame. Each decode instance keeps the last video open: batches hold neighbouring frames.
 #include "OperatorGroups.h"
+#include "ValueFields.h"
 #include "image/ImageValue.h"
 
 extern "C" {
@@ -22,18 +23,6 @@ using runtime::OperatorConfig;
 using runtime::OperatorRow;
 using runtime::RowResult;
 using runtime::Value;
-
-const std::string *stringField(const Value &value, const char *name) {
-  const Value *field = value.field(name);
-  return field && field->kind() == Value::Kind::String ? &field->asString() : nullptr;
-}
-
-std::optional<double> numberField(const Value &value, const char *name) {
-  const Value *field = value.field(name);
-  if (!field || (field->kind() != Value::Kind::Float && field->kind() != Value::Kind::Int))
-    return std::nullopt;
-  return field->asFloat();
-}
 
 /// An opened video: demuxer, its best video stream and a decoder for it.
 class VideoFile {
