@@ -36,12 +36,13 @@ DEMO_DIR := $(BUILD_DIR)/demo
 demo: build
 	@rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
 	@cd $(DEMO_DIR) && status=0 && \
-	  $(CURDIR)/$(BUILD_DIR)/bin/orch run $(CURDIR)/examples/pdf_to_markdown.orch --progress \
-	    --set 'input=$(CURDIR)/examples/samples/pdfs/*.pdf' || status=$$?; \
+	  $(CURDIR)/$(BUILD_DIR)/bin/orch run $(CURDIR)/examples/pdf_to_markdown.orch \
+	    --set 'input=$(CURDIR)/examples/samples/pdfs/*.pdf' --metrics metrics.json || status=$$?; \
 	  test $$status -le 2
 	@echo "demo: one Markdown file per PDF in $(DEMO_DIR)/out/, one JSON line per PDF in $(DEMO_DIR)/out/docs.jsonl"
 	@echo "demo: failed PDFs and their causes in $(DEMO_DIR)/pdf_to_markdown.errors.jsonl:"
 	@cat $(DEMO_DIR)/pdf_to_markdown.errors.jsonl
+	@$(BUILD_DIR)/bin/orch report $(DEMO_DIR)/metrics.json -o $(DEMO_DIR)/report.html
 
 bench: build
 	$(BUILD_DIR)/bin/orch_bench

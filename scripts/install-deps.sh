@@ -23,8 +23,9 @@ packages=(
   ffmpeg ghostscript enscript
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
-  # `orchc --emit=dot` output is checked by rendering it
-  graphviz
+  # `orchc --emit=dot` output is checked by rendering it; `orch report` pages by a headless
+  # browser; live progress under a pseudo-terminal (script)
+  graphviz chromium bsdutils
 )
 if [[ "${1:-}" == "fuzz" ]]; then
   packages+=(clang-14 libclang-rt-14-dev)

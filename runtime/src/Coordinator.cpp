@@ -320,6 +320,7 @@ private:
     event.kind = ExecutorEvent::Kind::Finished;
     event.report = std::move(result.report);
     event.seconds = result.seconds;
+    event.place = workers_[w].name + "/replica " + std::to_string(result.replica);
     pending_.push_back(std::move(event));
   }
 

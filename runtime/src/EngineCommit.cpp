@@ -199,6 +199,7 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     case RowResultKind::Value:
       if (const Barrier *barrier = barrierFor(batch.call, entity)) {
         ++stats.grainsSuppressedByBarrier;
+        ++loads[batch.call].suppressedByBarrier;
         setItem(entity, node, ItemOutcome::Suppressed, Value(), barrier->cause);
       } else {
         setItem(entity, node, ItemOutcome::Present, entry.value, kNoIndex);
@@ -235,6 +236,7 @@ void LineageEngine::State::installBarrier(uint32_t call, uint32_t entity, uint32
         continue;
       setPhase(grain, node, GrainPhase::Sealed);
       ++stats.grainsSuppressedByBarrier;
+      ++loads[call].suppressedByBarrier;
       setItem(sibling, node, ItemOutcome::Suppressed, Value(), cause);
     }
 }
@@ -264,6 +266,7 @@ void LineageEngine::State::requeue(OutstandingBatch &batch, std::vector<QueuedGr
       const uint32_t cause = barrier->cause;
       setPhase(grain, queued.node, GrainPhase::Sealed);
       ++stats.grainsSuppressedByBarrier;
+      ++loads[batch.call].suppressedByBarrier;
       setItem(queued.entity, queued.node, ItemOutcome::Suppressed, Value(), cause);
       continue;
     }
@@ -291,6 +294,7 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
   std::vector<QueuedGrain> grainsToRun = batch.grains;
   if (batch.attempt < static_cast<uint64_t>(std::max<int64_t>(0, call.options.retries))) {
     ++stats.batchRetries;
+    ++loads[batch.call].retries;
     requeue(batch, std::move(grainsToRun), false, batch.attempt + 1, batch.infrastructureAttempts);
   } else if (call.options.recovery == RecoveryPolicy::Isolate && grainsToRun.size() > 1) {
     // Bisect: each half gets the Call's retry budget again, behind fresh work.

@@ -361,6 +361,7 @@ void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
     if (isFailure(item.outcome)) {
       setPhase(grain, node, GrainPhase::Sealed);
       ++stats.grainsSkipped;
+      ++loads[layout.nodes[node].call].skipped;
       setItem(entity, node, ItemOutcome::Suppressed, Value(), item.cause);
       return;
     }
@@ -372,6 +373,7 @@ void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
   if (dropped) {
     setPhase(grain, node, GrainPhase::Sealed);
     ++stats.grainsSkipped;
+    ++loads[layout.nodes[node].call].skipped;
     setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
     return;
   }
@@ -396,6 +398,7 @@ void LineageEngine::State::makeReady(uint32_t node, uint32_t entity) {
     const uint32_t cause = barrier->cause;
     setPhase(grain, node, GrainPhase::Sealed);
     ++stats.grainsSuppressedByBarrier;
+    ++loads[call].suppressedByBarrier;
     setItem(entity, node, ItemOutcome::Suppressed, Value(), cause);
     return;
   }

@@ -164,6 +164,8 @@ public:
       event.call = finished.call;
       event.report = std::move(finished.report);
       event.seconds = finished.seconds;
+      event.place =
+          replicas_[finished.call].config.name() + "/replica " + std::to_string(finished.instance);
       events.push_back(std::move(event));
     }
     return events;

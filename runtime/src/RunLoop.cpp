@@ -15,9 +15,19 @@ std::string describeSink(const plan::PlanSink &sink, size_t index) {
 class Admission {
 public:
   explicit Admission(std::vector<std::unique_ptr<RowSource>> sources)
-      : sources_(std::move(sources)) {}
+      : sources_(std::move(sources)) {
+    uint64_t rows = 0;
+    for (const auto &source : sources_) {
+      std::optional<uint64_t> count = source->total();
+      if (!count)
+        return;
+      rows += *count;
+    }
+    total_ = rows;
+  }
 
-  void admit(LineageEngine &engine) {
+  /// `onAdmitted(admission)` for each admitted row.
+  template <typename OnAdmitted> void admit(LineageEngine &engine, OnAdmitted &&onAdmitted) {
     while (current_ < sources_.size() && engine.canAdmit()) {
       std::optional<SourceRow> row;
       try {
@@ -30,18 +40,20 @@ public:
         continue;
       }
       if (row->value)
-        engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value));
+        onAdmitted(engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value)));
       else
-        engine.admitFailedRow(static_cast<uint32_t>(current_), row->error);
+        onAdmitted(engine.admitFailedRow(static_cast<uint32_t>(current_), row->error));
     }
     if (exhausted())
       engine.closeAdmission();
   }
 
   bool exhausted() const { return current_ == sources_.size(); }
+  std::optional<uint64_t> total() const { return total_; }
 
 private:
   std::vector<std::unique_ptr<RowSource>> sources_;
+  std::optional<uint64_t> total_;
   size_t current_ = 0;
 };
 
@@ -52,9 +64,11 @@ public:
           const RunOptions &options, RunSummary &summary)
       : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary) {}
 
-  void deliver(std::vector<RootResult> roots) {
+  void deliver(std::vector<RootResult> roots, double now) {
     for (RootResult &root : roots) {
       ++summary_.rows;
+      if (options_.recorder)
+        options_.recorder->rootFinished(root, now);
       for (const SinkRow &row : root.rows) {
         if (row.status != RowStatus::Written)
           continue;
@@ -143,7 +157,7 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
   for (uint32_t c = 0; c < plan.calls.size(); ++c) {
     inputLabels.push_back(engine.callInputLabels(c));
     summary.calls.push_back(
-        CallSummary{plan.calls[c].name, 0, 0, 0, plan.calls[c].options.batch, 0});
+        CallSummary{plan.calls[c].name, 0, 0, 0, 0, 0, 0, plan.calls[c].options.batch, 0});
   }
   if (auto problem = executor.start(plan, inputLabels)) {
     summary.error = *problem;
@@ -152,6 +166,28 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
   summary.started = true;
 
   Admission admission(std::move(sources));
+  auto elapsed = [&] { return std::chrono::duration<double>(SteadyClock::now() - start).count(); };
+  auto admitted = [&](uint64_t index) {
+    if (options.recorder)
+      options.recorder->rootAdmitted(index, elapsed());
+  };
+  auto progress = [&] {
+    RunProgress now;
+    now.total = admission.total();
+    for (uint32_t c = 0; c < plan.calls.size(); ++c) {
+      const CallLoad &load = engine.callLoad(c);
+      now.calls.push_back(CallProgress{
+          plan.calls[c].name, load.sealed, load.waiting + load.ready + load.inFlight + load.sealed,
+          summary.calls[c].batches, summary.calls[c].grains, plan.calls[c].options.batch});
+    }
+    now.admitted = engine.stats().rootsAdmitted;
+    now.finished = summary.rows;
+    now.written = summary.written;
+    now.failed = summary.failed;
+    now.grainsRun = engine.stats().grainsRun;
+    now.seconds = elapsed();
+    return now;
+  };
   Outputs outputs(plan, std::move(sinks), options, summary);
   // Deadlines of outstanding batches of Calls with a timeout.
   std::map<uint64_t, std::pair<SteadyClock::time_point, uint32_t>> deadlines;
@@ -162,7 +198,7 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
           "interrupted: " + std::to_string(engine.liveRoots()) + " source rows were unfinished";
       break;
     }
-    admission.admit(engine);
+    admission.admit(engine, admitted);
     // Work-conserving dispatch: whatever is ready goes to whoever can take it now.
     while (std::optional<Batch> batch =
                engine.reserveBatch([&](uint32_t call) { return executor.canRun(call); })) {
@@ -170,6 +206,8 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
       const int64_t timeout = plan.calls[call].options.timeoutNanoseconds;
       if (timeout > 0)
         deadlines[batch->id] = {SteadyClock::now() + std::chrono::nanoseconds(timeout), call};
+      if (options.recorder)
+        options.recorder->batchDispatched(*batch, elapsed());
       summary.calls[call].batches += 1;
       summary.calls[call].grains += batch->grains.size();
       for (const BatchGrain &grain : batch->grains)
@@ -179,13 +217,10 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
         }
       executor.submit(std::move(*batch));
     }
-    outputs.deliver(engine.takeFinishedRoots());
+    outputs.deliver(engine.takeFinishedRoots(), elapsed());
     if (options.onProgress && SteadyClock::now() >= nextProgress) {
       nextProgress = SteadyClock::now() + options.progressInterval;
-      options.onProgress(
-          RunProgress{engine.stats().rootsAdmitted, summary.rows, summary.written, summary.failed,
-                      engine.stats().grainsRun,
-                      std::chrono::duration<double>(SteadyClock::now() - start).count()});
+      options.onProgress(progress());
     }
     if (engine.complete() && executor.inFlight() == 0)
       break;
@@ -203,12 +238,17 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
       if (event.kind == ExecutorEvent::Kind::Lost) {
         deadlines.erase(event.batchId);
         engine.failBatch(event.batchId, event.reason);
+        if (options.recorder)
+          options.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
         continue;
       }
       deadlines.erase(event.report.batchId);
       if (event.call < summary.calls.size())
         summary.calls[event.call].busySeconds += event.seconds;
-      engine.commit(event.report);
+      const CommitResult committed = engine.commit(event.report);
+      if (options.recorder)
+        options.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds, event.place,
+                                        commitStatusName(committed.status));
     }
     const SteadyClock::time_point now = SteadyClock::now();
     for (auto it = deadlines.begin(); it != deadlines.end();) {
@@ -220,15 +260,24 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
       const plan::PlanCall &call = plan.calls[it->second.second];
       engine.failBatch(it->first, "timed out after " + plan::formatStaticValue(plan::Duration{
                                                            call.options.timeoutNanoseconds}));
+      if (options.recorder)
+        options.recorder->batchFinished(it->first, elapsed(), 0, "", "timed-out");
       it = deadlines.erase(it);
     }
   }
   executor.stop();
-  outputs.deliver(engine.takeFinishedRoots());
+  outputs.deliver(engine.takeFinishedRoots(), elapsed());
+  if (options.onProgress)
+    options.onProgress(progress());
   outputs.close();
   if (engine.abortReason() && !summary.error)
     summary.error = "run aborted: " + *engine.abortReason();
   summary.engine = engine.stats();
+  for (uint32_t c = 0; c < plan.calls.size(); ++c) {
+    summary.calls[c].retries = engine.callLoad(c).retries;
+    summary.calls[c].skipped = engine.callLoad(c).skipped;
+    summary.calls[c].suppressedByBarrier = engine.callLoad(c).suppressedByBarrier;
+  }
   summary.executor = executor.describe();
   summary.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   return summary;

@@ -79,8 +79,8 @@ int runOperators() {
          "rows unpadded), `Clip` {index, start, end, path}, `Frame` {index, time, path}.\n\n"
          "A row that fails is a RecordFailure: only that row fails, and what depends on it is "
          "suppressed. An exception for a whole batch goes through the Call's `recovery` policy.\n";
-  for (plan::OperatorKind kind : {plan::OperatorKind::Source, plan::OperatorKind::Transform,
-                                  plan::OperatorKind::Sink}) {
+  for (plan::OperatorKind kind :
+       {plan::OperatorKind::Source, plan::OperatorKind::Transform, plan::OperatorKind::Sink}) {
     out << "\n## " << sectionTitle(kind) << "\n\n";
     for (const plan::OperatorSignature &op : plan::standardCatalog().all())
       if (op.kind == kind)

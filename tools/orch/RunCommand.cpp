@@ -2,6 +2,9 @@
 // orchc prints them), .plan files loaded and validated.
 #include "RunCommand.h"
 
+#include "ProgressDisplay.h"
+#include "RunReports.h"
+
 #include "orch/frontend/Frontend.h"
 #include "orch/frontend/IrGen.h"
 #include "orch/frontend/Parser.h"
@@ -183,7 +186,7 @@ private:
 };
 
 void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
-                  const ErrorsJournal &errors, bool quiet) {
+                  const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet) {
   llvm::raw_ostream &out = llvm::errs();
   out << "orch: pipeline '" << plan.pipelineName << "': " << summary.rows << " rows in "
       << llvm::format("%.2f", summary.seconds) << " s: " << summary.written << " written, "
@@ -193,13 +196,22 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   out << "\n";
   if (quiet)
     return;
+  const FinishTimes finish = finishTimes(recorder);
+  if (finish.first >= 0)
+    out << "orch:   source rows finished: first at " << llvm::format("%.2f", finish.first)
+        << " s, median " << llvm::format("%.2f", finish.median) << " s, last "
+        << llvm::format("%.2f", finish.last) << " s\n";
   for (const runtime::CallSummary &call : summary.calls) {
     if (call.batches == 0)
       continue;
     out << "orch:   call '" << call.name << "': " << call.grains << " grains in " << call.batches
         << " batches (" << llvm::format("%.1f", double(call.grains) / double(call.batches))
         << " of " << call.batchLimit << " per batch, " << call.mixedBatches
-        << " mixing source rows), busy " << llvm::format("%.2f", call.busySeconds) << " s\n";
+        << " mixing source rows), busy " << llvm::format("%.2f", call.busySeconds) << " s";
+    if (call.retries || call.skipped || call.suppressedByBarrier)
+      out << ", " << call.retries << " retries, " << call.skipped << " skipped, "
+          << call.suppressedByBarrier << " suppressed";
+    out << "\n";
   }
   const runtime::EngineStats &engine = summary.engine;
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
@@ -243,15 +255,15 @@ int runPipeline(const RunCommandOptions &options) {
   runOptions.engine = options.engine;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
   runOptions.stopRequested = &stopRequested;
-  const bool terminal = llvm::errs().is_displayed();
-  if (options.progress)
-    runOptions.onProgress = [terminal](const runtime::RunProgress &progress) {
-      llvm::errs() << (terminal ? "\r" : "") << "orch: " << progress.finished << " of "
-                   << progress.admitted << " rows done (" << progress.written << " written, "
-                   << progress.failed << " failed), " << progress.grainsRun << " grains run, "
-                   << llvm::format("%.1f", progress.seconds) << " s" << (terminal ? "   " : "\n");
-      llvm::errs().flush();
+  ProgressDisplay display(llvm::errs().is_displayed());
+  if (!options.quiet) {
+    runOptions.onProgress = [&display](const runtime::RunProgress &progress) {
+      display.show(progress);
     };
+    runOptions.progressInterval = display.interval();
+  }
+  runtime::RunRecorder recorder;
+  runOptions.recorder = &recorder;
   installStopHandlers();
   // Tesseract's OpenMP threads fight over the cores otherwise (workers set it too).
   ::setenv("OMP_THREAD_LIMIT", "1", 0);
@@ -262,9 +274,15 @@ int runPipeline(const RunCommandOptions &options) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return kRunCannotRun;
   }
-  if (options.progress && terminal)
-    llvm::errs() << "\n";
-  printSummary(*plan, summary, errors, options.quiet);
+  display.finish();
+  printSummary(*plan, summary, recorder, errors, options.quiet);
+  std::string reportError;
+  if (summary.started && !options.metricsPath.empty() &&
+      !writeMetrics(options.metricsPath, *plan, summary, recorder, reportError))
+    llvm::errs() << "orch: error: " << reportError << "\n";
+  if (summary.started && !options.tracePath.empty() &&
+      !writeTrace(options.tracePath, *plan, recorder, reportError))
+    llvm::errs() << "orch: error: " << reportError << "\n";
   if (summary.started && !describeOutputs(*plan).empty())
     llvm::errs() << "orch: outputs: " << describeOutputs(*plan) << "\n";
   if (summary.error) {

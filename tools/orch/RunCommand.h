@@ -27,9 +27,11 @@ struct RunCommandOptions {
   runtime::EngineOptions engine;
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;
+  /// No live progress and only the summary's first line.
   bool quiet = false;
-  /// Print a progress line while the run goes on.
-  bool progress = false;
+  /// Machine-readable account of the run, and a Chrome trace of it ("" = none).
+  std::string metricsPath;
+  std::string tracePath;
 };
 
 /// Exit codes of `orch run`.

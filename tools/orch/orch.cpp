@@ -1,6 +1,7 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
 #include "OperatorsCommand.h"
+#include "ReportCommand.h"
 #include "RunCommand.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -77,10 +78,23 @@ static cl::opt<std::string>
     errorsPath("errors",
                cl::desc("Where failed source rows are journaled (default <pipeline>.errors.jsonl)"),
                cl::value_desc("path"), cl::sub(run), cl::cat(orchCategory));
-static cl::opt<bool> quiet("quiet", cl::desc("Print only the one-line summary"), cl::sub(run),
-                           cl::cat(orchCategory));
-static cl::opt<bool> progress("progress", cl::desc("Show progress while the run goes on"),
-                              cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> quiet("quiet", cl::desc("No live progress; print only the one-line summary"),
+                           cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string> metricsPath("metrics",
+                                        cl::desc("Write a machine-readable account of the run"),
+                                        cl::value_desc("file.json"), cl::sub(run),
+                                        cl::cat(orchCategory));
+static cl::opt<std::string> tracePath("trace",
+                                      cl::desc("Write a Chrome trace of the run (Perfetto)"),
+                                      cl::value_desc("file.json"), cl::sub(run),
+                                      cl::cat(orchCategory));
+
+static cl::SubCommand report("report", "Render a run's metrics as an HTML report");
+static cl::opt<std::string> reportInput(cl::Positional, cl::Required, cl::desc("<metrics.json>"),
+                                        cl::sub(report), cl::cat(orchCategory));
+static cl::opt<std::string> reportOutput("o", cl::desc("The HTML file to write"),
+                                         cl::value_desc("report.html"), cl::init("report.html"),
+                                         cl::sub(report), cl::cat(orchCategory));
 
 static cl::SubCommand worker("worker", "Serve a coordinator (orch run) as a worker");
 static cl::opt<std::string> connect("connect", cl::Required,
@@ -135,7 +149,8 @@ static int runCommand() {
   options.engine.gather = gather;
   options.errorsPath = errorsPath;
   options.quiet = quiet;
-  options.progress = progress;
+  options.metricsPath = metricsPath;
+  options.tracePath = tracePath;
   return orch::runPipeline(options);
 }
 
@@ -153,6 +168,8 @@ int main(int argc, char **argv) {
     return workerCommand();
   if (operators)
     return orch::runOperators();
+  if (report)
+    return orch::runReport(reportInput, reportOutput);
   cl::PrintHelpMessage();
   return 1;
 }

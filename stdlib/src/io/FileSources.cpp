@@ -38,6 +38,8 @@ public:
     return SourceRow{fileValue(paths_[next_++]), {}};
   }
 
+  std::optional<uint64_t> total() const override { return paths_.size(); }
+
 private:
   std::vector<std::string> paths_;
   size_t next_ = 0;

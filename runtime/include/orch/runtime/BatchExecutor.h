@@ -28,8 +28,9 @@ struct ExecutorEvent {
   /// Lost: the batch and why.
   uint64_t batchId = 0;
   std::string reason;
-  /// Finished: seconds spent inside the operator.
+  /// Finished: seconds spent inside the operator, and where ("thread 2", "local-1/replica 4").
   double seconds = 0;
+  std::string place;
 };
 
 class BatchExecutor {

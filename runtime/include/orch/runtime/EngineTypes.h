@@ -198,6 +198,11 @@ struct CallLoad {
   uint64_t ready = 0;
   uint64_t inFlight = 0;
   uint64_t sealed = 0;
+  /// Batches re-run after an operator error, grains sealed without running because an input
+  /// was dropped or failed, and grains suppressed by a GroupFailure barrier.
+  uint64_t retries = 0;
+  uint64_t skipped = 0;
+  uint64_t suppressedByBarrier = 0;
 };
 
 } // namespace orch::runtime

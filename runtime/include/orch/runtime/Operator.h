@@ -103,6 +103,8 @@ public:
   virtual ~RowSource() = default;
   /// The next row, or nullopt at the end.
   virtual std::optional<SourceRow> next() = 0;
+  /// How many rows there are in all, when known up front (for progress and ETA).
+  virtual std::optional<uint64_t> total() const { return std::nullopt; }
 };
 
 /// A sink receives the rows of finished roots; values follow the sink's input labels.

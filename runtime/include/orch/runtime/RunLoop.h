@@ -7,6 +7,7 @@
 #include "orch/runtime/BatchExecutor.h"
 #include "orch/runtime/LineageEngine.h"
 #include "orch/runtime/Operator.h"
+#include "orch/runtime/RunRecorder.h"
 
 #include <atomic>
 #include <chrono>
@@ -17,8 +18,21 @@
 
 namespace orch::runtime {
 
+struct CallProgress {
+  std::string name;
+  /// Grains sealed, and grains that exist so far (more appear as parents expand).
+  uint64_t done = 0;
+  uint64_t known = 0;
+  uint64_t batches = 0;
+  uint64_t grains = 0;
+  int64_t batchLimit = 1;
+};
+
 /// Where a run stands, for progress displays.
 struct RunProgress {
+  /// Source rows in all, when every source knows up front.
+  std::optional<uint64_t> total;
+  std::vector<CallProgress> calls;
   uint64_t admitted = 0;
   uint64_t finished = 0;
   uint64_t written = 0;
@@ -35,6 +49,8 @@ struct RunOptions {
   /// Called on the engine's thread at most every `progressInterval`.
   std::function<void(const RunProgress &)> onProgress;
   std::chrono::milliseconds progressInterval{500};
+  /// Records every batch and source row with times, when set.
+  RunRecorder *recorder = nullptr;
   /// Set (by a signal handler) to stop the run early.
   const std::atomic<bool> *stopRequested = nullptr;
 };
@@ -45,6 +61,11 @@ struct CallSummary {
   uint64_t grains = 0;
   /// Batches whose grains came from more than one source row.
   uint64_t mixedBatches = 0;
+  /// From the engine (CallLoad): operator-error retries, grains sealed without running, grains
+  /// suppressed by GroupFailure barriers.
+  uint64_t retries = 0;
+  uint64_t skipped = 0;
+  uint64_t suppressedByBarrier = 0;
   int64_t batchLimit = 1;
   /// Seconds spent inside the operator, summed over replicas.
   double busySeconds = 0;

@@ -1,0 +1,193 @@
+// Writes --metrics and --trace files from a run's summary and records.
+#include "RunReports.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+namespace orch {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+bool writeJson(const std::string &path, const Json &json, std::string &error) {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  out << json.dump(1) << '\n';
+  if (!out) {
+    error = "cannot write \"" + path + "\"";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+FinishTimes finishTimes(const runtime::RunRecorder &recorder) {
+  std::vector<double> times;
+  for (const runtime::RootRecord &root : recorder.roots())
+    if (root.finished >= 0)
+      times.push_back(root.finished);
+  FinishTimes result;
+  if (times.empty())
+    return result;
+  std::sort(times.begin(), times.end());
+  result.first = times.front();
+  result.median = times[times.size() / 2];
+  result.last = times.back();
+  return result;
+}
+
+bool writeMetrics(const std::string &path, const plan::Plan &plan,
+                  const runtime::RunSummary &summary, const runtime::RunRecorder &recorder,
+                  std::string &error) {
+  Json json;
+  json["format"] = "orch-metrics";
+  json["version"] = 1;
+  json["pipeline"] = plan.pipelineName;
+  json["wall_seconds"] = summary.seconds;
+  json["executor"] = summary.executor;
+  json["rows"] = {{"finished", summary.rows},
+                  {"written", summary.written},
+                  {"dropped", summary.dropped},
+                  {"failed", summary.failed},
+                  {"sink_rows", summary.sinkRows}};
+  const FinishTimes finish = finishTimes(recorder);
+  json["row_finish_seconds"] = {
+      {"first", finish.first}, {"median", finish.median}, {"last", finish.last}};
+  const runtime::EngineStats &engine = summary.engine;
+  json["engine"] = {{"grain_transitions", engine.grainTransitions},
+                    {"grains_run", engine.grainsRun},
+                    {"grains_skipped", engine.grainsSkipped},
+                    {"grains_suppressed_by_barrier", engine.grainsSuppressedByBarrier},
+                    {"batches_dispatched", engine.batchesDispatched},
+                    {"batches_committed", engine.batchesCommitted},
+                    {"stale_reports", engine.staleReports},
+                    {"contract_violations", engine.contractViolations},
+                    {"batch_errors", engine.batchErrors},
+                    {"batch_retries", engine.batchRetries},
+                    {"batch_splits", engine.batchSplits},
+                    {"lost_batches", engine.infrastructureFailures},
+                    {"entities_created", engine.entitiesCreated}};
+  // Per Call, and per replica within it, from the batch records.
+  std::vector<std::map<std::string, std::pair<uint64_t, double>>> replicas(plan.calls.size());
+  std::vector<std::map<std::string, uint64_t>> outcomes(plan.calls.size());
+  for (const runtime::BatchRecord &batch : recorder.batches()) {
+    ++outcomes[batch.call][batch.outcome.empty() ? "unfinished" : batch.outcome];
+    if (!batch.place.empty()) {
+      auto &[count, busy] = replicas[batch.call][batch.place];
+      ++count;
+      busy += batch.busy;
+    }
+  }
+  Json calls = Json::array();
+  for (size_t c = 0; c < summary.calls.size(); ++c) {
+    const runtime::CallSummary &call = summary.calls[c];
+    Json replicaList = Json::array();
+    for (const auto &[place, usage] : replicas[c])
+      replicaList.push_back(
+          {{"place", place}, {"batches", usage.first}, {"busy_seconds", usage.second}});
+    Json outcomeMap = Json::object();
+    for (const auto &[outcome, count] : outcomes[c])
+      outcomeMap[outcome] = count;
+    calls.push_back({{"name", call.name},
+                     {"op", plan.calls[c].op},
+                     {"batch_limit", call.batchLimit},
+                     {"batches", call.batches},
+                     {"grains", call.grains},
+                     {"mean_fill", call.batches ? double(call.grains) / double(call.batches) /
+                                                      double(std::max<int64_t>(1, call.batchLimit))
+                                                : 0.0},
+                     {"mixed_batches", call.mixedBatches},
+                     {"retries", call.retries},
+                     {"skipped", call.skipped},
+                     {"suppressed_by_barrier", call.suppressedByBarrier},
+                     {"busy_seconds", call.busySeconds},
+                     {"outcomes", outcomeMap},
+                     {"replicas", replicaList}});
+  }
+  json["calls"] = calls;
+  Json batches = Json::array();
+  for (const runtime::BatchRecord &batch : recorder.batches())
+    batches.push_back({{"id", batch.id},
+                       {"call", batch.call},
+                       {"grains", batch.grains},
+                       {"mixed", batch.mixed},
+                       {"dispatched", batch.dispatched},
+                       {"finished", batch.finished},
+                       {"busy", batch.busy},
+                       {"place", batch.place},
+                       {"outcome", batch.outcome}});
+  json["batches"] = batches;
+  Json roots = Json::array();
+  for (const runtime::RootRecord &root : recorder.roots())
+    roots.push_back({{"admission", root.admission},
+                     {"source", root.source},
+                     {"row", root.sourceRow},
+                     {"admitted", root.admitted},
+                     {"finished", root.finished},
+                     {"status", runtime::rootStatusName(root.status)}});
+  json["source_rows"] = roots;
+  return writeJson(path, json, error);
+}
+
+bool writeTrace(const std::string &path, const plan::Plan &plan,
+                const runtime::RunRecorder &recorder, std::string &error) {
+  Json events = Json::array();
+  auto metadata = [&](const char *what, int pid, int tid, const std::string &name) {
+    Json event = {{"name", what}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}};
+    if (tid >= 0)
+      event["tid"] = tid;
+    events.push_back(event);
+  };
+  metadata("process_name", 1, -1, "batches by replica");
+  metadata("process_name", 2, -1, "source rows");
+  std::map<std::string, int> lanes;
+  for (const runtime::BatchRecord &batch : recorder.batches()) {
+    if (batch.finished < 0)
+      continue;
+    const std::string place = batch.place.empty() ? "(lost)" : batch.place;
+    auto [lane, added] = lanes.try_emplace(place, int(lanes.size()));
+    if (added)
+      metadata("thread_name", 1, lane->second, place);
+    // The operator's own time, ending when the report arrived; the whole round trip for
+    // batches that never reported.
+    const double duration = batch.busy > 0 ? batch.busy : batch.finished - batch.dispatched;
+    events.push_back(
+        {{"name", plan.calls[batch.call].name},
+         {"cat", "batch"},
+         {"ph", "X"},
+         {"pid", 1},
+         {"tid", lane->second},
+         {"ts", (batch.finished - duration) * 1e6},
+         {"dur", duration * 1e6},
+         {"args", {{"batch", batch.id}, {"grains", batch.grains}, {"outcome", batch.outcome}}}});
+  }
+  // Source rows on as few lanes as their spans allow.
+  std::vector<double> laneFree;
+  for (const runtime::RootRecord &root : recorder.roots()) {
+    if (root.finished < 0)
+      continue;
+    size_t lane = 0;
+    while (lane < laneFree.size() && laneFree[lane] > root.admitted)
+      ++lane;
+    if (lane == laneFree.size()) {
+      laneFree.push_back(0);
+      metadata("thread_name", 2, int(lane), "lane " + std::to_string(lane));
+    }
+    laneFree[lane] = root.finished;
+    events.push_back({{"name", "row " + std::to_string(root.sourceRow)},
+                      {"cat", "source-row"},
+                      {"ph", "X"},
+                      {"pid", 2},
+                      {"tid", int(lane)},
+                      {"ts", root.admitted * 1e6},
+                      {"dur", (root.finished - root.admitted) * 1e6},
+                      {"args", {{"status", runtime::rootStatusName(root.status)}}}});
+  }
+  Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  return writeJson(path, trace, error);
+}
+
+} // namespace orch
