@@ -22,10 +22,12 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <thread>
 #include <unistd.h>
@@ -201,16 +203,33 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     out << "orch:   source rows finished: first at " << llvm::format("%.2f", finish.first)
         << " s, median " << llvm::format("%.2f", finish.median) << " s, last "
         << llvm::format("%.2f", finish.last) << " s\n";
-  for (const runtime::CallSummary &call : summary.calls) {
+  // Per Call and replica: busy seconds; per Call: reports that came back stale.
+  std::vector<std::map<std::string, double>> busyByReplica(summary.calls.size());
+  std::vector<uint64_t> stale(summary.calls.size(), 0);
+  for (const runtime::BatchRecord &batch : recorder.batches()) {
+    if (!batch.place.empty())
+      busyByReplica[batch.call][batch.place] += batch.busy;
+    stale[batch.call] += batch.outcome == "stale";
+  }
+  for (size_t c = 0; c < summary.calls.size(); ++c) {
+    const runtime::CallSummary &call = summary.calls[c];
     if (call.batches == 0)
       continue;
     out << "orch:   call '" << call.name << "': " << call.grains << " grains in " << call.batches
         << " batches (" << llvm::format("%.1f", double(call.grains) / double(call.batches))
         << " of " << call.batchLimit << " per batch, " << call.mixedBatches
         << " mixing source rows), busy " << llvm::format("%.2f", call.busySeconds) << " s";
-    if (call.retries || call.skipped || call.suppressedByBarrier)
-      out << ", " << call.retries << " retries, " << call.skipped << " skipped, "
-          << call.suppressedByBarrier << " suppressed";
+    if (busyByReplica[c].size() > 1) {
+      auto [least, most] =
+          std::minmax_element(busyByReplica[c].begin(), busyByReplica[c].end(),
+                              [](const auto &a, const auto &b) { return a.second < b.second; });
+      out << " (" << llvm::format("%.2f", least->second) << "-"
+          << llvm::format("%.2f", most->second) << " s on each of " << busyByReplica[c].size()
+          << " replicas)";
+    }
+    if (call.retries || call.skipped || call.suppressedByBarrier || stale[c])
+      out << ", " << call.retries << " retries, " << stale[c] << " stale, " << call.skipped
+          << " skipped, " << call.suppressedByBarrier << " suppressed";
     out << "\n";
   }
   const runtime::EngineStats &engine = summary.engine;
