@@ -180,7 +180,9 @@ void addTestOperators(OperatorCatalog &catalog) {
       {input("value", any, "passed through"),
        constant("kind", string, std::string("record"), "\"record\", \"group\" or \"batch\""),
        constant("ordinals", string, std::string(), "comma-separated child ordinals that fail"),
-       constant("attempts", integer, int64_t(-1), "fail only the first n attempts; -1 always")},
+       constant("attempts", integer, int64_t(-1), "fail only the first n attempts; -1 always"),
+       constant("when", string, std::string(),
+                "if set, fail only rows whose record value has this Bool field true")},
       any, "fails chosen grains, for tests", "the failures it is told to inject"));
   catalog.add(transform("test.identity", {input("value", any, "passed through")}, any,
                         "passes values through", "none"));

@@ -405,8 +405,11 @@ void LineageEngine::State::makeReady(uint32_t node, uint32_t entity) {
   setPhase(grain, node, GrainPhase::Ready);
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];
-  queues[call].fresh.push(
-      QueuedGrain{node, entity, grain.ticket, roots[owner.root].admission, owner.parent});
+  const QueuedGrain queued{node, entity, grain.ticket, roots[owner.root].admission, owner.parent};
+  if (options.probeFirst && owner.parent != kNoIndex && owner.ordinal == 0)
+    queues[call].fresh.pushFront(queued);
+  else
+    queues[call].fresh.push(queued);
 }
 
 void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {

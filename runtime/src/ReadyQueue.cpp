@@ -21,6 +21,15 @@ void ReadyQueue::push(const QueuedGrain &grain) {
     pool_.push_back(grain);
 }
 
+void ReadyQueue::pushFront(const QueuedGrain &grain) {
+  if (scope_ != BatchingScope::CrossParent || order_ != ReadyOrder::Fifo) {
+    push(grain);
+    return;
+  }
+  ++size_;
+  fifo_.push_front(grain);
+}
+
 size_t ReadyQueue::bytes() const {
   return size_ * sizeof(QueuedGrain) + parents_.size() * sizeof(uint32_t) +
          byParent_.size() * (sizeof(uint32_t) + sizeof(std::deque<QueuedGrain>));

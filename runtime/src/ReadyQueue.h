@@ -30,6 +30,8 @@ public:
   ReadyQueue(ReadyOrder order, BatchingScope scope, uint64_t seed);
 
   void push(const QueuedGrain &grain);
+  /// Ahead of everything queued (FIFO cross-parent order; elsewhere the same as push).
+  void pushFront(const QueuedGrain &grain);
 
   /// The next live grain (after dropping stale entries at the front), or nullptr.
   template <typename IsLive> const QueuedGrain *peek(IsLive &&isLive);

@@ -112,7 +112,9 @@ public:
   enum class Kind { Record, Group, Batch };
 
   FailOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
-      : name_(config.name()), attempts_(config.intConstant("attempts")), log_(std::move(log)) {
+      : name_(config.name()), attempts_(config.intConstant("attempts")),
+        when_(config.constant("when") ? config.stringConstant("when") : std::string()),
+        log_(std::move(log)) {
     const std::string kind = config.stringConstant("kind");
     if (kind == "record")
       kind_ = Kind::Record;
@@ -145,6 +147,11 @@ public:
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!ordinals_.count(rows[i].lineage.ordinal))
         continue;
+      if (!when_.empty()) {
+        const Value *flag = rows[i].inputs[0].field(when_);
+        if (!flag || flag->kind() != Value::Kind::Bool || !flag->asBool())
+          continue;
+      }
       const int64_t attempt = log_->nextAttempt(name_, rows[i].lineage.key);
       failing[i] = attempts_ < 0 || attempt <= attempts_;
     }
@@ -166,6 +173,7 @@ public:
 private:
   std::string name_;
   int64_t attempts_;
+  std::string when_;
   Kind kind_ = Kind::Record;
   std::set<uint32_t> ordinals_;
   std::shared_ptr<TestOperatorLog> log_;

@@ -375,6 +375,7 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
         chance(random, 0.7) ? BatchingScope::CrossParent : BatchingScope::ParentBound;
     engineOptions.gather = chance(random, 0.8) ? GatherMode::Lineage : GatherMode::GlobalBarrier;
     engineOptions.maxLiveRoots = static_cast<uint32_t>(pick(random, 1, 8));
+    engineOptions.probeFirst = chance(random, 0.3);
     engineOptions.infrastructureRetries = 1000;
     engineOptions.seed = static_cast<uint64_t>(seed);
     testing::DriverOptions driverOptions;

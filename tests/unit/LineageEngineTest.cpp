@@ -569,5 +569,35 @@ TEST(LineageEngineTest, AdmissionStopsAtTheLiveRootBound) {
   EXPECT_EQ(finished, 10u);
 }
 
+TEST(LineageEngineTest, ProbeFirstRunsEachParentsFirstChildAheadOfOlderWork) {
+  plan::Plan plan = compile(R"(
+pipeline probe;
+source rows = jsonl("unused.jsonl") as Doc;
+call split = test.split(field: "n");
+call work = test.identity() { batch: 2 };
+pages = expand(split(rows)) as Page;
+sink jsonl(path: "out.jsonl", record: { pages: reduce(work(pages)) });
+)");
+  for (bool probe : {false, true}) {
+    EngineOptions options;
+    options.probeFirst = probe;
+    LineageEngine engine(plan, options);
+    engine.admitRoot(0, row(0, 4));
+    engine.admitRoot(0, row(1, 4));
+    engine.closeAdmission();
+    for (int split = 0; split < 2; ++split)
+      engine.commit(splitReport(*engine.reserveBatch([](uint32_t call) { return call == 0; }), 4));
+    // Pages of document 0 became ready first; with probes, page 0 of each document goes first.
+    Batch first = *engine.reserveBatch();
+    std::vector<std::pair<uint64_t, uint32_t>> taken;
+    for (const BatchGrain &grain : first.grains)
+      taken.emplace_back(grain.lineage.root, grain.lineage.ordinal);
+    const std::vector<std::pair<uint64_t, uint32_t>> expected =
+        probe ? std::vector<std::pair<uint64_t, uint32_t>>{{1, 0}, {0, 0}}
+              : std::vector<std::pair<uint64_t, uint32_t>>{{0, 0}, {0, 1}};
+    EXPECT_EQ(taken, expected) << (probe ? "probe first" : "fifo");
+  }
+}
+
 } // namespace
 } // namespace orch::runtime

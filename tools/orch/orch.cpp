@@ -74,6 +74,9 @@ static cl::opt<GatherMode>
                       clEnumValN(GatherMode::GlobalBarrier, "barrier",
                                  "after every grain of the child domain (flat-record baseline)")),
            cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> probeFirst("probe-first",
+                                cl::desc("Run each parent's first child ahead of its siblings"),
+                                cl::sub(run), cl::cat(orchCategory));
 static cl::opt<std::string>
     errorsPath("errors",
                cl::desc("Where failed source rows are journaled (default <pipeline>.errors.jsonl)"),
@@ -147,6 +150,7 @@ static int runCommand() {
   options.engine.readyOrder = readyOrder;
   options.engine.batching = batching;
   options.engine.gather = gather;
+  options.engine.probeFirst = probeFirst;
   options.errorsPath = errorsPath;
   options.quiet = quiet;
   options.metricsPath = metricsPath;

@@ -164,6 +164,9 @@ struct EngineOptions {
   /// Reduce as soon as one parent's children are done, or only once every grain of the child
   /// domain has finished (the flat-record baseline; it ignores maxLiveRoots).
   GatherMode gather = GatherMode::Lineage;
+  /// Dispatch each parent's child 0 ahead of its siblings (a probe: a parent that poisons
+  /// itself on its first child then suppresses the rest before they run).
+  bool probeFirst = false;
   /// Admitted but unfinished root entities; admission pauses at this bound.
   uint32_t maxLiveRoots = 4096;
   /// Re-runs of a batch after infrastructure failures (lost worker, timeout).
