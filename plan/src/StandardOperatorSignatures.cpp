@@ -182,7 +182,9 @@ void addTestOperators(OperatorCatalog &catalog) {
        constant("ordinals", string, std::string(), "comma-separated child ordinals that fail"),
        constant("attempts", integer, int64_t(-1), "fail only the first n attempts; -1 always"),
        constant("when", string, std::string(),
-                "if set, fail only rows whose record value has this Bool field true")},
+                "if set, fail only rows whose record value has this Bool field true"),
+       constant("ms", real, 0.0, "sleep per grain before answering (a simulated kernel)"),
+       constant("per_batch_ms", real, 0.0, "sleep per batch before answering")},
       any, "fails chosen grains, for tests", "the failures it is told to inject"));
   catalog.add(transform("test.identity", {input("value", any, "passed through")}, any,
                         "passes values through", "none"));

@@ -114,6 +114,8 @@ public:
   FailOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
       : name_(config.name()), attempts_(config.intConstant("attempts")),
         when_(config.constant("when") ? config.stringConstant("when") : std::string()),
+        perRowMs_(config.constant("ms") ? config.floatConstant("ms") : 0.0),
+        perBatchMs_(config.constant("per_batch_ms") ? config.floatConstant("per_batch_ms") : 0.0),
         log_(std::move(log)) {
     const std::string kind = config.stringConstant("kind");
     if (kind == "record")
@@ -143,6 +145,9 @@ public:
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     log_->recordBatch(name_, rows);
+    const double ms = perBatchMs_ + perRowMs_ * static_cast<double>(rows.size());
+    if (ms > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
     std::vector<bool> failing(rows.size(), false);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!ordinals_.count(rows[i].lineage.ordinal))
@@ -174,6 +179,7 @@ private:
   std::string name_;
   int64_t attempts_;
   std::string when_;
+  double perRowMs_, perBatchMs_;
   Kind kind_ = Kind::Record;
   std::set<uint32_t> ordinals_;
   std::shared_ptr<TestOperatorLog> log_;
