@@ -188,6 +188,8 @@ struct LineageEngine::State {
     uint32_t cause;
   };
   std::vector<uint64_t> unsealedGrains;
+  /// Per domain: parent entities that have not expanded into it yet (more members may come).
+  std::vector<uint64_t> unexpanded;
   std::vector<std::vector<ParkedReduce>> parked;
 
   EngineStats stats;

@@ -44,7 +44,7 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
     : plan(plan_), options(options_), layout(buildPlanLayout(plan_)), items(plan_.domains.size()),
       grains(plan_.domains.size()), expansionRefs(plan_.domains.size()),
       nextSourceRow(plan_.sources.size(), 0), unsealedGrains(plan_.domains.size(), 0),
-      parked(plan_.domains.size()) {
+      unexpanded(plan_.domains.size(), 0), parked(plan_.domains.size()) {
   for (const DomainLayout &domain : layout.domains) {
     itemsPerDomain.push_back(static_cast<uint32_t>(domain.nodes.size()));
     grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
@@ -136,8 +136,10 @@ uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, ui
     grain.ticket = 0;
     ++loads[layout.nodes[layout.domains[domain].invokes[g]].call].waiting;
   }
-  for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c)
+  for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
     expansionRefs[entity.expansions + c] = kNoIndex;
+    ++unexpanded[layout.domains[domain].children[c]];
+  }
   unsealedGrains[domain] += grainsPerDomain[domain];
   roots[root].unresolved += itemsPerDomain[domain];
   ++stats.entitiesCreated;
@@ -427,6 +429,7 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
     expansions.emplace_back();
   }
   expansionRefs[refSlot] = id;
+  --unexpanded[childDomain];
   const std::vector<uint32_t> &reduces = layout.domains[childDomain].reducesOver;
   {
     Expansion &expansion = expansions[id];
@@ -518,11 +521,8 @@ bool LineageEngine::State::releaseParkedReduces() {
   for (uint32_t domain = 0; domain < parked.size(); ++domain) {
     if (parked[domain].empty())
       continue;
-    // Grains of an ancestor domain may still expand into more members of this one.
-    uint64_t unsealed = 0;
-    for (uint32_t along : layout.domains[domain].pathFromRoot)
-      unsealed += unsealedGrains[along];
-    if (unsealed != 0)
+    // Every member of this domain must exist (all parents expanded) and have finished.
+    if (unexpanded[domain] != 0 || unsealedGrains[domain] != 0)
       continue;
     std::vector<ParkedReduce> ready = std::move(parked[domain]);
     parked[domain].clear();
@@ -609,8 +609,11 @@ void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
     const uint32_t domain = entity.domain;
     for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
       const uint32_t expansion = expansionRefs[entity.expansions + c];
-      if (expansion == kNoIndex)
+      if (expansion == kNoIndex) {
+        // Only an aborted run releases an entity that never expanded.
+        --unexpanded[layout.domains[domain].children[c]];
         continue;
+      }
       pending.insert(pending.end(), expansions[expansion].children.begin(),
                      expansions[expansion].children.end());
       expansions[expansion] = Expansion{};

@@ -134,7 +134,11 @@ private:
       below.push_back(value);
       std::string gathered = level(depth + 1, child, below);
       std::string reduced = fresh("r");
-      out_ << reduced << " = reduce(" << gathered << ");\n";
+      // Sometimes a Call runs on the gathered list: grains downstream of a reduce.
+      if (chance(random_, 0.4))
+        out_ << reduced << " = test.identity(reduce(" << gathered << ")) " << options() << ";\n";
+      else
+        out_ << reduced << " = reduce(" << gathered << ");\n";
       fields.emplace_back("kids" + std::to_string(e), reduced);
       if (e == 0) {
         result = fresh("rec");
