@@ -196,11 +196,12 @@ sink jsonl(path: "OUTPUT", record: {{ id: rows.id, pages: list.len(reduce(texts)
 poisoned = [r for r in ROWS if r["poison"]]
 siblings = sum(r["n"] - 1 for r in poisoned)
 rows = []
-for label, when, flags in [("failure-free", "never", []),
-                           ("99 largest poisoned (FIFO)", "poison", []),
-                           ("99 largest poisoned, --probe-first", "poison", ["--probe-first"]),
-                           ("failure-free, --probe-first", "never", ["--probe-first"])]:
-    m = run("containment_" + label.split(",")[0].split(" ")[0] + ("_probe" if flags else ""),
+largest = f"{len(poisoned)} largest poisoned"
+for name, label, when, flags in [("clean", "failure-free", "never", []),
+                                 ("poisoned", largest + " (FIFO)", "poison", []),
+                                 ("poisoned_probe", largest + ", --probe-first", "poison", ["--probe-first"]),
+                                 ("clean_probe", "failure-free, --probe-first", "never", ["--probe-first"])]:
+    m = run("containment_" + name,
             FAIL.replace("WHEN", when), ["--in-process", "--threads", "40"] + flags)
     ocr = call(m, "texts")
     never_ran = CHILDREN - ocr["grains"] if when == "poison" else 0
