@@ -44,8 +44,9 @@ demo: build
 	@cat $(DEMO_DIR)/pdf_to_markdown.errors.jsonl
 	@$(BUILD_DIR)/bin/orch report $(DEMO_DIR)/metrics.json -o $(DEMO_DIR)/report.html
 
+# Microbenchmarks, then the paper's experiments in simulation (BENCH_ARGS=--quick: 1/8 scale).
 bench: build
-	$(BUILD_DIR)/bin/orch_bench
+	bench/run.sh $(BENCH_ARGS)
 
 # Fuzzes the compiler with libFuzzer for FUZZ_SECONDS, starting from every .orch file in the
 # repository; new inputs that find new coverage collect in $(FUZZ_DIR)/corpus, and an input

@@ -23,6 +23,8 @@ packages=(
   ffmpeg ghostscript enscript
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
+  # the flat-record peer in bench/ (Dask's bag and distributed scheduler)
+  python3-dask python3-distributed
   # `orchc --emit=dot` output is checked by rendering it; `orch report` pages by a headless
   # browser; live progress under a pseudo-terminal (script)
   graphviz chromium bsdutils
