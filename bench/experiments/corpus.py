@@ -24,7 +24,13 @@ def corpus(scale=1.0):
     target = round(CHILDREN * parents / PARENTS)
     factor = (target - counts[0] - counts[-1]) / (sum(counts) - counts[0] - counts[-1])
     counts = [counts[0]] + [max(1, round(c * factor)) for c in counts[1:-1]] + [counts[-1]]
-    counts[parents // 2] += target - sum(counts)
+    # Settle the rounding difference one child at a time on the body, never below one child.
+    step = 1 if target > sum(counts) else -1
+    i = 1
+    while sum(counts) != target:
+        if counts[i] + step >= 1:
+            counts[i] += step
+        i = i % (parents - 2) + 1
     largest = set(sorted(range(parents), key=lambda i: -counts[i])[:max(1, round(99 * parents / PARENTS))])
     order = list(range(parents))
     random.Random(7).shuffle(order)
