@@ -62,8 +62,12 @@ import json; print(sum(len(r["pages"]) for r in map(json.loads, open("out/pdf_te
 rm -rf out
 
 # --- clip_quality: video -> clips -> frames -> sharpness ------------------------------------
-status=0; orch run clip_quality.orch --workers 4 --quiet 2>/dev/null || status=$?
+status=0; orch run clip_quality.orch --workers 4 --quiet 2>clip.log || status=$?
 check "clip_quality completes with the corrupt video failed (exit 2)" test "$status" = 2
+if [ ! -e /dev/nvidia0 ]; then
+  check "without a GPU, the { gpus: 1 } Call says once that it runs on the CPU" \
+    test "$(grep -c "call 'sharp' asks for a GPU, but none is usable here" clip.log)" = 1
+fi
 check "every clip of the good videos is scored (2 + 3 clips)" test "$(wc -l <out/clips.jsonl)" = 5
 check "each good video has a row" test "$(wc -l <out/videos.jsonl)" = 2
 check "the corrupt video is in the errors journal" grep -q 'broken.mp4' clip_quality.errors.jsonl

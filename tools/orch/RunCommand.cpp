@@ -15,6 +15,7 @@
 #include "orch/runtime/LocalRunner.h"
 #include "orch/runtime/TestOperators.h"
 #include "orch/runtime/Worker.h"
+#include "orch/stdlib/CudaDevices.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include "llvm/Support/Format.h"
@@ -85,6 +86,31 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
     coordinator.localWorkers = unsigned(std::min<int64_t>(replicas, cores));
   }
   return runtime::makeCoordinator(std::move(coordinator));
+}
+
+/// Calls that ask for GPUs on a machine without a usable one: a one-line notice each (they
+/// run their CPU implementation), or an error for `require_gpu`. In cluster mode the workers
+/// have the GPUs, so nothing is checked here.
+bool checkGpus(const plan::Plan &plan, const RunCommandOptions &options) {
+  if (!options.listen.empty())
+    return true;
+  std::optional<stdlib::CudaDeviceCount> devices;
+  for (const plan::PlanCall &call : plan.calls) {
+    if (!call.gpu || (call.options.gpus <= 0 && !call.options.requireGpu))
+      continue;
+    if (!devices)
+      devices = stdlib::countCudaDevices();
+    if (devices->count > 0)
+      return true;
+    if (call.options.requireGpu) {
+      llvm::errs() << "orch: error: call '" << call.name
+                   << "' requires a GPU, but none is usable here (" << devices->reason << ")\n";
+      return false;
+    }
+    llvm::errs() << "orch: call '" << call.name << "' asks for a GPU, but none is usable here ("
+                 << devices->reason << "): " << call.op << " runs on the CPU\n";
+  }
+  return true;
 }
 
 std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
@@ -266,6 +292,8 @@ std::string describeOutputs(const plan::Plan &plan) {
 int runPipeline(const RunCommandOptions &options) {
   std::optional<plan::Plan> plan = loadPlan(options);
   if (!plan)
+    return kRunCannotRun;
+  if (!checkGpus(*plan, options))
     return kRunCannotRun;
   const runtime::OperatorRegistry registry = standardRegistry();
   ErrorsJournal errors(*plan, options.errorsPath.empty() ? plan->pipelineName + ".errors.jsonl"
