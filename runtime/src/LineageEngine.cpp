@@ -832,7 +832,6 @@ const std::vector<std::string> &LineageEngine::callInputLabels(uint32_t call) co
   return state_->layout.calls[call].inputLabels;
 }
 
-size_t LineageEngine::outstandingBatches() const { return state_->outstanding.size(); }
 size_t LineageEngine::liveRoots() const { return state_->liveRootCount; }
 const EngineStats &LineageEngine::stats() const { return state_->stats; }
 const CallLoad &LineageEngine::callLoad(uint32_t call) const { return state_->loads[call]; }

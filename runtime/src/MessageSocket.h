@@ -12,11 +12,6 @@
 
 namespace orch::runtime {
 
-inline void sendMessage(zmq::socket_t &socket, const Message &message) {
-  const std::string body = encodeMessage(message);
-  socket.send(zmq::buffer(body), zmq::send_flags::dontwait);
-}
-
 inline void sendMessageTo(zmq::socket_t &router, const std::string &identity,
                           const Message &message) {
   const std::string body = encodeMessage(message);

@@ -68,7 +68,6 @@ public:
   const std::vector<std::string> &callInputLabels(uint32_t call) const;
 
   bool hasReadyWork() const;
-  size_t outstandingBatches() const;
   size_t liveRoots() const;
   const EngineStats &stats() const;
   const CallLoad &callLoad(uint32_t call) const;
