@@ -2,6 +2,7 @@
 // orchc prints them), .plan files loaded and validated.
 #include "RunCommand.h"
 
+#include "ErrorsJournal.h"
 #include "ProgressDisplay.h"
 #include "RunReports.h"
 
@@ -149,69 +150,6 @@ std::optional<plan::Plan> loadPlan(const RunCommandOptions &options) {
   }
   return std::get<plan::Plan>(std::move(loaded));
 }
-
-runtime::Value pathValue(const std::vector<uint32_t> &path) {
-  runtime::ValueList ordinals;
-  for (uint32_t ordinal : path)
-    ordinals.push_back(runtime::Value::integer(ordinal));
-  return runtime::Value::list(std::move(ordinals));
-}
-
-/// The journal of failed source rows, one JSON line each: where it came from, its first cause,
-/// counts, and every failed sink row with its own cause. Every run writes it (empty when
-/// nothing failed), so a stale journal is never mistaken for this run's.
-class ErrorsJournal {
-public:
-  ErrorsJournal(const plan::Plan &plan, std::string path)
-      : plan_(plan), path_(std::move(path)), output_(path_, std::ios::out | std::ios::trunc) {}
-
-  void record(const runtime::RootResult &root) {
-    if (root.status != runtime::RootStatus::Failed)
-      return;
-    using runtime::Value;
-    runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
-                                 {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
-    if (!root.failures.empty()) {
-      runtime::RecordFields cause = describe(root.failures.front());
-      fields.insert(fields.end(), cause.begin(), cause.end());
-    }
-    runtime::ValueList failedRows;
-    for (const runtime::SinkRow &row : root.rows) {
-      if (row.status != runtime::RowStatus::Failed)
-        continue;
-      runtime::RecordFields entry{{"sink", Value::integer(row.sink)},
-                                  {"row_path", pathValue(row.path)}};
-      if (row.failure < root.failures.size()) {
-        runtime::RecordFields cause = describe(root.failures[row.failure]);
-        entry.insert(entry.end(), cause.begin(), cause.end());
-      }
-      failedRows.push_back(Value::record(std::move(entry)));
-    }
-    fields.emplace_back("failures", Value::integer(static_cast<int64_t>(root.failures.size())));
-    fields.emplace_back("failed_rows", Value::integer(static_cast<int64_t>(failedRows.size())));
-    fields.emplace_back("rows", Value::list(std::move(failedRows)));
-    output_ << Value::record(std::move(fields)).str() << '\n';
-    output_.flush();
-    ++recorded_;
-  }
-
-  const std::string &path() const { return path_; }
-  size_t recorded() const { return recorded_; }
-
-private:
-  static runtime::RecordFields describe(const runtime::Failure &failure) {
-    using runtime::Value;
-    return {{"kind", Value::string(runtime::failureKindName(failure.kind))},
-            {"call", Value::string(failure.call)},
-            {"path", pathValue(failure.path)},
-            {"message", Value::string(failure.message)}};
-  }
-
-  const plan::Plan &plan_;
-  std::string path_;
-  std::ofstream output_;
-  size_t recorded_ = 0;
-};
 
 void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
                   const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet) {

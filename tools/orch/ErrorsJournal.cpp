@@ -1,0 +1,54 @@
+// Writes failed source rows with their causes as JSON lines.
+#include "ErrorsJournal.h"
+
+namespace orch {
+namespace {
+
+runtime::Value pathValue(const std::vector<uint32_t> &path) {
+  runtime::ValueList ordinals;
+  for (uint32_t ordinal : path)
+    ordinals.push_back(runtime::Value::integer(ordinal));
+  return runtime::Value::list(std::move(ordinals));
+}
+
+} // namespace
+
+void ErrorsJournal::record(const runtime::RootResult &root) {
+  if (root.status != runtime::RootStatus::Failed)
+    return;
+  using runtime::Value;
+  runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
+                               {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
+  if (!root.failures.empty()) {
+    runtime::RecordFields cause = describe(root.failures.front());
+    fields.insert(fields.end(), cause.begin(), cause.end());
+  }
+  runtime::ValueList failedRows;
+  for (const runtime::SinkRow &row : root.rows) {
+    if (row.status != runtime::RowStatus::Failed)
+      continue;
+    runtime::RecordFields entry{{"sink", Value::integer(row.sink)},
+                                {"row_path", pathValue(row.path)}};
+    if (row.failure < root.failures.size()) {
+      runtime::RecordFields cause = describe(root.failures[row.failure]);
+      entry.insert(entry.end(), cause.begin(), cause.end());
+    }
+    failedRows.push_back(Value::record(std::move(entry)));
+  }
+  fields.emplace_back("failures", Value::integer(static_cast<int64_t>(root.failures.size())));
+  fields.emplace_back("failed_rows", Value::integer(static_cast<int64_t>(failedRows.size())));
+  fields.emplace_back("rows", Value::list(std::move(failedRows)));
+  output_ << Value::record(std::move(fields)).str() << '\n';
+  output_.flush();
+  ++recorded_;
+}
+
+runtime::RecordFields ErrorsJournal::describe(const runtime::Failure &failure) {
+  using runtime::Value;
+  return {{"kind", Value::string(runtime::failureKindName(failure.kind))},
+          {"call", Value::string(failure.call)},
+          {"path", pathValue(failure.path)},
+          {"message", Value::string(failure.message)}};
+}
+
+} // namespace orch
