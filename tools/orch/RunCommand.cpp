@@ -28,7 +28,6 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
