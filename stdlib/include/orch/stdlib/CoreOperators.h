@@ -1,5 +1,5 @@
-// Pure, in-memory operators of the standard library: math.*, list.* and text.* (except
-// text.normalize, which arrives with the Unicode work of the stdlib issue).
+// Pure, in-memory operators of the standard library: math.*, list.* and text.* (text.normalize,
+// which needs ICU, lives in stdlib/src/text/).
 #pragma once
 
 #include "orch/runtime/Operator.h"
