@@ -105,23 +105,11 @@ public:
 
   /// Runs a batch through the Call's operator, as a worker would.
   runtime::BatchReport execute(const runtime::Batch &batch) {
-    runtime::BatchReport report;
-    report.batchId = batch.id;
-    std::vector<runtime::OperatorRow> rows;
-    for (size_t i = 0; i < batch.grains.size(); ++i)
-      rows.push_back(runtime::OperatorRow{batch.inputsOf(i), batch.grains[i].lineage});
-    std::vector<runtime::RowResult> results;
-    try {
-      operatorFor(batch.call).process(rows, results);
-    } catch (const std::exception &error) {
-      report.batchError = error.what();
-      return report;
-    }
-    for (size_t i = 0; i < batch.grains.size() && i < results.size(); ++i)
-      report.grains.push_back(runtime::GrainReport{batch.grains[i].grain,
-                                                   batch.grains[i].generation, results[i].kind,
-                                                   results[i].value, results[i].message});
-    return report;
+    const plan::PlanCall &call = plan_.calls[batch.call];
+    runtime::OperatorConfig config(call.name, call.op, call.constants,
+                                   engine_.callInputLabels(batch.call));
+    return runtime::runOperatorBatch(operators_[batch.call], *registry_.transform(call.op), config,
+                                     batch);
   }
 
 private:
@@ -131,16 +119,6 @@ private:
         onRootFinished(root, commits_);
       result.roots.push_back(std::move(root));
     }
-  }
-
-  runtime::Operator &operatorFor(uint32_t call) {
-    auto &slot = operators_[call];
-    if (!slot) {
-      const plan::PlanCall &planCall = plan_.calls[call];
-      runtime::OperatorConfig config(planCall.name, planCall.op, planCall.constants, {});
-      slot = (*registry_.transform(planCall.op))(config);
-    }
-    return *slot;
   }
 
   const plan::Plan &plan_;
