@@ -120,8 +120,9 @@ IDENT    : [a-zA-Z_] [a-zA-Z_0-9]*;
 
 LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN);
 BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN);
-// A block comment that reaches the end of the file; reported by the frontend.
-UNTERMINATED_BLOCK_COMMENT : '/*' .*? EOF;
+// A block comment that reaches the end of the file; reported by the frontend. It must not
+// contain `*/`, or longest match would prefer it to every closed block comment.
+UNTERMINATED_BLOCK_COMMENT : '/*' (~'*' | '*'+ ~[*/])* '*'* EOF;
 WHITESPACE    : [ \t\r\n]+ -> channel(HIDDEN);
 
 fragment DIGITS   : [0-9]+ ('_' [0-9]+)*;

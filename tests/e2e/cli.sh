@@ -31,4 +31,26 @@ check "orch worker without a coordinator gives up with status 1" \
   test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1)" = 1
 check "docs/operators.md is what orch operators prints" \
   diff <("$ORCH_BIN/orch" operators) "$ORCH_SOURCE_DIR/docs/operators.md"
+
+# orchc fmt: rewrites in place, --check lists and fails, - filters, a broken file stays as it was.
+printf 'pipeline  f ;source s=files( "*.txt" ) ;// keep me\nsink jsonl(path:"o.jsonl",record:s.path,);\n' >"$workdir/messy.orch"
+cp "$workdir/messy.orch" "$workdir/messy-copy.orch"
+cp "$workdir/bad.orch" "$workdir/bad-copy.orch"
+canonical=$'pipeline f;\nsource s = files("*.txt");  // keep me\nsink jsonl(path: "o.jsonl", record: s.path);'
+check "orchc fmt - writes the canonical layout to stdout" \
+  test "$("$ORCH_BIN/orchc" fmt - <"$workdir/messy.orch")" = "$canonical"
+check "orchc fmt --check fails on an unformatted file" \
+  test "$(exit_code "$ORCH_BIN/orchc" fmt --check "$workdir/messy.orch")" = 1
+check "orchc fmt --check lists it" grep -qx "$workdir/messy.orch" \
+  <("$ORCH_BIN/orchc" fmt --check "$workdir/messy.orch" 2>/dev/null || true)
+check "orchc fmt --check writes nothing" cmp -s "$workdir/messy.orch" "$workdir/messy-copy.orch"
+check "orchc fmt with a broken file still formats the others, and exits 1" \
+  test "$(exit_code "$ORCH_BIN/orchc" fmt "$workdir/bad.orch" "$workdir/messy.orch")" = 1
+check "orchc fmt rewrote the good file" test "$(cat "$workdir/messy.orch")" = "$canonical"
+check "orchc fmt left the broken file as it was" cmp -s "$workdir/bad.orch" "$workdir/bad-copy.orch"
+check "orchc fmt names the syntax error" grep -q "bad.orch:1:13: error: expected ';'" \
+  <("$ORCH_BIN/orchc" fmt "$workdir/bad.orch" 2>&1 || true)
+check "orchc fmt --check passes on the formatted file" \
+  test "$(exit_code "$ORCH_BIN/orchc" fmt --check "$workdir/messy.orch")" = 0
+check "the examples are formatted" "$ORCH_BIN/orchc" fmt --check "$ORCH_SOURCE_DIR"/examples/*.orch
 finish_checks

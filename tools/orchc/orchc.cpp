@@ -1,5 +1,6 @@
 // orchc: the Orch compiler. Parses flags and hands over to runCompile.
 #include "CompileCommand.h"
+#include "FormatCommand.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -8,6 +9,13 @@
 namespace cl = llvm::cl;
 
 static cl::OptionCategory orchcCategory("orchc options");
+
+static cl::SubCommand fmt("fmt", "Rewrite .orch files in the canonical layout");
+static cl::list<std::string> fmtPaths(cl::Positional, cl::OneOrMore, cl::desc("<file.orch|-> ..."),
+                                      cl::sub(fmt), cl::cat(orchcCategory));
+static cl::opt<bool> fmtCheck("check",
+                              cl::desc("Write nothing; list files not formatted and exit 1"),
+                              cl::sub(fmt), cl::cat(orchcCategory));
 static cl::opt<std::string> inputPath(cl::Positional, cl::Required, cl::desc("<file.orch>"),
                                       cl::cat(orchcCategory));
 static cl::opt<bool> checkOnly("check", cl::desc("Report diagnostics only; write nothing"),
@@ -41,8 +49,12 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(orchcCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orchc " ORCH_VERSION "\n"; });
-  cl::ParseCommandLineOptions(argc, argv,
-                              "orchc: checks .orch pipelines and compiles them to plans\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "orchc: checks .orch pipelines and compiles them to plans; `orchc fmt` formats them\n");
+
+  if (fmt)
+    return orch::runFormat(orch::FormatOptions{{fmtPaths.begin(), fmtPaths.end()}, fmtCheck});
 
   orch::CompileOptions options;
   options.inputPath = inputPath;

@@ -1,0 +1,207 @@
+// `orchc fmt`: every .orch file of the repository that parses is already in canonical form;
+// scrambled layouts of the examples format back to it; the plan never changes; comments stay.
+#include "CompileExample.h"
+
+#include "orch/frontend/Formatter.h"
+#include "orch/plan/PlanCodec.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <sstream>
+
+namespace orch {
+namespace {
+
+struct Formatted {
+  std::optional<std::string> text;
+  std::string firstError;
+};
+
+Formatted format(const std::string &text) {
+  llvm::SourceMgr sources;
+  uint32_t id = sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "t.orch"),
+                                           llvm::SMLoc());
+  Formatted result;
+  DiagnosticEngine diags([&](const Diagnostic &d) {
+    if (d.severity == DiagnosticSeverity::Error && result.firstError.empty())
+      result.firstError = d.message;
+  });
+  result.text = formatSource(sources, id, diags);
+  return result;
+}
+
+/// The plan's bytes with source positions cleared: what must not change when only the layout
+/// does.
+std::string planWithoutPositions(const std::string &text) {
+  std::optional<plan::Plan> compiled = testing::compileText(text);
+  if (!compiled)
+    return "";
+  for (plan::PlanNode &node : compiled->nodes)
+    node.line = node.column = 0;
+  return plan::encodePlan(*compiled);
+}
+
+std::string readFile(const std::filesystem::path &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path.string());
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
+/// The same program with its layout scrambled: other spacing, lines joined and split, tabs,
+/// runs of blank lines. Comments and their lines are kept (a comment's line is its meaning).
+std::string scramble(const std::string &text, unsigned seed) {
+  static const std::regex token(
+      R"(\s+|//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_.]*[A-Za-z]*|.)");
+  std::vector<std::string> tokens;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), token);
+       it != std::sregex_iterator(); ++it)
+    tokens.push_back(it->str());
+  auto isSpace = [](const std::string &t) {
+    return !t.empty() && std::isspace((unsigned char)t[0]);
+  };
+  auto isComment = [](const std::string &t) {
+    return t.rfind("//", 0) == 0 || t.rfind("/*", 0) == 0;
+  };
+  auto isWord = [](const std::string &t) {
+    return !t.empty() && (std::isalnum((unsigned char)t[0]) || t[0] == '_' || t[0] == '"');
+  };
+  std::mt19937 random(seed);
+  const std::vector<std::string> anySpace = {" ", "   ", "\t", "\n    ", " \n\t", "\n\n\n"};
+  std::string out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string &current = tokens[i];
+    const std::string previous = i > 0 ? tokens[i - 1] : "";
+    const std::string next = i + 1 < tokens.size() ? tokens[i + 1] : "";
+    const bool nearComment = isComment(previous) || isComment(next);
+    const size_t newlines = size_t(std::count(current.begin(), current.end(), '\n'));
+    if (isSpace(current)) {
+      if (nearComment || newlines >= 2)
+        out += newlines >= 2 ? std::string(newlines + random() % 3, '\n') : current;
+      else if (isWord(previous) && isWord(next))
+        out += anySpace[random() % anySpace.size() % 5];
+      else
+        out += random() % 3 ? "" : anySpace[random() % 5];
+      continue;
+    }
+    out += current;
+    // Space where there was none, between tokens that are not comments.
+    if (!isSpace(next) && !next.empty() && !isComment(current) && !isComment(next) &&
+        random() % 4 == 0)
+      out += anySpace[random() % 4];
+  }
+  return out;
+}
+
+std::vector<std::filesystem::path> repositoryOrchFiles() {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path root = std::filesystem::path(ORCH_EXAMPLES_DIR).parent_path();
+  for (const char *folder : {"examples", "tests", "docs", "bench", "deploy"}) {
+    if (!std::filesystem::exists(root / folder))
+      continue;
+    for (const auto &entry : std::filesystem::recursive_directory_iterator(root / folder))
+      if (entry.is_regular_file() && entry.path().extension() == ".orch")
+        files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(FormatterTest, EveryOrchFileOfTheRepositoryIsAFixedPoint) {
+  size_t formatted = 0, refused = 0;
+  for (const std::filesystem::path &path : repositoryOrchFiles()) {
+    const std::string text = readFile(path);
+    Formatted result = format(text);
+    if (!result.text) {
+      // Only the deliberately broken files of the diagnostics tests may be refused.
+      EXPECT_NE(path.string().find("tests/lit"), std::string::npos) << path;
+      EXPECT_FALSE(result.firstError.empty()) << path;
+      ++refused;
+      continue;
+    }
+    EXPECT_EQ(*result.text, text) << path << " is not formatted: run `orchc fmt " << path.string()
+                                  << "`";
+    ++formatted;
+  }
+  EXPECT_GE(formatted, 25u);
+  EXPECT_LE(refused, 5u);
+  std::printf("%zu files formatted, %zu with syntax errors refused\n", formatted, refused);
+}
+
+TEST(FormatterTest, ScrambledExamplesFormatToTheCanonicalTextAndTheSamePlan) {
+  for (const char *name : {"pdf_to_markdown.orch", "pdf_text.orch", "clip_quality.orch"}) {
+    const std::string canonical = testing::readExample(name);
+    ASSERT_FALSE(canonical.empty()) << name;
+    const std::string plan = planWithoutPositions(canonical);
+    ASSERT_FALSE(plan.empty()) << name;
+    for (unsigned seed = 1; seed <= 40; ++seed) {
+      const std::string messy = scramble(canonical, seed);
+      ASSERT_NE(messy, canonical) << name << " seed " << seed;
+      EXPECT_EQ(planWithoutPositions(messy), plan) << name << " seed " << seed << ":\n" << messy;
+      Formatted result = format(messy);
+      ASSERT_TRUE(result.text) << result.firstError << "\n" << messy;
+      EXPECT_EQ(*result.text, canonical) << name << " seed " << seed << ":\n" << messy;
+    }
+  }
+}
+
+TEST(FormatterTest, KeepsEveryCommentWhereItBelongs) {
+  const std::string messy = "// header\n\n\npipeline p ;   // the name\n"
+                            "source docs=files( \"in/*.txt\" ) as Doc;\n"
+                            "/* block */ n = list.len( reduce( expand( test.split( docs.path ,\n"
+                            "  // why three\n  n: 3 ) ) as Part ) );\n"
+                            "sink jsonl(path:\"o.jsonl\",record:{ n : n , } ) ; /* end */ // last\n"
+                            "// footer\n";
+  Formatted result = format(messy);
+  ASSERT_TRUE(result.text) << result.firstError;
+  EXPECT_EQ(*result.text, "// header\n\n"
+                          "pipeline p;  // the name\n"
+                          "source docs = files(\"in/*.txt\") as Doc;\n"
+                          "/* block */ n = list.len(\n"
+                          "    reduce(\n"
+                          "        expand(\n"
+                          "            test.split(\n"
+                          "                docs.path,\n"
+                          "                // why three\n"
+                          "                n: 3\n"
+                          "            )\n"
+                          "        ) as Part\n"
+                          "    )\n"
+                          ");\n"
+                          "sink jsonl(path: \"o.jsonl\", record: { n: n });  /* end */ // last\n"
+                          "// footer\n");
+  EXPECT_EQ(format(*result.text).text, result.text) << "formatting twice changes nothing";
+  EXPECT_EQ(planWithoutPositions(*result.text), planWithoutPositions(messy));
+}
+
+TEST(FormatterTest, BreaksOnlyTheGroupsThatDoNotFitOnALine) {
+  const std::string longSink =
+      "pipeline p;\nsource docs = files(\"in/*.txt\") as Doc;\n"
+      "sink jsonl(path: \"out/a-rather-long-name-for-the-output-file.jsonl\", record: { path: "
+      "docs.path, size: docs.size, stem: docs.stem, name: docs.name });\n";
+  Formatted result = format(longSink);
+  ASSERT_TRUE(result.text) << result.firstError;
+  EXPECT_EQ(*result.text,
+            "pipeline p;\nsource docs = files(\"in/*.txt\") as Doc;\n"
+            "sink jsonl(\n"
+            "    path: \"out/a-rather-long-name-for-the-output-file.jsonl\",\n"
+            "    record: { path: docs.path, size: docs.size, stem: docs.stem, name: docs.name }\n"
+            ");\n");
+  std::istringstream lines(*result.text);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), kFormatLineWidth);
+  EXPECT_EQ(format(*result.text).text, result.text);
+}
+
+TEST(FormatterTest, RefusesAFileWithSyntaxErrors) {
+  Formatted result = format("pipeline p;\nx = reduce(;\n");
+  EXPECT_FALSE(result.text);
+  EXPECT_NE(result.firstError.find("';'"), std::string::npos) << result.firstError;
+}
+
+} // namespace
+} // namespace orch
