@@ -17,6 +17,21 @@ const OperatorParam *OperatorSignature::param(std::string_view paramName) const 
   return nullptr;
 }
 
+std::string signatureText(const OperatorSignature &op) {
+  std::string text = op.name + "(";
+  const char *separator = "";
+  for (const OperatorParam &param : op.params) {
+    text += separator + param.name + ": " + param.type.str();
+    if (param.defaultValue)
+      text += " = " + formatStaticValue(*param.defaultValue);
+    separator = ", ";
+  }
+  text += ")";
+  if (op.kind != OperatorKind::Sink)
+    text += " -> " + op.result.str();
+  return text;
+}
+
 const char *operatorKindName(OperatorKind kind) {
   switch (kind) {
   case OperatorKind::Source:

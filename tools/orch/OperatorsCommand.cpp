@@ -23,18 +23,7 @@ const char *sectionTitle(plan::OperatorKind kind) {
 }
 
 void printSignature(const plan::OperatorSignature &op, std::ostream &out) {
-  out << "```orch\n" << op.name << "(";
-  const char *separator = "";
-  for (const plan::OperatorParam &param : op.params) {
-    out << separator << param.name << ": " << param.type.str();
-    if (param.defaultValue)
-      out << " = " << plan::formatStaticValue(*param.defaultValue);
-    separator = ", ";
-  }
-  out << ")";
-  if (op.kind != plan::OperatorKind::Sink)
-    out << " -> " << op.result.str();
-  out << "\n```\n\n";
+  out << "```orch\n" << plan::signatureText(op) << "\n```\n\n";
 }
 
 void printOperator(const plan::OperatorSignature &op, std::ostream &out) {

@@ -49,6 +49,9 @@ struct OperatorSignature {
 
 const char *operatorKindName(OperatorKind kind);
 
+/// `name(param: Type, param: Type = default) -> Result`, as the docs and the editor show it.
+std::string signatureText(const OperatorSignature &op);
+
 class OperatorCatalog {
 public:
   /// Adds a signature; a second one with the same kind and name replaces the first.
