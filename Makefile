@@ -1,6 +1,7 @@
 # Entry points for people and CI. Everything goes through CMake in an out-of-source build/.
 #   make demo   install what is missing, build, run the flagship example
 #   make test   install what is missing, build, run every test
+#   make vsix   package the VS Code extension (editors/vscode) as build/orch-VERSION.vsix
 BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
@@ -14,7 +15,7 @@ endif
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build test demo bench fuzz clean
+.PHONY: all deps configure build test demo bench fuzz vsix clean
 
 all: build
 
@@ -60,6 +61,13 @@ fuzz:
 	find examples tests -name '*.orch' -exec cp {} $(FUZZ_DIR)/seeds/ \;
 	$(FUZZ_DIR)/bin/orch_compiler_fuzzer -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  -timeout=10 -rss_limit_mb=4096 -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+
+# The VS Code extension, packaged with @vscode/vsce (installed from npm at the locked version).
+VSIX_VERSION = $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' editors/vscode/package.json)
+vsix: deps
+	@editors/vscode/scripts/npm-install.sh
+	cd editors/vscode && npx vsce package --skip-license -o $(CURDIR)/$(BUILD_DIR)/orch-$(VSIX_VERSION).vsix
+	@echo "vsix: install with: code --install-extension $(BUILD_DIR)/orch-$(VSIX_VERSION).vsix"
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR)

@@ -29,6 +29,14 @@ packages=(
   # browser; live progress under a pseudo-terminal (script)
   graphviz chromium bsdutils
 )
+# The VS Code extension's tests and `make vsix` run on Node.js with npm. A Node.js already on
+# the machine (Debian's or another repository's, which bundles npm) is kept as it is.
+if ! command -v node >/dev/null; then
+  packages+=(nodejs)
+fi
+if ! command -v npm >/dev/null; then
+  packages+=(npm)
+fi
 if [[ "${1:-}" == "fuzz" ]]; then
   packages+=(clang-14 libclang-rt-14-dev)
 fi

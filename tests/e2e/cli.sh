@@ -53,4 +53,16 @@ check "orchc fmt names the syntax error" grep -q "bad.orch:1:13: error: expected
 check "orchc fmt --check passes on the formatted file" \
   test "$(exit_code "$ORCH_BIN/orchc" fmt --check "$workdir/messy.orch")" = 0
 check "the examples are formatted" "$ORCH_BIN/orchc" fmt --check "$ORCH_SOURCE_DIR"/examples/*.orch
+check "the complete programs in the docs are formatted" /usr/bin/python3 - "$ORCH_BIN/orchc" \
+  "$ORCH_SOURCE_DIR/README.md" "$ORCH_SOURCE_DIR"/docs/*.md <<'PY'
+import re, subprocess, sys
+orchc, bad = sys.argv[1], []
+for path in sys.argv[2:]:
+    for block in re.findall(r"```orch\n(.*?)```", open(path).read(), flags=re.S):
+        result = subprocess.run([orchc, "fmt", "-"], input=block, capture_output=True, text=True)
+        if result.returncode == 0 and result.stdout != block:
+            bad.append(path)
+print("not formatted:", bad) if bad else None
+sys.exit(1 if bad else 0)
+PY
 finish_checks
