@@ -155,6 +155,23 @@ void addMediaOperators(OperatorCatalog &catalog) {
                         "BT.601 luma", "none", true));
   catalog.add(transform("image.phash", {input("image", image, "an image")}, integer,
                         "64-bit perceptual hash", "none", true));
+  catalog.add(transform(
+      "image.tensor",
+      {input("image", image, "an image"), constant("width", integer, std::nullopt, "tensor width"),
+       constant("height", integer, std::nullopt, "tensor height")},
+      Type::record({{"channels", integer},
+                    {"height", integer},
+                    {"width", integer},
+                    {"data", scalar(TypeKind::Bytes)}}),
+      "bilinear resize to width x height, then (value / 255 - mean) / std per channel "
+      "(ImageNet's mean and std; their averages for gray) into a float32 CHW tensor "
+      "(`data`, little-endian)",
+      "none", true));
+  catalog.add(transform("image.motion", {input("frames", Type::list(image), "a clip's frames")},
+                        scalar(TypeKind::Float),
+                        "motion score: the mean over consecutive frames of their mean absolute "
+                        "gray-level difference (0 to 255; 0 for fewer than two frames)",
+                        "frames of different sizes are a RecordFailure", true));
 }
 
 void addTestOperators(OperatorCatalog &catalog) {

@@ -2,6 +2,8 @@
 // pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
 #include "orch/runtime/Coordinator.h"
 
+#include "orch/runtime/GpuPlacement.h"
+
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
 
@@ -56,8 +58,8 @@ public:
       }
     if (options_.localWorkers > 0) {
       processes_ = std::make_unique<LocalWorkerProcesses>(options_.workerProgram, endpoint_);
-      for (unsigned i = 0; i < options_.localWorkers; ++i)
-        startLocalWorker();
+      for (unsigned slot = 0; slot < options_.localWorkers; ++slot)
+        startLocalWorker(slot);
     } else if (!replicas_.empty()) {
       log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
           endpoint_ + ")");
@@ -418,20 +420,29 @@ private:
         if (workers_[w].pid == pid)
           lose(w, "its process " + how);
       localNames_.erase(pid);
+      const unsigned slot = localSlots_[pid];
+      localSlots_.erase(pid);
       // Keep the machine's worker count; give up on a worker program that cannot start.
       if (replaced_ < 100 * options_.localWorkers) {
         ++replaced_;
-        startLocalWorker();
+        startLocalWorker(slot);
       }
     }
   }
 
-  void startLocalWorker() {
+  /// Starts the worker of local slot `slot`, which offers that slot's GPUs (a replacement
+  /// refills the slot of the worker it replaces).
+  void startLocalWorker(unsigned slot) {
     const std::string name = "local-" + std::to_string(nextLocal_++);
-    const pid_t pid = processes_->start(name);
-    if (pid > 0)
+    std::string gpus;
+    for (int64_t device :
+         devicesOfLocalWorker(options_.localGpuDevices, slot, options_.localWorkers))
+      gpus += (gpus.empty() ? "" : ",") + std::to_string(device);
+    const pid_t pid = processes_->start(name, gpus.empty() ? "none" : gpus);
+    if (pid > 0) {
       localNames_[pid] = name;
-    else
+      localSlots_[pid] = slot;
+    } else
       log("cannot start a local worker: " + options_.workerProgram);
   }
 
@@ -450,6 +461,7 @@ private:
   std::vector<ExecutorEvent> pending_;
   std::unique_ptr<LocalWorkerProcesses> processes_;
   std::map<pid_t, std::string> localNames_;
+  std::map<pid_t, unsigned> localSlots_;
   unsigned nextLocal_ = 0;
   uint64_t joined_ = 0, lost_ = 0, replaced_ = 0, malformed_ = 0, strangers_ = 0;
   bool stopped_ = false;

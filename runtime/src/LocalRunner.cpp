@@ -2,6 +2,8 @@
 // replica, created on first use by the thread that runs it.
 #include "orch/runtime/LocalRunner.h"
 
+#include "orch/runtime/GpuPlacement.h"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -31,6 +33,8 @@ struct Finished {
 /// created on first use by the worker thread that runs it.
 struct Replicas {
   OperatorConfig config;
+  /// Per instance: its configuration when it differs (a GPU replica's device).
+  std::vector<OperatorConfig> instanceConfigs;
   const OperatorFactory *factory = nullptr;
   std::vector<std::unique_ptr<Operator>> instances;
   std::vector<uint32_t> idle;
@@ -98,8 +102,9 @@ private:
     Finished finished;
     finished.call = job.batch.call;
     finished.instance = job.instance;
-    finished.report =
-        runOperatorBatch(call.instances[job.instance], *call.factory, call.config, job.batch);
+    finished.report = runOperatorBatch(
+        call.instances[job.instance], *call.factory,
+        call.instanceConfigs.empty() ? call.config : call.instanceConfigs[job.instance], job.batch);
     finished.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return finished;
   }
@@ -116,8 +121,9 @@ private:
 /// Hands batches to the pool while the Call has an idle replica.
 class ThreadExecutor : public BatchExecutor {
 public:
-  ThreadExecutor(const OperatorRegistry &registry, unsigned threads)
-      : registry_(registry), threads_(std::max(1u, threads)) {}
+  ThreadExecutor(const OperatorRegistry &registry, unsigned threads,
+                 std::vector<int64_t> gpuDevices)
+      : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)) {}
 
   std::optional<std::string>
   start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
@@ -128,11 +134,17 @@ public:
         return "no implementation for operator " + call.op;
       Replicas pool{OperatorConfig(call.name, call.op, call.constants, inputLabels[c])
                         .withOptions(call.options),
+                    {},
                     factory,
                     {},
                     {}};
       const uint32_t count = static_cast<uint32_t>(std::max<int64_t>(1, call.options.replicas));
       pool.instances.resize(count);
+      if (call.gpu && call.options.gpus > 0 && !gpuDevices_.empty())
+        for (uint32_t i = 0; i < count; ++i)
+          pool.instanceConfigs.push_back(OperatorConfig(pool.config)
+                                             .withGpuDevice(gpuDeviceForReplica(
+                                                 gpuDevices_, call.options.gpus, gpuReplicas_++)));
       for (uint32_t i = count; i-- > 0;)
         pool.idle.push_back(i);
       replicas_.push_back(std::move(pool));
@@ -180,6 +192,8 @@ public:
 private:
   const OperatorRegistry &registry_;
   unsigned threads_;
+  std::vector<int64_t> gpuDevices_;
+  uint32_t gpuReplicas_ = 0;
   unsigned busy_ = 0;
   std::vector<Replicas> replicas_;
   std::unique_ptr<WorkerPool> pool_;
@@ -188,8 +202,9 @@ private:
 } // namespace
 
 std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
-                                                  unsigned threads) {
-  return std::make_unique<ThreadExecutor>(registry, threads);
+                                                  unsigned threads,
+                                                  std::vector<int64_t> gpuDevices) {
+  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices));
 }
 
 RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,

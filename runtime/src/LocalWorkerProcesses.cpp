@@ -15,7 +15,7 @@ LocalWorkerProcesses::LocalWorkerProcesses(std::string program, std::string endp
 
 LocalWorkerProcesses::~LocalWorkerProcesses() { stopAll(std::chrono::milliseconds(0)); }
 
-pid_t LocalWorkerProcesses::start(const std::string &name) {
+pid_t LocalWorkerProcesses::start(const std::string &name, const std::string &gpus) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0)
@@ -26,8 +26,8 @@ pid_t LocalWorkerProcesses::start(const std::string &name) {
     if (::getppid() != parent)
       ::_exit(1);
     ::setenv("OMP_THREAD_LIMIT", "1", 0);
-    const char *argv[] = {program_.c_str(), "worker",     "--connect", endpoint_.c_str(),
-                          "--name",         name.c_str(), "--quiet",   nullptr};
+    const char *argv[] = {program_.c_str(), "worker", "--connect",  endpoint_.c_str(), "--name",
+                          name.c_str(),     "--gpus", gpus.c_str(), "--quiet",         nullptr};
     ::execv(program_.c_str(), const_cast<char *const *>(argv));
     ::_exit(127);
   }

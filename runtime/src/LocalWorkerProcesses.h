@@ -15,8 +15,9 @@ public:
   LocalWorkerProcesses(std::string program, std::string endpoint);
   ~LocalWorkerProcesses();
 
-  /// Starts `program worker --connect ENDPOINT --name NAME --quiet`; the pid, or -1.
-  pid_t start(const std::string &name);
+  /// Starts `program worker --connect ENDPOINT --name NAME --gpus GPUS --quiet` (GPUS: a
+  /// device list, or "none"); the pid, or -1.
+  pid_t start(const std::string &name, const std::string &gpus);
   /// Children that exited since the last call, with how they ended ("killed by signal 9").
   std::vector<std::pair<pid_t, std::string>> reap();
   /// Waits up to `grace` for every child to exit (asking with SIGTERM after a moment), then

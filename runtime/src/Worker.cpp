@@ -6,6 +6,7 @@
 #include "MessageSocket.h"
 
 #include "orch/plan/PlanCodec.h"
+#include "orch/runtime/GpuPlacement.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -256,9 +257,16 @@ private:
       send(ErrorMessage{"this worker has no operator " + call.op});
       return;
     }
-    replicas_[init.replica] = std::make_unique<HostedReplica>(
-        context_, init.replica, *factory,
-        OperatorConfig(call.name, call.op, call.constants, init.inputs).withOptions(call.options));
+    OperatorConfig config(call.name, call.op, call.constants, init.inputs);
+    config.withOptions(call.options);
+    if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
+      config.withGpuDevice(gpuDeviceForReplica(options_.gpus, call.options.gpus, gpuReplicas_++));
+      if (options_.verbose)
+        log("replica " + std::to_string(init.replica) + " of '" + call.name + "' on GPU " +
+            std::to_string(config.gpuDevice()));
+    }
+    replicas_[init.replica] =
+        std::make_unique<HostedReplica>(context_, init.replica, *factory, std::move(config));
   }
 
   void send(const Message &message) { sendBody(encodeMessage(message)); }
@@ -285,6 +293,7 @@ private:
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastHeard_ = Clock::now();
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
+  uint32_t gpuReplicas_ = 0;
 };
 
 } // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace orch::runtime {
 namespace {
 
@@ -63,6 +65,91 @@ TEST(StdlibOperatorsTest, ResizeGrayscaleAndHash) {
   Value other =
       image(40, 20, 3, [](int64_t x, int64_t, int64_t) { return uint8_t(x < 20 ? 0 : 255); });
   EXPECT_NE(runOne("image.phash", {other}).value, hash);
+}
+
+/// Runs every row through one instance of `op` in one batch, asking for `gpus` per replica.
+std::vector<RowResult> runBatch(const std::string &op, const std::vector<Value> &inputs,
+                                std::vector<plan::NamedConstant> constants, double gpus) {
+  OperatorRegistry registry;
+  stdlib::registerStandardOperators(registry);
+  plan::CallOptions options;
+  options.gpus = gpus;
+  OperatorConfig config(op, op, constants, {});
+  config.withOptions(options).withGpuDevice(0);
+  std::unique_ptr<Operator> instance = (*registry.transform(op))(config);
+  std::vector<OperatorRow> rows;
+  for (const Value &input : inputs)
+    rows.push_back(OperatorRow{std::span<const Value>(&input, 1), GrainLineage{}});
+  std::vector<RowResult> results;
+  instance->process(rows, results);
+  return results;
+}
+
+TEST(StdlibOperatorsTest, TensorIsAFloatChwRecord) {
+  Value white = image(8, 4, 3, [](int64_t, int64_t, int64_t) { return uint8_t(255); });
+  RowResult tensor =
+      runOne("image.tensor", {white}, {{"width", int64_t(3)}, {"height", int64_t(2)}});
+  ASSERT_EQ(tensor.kind, RowResultKind::Value) << tensor.message;
+  EXPECT_EQ(*tensor.value.field("channels"), Value::integer(3));
+  EXPECT_EQ(*tensor.value.field("height"), Value::integer(2));
+  EXPECT_EQ(*tensor.value.field("width"), Value::integer(3));
+  const std::string &data = tensor.value.field("data")->asBytes();
+  ASSERT_EQ(data.size(), 3u * 2u * 3u * sizeof(float));
+  std::vector<float> values(18);
+  std::memcpy(values.data(), data.data(), data.size());
+  EXPECT_NEAR(values[0], (1.0f - 0.485f) / 0.229f, 1e-6);  // red plane first
+  EXPECT_NEAR(values[17], (1.0f - 0.406f) / 0.225f, 1e-6); // blue plane last
+}
+
+TEST(StdlibOperatorsTest, MotionScoresFrameDifferencesPerClip) {
+  auto level = [](uint8_t value) {
+    return image(6, 4, 1, [value](int64_t, int64_t, int64_t) { return value; });
+  };
+  const Value still = Value::list({level(10), level(10), level(10)});
+  const Value moving = Value::list({level(0), level(100), level(0), level(60)});
+  const Value single = Value::list({level(5)});
+  const Value mixed =
+      Value::list({level(5), image(3, 3, 1, [](int64_t, int64_t, int64_t) { return uint8_t(5); })});
+  std::vector<RowResult> results =
+      runBatch("image.motion", {still, moving, single, mixed, Value::string("x")}, {}, 0);
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(results[0].value, Value::real(0));
+  EXPECT_EQ(results[1].value, Value::real((100.0 + 100.0 + 60.0) / 3.0));
+  EXPECT_EQ(results[2].value, Value::real(0)) << "fewer than two frames";
+  EXPECT_EQ(results[3].kind, RowResultKind::RecordFailure);
+  EXPECT_NE(results[3].message.find("different sizes"), std::string::npos) << results[3].message;
+  EXPECT_EQ(results[4].kind, RowResultKind::RecordFailure);
+}
+
+TEST(StdlibOperatorsTest, AskingForAGpuGivesTheCpuResultsWhereverTheBatchRuns) {
+  // On a machine without a usable GPU the operators fall back to the CPU; with one, the batch
+  // runs on it. Either way the values are those of the CPU implementation, row for row, and a
+  // row that is not an image still fails alone.
+  std::vector<Value> images;
+  for (int64_t i = 0; i < 12; ++i)
+    images.push_back(image(17 + i, 9 + 2 * i, i % 3 ? 3 : 1, [i](int64_t x, int64_t y, int64_t c) {
+      return uint8_t((x * (7 + i) + y * 13 + c * 50 + (x * y) % 11) % 256);
+    }));
+  images.insert(images.begin() + 5, Value::string("not an image"));
+  const std::vector<plan::NamedConstant> size = {{"width", int64_t(8)}, {"height", int64_t(6)}};
+  for (const char *op :
+       {"image.grayscale", "image.sharpness", "image.phash", "image.resize", "image.tensor"}) {
+    const bool sized = std::string(op) == "image.resize" || std::string(op) == "image.tensor";
+    std::vector<RowResult> cpu =
+        runBatch(op, images, sized ? size : std::vector<plan::NamedConstant>{}, 0);
+    std::vector<RowResult> gpu =
+        runBatch(op, images, sized ? size : std::vector<plan::NamedConstant>{}, 1);
+    ASSERT_EQ(cpu.size(), images.size()) << op;
+    ASSERT_EQ(gpu.size(), images.size()) << op;
+    for (size_t i = 0; i < images.size(); ++i) {
+      EXPECT_EQ(gpu[i].kind, cpu[i].kind) << op << " row " << i;
+      EXPECT_EQ(gpu[i].value, cpu[i].value) << op << " row " << i;
+    }
+    EXPECT_EQ(cpu[5].kind, RowResultKind::RecordFailure) << op;
+    EXPECT_EQ(cpu[4].kind, RowResultKind::Value) << op;
+  }
+  const Value clip = Value::list({images[0], images[0]});
+  EXPECT_EQ(runBatch("image.motion", {clip}, {}, 1)[0].value, Value::real(0));
 }
 
 TEST(StdlibOperatorsTest, ABadImageIsARecordFailure) {

@@ -64,17 +64,32 @@ runtime::OperatorRegistry standardRegistry() {
   return registry;
 }
 
+/// Devices 0 .. count-1 of this machine.
+std::vector<int64_t> allDevices(int64_t count) {
+  std::vector<int64_t> devices;
+  for (int64_t device = 0; device < count; ++device)
+    devices.push_back(device);
+  return devices;
+}
+
 std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &options,
                                                      const plan::Plan &plan,
                                                      const runtime::OperatorRegistry &registry) {
+  // GPU replicas get this machine's devices: in process directly, with local workers split
+  // between the workers. In cluster mode each worker brings its own.
+  const bool wantsGpu = std::any_of(plan.calls.begin(), plan.calls.end(), [](const auto &call) {
+    return call.gpu && call.options.gpus > 0;
+  });
+  const int64_t gpuCount = wantsGpu ? stdlib::countCudaDevices().count : 0;
   if (options.inProcess)
-    return runtime::makeThreadExecutor(registry, options.threads);
+    return runtime::makeThreadExecutor(registry, options.threads, allDevices(gpuCount));
   runtime::CoordinatorOptions coordinator;
   coordinator.endpoint = options.listen;
   coordinator.heartbeatMs = options.heartbeatMs;
   coordinator.liveness = options.liveness;
   coordinator.depth = options.depth;
   coordinator.workerProgram = thisProgram();
+  coordinator.localGpuDevices = gpuCount;
   coordinator.log = logLine;
   if (options.workers >= 0) {
     coordinator.localWorkers = unsigned(options.workers);
@@ -111,6 +126,34 @@ bool checkGpus(const plan::Plan &plan, const RunCommandOptions &options) {
                  << devices->reason << "): " << call.op << " runs on the CPU\n";
   }
   return true;
+}
+
+/// The devices `orch worker --gpus SPEC` offers; nullopt (after a message) for a bad SPEC.
+std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
+  if (spec == "none")
+    return std::vector<int64_t>{};
+  const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
+  if (spec == "auto")
+    return allDevices(devices.count);
+  std::vector<int64_t> chosen;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(spec).split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    int64_t device = 0;
+    if (part.trim().getAsInteger(10, device) || device < 0) {
+      llvm::errs() << "orch worker: error: --gpus expects auto, none or device indexes such as "
+                      "0,1; got '"
+                   << spec << "'\n";
+      return std::nullopt;
+    }
+    chosen.push_back(device);
+  }
+  for (int64_t device : chosen)
+    if (device >= devices.count)
+      llvm::errs() << "orch worker: GPU " << device << " is not usable here ("
+                   << (devices.count ? std::to_string(devices.count) + " devices" : devices.reason)
+                   << "): its GPU replicas will run on the CPU\n";
+  return chosen;
 }
 
 std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
@@ -277,13 +320,16 @@ int runPipeline(const RunCommandOptions &options) {
 }
 
 int runWorkerCommand(const WorkerCommandOptions &options) {
+  std::optional<std::vector<int64_t>> gpus = workerGpus(options.gpus);
+  if (!gpus)
+    return 2;
   const runtime::OperatorRegistry registry = standardRegistry();
   installStopHandlers();
   runtime::WorkerOptions worker;
   worker.endpoint = options.connect;
   worker.name = options.name;
   worker.cpus = options.cpus;
-  worker.gpus = options.gpus;
+  worker.gpus = *gpus;
   worker.stopRequested = &stopRequested;
   worker.verbose = !options.quiet;
   worker.connectTimeoutMs = options.connectTimeoutSeconds * 1000;

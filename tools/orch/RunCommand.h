@@ -43,7 +43,8 @@ struct WorkerCommandOptions {
   std::string connect;
   std::string name;
   double cpus = 1;
-  std::vector<int64_t> gpus;
+  /// "auto" (every usable CUDA device), "none", or device indexes "0,1".
+  std::string gpus = "auto";
   unsigned connectTimeoutSeconds = 60;
   bool quiet = false;
 };

@@ -108,8 +108,10 @@ static cl::opt<std::string> workerName("name", cl::desc("This worker's name (def
                                        cl::sub(worker), cl::cat(orchCategory));
 static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
                             cl::sub(worker), cl::cat(orchCategory));
-static cl::list<int64_t> gpus("gpus", cl::desc("GPU indexes this worker offers (0,1)"),
-                              cl::CommaSeparated, cl::sub(worker), cl::cat(orchCategory));
+static cl::opt<std::string> gpus("gpus",
+                                 cl::desc("CUDA devices this worker offers: auto (every usable "
+                                          "one), none, or indexes (0,1)"),
+                                 cl::init("auto"), cl::sub(worker), cl::cat(orchCategory));
 
 static cl::opt<unsigned> connectTimeout("connect-timeout",
                                         cl::desc("Seconds to wait for the coordinator (60)"),
@@ -122,7 +124,7 @@ static int workerCommand() {
   options.connect = connect;
   options.name = workerName;
   options.cpus = cpus;
-  options.gpus.assign(gpus.begin(), gpus.end());
+  options.gpus = gpus;
   options.quiet = workerQuiet;
   options.connectTimeoutSeconds = connectTimeout;
   return orch::runWorkerCommand(options);

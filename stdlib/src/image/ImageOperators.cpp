@@ -1,13 +1,17 @@
-// image.grayscale (on the GPU when the Call asks for one and a device is present), and the
-// CPU operators image.sharpness (variance of the Laplacian), image.resize (bilinear) and
-// image.phash (64-bit DCT perceptual hash).
+// The image operators: image.grayscale, image.sharpness (variance of the Laplacian),
+// image.resize (bilinear), image.tensor (resize + normalization to a float tensor),
+// image.phash (64-bit DCT perceptual hash) and image.motion (frame differences). When the Call
+// asks for GPUs and the replica's device is usable, each batch runs on the GPU in one launch
+// sequence (CudaImageEngine); otherwise, or when a CUDA call fails, on the CPU references,
+// which give the same results.
 #include "ImageValue.h"
 #include "OperatorGroups.h"
 
-#include "orch/stdlib/Grayscale.h"
+#include "orch/stdlib/CudaImageEngine.h"
+#include "orch/stdlib/ImageKernels.h"
 
-#include <algorithm>
-#include <cmath>
+#include <array>
+#include <cstring>
 #include <functional>
 
 namespace orch::stdlib {
@@ -18,165 +22,287 @@ using runtime::OperatorRow;
 using runtime::RowResult;
 using runtime::Value;
 
-/// Gray levels of any image (a copy for RGB, the pixels for gray).
-std::vector<uint8_t> grayLevels(const ImageView &image) {
-  const size_t count = size_t(image.width * image.height);
-  std::vector<uint8_t> gray(count);
-  if (image.channels == 1)
-    std::copy(image.pixels, image.pixels + count, gray.begin());
-  else
-    grayscaleRgb8(image.pixels, count, gray.data());
-  return gray;
-}
+/// The replica's GPU engine, created on first use when the Call asked for GPUs; null on the
+/// CPU, and dropped for good after a CUDA failure (the batch then reruns on the CPU).
+class GpuAccess {
+public:
+  explicit GpuAccess(const OperatorConfig &config)
+      : wanted_(config.gpus() > 0), device_(int(std::max<int64_t>(0, config.gpuDevice()))) {}
 
-double laplacianVariance(const ImageView &image) {
-  const std::vector<uint8_t> gray = grayLevels(image);
-  const int64_t w = image.width, h = image.height;
-  if (w < 3 || h < 3)
-    return 0;
-  double sum = 0, sumSquares = 0;
-  for (int64_t y = 1; y + 1 < h; ++y)
-    for (int64_t x = 1; x + 1 < w; ++x) {
-      const double value = double(gray[size_t(y * w + x - 1)]) + gray[size_t(y * w + x + 1)] +
-                           gray[size_t((y - 1) * w + x)] + gray[size_t((y + 1) * w + x)] -
-                           4.0 * gray[size_t(y * w + x)];
-      sum += value;
-      sumSquares += value * value;
+  CudaImageEngine *engine() {
+    if (wanted_ && !engine_) {
+      std::string error;
+      engine_ = CudaImageEngine::create(device_, error);
+      wanted_ = engine_ != nullptr;
     }
-  const double n = double((w - 2) * (h - 2));
-  const double mean = sum / n;
-  return sumSquares / n - mean * mean;
-}
+    return engine_.get();
+  }
 
-std::string resizeBilinear(const ImageView &image, int64_t width, int64_t height) {
-  std::string out(size_t(width * height * image.channels), '\0');
-  const double scaleX = double(image.width) / double(width);
-  const double scaleY = double(image.height) / double(height);
-  for (int64_t y = 0; y < height; ++y) {
-    const double sy = std::clamp((double(y) + 0.5) * scaleY - 0.5, 0.0, double(image.height - 1));
-    const int64_t y0 = int64_t(sy), y1 = std::min(y0 + 1, image.height - 1);
-    const double fy = sy - double(y0);
-    for (int64_t x = 0; x < width; ++x) {
-      const double sx = std::clamp((double(x) + 0.5) * scaleX - 0.5, 0.0, double(image.width - 1));
-      const int64_t x0 = int64_t(sx), x1 = std::min(x0 + 1, image.width - 1);
-      const double fx = sx - double(x0);
-      for (int64_t c = 0; c < image.channels; ++c) {
-        auto at = [&](int64_t px, int64_t py) {
-          return double(image.pixels[size_t((py * image.width + px) * image.channels + c)]);
-        };
-        const double top = at(x0, y0) * (1 - fx) + at(x1, y0) * fx;
-        const double bottom = at(x0, y1) * (1 - fx) + at(x1, y1) * fx;
-        out[size_t((y * width + x) * image.channels + c)] =
-            char(uint8_t(std::lround(top * (1 - fy) + bottom * fy)));
+  /// Runs `gpu` when there is an engine; false when the CPU must do the batch.
+  bool tryGpu(const std::function<bool(CudaImageEngine &, std::string &)> &gpu) {
+    CudaImageEngine *gpuEngine = engine();
+    if (!gpuEngine)
+      return false;
+    std::string error;
+    if (gpu(*gpuEngine, error))
+      return true;
+    engine_.reset();
+    wanted_ = false;
+    return false;
+  }
+
+private:
+  bool wanted_;
+  int device_;
+  std::unique_ptr<CudaImageEngine> engine_;
+};
+
+/// An operator on one image per row: rows that are not images fail on their own; the others
+/// run as one batch.
+class BatchedImageOperator : public runtime::Operator {
+public:
+  explicit BatchedImageOperator(const OperatorConfig &config) : gpu_(config) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    std::vector<ImageView> images;
+    std::vector<size_t> rowOf;
+    std::vector<std::optional<RowResult>> byRow(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::string problem;
+      if (std::optional<ImageView> image = imageView(rows[r].inputs[0], problem)) {
+        images.push_back(*image);
+        rowOf.push_back(r);
+      } else {
+        byRow[r] = RowResult::recordFailure(problem);
       }
     }
+    std::vector<Value> values = compute(images, gpu_);
+    for (size_t i = 0; i < values.size(); ++i)
+      byRow[rowOf[i]] = RowResult::ok(std::move(values[i]));
+    for (std::optional<RowResult> &result : byRow)
+      results.push_back(std::move(*result));
   }
-  return out;
-}
 
-/// pHash: 32x32 gray, 2-D DCT, the 8x8 lowest frequencies (without DC) against their median.
-int64_t perceptualHash(const ImageView &image) {
-  std::vector<uint8_t> gray = grayLevels(image);
-  const ImageView grayView{image.width, image.height, 1, gray.data()};
-  const std::string small = resizeBilinear(grayView, 32, 32);
-  double dct[8][8];
-  for (int u = 0; u < 8; ++u)
-    for (int v = 0; v < 8; ++v) {
-      double sum = 0;
-      for (int y = 0; y < 32; ++y)
-        for (int x = 0; x < 32; ++x)
-          sum += double(uint8_t(small[size_t(y * 32 + x)])) *
-                 std::cos((2 * x + 1) * u * M_PI / 64) * std::cos((2 * y + 1) * v * M_PI / 64);
-      dct[u][v] = sum;
-    }
-  std::vector<double> coefficients;
-  for (int u = 0; u < 8; ++u)
-    for (int v = 0; v < 8; ++v)
-      if (u || v)
-        coefficients.push_back(dct[u][v]);
-  std::vector<double> sorted = coefficients;
-  std::nth_element(sorted.begin(), sorted.begin() + 31, sorted.end());
-  const double median = sorted[31];
-  uint64_t hash = 0;
-  for (size_t i = 0; i < coefficients.size(); ++i)
-    if (coefficients[i] > median)
-      hash |= uint64_t(1) << i;
-  return int64_t(hash);
-}
+protected:
+  /// One value per image, on the GPU when `gpu` has an engine.
+  virtual std::vector<Value> compute(const std::vector<ImageView> &images, GpuAccess &gpu) = 0;
 
-class ImageFunction : public runtime::Operator {
+private:
+  GpuAccess gpu_;
+};
+
+/// Output buffers of `size(image)` elements of T per image, and their addresses.
+template <typename T> struct OutputBuffers {
+  std::vector<std::vector<T>> buffers;
+  std::vector<T *> pointers;
+  template <typename Size> OutputBuffers(const std::vector<ImageView> &images, Size size) {
+    for (const ImageView &image : images)
+      buffers.emplace_back(size(image));
+    for (std::vector<T> &buffer : buffers)
+      pointers.push_back(buffer.data());
+  }
+  static std::string bytesOf(const std::vector<T> &buffer) {
+    return std::string(reinterpret_cast<const char *>(buffer.data()), buffer.size() * sizeof(T));
+  }
+};
+
+class GrayscaleOperator : public BatchedImageOperator {
 public:
-  using Function = std::function<RowResult(const ImageView &)>;
-  explicit ImageFunction(Function function) : function_(std::move(function)) {}
+  using BatchedImageOperator::BatchedImageOperator;
+  std::vector<Value> compute(const std::vector<ImageView> &images, GpuAccess &gpu) override {
+    OutputBuffers<uint8_t> gray(images,
+                                [](const ImageView &i) { return size_t(i.width * i.height); });
+    if (!gpu.tryGpu([&](CudaImageEngine &engine, std::string &error) {
+          return engine.grayscale(images.data(), images.size(), gray.pointers.data(), error);
+        }))
+      for (size_t i = 0; i < images.size(); ++i)
+        stdlib::grayscale(images[i], gray.pointers[i]);
+    std::vector<Value> values;
+    for (size_t i = 0; i < images.size(); ++i)
+      values.push_back(makeImage(images[i].width, images[i].height, 1,
+                                 OutputBuffers<uint8_t>::bytesOf(gray.buffers[i])));
+    return values;
+  }
+};
+
+class SharpnessOperator : public BatchedImageOperator {
+public:
+  using BatchedImageOperator::BatchedImageOperator;
+  std::vector<Value> compute(const std::vector<ImageView> &images, GpuAccess &gpu) override {
+    std::vector<LaplacianSums> sums(images.size());
+    if (!gpu.tryGpu([&](CudaImageEngine &engine, std::string &error) {
+          return engine.laplacianSums(images.data(), images.size(), sums.data(), error);
+        }))
+      for (size_t i = 0; i < images.size(); ++i)
+        sums[i] = laplacianSums(images[i]);
+    std::vector<Value> values;
+    for (const LaplacianSums &imageSums : sums)
+      values.push_back(Value::real(laplacianVariance(imageSums)));
+    return values;
+  }
+};
+
+class ResizeOperator : public BatchedImageOperator {
+public:
+  ResizeOperator(const OperatorConfig &config, int64_t width, int64_t height)
+      : BatchedImageOperator(config), width_(width), height_(height) {}
+  std::vector<Value> compute(const std::vector<ImageView> &images, GpuAccess &gpu) override {
+    OutputBuffers<uint8_t> resized(
+        images, [&](const ImageView &i) { return size_t(width_ * height_ * i.channels); });
+    if (!gpu.tryGpu([&](CudaImageEngine &engine, std::string &error) {
+          return engine.resize(images.data(), images.size(), width_, height_,
+                               resized.pointers.data(), error);
+        }))
+      for (size_t i = 0; i < images.size(); ++i)
+        resizeBilinear(images[i], width_, height_, resized.pointers[i]);
+    std::vector<Value> values;
+    for (size_t i = 0; i < images.size(); ++i)
+      values.push_back(makeImage(width_, height_, images[i].channels,
+                                 OutputBuffers<uint8_t>::bytesOf(resized.buffers[i])));
+    return values;
+  }
+
+private:
+  int64_t width_, height_;
+};
+
+/// {channels, height, width, data}: float32 CHW, little-endian, normalized per channel.
+class TensorOperator : public BatchedImageOperator {
+public:
+  TensorOperator(const OperatorConfig &config, int64_t width, int64_t height)
+      : BatchedImageOperator(config), width_(width), height_(height) {}
+  std::vector<Value> compute(const std::vector<ImageView> &images, GpuAccess &gpu) override {
+    OutputBuffers<float> tensors(
+        images, [&](const ImageView &i) { return size_t(width_ * height_ * i.channels); });
+    if (!gpu.tryGpu([&](CudaImageEngine &engine, std::string &error) {
+          return engine.resizeNormalize(images.data(), images.size(), width_, height_,
+                                        tensors.pointers.data(), error);
+        }))
+      for (size_t i = 0; i < images.size(); ++i)
+        resizeNormalize(images[i], width_, height_, tensors.pointers[i]);
+    std::vector<Value> values;
+    for (size_t i = 0; i < images.size(); ++i)
+      values.push_back(Value::record(
+          {{"channels", Value::integer(images[i].channels)},
+           {"height", Value::integer(height_)},
+           {"width", Value::integer(width_)},
+           {"data", Value::bytes(OutputBuffers<float>::bytesOf(tensors.buffers[i]))}}));
+    return values;
+  }
+
+private:
+  int64_t width_, height_;
+};
+
+class PhashOperator : public BatchedImageOperator {
+public:
+  using BatchedImageOperator::BatchedImageOperator;
+  std::vector<Value> compute(const std::vector<ImageView> &images, GpuAccess &gpu) override {
+    std::vector<std::array<double, 64>> coefficients(images.size());
+    auto *rows = reinterpret_cast<double(*)[64]>(coefficients.data());
+    if (!gpu.tryGpu([&](CudaImageEngine &engine, std::string &error) {
+          return engine.phashCoefficients(images.data(), images.size(), rows, error);
+        }))
+      for (size_t i = 0; i < images.size(); ++i)
+        stdlib::phashCoefficients(images[i], rows[i]);
+    std::vector<Value> values;
+    for (size_t i = 0; i < images.size(); ++i)
+      values.push_back(Value::integer(phashFromCoefficients(rows[i])));
+    return values;
+  }
+};
+
+/// image.motion: per row a list of frames (a clip's, in order); the mean over consecutive
+/// pairs of their mean absolute gray difference. Every pair of the batch runs in one launch.
+class MotionOperator : public runtime::Operator {
+public:
+  explicit MotionOperator(const OperatorConfig &config) : gpu_(config) {}
+
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    for (const OperatorRow &row : rows) {
-      std::string problem;
-      std::optional<ImageView> image = imageView(row.inputs[0], problem);
-      results.push_back(image ? function_(*image) : RowResult::recordFailure(problem));
+    std::vector<ImageView> first, second;
+    /// Per row: its first pair and how many it has, or the reason it failed.
+    std::vector<std::pair<size_t, size_t>> pairsOf(rows.size());
+    std::vector<std::string> problems(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const Value &frames = rows[r].inputs[0];
+      if (frames.kind() != Value::Kind::List) {
+        problems[r] = "not a list of frames";
+        continue;
+      }
+      std::vector<ImageView> views;
+      for (const Value &frame : frames.asList()) {
+        std::optional<ImageView> view = imageView(frame, problems[r]);
+        if (!view)
+          break;
+        if (!views.empty() && (view->width != views[0].width || view->height != views[0].height)) {
+          problems[r] = "frames of different sizes (" + std::to_string(views[0].width) + "x" +
+                        std::to_string(views[0].height) + " and " + std::to_string(view->width) +
+                        "x" + std::to_string(view->height) + ")";
+          break;
+        }
+        views.push_back(*view);
+      }
+      if (!problems[r].empty())
+        continue;
+      pairsOf[r] = {first.size(), views.size() < 2 ? 0 : views.size() - 1};
+      for (size_t i = 1; i < views.size(); ++i) {
+        first.push_back(views[i - 1]);
+        second.push_back(views[i]);
+      }
+    }
+    std::vector<uint64_t> sums(first.size());
+    if (!gpu_.tryGpu([&](CudaImageEngine &engine, std::string &error) {
+          return engine.grayDifferenceSums(first.data(), second.data(), first.size(), sums.data(),
+                                           error);
+        }))
+      for (size_t i = 0; i < first.size(); ++i)
+        sums[i] = grayDifferenceSum(first[i], second[i]);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (!problems[r].empty()) {
+        results.push_back(RowResult::recordFailure(problems[r]));
+        continue;
+      }
+      const auto [start, count] = pairsOf[r];
+      double total = 0;
+      for (size_t i = start; i < start + count; ++i)
+        total += meanDifference(sums[i], first[i].width * first[i].height);
+      results.push_back(RowResult::ok(Value::real(count ? total / double(count) : 0.0)));
     }
   }
 
 private:
-  Function function_;
+  GpuAccess gpu_;
 };
 
-/// Grayscale on the GPU when the Call asks for GPUs and one is usable, else on the CPU; both
-/// give identical pixels.
-class GrayscaleOperator : public runtime::Operator {
-public:
-  explicit GrayscaleOperator(bool useGpu) : useGpu_(useGpu) {}
-  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    for (const OperatorRow &row : rows) {
-      std::string problem;
-      std::optional<ImageView> image = imageView(row.inputs[0], problem);
-      if (!image) {
-        results.push_back(RowResult::recordFailure(problem));
-        continue;
-      }
-      if (image->channels == 1) {
-        results.push_back(RowResult::ok(row.inputs[0]));
-        continue;
-      }
-      const size_t count = size_t(image->width * image->height);
-      std::string gray(count, '\0');
-      uint8_t *out = reinterpret_cast<uint8_t *>(gray.data());
-      std::string gpuError;
-      if (!useGpu_ || !grayscaleRgb8OnGpu(image->pixels, count, out, gpuError)) {
-        useGpu_ = false;
-        grayscaleRgb8(image->pixels, count, out);
-      }
-      results.push_back(RowResult::ok(makeImage(image->width, image->height, 1, std::move(gray))));
-    }
-  }
-
-private:
-  bool useGpu_;
-};
+std::pair<int64_t, int64_t> targetSize(const OperatorConfig &config, const char *op) {
+  const int64_t width = config.intConstant("width"), height = config.intConstant("height");
+  if (width <= 0 || height <= 0)
+    throw runtime::OperatorError(std::string(op) + ": width and height must be positive");
+  return {width, height};
+}
 
 } // namespace
 
 void registerImageOperators(runtime::OperatorRegistry &registry) {
   registry.addTransform("image.grayscale", [](const OperatorConfig &config) {
-    return std::make_unique<GrayscaleOperator>(config.gpus() > 0);
+    return std::make_unique<GrayscaleOperator>(config);
   });
-  registry.addTransform("image.sharpness", [](const OperatorConfig &) {
-    return std::make_unique<ImageFunction>([](const ImageView &image) {
-      return RowResult::ok(Value::real(laplacianVariance(image)));
-    });
+  registry.addTransform("image.sharpness", [](const OperatorConfig &config) {
+    return std::make_unique<SharpnessOperator>(config);
   });
-  registry.addTransform("image.phash", [](const OperatorConfig &) {
-    return std::make_unique<ImageFunction>([](const ImageView &image) {
-      return RowResult::ok(Value::integer(perceptualHash(image)));
-    });
+  registry.addTransform("image.phash", [](const OperatorConfig &config) {
+    return std::make_unique<PhashOperator>(config);
   });
   registry.addTransform("image.resize", [](const OperatorConfig &config) {
-    const int64_t width = config.intConstant("width"), height = config.intConstant("height");
-    if (width <= 0 || height <= 0)
-      throw runtime::OperatorError("image.resize: width and height must be positive");
-    return std::make_unique<ImageFunction>([width, height](const ImageView &image) {
-      return RowResult::ok(
-          makeImage(width, height, image.channels, resizeBilinear(image, width, height)));
-    });
+    const auto [width, height] = targetSize(config, "image.resize");
+    return std::make_unique<ResizeOperator>(config, width, height);
+  });
+  registry.addTransform("image.tensor", [](const OperatorConfig &config) {
+    const auto [width, height] = targetSize(config, "image.tensor");
+    return std::make_unique<TensorOperator>(config, width, height);
+  });
+  registry.addTransform("image.motion", [](const OperatorConfig &config) {
+    return std::make_unique<MotionOperator>(config);
   });
 }
 

@@ -3,19 +3,13 @@
 #pragma once
 
 #include "orch/runtime/Value.h"
+#include "orch/stdlib/ImageKernels.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace orch::stdlib {
-
-struct ImageView {
-  int64_t width = 0;
-  int64_t height = 0;
-  int64_t channels = 0;
-  const uint8_t *pixels = nullptr;
-};
 
 /// The image in `value`, or nullopt (with `problem`) when it is not a well-formed image.
 std::optional<ImageView> imageView(const runtime::Value &value, std::string &problem);

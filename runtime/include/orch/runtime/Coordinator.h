@@ -26,6 +26,8 @@ struct CoordinatorOptions {
   unsigned localWorkers = 0;
   /// The program started as `PROGRAM worker --connect ENDPOINT ...` for local workers.
   std::string workerProgram;
+  /// CUDA devices on this machine, split between the local workers (GpuPlacement.h).
+  int64_t localGpuDevices = 0;
   std::function<void(const std::string &)> log;
 };
 

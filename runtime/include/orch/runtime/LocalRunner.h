@@ -7,12 +7,17 @@
 #include "orch/runtime/Operator.h"
 #include "orch/runtime/RunLoop.h"
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace orch::runtime {
 
+/// `gpuDevices`: the CUDA devices GPU replicas may use (see GpuPlacement.h); none on a machine
+/// without GPUs.
 std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
-                                                  unsigned threads);
+                                                  unsigned threads,
+                                                  std::vector<int64_t> gpuDevices = {});
 
 /// runPlan with a thread executor of `threads` threads.
 RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,

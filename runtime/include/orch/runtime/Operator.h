@@ -68,6 +68,13 @@ public:
   }
   /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls).
   double gpus() const { return options_ ? options_->gpus : 0; }
+  /// The CUDA device this replica runs on, chosen by the executor (see GpuPlacement.h);
+  /// -1 when none was assigned (a GPU operator then uses device 0 if there is one).
+  OperatorConfig &withGpuDevice(int64_t device) {
+    gpuDevice_ = device;
+    return *this;
+  }
+  int64_t gpuDevice() const { return gpuDevice_; }
 
   const plan::StaticValue *constant(std::string_view name) const;
   /// Typed constants; OperatorError when missing or of another type.
@@ -82,6 +89,7 @@ private:
   const std::vector<plan::NamedConstant> *constants_;
   std::vector<std::string> inputLabels_;
   const plan::CallOptions *options_ = nullptr;
+  int64_t gpuDevice_ = -1;
 };
 
 class Operator {

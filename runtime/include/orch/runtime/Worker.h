@@ -18,6 +18,7 @@ struct WorkerOptions {
   /// Routing identity and name in logs ("" = host:pid).
   std::string name;
   double cpus = 1;
+  /// The CUDA devices it offers; GPU replicas it hosts get them as GpuPlacement.h says.
   std::vector<int64_t> gpus;
   /// How long to wait for the coordinator's WELCOME before giving up.
   uint32_t connectTimeoutMs = 60'000;
