@@ -1,0 +1,253 @@
+// orch_gpu_bench: images per second of the image kernels, on the GPU (CudaImageEngine, one
+// batch per launch sequence) against the CPU references on one core, for batch sizes 1 to 256
+// of 640x480 RGB frames; and where a GPU batch's time goes (kernels, copies in and out). The
+// GPU results of every measured batch are checked against the CPU. Prints a Markdown table.
+// Without a usable GPU it says why and prints the CPU figures only.
+//   orch_gpu_bench [--quick]   (--quick: batch sizes 1, 16, 256 and fewer repetitions)
+#include "orch/stdlib/CudaDevices.h"
+#include "orch/stdlib/CudaImageEngine.h"
+#include "orch/stdlib/ImageKernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace orch::stdlib;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kWidth = 640, kHeight = 480, kTensorSide = 224;
+
+struct Frames {
+  std::vector<std::vector<uint8_t>> pixels;
+  std::vector<ImageView> views;
+};
+
+/// Video-like frames: a moving gradient with noise.
+Frames makeFrames(size_t count) {
+  std::mt19937 random(1);
+  Frames frames;
+  frames.pixels.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<uint8_t> &p = frames.pixels[i];
+    p.resize(size_t(kWidth * kHeight * 3));
+    for (int64_t y = 0; y < kHeight; ++y)
+      for (int64_t x = 0; x < kWidth; ++x)
+        for (int64_t c = 0; c < 3; ++c)
+          p[size_t((y * kWidth + x) * 3 + c)] =
+              uint8_t((x + 3 * int64_t(i) + y / 2 + 60 * c + random() % 16) % 256);
+    frames.views.push_back(ImageView{kWidth, kHeight, 3, p.data()});
+  }
+  return frames;
+}
+
+/// One kernel: how to run a batch on the CPU and on the GPU, and whether the two agree.
+struct Kernel {
+  std::string name;
+  std::function<void(const ImageView *, size_t)> cpu;
+  std::function<bool(CudaImageEngine &, const ImageView *, size_t, std::string &)> gpu;
+  std::function<bool(const ImageView *, size_t)> gpuMatchesCpu;
+};
+
+std::vector<Kernel> kernels(size_t largestBatch) {
+  // Output storage shared by the runs (sized for the largest batch).
+  static std::vector<std::vector<uint8_t>> gray, resized;
+  static std::vector<std::vector<float>> tensors;
+  static std::vector<uint8_t *> grayOut, resizedOut;
+  static std::vector<float *> tensorOut;
+  static std::vector<LaplacianSums> sums;
+  static std::vector<std::array<double, 64>> hashes;
+  static std::vector<uint64_t> differences;
+  gray.assign(largestBatch, std::vector<uint8_t>(size_t(kWidth * kHeight)));
+  tensors.assign(largestBatch, std::vector<float>(size_t(3 * kTensorSide * kTensorSide)));
+  resized.assign(largestBatch, std::vector<uint8_t>(size_t(3 * kTensorSide * kTensorSide)));
+  grayOut.clear();
+  tensorOut.clear();
+  resizedOut.clear();
+  for (size_t i = 0; i < largestBatch; ++i) {
+    grayOut.push_back(gray[i].data());
+    tensorOut.push_back(tensors[i].data());
+    resizedOut.push_back(resized[i].data());
+  }
+  sums.resize(largestBatch);
+  hashes.resize(largestBatch);
+  differences.resize(largestBatch);
+  auto rows = [] { return reinterpret_cast<double(*)[64]>(hashes.data()); };
+
+  std::vector<Kernel> list;
+  list.push_back({"grayscale",
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      grayscale(v[i], grayOut[i]);
+                  },
+                  [](CudaImageEngine &e, const ImageView *v, size_t n, std::string &error) {
+                    return e.grayscale(v, n, grayOut.data(), error);
+                  },
+                  [](const ImageView *v, size_t n) {
+                    std::vector<uint8_t> expected(size_t(kWidth * kHeight));
+                    for (size_t i = 0; i < n; ++i) {
+                      grayscale(v[i], expected.data());
+                      if (expected != gray[i])
+                        return false;
+                    }
+                    return true;
+                  }});
+  list.push_back({"sharpness (Laplacian variance)",
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      sums[i] = laplacianSums(v[i]);
+                  },
+                  [](CudaImageEngine &e, const ImageView *v, size_t n, std::string &error) {
+                    return e.laplacianSums(v, n, sums.data(), error);
+                  },
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      if (laplacianSums(v[i]).sumSquares != sums[i].sumSquares)
+                        return false;
+                    return true;
+                  }});
+  list.push_back({"tensor (resize 224x224 + normalize)",
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      resizeNormalize(v[i], kTensorSide, kTensorSide, tensorOut[i]);
+                  },
+                  [](CudaImageEngine &e, const ImageView *v, size_t n, std::string &error) {
+                    return e.resizeNormalize(v, n, kTensorSide, kTensorSide, tensorOut.data(),
+                                             error);
+                  },
+                  [](const ImageView *v, size_t n) {
+                    std::vector<float> expected(size_t(3 * kTensorSide * kTensorSide));
+                    for (size_t i = 0; i < n; ++i) {
+                      resizeNormalize(v[i], kTensorSide, kTensorSide, expected.data());
+                      for (size_t k = 0; k < expected.size(); ++k)
+                        if (std::abs(expected[k] - tensors[i][k]) > 1e-5f)
+                          return false;
+                    }
+                    return true;
+                  }});
+  list.push_back({"resize (224x224, 8-bit)",
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      resizeBilinear(v[i], kTensorSide, kTensorSide, resizedOut[i]);
+                  },
+                  [](CudaImageEngine &e, const ImageView *v, size_t n, std::string &error) {
+                    return e.resize(v, n, kTensorSide, kTensorSide, resizedOut.data(), error);
+                  },
+                  [](const ImageView *v, size_t n) {
+                    std::vector<uint8_t> expected(size_t(3 * kTensorSide * kTensorSide));
+                    for (size_t i = 0; i < n; ++i) {
+                      resizeBilinear(v[i], kTensorSide, kTensorSide, expected.data());
+                      if (expected != resized[i])
+                        return false;
+                    }
+                    return true;
+                  }});
+  list.push_back({"phash",
+                  [rows](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      phashCoefficients(v[i], rows()[i]);
+                  },
+                  [rows](CudaImageEngine &e, const ImageView *v, size_t n, std::string &error) {
+                    return e.phashCoefficients(v, n, rows(), error);
+                  },
+                  [rows](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i < n; ++i)
+                      if (phashFromCoefficients(rows()[i]) != perceptualHash(v[i]))
+                        return false;
+                    return true;
+                  }});
+  list.push_back({"motion (frame differences)",
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i + 1 < n; ++i)
+                      differences[i] = grayDifferenceSum(v[i], v[i + 1]);
+                  },
+                  [](CudaImageEngine &e, const ImageView *v, size_t n, std::string &error) {
+                    return n < 2 ||
+                           e.grayDifferenceSums(v, v + 1, n - 1, differences.data(), error);
+                  },
+                  [](const ImageView *v, size_t n) {
+                    for (size_t i = 0; i + 1 < n; ++i)
+                      if (differences[i] != grayDifferenceSum(v[i], v[i + 1]))
+                        return false;
+                    return true;
+                  }});
+  return list;
+}
+
+double seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const std::vector<size_t> batches = quick ? std::vector<size_t>{1, 16, 256}
+                                            : std::vector<size_t>{1, 2, 4, 8, 16, 32, 64, 128, 256};
+  const int repetitions = quick ? 2 : 5;
+  const size_t largest = batches.back();
+  Frames frames = makeFrames(largest);
+  std::vector<Kernel> list = kernels(largest);
+
+  std::string why;
+  const CudaDeviceCount devices = countCudaDevices();
+  std::unique_ptr<CudaImageEngine> engine =
+      devices.count > 0 ? CudaImageEngine::create(0, why) : nullptr;
+  if (devices.count == 0)
+    why = devices.reason;
+  std::printf("# orch_gpu_bench: %lldx%lld RGB frames; CPU: the reference on one core\n",
+              (long long)kWidth, (long long)kHeight);
+  if (!engine)
+    std::printf("GPU: none (%s); CPU figures only\n\n", why.c_str());
+  else
+    std::printf("GPU: CUDA device 0\n\n");
+
+  std::printf("| kernel | batch | GPU images/s | CPU images/s | GPU/CPU | kernel ms | copy in ms | "
+              "copy out ms | batch wall ms | GPU = CPU |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  bool allMatch = true;
+  for (const Kernel &kernel : list) {
+    // CPU: one core, whole frames; the batch size does not change its rate.
+    const size_t cpuImages = quick ? 8 : 32;
+    const Clock::time_point cpuStart = Clock::now();
+    kernel.cpu(frames.views.data(), cpuImages);
+    const double cpuRate = double(cpuImages) / seconds(cpuStart);
+    if (!engine) {
+      std::printf("| %s | - | - | %.0f | - | - | - | - | - | - |\n", kernel.name.c_str(), cpuRate);
+      continue;
+    }
+    for (size_t batch : batches) {
+      std::string error;
+      if (!kernel.gpu(*engine, frames.views.data(), batch, error)) { // warm-up, buffers grow
+        std::printf("| %s | %zu | error: %s |\n", kernel.name.c_str(), batch, error.c_str());
+        allMatch = false;
+        continue;
+      }
+      std::vector<GpuBatchTiming> timings;
+      for (int r = 0; r < repetitions; ++r) {
+        kernel.gpu(*engine, frames.views.data(), batch, error);
+        timings.push_back(engine->lastTiming());
+      }
+      std::sort(timings.begin(), timings.end(),
+                [](const auto &a, const auto &b) { return a.wallMs < b.wallMs; });
+      const GpuBatchTiming &median = timings[timings.size() / 2];
+      const bool match = kernel.gpuMatchesCpu(frames.views.data(), batch);
+      allMatch = allMatch && match;
+      const double gpuRate = double(batch) / (median.wallMs / 1000.0);
+      std::printf("| %s | %zu | %.0f | %.0f | %.1fx | %.3f | %.3f | %.3f | %.3f | %s |\n",
+                  kernel.name.c_str(), batch, gpuRate, cpuRate, gpuRate / cpuRate, median.kernelMs,
+                  median.copyToDeviceMs, median.copyToHostMs, median.wallMs, match ? "yes" : "NO");
+    }
+  }
+  if (engine && !allMatch) {
+    std::printf("\nGPU results differ from the CPU reference\n");
+    return 1;
+  }
+  return 0;
+}
