@@ -66,6 +66,7 @@ fuzz:
 VSIX_VERSION = $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' editors/vscode/package.json)
 vsix: deps
 	@editors/vscode/scripts/npm-install.sh
+	@mkdir -p $(BUILD_DIR)
 	cd editors/vscode && npx vsce package --skip-license -o $(CURDIR)/$(BUILD_DIR)/orch-$(VSIX_VERSION).vsix
 	@echo "vsix: install with: code --install-extension $(BUILD_DIR)/orch-$(VSIX_VERSION).vsix"
 
