@@ -189,6 +189,29 @@ partial = FIXED.replace("{ batch: 8 }", "{ batch: 8, re }")
 labels = [i["label"] for i in completion(partial, "re }", 2)]
 check("completion inside a Call's options offers option keys", "replicas" in labels and "retries" in labels and "recovery" in labels and "pdf.text" not in labels, labels)
 
+# Broken variants (cut short, characters dropped or doubled): every request is answered.
+import random
+rng = random.Random(7)
+answered = 0
+for variant in range(80):
+    text = FIXED
+    for _ in range(rng.randint(1, 4)):
+        if not text:
+            break
+        at = rng.randrange(len(text))
+        choice = rng.randrange(3)
+        text = text[:at] if choice == 0 else (text[:at] + text[at + 1:] if choice == 1 else text[:at] + text[at] * 2 + text[at:])
+    client.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 100 + variant}, "contentChanges": [{"text": text}]})
+    client.diagnostics()
+    lines = text.split("\n")
+    line = rng.randrange(len(lines))
+    position = {"line": line, "character": rng.randint(0, len(lines[line]))}
+    for method in ("textDocument/hover", "textDocument/definition", "textDocument/documentSymbol",
+                   "textDocument/completion", "textDocument/formatting"):
+        answer = client.request(method, {"textDocument": {"uri": URI}, "position": position, "options": {}})
+        answered += "result" in answer or "error" in answer
+check("every request on 80 broken variants is answered", answered == 80 * 5, answered)
+
 # Robustness: garbage is answered with an error and the server keeps going.
 client.send_raw(b"Content-Length: 9\r\n\r\nnot json!")
 answer = client.receive()
