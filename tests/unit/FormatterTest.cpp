@@ -1,6 +1,7 @@
 // `orchc fmt`: every .orch file of the repository that parses is already in canonical form;
 // scrambled layouts of the examples format back to it; the plan never changes; comments stay.
 #include "CompileExample.h"
+#include "SourceTokens.h"
 
 #include "orch/frontend/Formatter.h"
 #include "orch/plan/PlanCodec.h"
@@ -12,7 +13,6 @@
 
 #include <filesystem>
 #include <random>
-#include <regex>
 #include <sstream>
 
 namespace orch {
@@ -55,12 +55,7 @@ std::string readFile(const std::filesystem::path &path) {
 /// The same program with its layout scrambled: other spacing, lines joined and split, tabs,
 /// runs of blank lines. Comments and their lines are kept (a comment's line is its meaning).
 std::string scramble(const std::string &text, unsigned seed) {
-  static const std::regex token(
-      R"(\s+|//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_.]*[A-Za-z]*|.)");
-  std::vector<std::string> tokens;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), token);
-       it != std::sregex_iterator(); ++it)
-    tokens.push_back(it->str());
+  const std::vector<std::string> tokens = testing::sourceTokens(text);
   auto isSpace = [](const std::string &t) {
     return !t.empty() && std::isspace((unsigned char)t[0]);
   };

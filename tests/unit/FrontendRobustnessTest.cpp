@@ -1,5 +1,7 @@
 // Thousands of mutated variants of the language's examples go through the whole frontend in
 // process: none may crash or hang, and every rejected one gets an error with a location.
+#include "SourceTokens.h"
+
 #include "orch/frontend/Frontend.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -8,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <regex>
 
 namespace orch {
 namespace {
@@ -18,17 +19,7 @@ std::string readExample(const std::string &name) {
   return buffer ? (*buffer)->getBuffer().str() : std::string();
 }
 
-/// Splits source into tokens (names, numbers, strings, comments, punctuation) and the
-/// whitespace between them, so mutations act on the language's units.
-std::vector<std::string> tokenize(const std::string &text) {
-  static const std::regex token(
-      R"(\s+|//[^\n]*|"(?:\\.|[^"\\\n])*"|[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_.]*[A-Za-z]*|.)");
-  std::vector<std::string> tokens;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), token);
-       it != std::sregex_iterator(); ++it)
-    tokens.push_back(it->str());
-  return tokens;
-}
+std::vector<std::string> tokenize(const std::string &text) { return testing::sourceTokens(text); }
 
 std::string join(const std::vector<std::string> &tokens) {
   std::string out;
