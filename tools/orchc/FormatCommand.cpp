@@ -67,7 +67,7 @@ bool formatOne(const std::string &path, const FormatOptions &options) {
   std::optional<std::string> formatted = formatSource(sources, *buffer, diags);
   if (!formatted) {
     llvm::errs() << "orchc: " << (fromStdin ? std::string("<stdin>") : path)
-                 << " has syntax errors; not formatted\n";
+                 << ": not formatted (it does not parse; see the errors above)\n";
     return false;
   }
   if (fromStdin) {
