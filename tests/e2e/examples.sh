@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every example run end to end on the bundled samples, with golden checks: the flagship's
 # Markdown has every page's marker in page order (OCR included), the corrupt files are in the
-# errors journal, pdf_text matches pdftotext page by page, clip_quality scores every clip;
+# errors journal, pdf_text matches pdftotext page by page, clip_quality scores every clip,
+# clip_features gives every clip its motion and frame hashes;
 # worker processes and --in-process give identical outputs; OCR batches mix documents; names
 # derived from data never escape a sink's directory.
 set -euo pipefail
@@ -80,6 +81,28 @@ for file in clips videos; do
   check "4 worker processes and --in-process score $file identically" \
     test "$(sort workers-out/$file.jsonl)" = "$(sort out/$file.jsonl)"
 done
+rm -rf out workers-out
+
+# --- clip_features: motion per clip and a hash per frame, GPU Calls on the CPU ---------------
+status=0; orch run clip_features.orch --workers 3 --quiet 2>features.log || status=$?
+check "clip_features completes with the corrupt video failed (exit 2)" test "$status" = 2
+if [ ! -e /dev/nvidia0 ]; then
+  check "without a GPU, one line names the three GPU Calls that run on the CPU" \
+    test "$(grep -c "calls 'small', 'hash' and 'motion' ask for a GPU" features.log)" = 1
+fi
+check "every clip has a motion score and its four frames' hashes" $python - <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open("out/clip_features.jsonl")]
+ok = len(rows) == 5 and all(isinstance(r["motion"], float) and r["motion"] > 0 and
+                            len(r["hashes"]) == 4 and all(isinstance(h, int) for h in r["hashes"])
+                            for r in rows)
+ok = ok and sorted(r["video"] for r in rows) == ["bars", "bars", "circles", "circles", "circles"]
+sys.exit(0 if ok else print(rows) or 1)
+PY
+mv out workers-out
+orch run clip_features.orch --in-process --quiet 2>/dev/null || true
+check "worker processes and --in-process give identical features" \
+  test "$(sort workers-out/clip_features.jsonl)" = "$(sort out/clip_features.jsonl)"
 rm -rf out workers-out
 
 # --- OCR batches that mix documents -------------------------------------------------------

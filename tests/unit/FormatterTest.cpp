@@ -128,7 +128,8 @@ TEST(FormatterTest, EveryOrchFileOfTheRepositoryIsAFixedPoint) {
 }
 
 TEST(FormatterTest, ScrambledExamplesFormatToTheCanonicalTextAndTheSamePlan) {
-  for (const char *name : {"pdf_to_markdown.orch", "pdf_text.orch", "clip_quality.orch"}) {
+  for (const char *name :
+       {"pdf_to_markdown.orch", "pdf_text.orch", "clip_quality.orch", "clip_features.orch"}) {
     const std::string canonical = testing::readExample(name);
     ASSERT_FALSE(canonical.empty()) << name;
     const std::string plan = planWithoutPositions(canonical);

@@ -103,28 +103,37 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
   return runtime::makeCoordinator(std::move(coordinator));
 }
 
-/// Calls that ask for GPUs on a machine without a usable one: a one-line notice each (they
-/// run their CPU implementation), or an error for `require_gpu`. In cluster mode the workers
+/// Calls that ask for GPUs on a machine without a usable one: one line naming them all (they
+/// run their CPU implementations), or an error for `require_gpu`. In cluster mode the workers
 /// have the GPUs, so nothing is checked here.
 bool checkGpus(const plan::Plan &plan, const RunCommandOptions &options) {
   if (!options.listen.empty())
     return true;
-  std::optional<stdlib::CudaDeviceCount> devices;
-  for (const plan::PlanCall &call : plan.calls) {
-    if (!call.gpu || (call.options.gpus <= 0 && !call.options.requireGpu))
-      continue;
-    if (!devices)
-      devices = stdlib::countCudaDevices();
-    if (devices->count > 0)
-      return true;
-    if (call.options.requireGpu) {
-      llvm::errs() << "orch: error: call '" << call.name
-                   << "' requires a GPU, but none is usable here (" << devices->reason << ")\n";
+  std::vector<const plan::PlanCall *> wanting;
+  for (const plan::PlanCall &call : plan.calls)
+    if (call.gpu && (call.options.gpus > 0 || call.options.requireGpu))
+      wanting.push_back(&call);
+  if (wanting.empty())
+    return true;
+  const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
+  if (devices.count > 0)
+    return true;
+  for (const plan::PlanCall *call : wanting)
+    if (call->options.requireGpu) {
+      llvm::errs() << "orch: error: call '" << call->name
+                   << "' requires a GPU, but none is usable here (" << devices.reason << ")\n";
       return false;
     }
-    llvm::errs() << "orch: call '" << call.name << "' asks for a GPU, but none is usable here ("
-                 << devices->reason << "): " << call.op << " runs on the CPU\n";
+  std::string names, ops;
+  for (size_t i = 0; i < wanting.size(); ++i) {
+    const char *separator = i == 0 ? "" : (i + 1 == wanting.size() ? " and " : ", ");
+    names += separator + ("'" + wanting[i]->name + "'");
+    ops += separator + wanting[i]->op;
   }
+  llvm::errs() << "orch: " << (wanting.size() == 1 ? "call " : "calls ") << names
+               << (wanting.size() == 1 ? " asks" : " ask")
+               << " for a GPU, but none is usable here (" << devices.reason << "): " << ops
+               << (wanting.size() == 1 ? " runs" : " run") << " on the CPU\n";
   return true;
 }
 
