@@ -145,10 +145,6 @@ private:
 
 } // namespace
 
-bool isWordLike(const Token &token) {
-  return token.type >= OrchLexer::PIPELINE && token.type <= OrchLexer::IDENT;
-}
-
 TokenizedFile tokenizeForFormatting(std::string_view text) {
   TokenizedFile file;
   antlr4::ANTLRInputStream input(text.data(), text.size());

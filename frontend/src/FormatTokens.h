@@ -64,7 +64,4 @@ struct TokenizedFile {
 /// Lexes `text` (which parsed without errors) and builds its statements.
 TokenizedFile tokenizeForFormatting(std::string_view text);
 
-/// The token types that read like words (names, keywords, literals).
-bool isWordLike(const Token &token);
-
 } // namespace orch::format

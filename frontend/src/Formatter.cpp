@@ -87,6 +87,7 @@ public:
   /// The statement's text without the trailing comments of its last token, which the caller
   /// aligns with its neighbours.
   std::string print(const format::Statement &statement) {
+    lastToken_ = statement.last;
     nodes(statement.nodes, 0, /*isStatementStart=*/true);
     return std::move(out_);
   }
@@ -230,9 +231,6 @@ private:
     return width;
   }
 
-public:
-  void setLastToken(const Token *token) { lastToken_ = token; }
-
 private:
   std::string out_;
   size_t column_ = 0;
@@ -257,7 +255,6 @@ PrintedStatement printStatement(const format::Statement &statement) {
   printed.leading = statement.first->leading;
   printed.blankBefore = statement.first->blankBefore;
   StatementPrinter printer;
-  printer.setLastToken(statement.last);
   printed.code = printer.print(statement);
   printed.trailing = statement.last->trailing;
   printed.singleLine = printed.code.find('\n') == std::string::npos;

@@ -84,8 +84,8 @@ TEST(ImageKernelsTest, TensorIsNormalizedChannelMajor) {
   // Green and blue planes are all white.
   for (int i = 4; i < 12; ++i)
     EXPECT_FLOAT_EQ(tensor[size_t(i)], (1.0f - n.mean[i / 4]) / n.std[i / 4]) << i;
-  // Red at output (0, 0) averages source pixels (0,0) and (1,0): half intensity... clamped
-  // centre at 0.5 -> 0.5 * 0 + 0.5 * 255.
+  // Output (0, 0) samples the 4-wide source at x = 0.5: half of pixel 0 (no red) and half of
+  // pixel 1 (red 255), so red is 127.5; output (1, 0) samples x = 2.5, all white.
   EXPECT_NEAR(tensor[0], (127.5f / 255.0f - n.mean[0]) / n.std[0], 1e-6);
   EXPECT_FLOAT_EQ(tensor[1], (1.0f - n.mean[0]) / n.std[0]);
 }

@@ -58,9 +58,11 @@ private:
     index_.references.push_back(Reference{ReferenceKind::Domain, domain.name, domain.location, ""});
   }
 
-  void operatorUse(const ast::OperatorUse &use, plan::OperatorKind kind) {
-    const bool isCall =
-        kind == plan::OperatorKind::Transform && index_.callOperators.count(use.op.text);
+  /// The operator name (or, in an invocation, a declared Call's name) of `use`, and its
+  /// argument names and option keys. Only invocations can name a Call: a `call` declaration,
+  /// a source or a sink names an operator.
+  void operatorUse(const ast::OperatorUse &use, bool isInvocation) {
+    const bool isCall = isInvocation && index_.callOperators.count(use.op.text);
     index_.references.push_back(Reference{isCall ? ReferenceKind::Call : ReferenceKind::Operator,
                                           use.op.text, use.op.location, ""});
     std::string op = use.signature ? use.signature->name : use.op.text;
@@ -84,7 +86,7 @@ private:
           } else if constexpr (std::is_same_v<Node, ast::SourceDecl>) {
             symbol(node.name, SymbolKind::Source, statement, node.use.op.text,
                    ReferenceKind::Value);
-            operatorUse(node.use, plan::OperatorKind::Source);
+            operatorUse(node.use, false);
             if (node.domain)
               declareDomain(*node.domain, statement, "root domain of source " + node.name.name);
             else if (domainsSeen_.insert(node.name.name).second)
@@ -93,21 +95,12 @@ private:
                                               "root domain of source " + node.name.name});
           } else if constexpr (std::is_same_v<Node, ast::CallDecl>) {
             symbol(node.name, SymbolKind::Call, statement, node.use.op.text, ReferenceKind::Call);
-            // The operator name after `=`, not the Call's own name.
-            index_.references.push_back(
-                Reference{ReferenceKind::Operator, node.use.op.text, node.use.op.location, ""});
-            for (const ast::Argument &argument : node.use.arguments)
-              if (argument.name)
-                index_.references.push_back(Reference{ReferenceKind::Argument, argument.name->name,
-                                                      argument.name->location, node.use.op.text});
-            for (const ast::Option &option : node.use.options)
-              index_.references.push_back(Reference{ReferenceKind::Option, option.name.name,
-                                                    option.name.location, node.use.op.text});
+            operatorUse(node.use, false);
           } else if constexpr (std::is_same_v<Node, ast::SinkDecl>) {
             index_.symbols.push_back(Symbol{"sink " + node.use.op.text, SymbolKind::Sink,
                                             node.use.op.location, statement.location,
                                             node.use.op.text});
-            operatorUse(node.use, plan::OperatorKind::Sink);
+            operatorUse(node.use, false);
           } else if constexpr (std::is_same_v<Node, ast::BindingDecl>) {
             symbol(node.name, SymbolKind::Binding, statement, "", ReferenceKind::Value);
           }
@@ -131,7 +124,7 @@ private:
       index_.references.push_back(
           Reference{ReferenceKind::Value, name->name.name, name->name.location, ""});
     } else if (auto *invoke = std::get_if<ast::Invoke>(&expr.node)) {
-      operatorUse(invoke->use, plan::OperatorKind::Transform);
+      operatorUse(invoke->use, true);
     } else if (auto *expand = std::get_if<ast::Expand>(&expr.node)) {
       index_.references.push_back(
           Reference{ReferenceKind::Domain, expand->domain.name, expand->domain.location, ""});

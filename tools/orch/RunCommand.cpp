@@ -72,15 +72,12 @@ std::vector<int64_t> allDevices(int64_t count) {
   return devices;
 }
 
+/// `gpuCount`: this machine's usable CUDA devices. GPU replicas get them: in process directly,
+/// with local workers split between the workers. Remote workers bring their own.
 std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &options,
                                                      const plan::Plan &plan,
-                                                     const runtime::OperatorRegistry &registry) {
-  // GPU replicas get this machine's devices: in process directly, with local workers split
-  // between the workers. In cluster mode each worker brings its own.
-  const bool wantsGpu = std::any_of(plan.calls.begin(), plan.calls.end(), [](const auto &call) {
-    return call.gpu && call.options.gpus > 0;
-  });
-  const int64_t gpuCount = wantsGpu ? stdlib::countCudaDevices().count : 0;
+                                                     const runtime::OperatorRegistry &registry,
+                                                     int64_t gpuCount) {
   if (options.inProcess)
     return runtime::makeThreadExecutor(registry, options.threads, allDevices(gpuCount));
   runtime::CoordinatorOptions coordinator;
@@ -103,26 +100,25 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
   return runtime::makeCoordinator(std::move(coordinator));
 }
 
-/// Calls that ask for GPUs on a machine without a usable one: one line naming them all (they
-/// run their CPU implementations), or an error for `require_gpu`. In cluster mode the workers
-/// have the GPUs, so nothing is checked here.
-bool checkGpus(const plan::Plan &plan, const RunCommandOptions &options) {
-  if (!options.listen.empty())
-    return true;
+/// This machine's usable CUDA devices, looked up only when a Call asks for GPUs. Where there
+/// are none, such Calls get one line naming them all (they run their CPU implementations), or
+/// an error for `require_gpu` (nullopt). In cluster mode the workers have the GPUs, so nothing
+/// is reported here.
+std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOptions &options) {
   std::vector<const plan::PlanCall *> wanting;
   for (const plan::PlanCall &call : plan.calls)
     if (call.gpu && (call.options.gpus > 0 || call.options.requireGpu))
       wanting.push_back(&call);
   if (wanting.empty())
-    return true;
+    return 0;
   const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
-  if (devices.count > 0)
-    return true;
+  if (devices.count > 0 || !options.listen.empty())
+    return devices.count;
   for (const plan::PlanCall *call : wanting)
     if (call->options.requireGpu) {
       llvm::errs() << "orch: error: call '" << call->name
                    << "' requires a GPU, but none is usable here (" << devices.reason << ")\n";
-      return false;
+      return std::nullopt;
     }
   std::string names, ops;
   for (size_t i = 0; i < wanting.size(); ++i) {
@@ -134,7 +130,7 @@ bool checkGpus(const plan::Plan &plan, const RunCommandOptions &options) {
                << (wanting.size() == 1 ? " asks" : " ask")
                << " for a GPU, but none is usable here (" << devices.reason << "): " << ops
                << (wanting.size() == 1 ? " runs" : " run") << " on the CPU\n";
-  return true;
+  return 0;
 }
 
 /// The devices `orch worker --gpus SPEC` offers; nullopt (after a message) for a bad SPEC.
@@ -282,7 +278,8 @@ int runPipeline(const RunCommandOptions &options) {
   std::optional<plan::Plan> plan = loadPlan(options);
   if (!plan)
     return kRunCannotRun;
-  if (!checkGpus(*plan, options))
+  const std::optional<int64_t> gpuCount = localGpuCount(*plan, options);
+  if (!gpuCount)
     return kRunCannotRun;
   const runtime::OperatorRegistry registry = standardRegistry();
   ErrorsJournal errors(*plan, options.errorsPath.empty() ? plan->pipelineName + ".errors.jsonl"
@@ -303,7 +300,8 @@ int runPipeline(const RunCommandOptions &options) {
   installStopHandlers();
   // Tesseract's OpenMP threads fight over the cores otherwise (workers set it too).
   ::setenv("OMP_THREAD_LIMIT", "1", 0);
-  std::unique_ptr<runtime::BatchExecutor> executor = makeExecutor(options, *plan, registry);
+  std::unique_ptr<runtime::BatchExecutor> executor =
+      makeExecutor(options, *plan, registry, *gpuCount);
   runtime::RunSummary summary = runtime::runPlan(*plan, registry, *executor, runOptions);
   executor.reset();
   if (!summary.started) {
