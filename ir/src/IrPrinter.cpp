@@ -80,7 +80,9 @@ std::string formatNonDefaultOptions(const plan::CallOptions &options) {
     add("retries: " + std::to_string(options.retries));
   if (options.recovery != defaults.recovery)
     add(std::string("recovery: ") +
-        (options.recovery == plan::RecoveryPolicy::Abort ? "\"abort\"" : "\"isolate\""));
+        (options.recovery == plan::RecoveryPolicy::Abort   ? "\"abort\""
+         : options.recovery == plan::RecoveryPolicy::Retry ? "\"retry\""
+                                                           : "\"isolate\""));
   if (options.timeoutNanoseconds != defaults.timeoutNanoseconds)
     add("timeout: " + plan::formatStaticValue(plan::Duration{options.timeoutNanoseconds}));
   if (options.requireGpu != defaults.requireGpu)

@@ -10,14 +10,15 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
       {"cpus", TypeKind::Float, 0, true, {}, "CPU cores per replica (default 1)"},
       {"gpus", TypeKind::Float, 0, false, {}, "GPUs per replica, fractions allowed (default 0)"},
       {"memory", TypeKind::Size, 0, true, {}, "memory per replica (default: no limit)"},
-      {"retries", TypeKind::Int, 0, false, {}, "retries of a failed batch (default 0)"},
+      {"retries", TypeKind::Int, 0, false, {}, "immediate retries of a batch whose operator failed (default 0)"},
       {"recovery",
        TypeKind::String,
        0,
        false,
        {"abort", "retry", "isolate"},
-       "what a batch error does: abort the run, retry it, or isolate the failing grain "
-       "(default \"retry\")"},
+       "what a batch error does after `retries` immediate retries: abort the run; retry = "
+       "bisect the batch down to the grains that still fail; isolate = one deferred retry, "
+       "then bisect (default \"isolate\")"},
       {"timeout", TypeKind::Duration, 0, true, {}, "longest a batch may run (default: none)"},
       {"require_gpu",
        TypeKind::Bool,

@@ -16,6 +16,14 @@ bool LineageEngine::State::isLive(const QueuedGrain &queued) const {
   return grain.phase == GrainPhase::Ready && grain.ticket == queued.ticket;
 }
 
+bool LineageEngine::State::isStillInFlight(const QueuedGrain &queued) const {
+  const Entity &entity = entities[queued.entity];
+  if (!entity.live || entity.domain != plan.nodes[queued.node].domain)
+    return false;
+  const Grain &grain = grains[entity.grains + layout.nodes[queued.node].grainSlot];
+  return grain.phase == GrainPhase::InFlight && grain.ticket == queued.ticket;
+}
+
 std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {
   auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
   for (;;) {
@@ -55,7 +63,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
           static_cast<size_t>(std::max<int64_t>(1, plan.calls[bestCall].options.batch));
       taken.reserve(limit);
       queue.fresh.pop(limit, live, taken);
-      return dispatch(bestCall, std::move(taken), 0, 0);
+      return dispatch(bestCall, std::move(taken), BatchRecovery{});
     }
     std::deque<PendingBatch> &lane = bestLane == 0 ? queue.retry : queue.deferred;
     PendingBatch pending = std::move(lane.front());
@@ -63,25 +71,23 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
     // Grains sealed by a barrier while they waited are no longer part of the batch.
     std::erase_if(pending.grains, [&](const QueuedGrain &grain) { return !isLive(grain); });
     if (!pending.grains.empty())
-      return dispatch(bestCall, std::move(pending.grains), pending.attempt,
-                      pending.infrastructureAttempts);
+      return dispatch(bestCall, std::move(pending.grains), pending.recovery);
   }
 }
 
 Batch LineageEngine::State::dispatch(uint32_t call, std::vector<QueuedGrain> queued,
-                                     uint32_t attempt, uint32_t infrastructureAttempts) {
+                                     BatchRecovery recovery) {
   Batch batch;
   batch.id = nextBatchId++;
   batch.call = call;
-  batch.attempt = attempt;
+  batch.attempt = recovery.attempt;
   const CallLayout &callLayout = layout.calls[call];
   batch.inputsPerGrain = static_cast<uint32_t>(callLayout.inputLabels.size());
   batch.grains.reserve(queued.size());
   batch.inputs.reserve(queued.size() * batch.inputsPerGrain);
   OutstandingBatch record;
   record.call = call;
-  record.attempt = attempt;
-  record.infrastructureAttempts = infrastructureAttempts;
+  record.recovery = recovery;
   record.generations.reserve(queued.size());
   for (const QueuedGrain &entry : queued) {
     Grain &grain = grainOf(entry.entity, entry.node);
@@ -173,17 +179,20 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     propagate();
     return {CommitStatus::ContractViolation, message};
   }
+  // Grains whose root finished early while the batch ran were cancelled: their reports go.
+  std::vector<bool> current(count);
   for (size_t j = 0; j < count; ++j) {
-    const Grain &grain = grainOf(batch.grains[j].entity, batch.grains[j].node);
-    if (grain.phase != GrainPhase::InFlight || grain.generation != batch.generations[j])
-      engineInvariantFailed("an outstanding batch holds a grain that is not in flight");
+    current[j] = isStillInFlight(batch.grains[j]);
+    if (current[j] && grainOf(batch.grains[j].entity, batch.grains[j].node).generation !=
+                          batch.generations[j])
+      engineInvariantFailed("an outstanding batch holds a grain of another generation");
   }
 
   // 3. GroupFailure barriers first, so that siblings in this very batch are discarded too.
   std::vector<uint32_t> causes(count, kNoIndex);
   for (size_t j = 0; j < count; ++j) {
     const GrainReport &entry = report.grains[entryOf[j]];
-    if (entry.kind != RowResultKind::GroupFailure)
+    if (!current[j] || entry.kind != RowResultKind::GroupFailure)
       continue;
     const uint32_t entity = batch.grains[j].entity;
     causes[j] = recordFailure(entity, FailureKind::GroupFailure, batch.call, entry.message);
@@ -191,6 +200,8 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   }
   // 4. Publish, then propagate once.
   for (size_t j = 0; j < count; ++j) {
+    if (!current[j])
+      continue;
     const GrainReport &entry = report.grains[entryOf[j]];
     const uint32_t entity = batch.grains[j].entity, node = batch.grains[j].node;
     setPhase(grainOf(entity, node), node, GrainPhase::Sealed);
@@ -244,29 +255,27 @@ void LineageEngine::State::installBarrier(uint32_t call, uint32_t entity, uint32
 void LineageEngine::State::failGrains(const OutstandingBatch &batch, FailureKind kind,
                                       const std::string &message) {
   for (const QueuedGrain &queued : batch.grains) {
+    if (!isStillInFlight(queued))
+      continue;
     Grain &grain = grainOf(queued.entity, queued.node);
-    if (grain.phase != GrainPhase::InFlight)
-      engineInvariantFailed("failing a grain that is not in flight");
     setPhase(grain, queued.node, GrainPhase::Sealed);
     setItem(queued.entity, queued.node, ItemOutcome::Failed, Value(),
             recordFailure(queued.entity, kind, batch.call, message));
   }
 }
 
-void LineageEngine::State::requeue(OutstandingBatch &batch, std::vector<QueuedGrain> grainsToRun,
-                                   bool deferred, uint32_t attempt,
-                                   uint32_t infrastructureAttempts) {
+void LineageEngine::State::requeue(uint32_t call, std::vector<QueuedGrain> grainsToRun,
+                                   bool deferred, BatchRecovery recovery) {
   PendingBatch pending;
-  pending.attempt = attempt;
-  pending.infrastructureAttempts = infrastructureAttempts;
+  pending.recovery = recovery;
   pending.admission = UINT64_MAX;
   for (QueuedGrain queued : grainsToRun) {
     Grain &grain = grainOf(queued.entity, queued.node);
-    if (const Barrier *barrier = barrierFor(batch.call, queued.entity)) {
+    if (const Barrier *barrier = barrierFor(call, queued.entity)) {
       const uint32_t cause = barrier->cause;
       setPhase(grain, queued.node, GrainPhase::Sealed);
       ++stats.grainsSuppressedByBarrier;
-      ++loads[batch.call].suppressedByBarrier;
+      ++loads[call].suppressedByBarrier;
       setItem(queued.entity, queued.node, ItemOutcome::Suppressed, Value(), cause);
       continue;
     }
@@ -279,7 +288,7 @@ void LineageEngine::State::requeue(OutstandingBatch &batch, std::vector<QueuedGr
   }
   if (pending.grains.empty())
     return;
-  (deferred ? queues[batch.call].deferred : queues[batch.call].retry).push_back(std::move(pending));
+  (deferred ? queues[call].deferred : queues[call].retry).push_back(std::move(pending));
 }
 
 CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
@@ -287,28 +296,45 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
   const plan::PlanCall &call = plan.calls[batch.call];
   const std::string what = "call '" + call.name + "' failed a batch of " +
                            std::to_string(batch.grains.size()) + ": " + message;
-  if (call.options.recovery == RecoveryPolicy::Abort) {
-    abortRun(what + " (recovery \"abort\")");
-    return {CommitStatus::BatchError, what};
-  }
-  std::vector<QueuedGrain> grainsToRun = batch.grains;
-  if (batch.attempt < static_cast<uint64_t>(std::max<int64_t>(0, call.options.retries))) {
+  // Grains cancelled while the batch ran (their root finished early) take no further part.
+  std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
+  BatchRecovery next = batch.recovery;
+  const uint32_t retries = static_cast<uint32_t>(std::max<int64_t>(0, call.options.retries));
+  if (batch.grains.empty()) {
+    // Nothing left to recover.
+  } else if (!next.splitting && next.attempt < retries) {
+    // 1. The Call's immediate retries of the whole batch (every policy, abort included).
     ++stats.batchRetries;
     ++loads[batch.call].retries;
-    requeue(batch, std::move(grainsToRun), false, batch.attempt + 1, batch.infrastructureAttempts);
-  } else if (call.options.recovery == RecoveryPolicy::Isolate && grainsToRun.size() > 1) {
-    // Bisect: each half gets the Call's retry budget again, behind fresh work.
+    ++next.attempt;
+    requeue(batch.call, std::move(batch.grains), false, next);
+  } else if (call.options.recovery == RecoveryPolicy::Abort) {
+    abortRun(what + " (recovery \"abort\"" +
+             (retries ? ", after " + std::to_string(retries) + " retries)" : ")"));
+    return {CommitStatus::BatchError, what};
+  } else if (!next.splitting && !next.deferredRetried &&
+             call.options.recovery == RecoveryPolicy::Isolate) {
+    // 2. isolate: one more try of the whole batch, behind fresh work.
+    ++stats.batchRetries;
+    ++loads[batch.call].retries;
+    ++next.attempt;
+    next.deferredRetried = true;
+    requeue(batch.call, std::move(batch.grains), true, next);
+  } else if (batch.grains.size() > 1) {
+    // 3. Bisect, without further retries, down to the single grains that still fail: a grain
+    // never fails because it shared a batch with a failing one.
     ++stats.batchSplits;
-    const size_t half = grainsToRun.size() / 2;
-    std::vector<QueuedGrain> second(grainsToRun.begin() + static_cast<std::ptrdiff_t>(half),
-                                    grainsToRun.end());
-    grainsToRun.resize(half);
-    requeue(batch, std::move(grainsToRun), true, 0, batch.infrastructureAttempts);
-    requeue(batch, std::move(second), true, 0, batch.infrastructureAttempts);
+    const size_t half = batch.grains.size() / 2;
+    std::vector<QueuedGrain> second(batch.grains.begin() + static_cast<std::ptrdiff_t>(half),
+                                    batch.grains.end());
+    batch.grains.resize(half);
+    next.splitting = true;
+    requeue(batch.call, std::move(batch.grains), true, next);
+    requeue(batch.call, std::move(second), true, next);
   } else {
     std::string final = message;
-    if (call.options.retries > 0)
-      final += " (after " + std::to_string(call.options.retries) + " retries)";
+    if (next.attempt > 0)
+      final += " (after " + std::to_string(next.attempt) + " retries)";
     failGrains(batch, FailureKind::OperatorError, final);
   }
   propagate();
@@ -322,12 +348,14 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
   OutstandingBatch batch = std::move(found->second);
   outstanding.erase(found);
   ++stats.infrastructureFailures;
-  if (batch.infrastructureAttempts >= options.infrastructureRetries) {
+  if (batch.recovery.infrastructureAttempts >= options.infrastructureRetries) {
     failGrains(batch, FailureKind::Infrastructure,
                reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");
   } else {
-    std::vector<QueuedGrain> grainsToRun = batch.grains;
-    requeue(batch, std::move(grainsToRun), false, batch.attempt, batch.infrastructureAttempts + 1);
+    std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
+    BatchRecovery next = batch.recovery;
+    ++next.infrastructureAttempts;
+    requeue(batch.call, std::move(batch.grains), false, next);
   }
   propagate();
   return true;

@@ -49,9 +49,9 @@ struct Entity {
 /// One reduce's incremental progress over one expansion: O(children) in total.
 struct ReduceProgress {
   uint32_t pending = 0;
-  /// Children [0, cursor) are terminal and their values gathered.
+  /// Children [0, cursor) are terminal and their values gathered. A failed member suppresses
+  /// the reduce when the cursor reaches it, so the cause is always the lowest failed ordinal.
   uint32_t cursor = 0;
-  uint32_t lowestFailedOrdinal = kNoIndex;
   bool resolved = false;
   ValueList gathered;
 };
@@ -78,22 +78,35 @@ struct Root {
   uint64_t sourceRow = 0;
   /// Items not yet terminal plus queued events: zero means everything under the root is done.
   uint64_t unresolved = 0;
+  /// Sink inputs not yet terminal plus expansions that may still add sink rows: zero means
+  /// the root's rows are known and it finishes early (its remaining grains are cancelled).
+  uint64_t pendingSinkInputs = 0;
   std::vector<Failure> failures;
   bool live = false;
+  /// Queued in rootsToFinish.
+  bool finishing = false;
+};
+
+/// Where a batch stands in its Call's recovery (semantics.md, failures): operator-error
+/// attempts so far, infrastructure re-runs so far, whether the isolate policy's deferred retry
+/// was spent, and whether it is a half of a bisected batch (run once, split again on error).
+struct BatchRecovery {
+  uint32_t attempt = 0;
+  uint32_t infrastructureAttempts = 0;
+  bool deferredRetried = false;
+  bool splitting = false;
 };
 
 /// A batch that is waiting to be re-run (retry lane) or bisected (deferred lane).
 struct PendingBatch {
   std::vector<QueuedGrain> grains;
   uint64_t admission = 0;
-  uint32_t attempt = 0;
-  uint32_t infrastructureAttempts = 0;
+  BatchRecovery recovery;
 };
 
 struct OutstandingBatch {
   uint32_t call = kNoIndex;
-  uint32_t attempt = 0;
-  uint32_t infrastructureAttempts = 0;
+  BatchRecovery recovery;
   std::vector<QueuedGrain> grains;
   std::vector<uint32_t> generations;
 };
@@ -182,6 +195,8 @@ struct LineageEngine::State {
   /// GlobalBarrier gather: unsealed grains per domain, and reduces held back per child domain.
   struct ParkedReduce {
     uint32_t parent;
+    /// The parent's lineage key: a root that finished early leaves its parked reduces stale.
+    uint64_t key;
     uint32_t node;
     ItemOutcome outcome;
     Value value;
@@ -210,6 +225,7 @@ struct LineageEngine::State {
   void propagate();
   void processEvent(const Event &event);
   void evaluate(uint32_t node, uint32_t entity);
+  void evaluateFilter(uint32_t node, uint32_t entity);
   void evaluateInvoke(uint32_t node, uint32_t entity);
   void makeReady(uint32_t node, uint32_t entity);
   void materialise(uint32_t expandNode, uint32_t parent);
@@ -219,6 +235,8 @@ struct LineageEngine::State {
   void broadcastDown(uint32_t broadcastNode, uint32_t ancestor);
   const Barrier *barrierFor(uint32_t call, uint32_t entity) const;
   bool releaseParkedReduces();
+  void sinkInputResolved(uint32_t root);
+  void queueRootFinish(uint32_t root);
   void finishRoot(uint32_t root);
   void collectRows(const Root &root, RootResult &result) const;
   void releaseEntityTree(uint32_t entity);
@@ -226,13 +244,14 @@ struct LineageEngine::State {
 
   // Dispatch and commit (EngineCommit.cpp).
   bool isLive(const QueuedGrain &queued) const;
+  /// The grain is still the one dispatched: its root did not finish early since.
+  bool isStillInFlight(const QueuedGrain &queued) const;
   std::optional<Batch> reserve(const std::function<bool(uint32_t)> &mayRun);
-  Batch dispatch(uint32_t call, std::vector<QueuedGrain> grains, uint32_t attempt,
-                 uint32_t infrastructureAttempts);
+  Batch dispatch(uint32_t call, std::vector<QueuedGrain> grains, BatchRecovery recovery);
   CommitResult commit(const BatchReport &report);
   CommitResult handleBatchError(OutstandingBatch batch, const std::string &message);
-  void requeue(OutstandingBatch &batch, std::vector<QueuedGrain> grains, bool deferred,
-               uint32_t attempt, uint32_t infrastructureAttempts);
+  void requeue(uint32_t call, std::vector<QueuedGrain> grains, bool deferred,
+               BatchRecovery recovery);
   void failGrains(const OutstandingBatch &batch, FailureKind kind, const std::string &message);
   void installBarrier(uint32_t call, uint32_t entity, uint32_t cause);
   bool failBatch(uint64_t batchId, const std::string &reason);

@@ -38,6 +38,28 @@ bool isFailure(ItemOutcome outcome) {
   return outcome == ItemOutcome::Failed || outcome == ItemOutcome::Suppressed;
 }
 
+/// Failures from the lowest ordinal path up (a stable sort: equal paths keep the order they
+/// happened in), so that the first one, the root's cause, does not depend on timing.
+void orderFailuresByPath(RootResult &result) {
+  std::vector<uint32_t> order(result.failures.size());
+  for (uint32_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return result.failures[a].path < result.failures[b].path;
+  });
+  std::vector<uint32_t> newIndex(order.size());
+  std::vector<Failure> sorted;
+  sorted.reserve(order.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    newIndex[order[i]] = i;
+    sorted.push_back(std::move(result.failures[order[i]]));
+  }
+  result.failures = std::move(sorted);
+  for (SinkRow &row : result.rows)
+    if (row.failure != kNoIndex)
+      row.failure = newIndex[row.failure];
+}
+
 } // namespace
 
 LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
@@ -142,6 +164,7 @@ uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, ui
   }
   unsealedGrains[domain] += grainsPerDomain[domain];
   roots[root].unresolved += itemsPerDomain[domain];
+  roots[root].pendingSinkInputs += layout.domains[domain].pendingSinkInputs;
   ++stats.entitiesCreated;
   return id;
 }
@@ -268,8 +291,24 @@ void LineageEngine::State::processEvent(const Event &event) {
     }
   }
   const uint32_t rootIndex = entities[event.entity].root;
+  if (layout.nodes[event.node].sinkInput)
+    sinkInputResolved(rootIndex);
   if (--roots[rootIndex].unresolved == 0)
-    rootsToFinish.push_back(rootIndex);
+    queueRootFinish(rootIndex);
+}
+
+void LineageEngine::State::sinkInputResolved(uint32_t rootIndex) {
+  Root &root = roots[rootIndex];
+  if (--root.pendingSinkInputs == 0 &&
+      layout.domains[entities[root.entity].domain].sinksAtOrBelow)
+    queueRootFinish(rootIndex);
+}
+
+void LineageEngine::State::queueRootFinish(uint32_t rootIndex) {
+  if (roots[rootIndex].finishing)
+    return;
+  roots[rootIndex].finishing = true;
+  rootsToFinish.push_back(rootIndex);
 }
 
 namespace {
@@ -297,6 +336,10 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
       setItem(entity, node, source.outcome, source.value, source.cause);
     return;
   }
+  if (target.kind == NodeKind::Filter) {
+    evaluateFilter(node, entity);
+    return;
+  }
   InputSummary summary;
   bool waiting = false;
   for (uint32_t input : target.inputs) {
@@ -317,15 +360,6 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
     return;
   }
   switch (target.kind) {
-  case NodeKind::Filter: {
-    const Value &mask = inputItem(target.inputs[1], entity).value;
-    if (mask.kind() == Value::Kind::Bool && mask.asBool())
-      setItem(entity, node, ItemOutcome::Present, inputItem(target.inputs[0], entity).value,
-              kNoIndex);
-    else
-      setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
-    return;
-  }
   case NodeKind::Project: {
     const Value &record = inputItem(target.inputs[0], entity).value;
     if (const Value *field = record.field(target.field)) {
@@ -350,6 +384,28 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
   }
   default:
     engineInvariantFailed(std::string("evaluate of a ") + plan::nodeKindName(target.kind));
+  }
+}
+
+void LineageEngine::State::evaluateFilter(uint32_t node, uint32_t entity) {
+  // semantics.md: a dropped value stays dropped whatever the mask; then a failed value or mask
+  // suppresses; then the mask decides.
+  const plan::PlanNode &filter = plan.nodes[node];
+  const Item &value = inputItem(filter.inputs[0], entity);
+  const Item &mask = inputItem(filter.inputs[1], entity);
+  if (value.outcome == ItemOutcome::Dropped) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+  } else if (isFailure(value.outcome)) {
+    setItem(entity, node, ItemOutcome::Suppressed, Value(), value.cause);
+  } else if (value.outcome == ItemOutcome::Unresolved) {
+    return;
+  } else if (isFailure(mask.outcome)) {
+    setItem(entity, node, ItemOutcome::Suppressed, Value(), mask.cause);
+  } else if (mask.outcome == ItemOutcome::Present && mask.value.kind() == Value::Kind::Bool &&
+             mask.value.asBool()) {
+    setItem(entity, node, ItemOutcome::Present, value.value, kNoIndex);
+  } else if (mask.outcome != ItemOutcome::Unresolved) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
   }
 }
 
@@ -430,6 +486,8 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
   }
   expansionRefs[refSlot] = id;
   --unexpanded[childDomain];
+  // The children (if any) are counted below before this expansion stops being pending.
+  const bool addsSinkRows = layout.domains[childDomain].sinksAtOrBelow;
   const std::vector<uint32_t> &reduces = layout.domains[childDomain].reducesOver;
   {
     Expansion &expansion = expansions[id];
@@ -445,6 +503,8 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
     for (uint32_t reduce : reduces)
       resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed, Value(),
                     dropped ? kNoIndex : source.cause);
+    if (addsSinkRows)
+      sinkInputResolved(entities[parent].root);
     return;
   }
   const ValueList &elements = source.value.asList();
@@ -470,19 +530,14 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
   if (count == 0)
     for (uint32_t reduce : reduces)
       resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
+  if (addsSinkRows)
+    sinkInputResolved(root);
 }
 
 void LineageEngine::State::gather(uint32_t reduceNode, uint32_t child) {
   const uint32_t expansionId = expansionOf(entities[child].parent, entities[child].domain);
   ReduceProgress &progress = expansions[expansionId].reduces[layout.nodes[reduceNode].reduceSlot];
   const uint32_t member = plan.nodes[reduceNode].inputs[0];
-  const Item &item = inputItem(member, child);
-  if (isFailure(item.outcome)) {
-    progress.lowestFailedOrdinal = std::min(progress.lowestFailedOrdinal, entities[child].ordinal);
-    if (!progress.resolved)
-      resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), item.cause);
-    return;
-  }
   if (progress.resolved)
     return;
   if (progress.pending == 0)
@@ -493,6 +548,11 @@ void LineageEngine::State::gather(uint32_t reduceNode, uint32_t child) {
     const Item &next = inputItem(member, children[progress.cursor]);
     if (next.outcome == ItemOutcome::Unresolved)
       break;
+    if (isFailure(next.outcome)) {
+      // Every lower ordinal is terminal and fine: this is the lowest failed member.
+      resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), next.cause);
+      return;
+    }
     if (next.outcome == ItemOutcome::Present)
       progress.gathered.push_back(next.value);
     ++progress.cursor;
@@ -507,8 +567,8 @@ void LineageEngine::State::resolveReduce(uint32_t expansion, uint32_t reduceNode
   Expansion &record = expansions[expansion];
   record.reduces[layout.nodes[reduceNode].reduceSlot].resolved = true;
   if (options.gather == GatherMode::GlobalBarrier) {
-    parked[record.domain].push_back(
-        ParkedReduce{record.parent, reduceNode, outcome, std::move(value), cause});
+    parked[record.domain].push_back(ParkedReduce{record.parent, entities[record.parent].key,
+                                                 reduceNode, outcome, std::move(value), cause});
     return;
   }
   setItem(record.parent, reduceNode, outcome, std::move(value), cause);
@@ -527,7 +587,8 @@ bool LineageEngine::State::releaseParkedReduces() {
     std::vector<ParkedReduce> ready = std::move(parked[domain]);
     parked[domain].clear();
     for (ParkedReduce &reduce : ready)
-      setItem(reduce.parent, reduce.node, reduce.outcome, std::move(reduce.value), reduce.cause);
+      if (entities[reduce.parent].live && entities[reduce.parent].key == reduce.key)
+        setItem(reduce.parent, reduce.node, reduce.outcome, std::move(reduce.value), reduce.cause);
     released = true;
   }
   return released;
@@ -610,7 +671,7 @@ void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
     for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
       const uint32_t expansion = expansionRefs[entity.expansions + c];
       if (expansion == kNoIndex) {
-        // Only an aborted run releases an entity that never expanded.
+        // A root that finished early or was aborted: this entity never expanded.
         --unexpanded[layout.domains[domain].children[c]];
         continue;
       }
@@ -625,14 +686,11 @@ void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
       Grain &grain = grains[entity.grains + g];
       const uint32_t node = layout.domains[domain].invokes[g];
       if (grain.phase != GrainPhase::Sealed) {
-        // Only an aborted run releases unfinished grains.
-        CallLoad &load = loads[layout.nodes[node].call];
-        --(grain.phase == GrainPhase::Waiting ? load.waiting
-           : grain.phase == GrainPhase::Ready ? load.ready
-                                              : load.inFlight);
-        ++load.sealed;
-        --unsealedGrains[domain];
-        grain.phase = GrainPhase::Sealed;
+        // A root that finished early or was aborted: the grain is cancelled. Queue entries go
+        // stale with the entity; an in-flight grain's report is discarded at commit.
+        ++loads[layout.nodes[node].call].cancelled;
+        ++stats.grainsCancelled;
+        setPhase(grain, node, GrainPhase::Sealed);
       }
     }
     items.release(domain, entity.items, itemsPerDomain[domain]);
@@ -651,6 +709,7 @@ void LineageEngine::State::finishRoot(uint32_t rootIndex) {
   result.sourceRow = root.sourceRow;
   collectRows(root, result);
   result.failures = std::move(root.failures);
+  orderFailuresByPath(result);
   bool anyFailed = false, anyWritten = false;
   for (const SinkRow &row : result.rows) {
     anyFailed |= row.status == RowStatus::Failed;
@@ -670,7 +729,8 @@ void LineageEngine::State::finishRoot(uint32_t rootIndex) {
 void LineageEngine::State::abortRun(const std::string &reason) {
   if (!abortReason)
     abortReason = reason;
-  admissionClosed = true;
+  // Admission stays open: the rows the source still has are failed as they are admitted, so
+  // that every row is accounted for.
   outstanding.clear();
   for (CallQueues &queue : queues) {
     queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
@@ -708,6 +768,8 @@ bool LineageEngine::canAdmit() const {
   const State &s = *state_;
   if (s.admissionClosed)
     return false;
+  if (s.abortReason)
+    return true;
   return s.options.gather == GatherMode::GlobalBarrier || s.liveRootCount < s.options.maxLiveRoots;
 }
 

@@ -67,6 +67,22 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
       break;
     }
   }
+  // What a root waits for before it can finish: the items its sinks read, and the expansions
+  // that may still add sink rows.
+  for (const plan::PlanSink &sink : plan.sinks) {
+    for (uint32_t d = sink.domain; d != kNoIndex && !layout.domains[d].sinksAtOrBelow;
+         d = layout.domains[d].parent)
+      layout.domains[d].sinksAtOrBelow = true;
+    for (uint32_t input : sink.inputs)
+      if (plan.nodes[input].domain != plan::kNone)
+        layout.nodes[input].sinkInput = true;
+  }
+  for (uint32_t n = 0; n < plan.nodes.size(); ++n)
+    if (layout.nodes[n].sinkInput)
+      ++layout.domains[plan.nodes[n].domain].pendingSinkInputs;
+  for (DomainLayout &domain : layout.domains)
+    for (uint32_t child : domain.children)
+      domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;
   return layout;
 }
 

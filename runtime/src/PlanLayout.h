@@ -29,6 +29,11 @@ struct DomainLayout {
   std::vector<uint32_t> reducesOver;
   /// Domains from the root down to this one, inclusive.
   std::vector<uint32_t> pathFromRoot;
+  /// Some sink writes rows of this domain or of a domain below it.
+  bool sinksAtOrBelow = false;
+  /// Nodes of this domain that a sink reads, and child domains with sinks at or below them:
+  /// what an entity of this domain adds to its root's count of pending sink inputs.
+  uint32_t pendingSinkInputs = 0;
 };
 
 struct NodeLayout {
@@ -39,6 +44,8 @@ struct NodeLayout {
   uint32_t call = kNoIndex;
   /// Invoke: for each of the Call's input labels, the position in this node's inputs.
   std::vector<uint32_t> inputOrder;
+  /// A sink reads this node's items (a root finishes once all such items are terminal).
+  bool sinkInput = false;
 };
 
 struct CallLayout {

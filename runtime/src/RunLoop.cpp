@@ -156,8 +156,10 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
   std::vector<std::vector<std::string>> inputLabels;
   for (uint32_t c = 0; c < plan.calls.size(); ++c) {
     inputLabels.push_back(engine.callInputLabels(c));
-    summary.calls.push_back(
-        CallSummary{plan.calls[c].name, 0, 0, 0, 0, 0, 0, plan.calls[c].options.batch, 0});
+    CallSummary call;
+    call.name = plan.calls[c].name;
+    call.batchLimit = plan.calls[c].options.batch;
+    summary.calls.push_back(std::move(call));
   }
   if (auto problem = executor.start(plan, inputLabels)) {
     summary.error = *problem;
@@ -222,7 +224,8 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
       nextProgress = SteadyClock::now() + options.progressInterval;
       options.onProgress(progress());
     }
-    if (engine.complete() && executor.inFlight() == 0)
+    // After an abort the batches still out are abandoned: their reports could change nothing.
+    if (engine.complete() && (executor.inFlight() == 0 || engine.abortReason()))
       break;
     if (executor.inFlight() == 0 && !engine.hasReadyWork()) {
       if (engine.canAdmit() && !admission.exhausted())
@@ -277,6 +280,7 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
     summary.calls[c].retries = engine.callLoad(c).retries;
     summary.calls[c].skipped = engine.callLoad(c).skipped;
     summary.calls[c].suppressedByBarrier = engine.callLoad(c).suppressedByBarrier;
+    summary.calls[c].cancelled = engine.callLoad(c).cancelled;
   }
   summary.executor = executor.describe();
   summary.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();

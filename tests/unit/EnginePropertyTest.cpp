@@ -190,6 +190,9 @@ private:
     default:
       break;
     }
+    if (node.kind == plan::NodeKind::Filter &&
+        itemFor(node.inputs[0], e).outcome == ItemOutcome::Dropped)
+      return {ItemOutcome::Dropped, {}};
     std::vector<Value> inputs;
     bool dropped = false;
     for (uint32_t input : node.inputs) {

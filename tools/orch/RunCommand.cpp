@@ -238,15 +238,17 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
           << llvm::format("%.2f", most->second) << " s on each of " << busyByReplica[c].size()
           << " replicas)";
     }
-    if (call.retries || call.skipped || call.suppressedByBarrier || stale[c])
+    if (call.retries || call.skipped || call.suppressedByBarrier || call.cancelled || stale[c])
       out << ", " << call.retries << " retries, " << stale[c] << " stale, " << call.skipped
-          << " skipped, " << call.suppressedByBarrier << " suppressed";
+          << " skipped, " << call.suppressedByBarrier << " suppressed, " << call.cancelled
+          << " cancelled";
     out << "\n";
   }
   const runtime::EngineStats &engine = summary.engine;
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
       << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier
-      << " suppressed by barriers, " << engine.batchRetries << " retries, "
+      << " suppressed by barriers, " << engine.grainsCancelled << " cancelled, "
+      << engine.batchRetries << " retries, "
       << engine.infrastructureFailures << " lost batches, " << engine.staleReports
       << " stale reports\n";
   if (!summary.executor.empty())

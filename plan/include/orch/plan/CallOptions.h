@@ -25,7 +25,7 @@ struct CallOptions {
   int64_t memoryBytes = 0;
   /// Retries of a failed batch before the recovery policy gives up.
   int64_t retries = 0;
-  RecoveryPolicy recovery = RecoveryPolicy::Retry;
+  RecoveryPolicy recovery = RecoveryPolicy::Isolate;
   /// A batch running longer is treated as an infrastructure failure; 0 means no timeout.
   int64_t timeoutNanoseconds = 0;
   /// Fail instead of falling back to the CPU implementation when no GPU is present.

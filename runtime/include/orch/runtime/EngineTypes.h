@@ -182,6 +182,9 @@ struct EngineStats {
   uint64_t grainsSkipped = 0;
   /// Ready or in-flight grains sealed by a GroupFailure barrier.
   uint64_t grainsSuppressedByBarrier = 0;
+  /// Grains sealed without a result because their root finished early (its rows were known)
+  /// or the run was aborted; in-flight ones have their reports discarded.
+  uint64_t grainsCancelled = 0;
   uint64_t batchesDispatched = 0;
   uint64_t batchesCommitted = 0;
   uint64_t staleReports = 0;
@@ -206,6 +209,8 @@ struct CallLoad {
   uint64_t retries = 0;
   uint64_t skipped = 0;
   uint64_t suppressedByBarrier = 0;
+  /// Grains cancelled because their root finished early or the run was aborted.
+  uint64_t cancelled = 0;
 };
 
 } // namespace orch::runtime

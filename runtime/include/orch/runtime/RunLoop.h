@@ -66,6 +66,8 @@ struct CallSummary {
   uint64_t retries = 0;
   uint64_t skipped = 0;
   uint64_t suppressedByBarrier = 0;
+  /// Grains cancelled because their source row finished early (or the run was aborted).
+  uint64_t cancelled = 0;
   int64_t batchLimit = 1;
   /// Seconds spent inside the operator, summed over replicas.
   double busySeconds = 0;
