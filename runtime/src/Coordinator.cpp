@@ -10,6 +10,10 @@
 #include "orch/plan/PlanCodec.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <unistd.h>
@@ -20,12 +24,25 @@ namespace {
 
 using Clock = SteadyClock;
 
-std::string freshIpcEndpoint() {
-  static int counter = 0;
-  return "ipc://" +
-         (std::filesystem::temp_directory_path() /
-          ("orch-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".sock"))
-             .string();
+/// A private directory for this run's ipc socket ($TMPDIR/orch-PID-XXXXXX), removed at the
+/// end. Directories left by runs that were killed (their PID is gone) are removed first.
+std::filesystem::path makeSocketDirectory() {
+  namespace fs = std::filesystem;
+  const fs::path temp = fs::temp_directory_path();
+  std::error_code error;
+  for (const fs::directory_entry &entry : fs::directory_iterator(temp, error)) {
+    const std::string name = entry.path().filename().string();
+    long pid = 0;
+    char rest[64] = {};
+    if (std::sscanf(name.c_str(), "orch-%ld-%63s", &pid, rest) != 2 || pid <= 0)
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      fs::remove_all(entry.path(), error);
+  }
+  std::string pattern = (temp / ("orch-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data()))
+    return {};
+  return pattern;
 }
 
 class Coordinator : public BatchExecutor {
@@ -33,6 +50,8 @@ public:
   explicit Coordinator(CoordinatorOptions options)
       : options_(std::move(options)), context_(1), router_(context_, zmq::socket_type::router) {
     router_.set(zmq::sockopt::linger, 0);
+    // A worker that restarts (same name) takes over its routing identity at once.
+    router_.set(zmq::sockopt::router_handover, 1);
   }
 
   ~Coordinator() override { stop(); }
@@ -42,8 +61,13 @@ public:
     plan_ = &plan;
     inputLabels_ = inputLabels;
     encodedPlan_ = plan::encodePlan(plan);
-    if (options_.endpoint.empty())
-      options_.endpoint = freshIpcEndpoint();
+    if (options_.endpoint.empty()) {
+      socketDirectory_ = makeSocketDirectory();
+      if (socketDirectory_.empty())
+        return std::string("cannot create a private directory for the workers' socket in ") +
+               std::filesystem::temp_directory_path().string();
+      options_.endpoint = "ipc://" + (socketDirectory_ / "coordinator.sock").string();
+    }
     try {
       router_.bind(options_.endpoint);
     } catch (const zmq::error_t &error) {
@@ -54,7 +78,7 @@ public:
     for (uint32_t c = 0; c < plan.calls.size(); ++c)
       for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
         replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-        replicas_.push_back(Replica{c, kNoIndex, 0});
+        replicas_.push_back(Replica{c, kNoIndex, 0, {}});
       }
     if (options_.localWorkers > 0) {
       processes_ = std::make_unique<LocalWorkerProcesses>(options_.workerProgram, endpoint_);
@@ -75,6 +99,16 @@ public:
   }
 
   void submit(Batch batch) override {
+    if (std::optional<std::string> problem = batchExceedsProtocolLimits(batch)) {
+      // No worker could read it: a batch error, as in-process (runOperatorBatch).
+      ExecutorEvent event;
+      event.call = batch.call;
+      event.report.batchId = batch.id;
+      event.report.batchError = std::move(problem);
+      pending_.push_back(std::move(event));
+      ++pendingEnds_;
+      return;
+    }
     uint32_t best = kNoIndex;
     for (uint32_t r : replicasOfCall_[batch.call])
       if (replicas_[r].worker != kNoIndex && replicas_[r].inFlight < options_.depth &&
@@ -82,11 +116,27 @@ public:
         best = r;
     Replica &replica = replicas_[best];
     ++replica.inFlight;
+    replica.queued.push_back(batch.id);
     outstanding_[batch.id] = Sent{best, replica.worker, batch.call};
+    const uint64_t id = batch.id;
     sendTo(replica.worker, BatchMessage{best, std::move(batch)});
+    if (replica.queued.size() == 1)
+      started(id);
   }
 
-  size_t inFlight() const override { return outstanding_.size(); }
+  void abandon(uint64_t batchId, const std::string &why) override {
+    auto sent = outstanding_.find(batchId);
+    if (sent == outstanding_.end())
+      return;
+    const uint32_t w = sent->second.worker;
+    outstanding_.erase(sent);
+    // The worker's process is killed (a local one) or told to restart (a remote one); the
+    // batches it held come back as lost, and its replicas move to the other workers.
+    lose(w, why, ErrorCode::Restart);
+  }
+
+  // A batch whose end (a result, a loss, a refusal) waits in pending_ is still in flight.
+  size_t inFlight() const override { return outstanding_.size() + pendingEnds_; }
 
   std::vector<ExecutorEvent> wait(Clock::time_point deadline) override {
     const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
@@ -109,6 +159,7 @@ public:
       if (!pending_.empty() || Clock::now() >= deadline) {
         std::vector<ExecutorEvent> events;
         events.swap(pending_);
+        pendingEnds_ = 0;
         return events;
       }
     }
@@ -124,10 +175,11 @@ public:
     if (processes_)
       processes_->stopAll(std::chrono::milliseconds(2000));
     router_.close();
-    if (endpoint_.rfind("ipc://", 0) == 0) {
-      std::error_code ignored;
+    std::error_code ignored;
+    if (!socketDirectory_.empty())
+      std::filesystem::remove_all(socketDirectory_, ignored);
+    else if (endpoint_.rfind("ipc://", 0) == 0)
       std::filesystem::remove(endpoint_.substr(6), ignored);
-    }
   }
 
   std::string describe() const override {
@@ -158,6 +210,9 @@ private:
     uint32_t call;
     uint32_t worker = kNoIndex;
     uint32_t inFlight = 0;
+    /// Batches sent to it, in order: a replica runs them one after the other, so the front one
+    /// is running and the next starts when the front one's result arrives.
+    std::deque<uint64_t> queued;
   };
   struct Sent {
     uint32_t replica;
@@ -206,6 +261,10 @@ private:
       ++malformed_;
       logProblem(malformed_, "malformed message refused: " + *problem);
       sendRaw(identity, ErrorMessage{"malformed message: " + *problem});
+      // A worker whose message cannot be read may have sent a result: rather than wait for it
+      // forever, its batches run elsewhere.
+      if (known != byIdentity_.end() && workers_[known->second].alive)
+        lose(known->second, "it sent a message that cannot be read (" + *problem + ")");
       return;
     }
     Message &message = std::get<Message>(decoded);
@@ -222,7 +281,8 @@ private:
                  std::string(messageTypeName(message)) + " from " +
                      (known == byIdentity_.end() ? "an unknown peer" : "a lost worker") +
                      " refused");
-      sendRaw(identity, ErrorMessage{why});
+      sendRaw(identity, ErrorMessage{why, known == byIdentity_.end() ? ErrorCode::Unspecified
+                                                                     : ErrorCode::DeclaredLost});
       return;
     }
     const uint32_t w = known->second;
@@ -313,9 +373,14 @@ private:
                                " was not sent to this worker"});
         return;
       }
-      --replicas_[sent->second.replica].inFlight;
+      Replica &replica = replicas_[sent->second.replica];
+      --replica.inFlight;
       event.call = sent->second.call;
       outstanding_.erase(sent);
+      const bool wasRunning = !replica.queued.empty() && replica.queued.front() == result.report.batchId;
+      std::erase(replica.queued, result.report.batchId);
+      if (wasRunning && !replica.queued.empty())
+        started(replica.queued.front());
     }
     // A report for a batch no longer outstanding still goes to the engine, which counts it as
     // stale.
@@ -324,18 +389,30 @@ private:
     event.seconds = result.seconds;
     event.place = workers_[w].name + "/replica " + std::to_string(result.replica);
     pending_.push_back(std::move(event));
+    ++pendingEnds_;
   }
 
-  void lose(uint32_t w, const std::string &why) {
+  void started(uint64_t batchId) {
+    ExecutorEvent event;
+    event.kind = ExecutorEvent::Kind::Started;
+    event.batchId = batchId;
+    event.startedAt = Clock::now();
+    pending_.push_back(std::move(event));
+  }
+
+  void lose(uint32_t w, const std::string &why, ErrorCode tell = ErrorCode::DeclaredLost) {
     Worker &worker = workers_[w];
     if (!worker.alive)
       return;
     worker.alive = false;
     ++lost_;
     log("worker " + worker.name + " lost: " + why);
+    // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
+    sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
     for (uint32_t r : worker.replicas) {
       replicas_[r].worker = kNoIndex;
       replicas_[r].inFlight = 0;
+      replicas_[r].queued.clear();
     }
     worker.replicas.clear();
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
@@ -349,6 +426,7 @@ private:
       event.batchId = it->first;
       event.reason = "worker " + worker.name + " lost: " + why;
       pending_.push_back(std::move(event));
+      ++pendingEnds_;
       it = outstanding_.erase(it);
     }
     if (processes_ && worker.pid > 0) {
@@ -419,7 +497,6 @@ private:
       for (uint32_t w = 0; w < workers_.size(); ++w)
         if (workers_[w].pid == pid)
           lose(w, "its process " + how);
-      localNames_.erase(pid);
       const unsigned slot = localSlots_[pid];
       localSlots_.erase(pid);
       // Keep the machine's worker count; give up on a worker program that cannot start.
@@ -439,10 +516,9 @@ private:
          devicesOfLocalWorker(options_.localGpuDevices, slot, options_.localWorkers))
       gpus += (gpus.empty() ? "" : ",") + std::to_string(device);
     const pid_t pid = processes_->start(name, gpus.empty() ? "none" : gpus);
-    if (pid > 0) {
-      localNames_[pid] = name;
+    if (pid > 0)
       localSlots_[pid] = slot;
-    } else
+    else
       log("cannot start a local worker: " + options_.workerProgram);
   }
 
@@ -459,8 +535,10 @@ private:
   std::vector<std::vector<uint32_t>> replicasOfCall_;
   std::unordered_map<uint64_t, Sent> outstanding_;
   std::vector<ExecutorEvent> pending_;
+  /// Finished and lost events waiting in pending_.
+  size_t pendingEnds_ = 0;
+  std::filesystem::path socketDirectory_;
   std::unique_ptr<LocalWorkerProcesses> processes_;
-  std::map<pid_t, std::string> localNames_;
   std::map<pid_t, unsigned> localSlots_;
   unsigned nextLocal_ = 0;
   uint64_t joined_ = 0, lost_ = 0, replaced_ = 0, malformed_ = 0, strangers_ = 0;

@@ -241,6 +241,8 @@ struct LineageEngine::State {
   void collectRows(const Root &root, RootResult &result) const;
   void releaseEntityTree(uint32_t entity);
   void abortRun(const std::string &reason);
+  /// Fails every unfinished root with one cause and forgets their work.
+  void failLiveRoots(FailureKind kind, const std::string &reason);
 
   // Dispatch and commit (EngineCommit.cpp).
   bool isLive(const QueuedGrain &queued) const;

@@ -77,6 +77,8 @@ const char *failureKindName(FailureKind kind) {
     return "source-error";
   case FailureKind::Aborted:
     return "aborted";
+  case FailureKind::Interrupted:
+    return "interrupted";
   }
   return "?";
 }

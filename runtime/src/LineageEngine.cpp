@@ -731,6 +731,10 @@ void LineageEngine::State::abortRun(const std::string &reason) {
     abortReason = reason;
   // Admission stays open: the rows the source still has are failed as they are admitted, so
   // that every row is accounted for.
+  failLiveRoots(FailureKind::Aborted, reason);
+}
+
+void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &reason) {
   outstanding.clear();
   for (CallQueues &queue : queues) {
     queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
@@ -745,7 +749,7 @@ void LineageEngine::State::abortRun(const std::string &reason) {
     Root &root = roots[r];
     if (!root.live)
       continue;
-    root.failures.push_back(Failure{FailureKind::Aborted, "", {}, reason});
+    root.failures.push_back(Failure{kind, "", {}, reason});
     RootResult result =
         failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures));
     releaseEntityTree(root.entity);
@@ -824,6 +828,12 @@ uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
   ++s.stats.rootsFinished;
   s.finished.push_back(std::move(result));
   return admission;
+}
+
+void LineageEngine::interrupt(const std::string &reason) {
+  State &s = *state_;
+  s.admissionClosed = true;
+  s.failLiveRoots(FailureKind::Interrupted, reason);
 }
 
 void LineageEngine::closeAdmission() {

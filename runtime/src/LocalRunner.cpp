@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 namespace orch::runtime {
 namespace {
@@ -29,6 +30,11 @@ struct Finished {
   double seconds = 0;
 };
 
+struct Started {
+  uint64_t batchId = 0;
+  Clock::time_point at;
+};
+
 /// Operator instances ("replicas") of each Call; each is used by one batch at a time and
 /// created on first use by the worker thread that runs it.
 struct Replicas {
@@ -36,86 +42,142 @@ struct Replicas {
   /// Per instance: its configuration when it differs (a GPU replica's device).
   std::vector<OperatorConfig> instanceConfigs;
   const OperatorFactory *factory = nullptr;
+  /// An instance is held by the thread running a batch on it, and back here between batches.
   std::vector<std::unique_ptr<Operator>> instances;
   std::vector<uint32_t> idle;
 };
 
+/// What the pool's threads share. A thread abandoned in a batch that ran past its timeout
+/// keeps this alive until its operator returns (if ever); it then discards its result.
+struct PoolState {
+  std::mutex mutex;
+  std::condition_variable jobReady, eventReady;
+  std::deque<Job> jobs;
+  std::vector<Finished> finished;
+  std::vector<Started> started;
+  struct Running {
+    uint32_t thread = 0;
+    bool abandoned = false;
+  };
+  std::unordered_map<uint64_t, Running> running;
+  bool stopping = false;
+  std::vector<Replicas> replicas;
+};
+
 class WorkerPool {
 public:
-  WorkerPool(unsigned threads, std::vector<Replicas> &replicas) : replicas_(replicas) {
-    for (unsigned t = 0; t < threads; ++t)
-      threads_.emplace_back([this] { work(); });
+  WorkerPool(unsigned threads, std::shared_ptr<PoolState> state) : state_(std::move(state)) {
+    for (uint32_t t = 0; t < threads; ++t)
+      threads_.emplace_back(work, state_, t);
   }
 
   ~WorkerPool() {
+    std::vector<uint32_t> busy;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->stopping = true;
+      // Batches still running are abandoned: a stopped run does not wait for its operators.
+      for (auto &[id, running] : state_->running) {
+        // An abandoned thread's slot already holds its replacement.
+        if (running.abandoned)
+          continue;
+        running.abandoned = true;
+        busy.push_back(running.thread);
+      }
     }
-    jobReady_.notify_all();
+    state_->jobReady.notify_all();
+    for (uint32_t t : busy)
+      threads_[t].detach();
     for (std::thread &thread : threads_)
-      thread.join();
+      if (thread.joinable())
+        thread.join();
   }
 
   void submit(Job job) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back(std::move(job));
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->jobs.push_back(std::move(job));
     }
-    jobReady_.notify_one();
+    state_->jobReady.notify_one();
   }
 
-  /// Waits until a batch finished or `deadline` passed; returns everything finished.
-  std::vector<Finished> wait(Clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    finishedReady_.wait_until(lock, deadline, [this] { return !finished_.empty(); });
-    std::vector<Finished> done(std::make_move_iterator(finished_.begin()),
-                               std::make_move_iterator(finished_.end()));
-    finished_.clear();
-    return done;
+  /// Waits until a batch started or finished, or `deadline` passed.
+  void wait(Clock::time_point deadline, std::vector<Started> &started,
+            std::vector<Finished> &finished) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->eventReady.wait_until(lock, deadline, [this] {
+      return !state_->finished.empty() || !state_->started.empty();
+    });
+    started.swap(state_->started);
+    finished.swap(state_->finished);
   }
+
+  /// Leaves the thread running `batchId` to its operator and starts another in its place.
+  /// False if the batch is not running (it finished meanwhile: its report is on its way).
+  bool abandon(uint64_t batchId) {
+    uint32_t thread;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      auto found = state_->running.find(batchId);
+      if (found == state_->running.end())
+        return false;
+      found->second.abandoned = true;
+      thread = found->second.thread;
+    }
+    threads_[thread].detach();
+    threads_[thread] = std::thread(work, state_, thread);
+    ++abandoned_;
+    return true;
+  }
+
+  uint64_t abandoned() const { return abandoned_; }
 
 private:
-  void work() {
+  static void work(std::shared_ptr<PoolState> state, uint32_t self) {
     for (;;) {
       Job job;
+      std::unique_ptr<Operator> instance;
+      Replicas *replicas;
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        jobReady_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-        if (stopping_)
+        std::unique_lock<std::mutex> lock(state->mutex);
+        state->jobReady.wait(lock, [&] { return state->stopping || !state->jobs.empty(); });
+        if (state->stopping)
           return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
+        job = std::move(state->jobs.front());
+        state->jobs.pop_front();
+        state->running[job.batch.id] = PoolState::Running{self, false};
+        state->started.push_back(Started{job.batch.id, Clock::now()});
+        replicas = &state->replicas[job.batch.call];
+        instance = std::move(replicas->instances[job.instance]);
       }
-      Finished finished = run(job);
+      state->eventReady.notify_one();
+      const Clock::time_point start = Clock::now();
+      Finished finished;
+      finished.call = job.batch.call;
+      finished.instance = job.instance;
+      finished.report = runOperatorBatch(instance, *replicas->factory,
+                                         replicas->instanceConfigs.empty()
+                                             ? replicas->config
+                                             : replicas->instanceConfigs[job.instance],
+                                         job.batch);
+      finished.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        finished_.push_back(std::move(finished));
+        std::lock_guard<std::mutex> lock(state->mutex);
+        auto running = state->running.find(job.batch.id);
+        const bool abandoned = running->second.abandoned;
+        state->running.erase(running);
+        if (abandoned)
+          return;
+        replicas->instances[job.instance] = std::move(instance);
+        state->finished.push_back(std::move(finished));
       }
-      finishedReady_.notify_one();
+      state->eventReady.notify_one();
     }
   }
 
-  Finished run(const Job &job) {
-    const Clock::time_point start = Clock::now();
-    Replicas &call = replicas_[job.batch.call];
-    Finished finished;
-    finished.call = job.batch.call;
-    finished.instance = job.instance;
-    finished.report = runOperatorBatch(
-        call.instances[job.instance], *call.factory,
-        call.instanceConfigs.empty() ? call.config : call.instanceConfigs[job.instance], job.batch);
-    finished.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return finished;
-  }
-
-  std::vector<Replicas> &replicas_;
-  std::mutex mutex_;
-  std::condition_variable jobReady_, finishedReady_;
-  std::deque<Job> jobs_;
-  std::deque<Finished> finished_;
-  bool stopping_ = false;
+  std::shared_ptr<PoolState> state_;
   std::vector<std::thread> threads_;
+  uint64_t abandoned_ = 0;
 };
 
 /// Hands batches to the pool while the Call has an idle replica.
@@ -123,10 +185,14 @@ class ThreadExecutor : public BatchExecutor {
 public:
   ThreadExecutor(const OperatorRegistry &registry, unsigned threads,
                  std::vector<int64_t> gpuDevices)
-      : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)) {}
+      : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
+        state_(std::make_shared<PoolState>()) {}
+
+  ~ThreadExecutor() override { stop(); }
 
   std::optional<std::string>
   start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
+    std::vector<Replicas> &replicas = state_->replicas;
     for (uint32_t c = 0; c < plan.calls.size(); ++c) {
       const plan::PlanCall &call = plan.calls[c];
       const OperatorFactory *factory = registry_.transform(call.op);
@@ -147,56 +213,89 @@ public:
                                                  gpuDevices_, call.options.gpus, gpuReplicas_++)));
       for (uint32_t i = count; i-- > 0;)
         pool.idle.push_back(i);
-      replicas_.push_back(std::move(pool));
+      replicas.push_back(std::move(pool));
     }
-    pool_ = std::make_unique<WorkerPool>(threads_, replicas_);
+    pool_ = std::make_unique<WorkerPool>(threads_, state_);
     return std::nullopt;
   }
 
+  // `idle` lists are only touched on the run loop's thread.
   bool canRun(uint32_t call) const override {
-    return busy_ < threads_ && !replicas_[call].idle.empty();
+    return busy_.size() < threads_ && !state_->replicas[call].idle.empty();
   }
 
   void submit(Batch batch) override {
-    Replicas &replicas = replicas_[batch.call];
+    Replicas &replicas = state_->replicas[batch.call];
     const uint32_t instance = replicas.idle.back();
     replicas.idle.pop_back();
-    ++busy_;
+    busy_[batch.id] = {batch.call, instance};
     pool_->submit(Job{std::move(batch), instance});
   }
 
-  size_t inFlight() const override { return busy_; }
+  size_t inFlight() const override { return busy_.size(); }
 
   std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) override {
+    std::vector<Started> started;
+    std::vector<Finished> finished;
+    pool_->wait(deadline, started, finished);
     std::vector<ExecutorEvent> events;
-    for (Finished &finished : pool_->wait(deadline)) {
-      replicas_[finished.call].idle.push_back(finished.instance);
-      --busy_;
+    for (const Started &start : started) {
       ExecutorEvent event;
-      event.call = finished.call;
-      event.report = std::move(finished.report);
-      event.seconds = finished.seconds;
-      event.place =
-          replicas_[finished.call].config.name() + "/replica " + std::to_string(finished.instance);
+      event.kind = ExecutorEvent::Kind::Started;
+      event.batchId = start.batchId;
+      event.startedAt = start.at;
+      events.push_back(std::move(event));
+    }
+    for (Finished &done : finished) {
+      release(done.report.batchId);
+      ExecutorEvent event;
+      event.call = done.call;
+      event.report = std::move(done.report);
+      event.seconds = done.seconds;
+      event.place = state_->replicas[done.call].config.name() + "/replica " +
+                    std::to_string(done.instance);
       events.push_back(std::move(event));
     }
     return events;
   }
 
+  void abandon(uint64_t batchId, const std::string &) override {
+    // A batch that finished meanwhile reports as usual (the engine finds it stale).
+    if (pool_->abandon(batchId))
+      release(batchId);
+  }
+
   void stop() override { pool_.reset(); }
 
   std::string describe() const override {
-    return std::to_string(threads_) + " worker threads in this process";
+    std::string text = std::to_string(threads_) + " worker threads in this process";
+    if (abandonedForTimeouts_)
+      text += ", " + std::to_string(abandonedForTimeouts_) +
+              " abandoned in timed-out batches (replaced)";
+    return text;
   }
 
 private:
+  /// The batch's replica is free again (a fresh instance is made if its thread was abandoned).
+  void release(uint64_t batchId) {
+    auto found = busy_.find(batchId);
+    if (found == busy_.end())
+      return;
+    state_->replicas[found->second.first].idle.push_back(found->second.second);
+    busy_.erase(found);
+    if (pool_)
+      abandonedForTimeouts_ = pool_->abandoned();
+  }
+
   const OperatorRegistry &registry_;
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   uint32_t gpuReplicas_ = 0;
-  unsigned busy_ = 0;
-  std::vector<Replicas> replicas_;
+  std::shared_ptr<PoolState> state_;
+  /// Batches handed to the pool: their Call and replica instance.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> busy_;
   std::unique_ptr<WorkerPool> pool_;
+  uint64_t abandonedForTimeouts_ = 0;
 };
 
 } // namespace

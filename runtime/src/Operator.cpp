@@ -1,5 +1,6 @@
 // Operator configuration access and the registry of implementations.
 #include "orch/runtime/Operator.h"
+#include "orch/runtime/Protocol.h"
 
 #include <algorithm>
 
@@ -109,6 +110,10 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
                              const OperatorConfig &config, const Batch &batch) {
   BatchReport report;
   report.batchId = batch.id;
+  // Values that could not travel between processes fail the same way in every executor; the
+  // Call's recovery narrows the batch error down to the rows that carry them.
+  if ((report.batchError = batchExceedsProtocolLimits(batch)))
+    return report;
   std::vector<OperatorRow> rows;
   rows.reserve(batch.grains.size());
   for (size_t i = 0; i < batch.grains.size(); ++i)
@@ -133,6 +138,10 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
     report.grains.push_back(GrainReport{grain.grain, grain.generation, results[i].kind,
                                         std::move(results[i].value),
                                         std::move(results[i].message)});
+  }
+  if (std::optional<std::string> problem = reportExceedsProtocolLimits(report)) {
+    report.grains.clear();
+    report.batchError = std::move(problem);
   }
   return report;
 }

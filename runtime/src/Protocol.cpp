@@ -10,6 +10,19 @@
 namespace orch::runtime {
 namespace {
 
+const char *errorCodeName(ErrorCode code) {
+  switch (code) {
+  case ErrorCode::DeclaredLost:
+    return "declared-lost";
+  case ErrorCode::Restart:
+    return "restart";
+  case ErrorCode::Unspecified:
+    break;
+  }
+  return "";
+}
+
+
 using Packer = msgpack::packer<msgpack::sbuffer>;
 using plan::MapReader;
 using plan::MessagePackError;
@@ -180,8 +193,9 @@ public:
     field("reason", bye.reason);
   }
   void operator()(const ErrorMessage &error) {
-    begin("error", 1);
+    begin("error", 2);
     field("message", error.message);
+    field("code", std::string(errorCodeName(error.code)));
   }
 
 private:
@@ -300,12 +314,83 @@ Message readMessage(const Object &root) {
     return HeartbeatMessage{};
   if (type == "bye")
     return ByeMessage{map.string("reason")};
-  if (type == "error")
-    return ErrorMessage{map.string("message")};
+  if (type == "error") {
+    ErrorMessage error{map.string("message")};
+    if (map.optional("code")) {
+      const std::string code = map.string("code");
+      error.code = code == errorCodeName(ErrorCode::DeclaredLost) ? ErrorCode::DeclaredLost
+                   : code == errorCodeName(ErrorCode::Restart)    ? ErrorCode::Restart
+                                                                  : ErrorCode::Unspecified;
+    }
+    return error;
+  }
   throw MessagePackError("unknown message type '" + type.substr(0, 40) + "'");
 }
 
 } // namespace
+
+std::optional<std::string> exceedsProtocolLimits(const Value &root) {
+  using L = ProtocolLimits;
+  std::vector<std::pair<const Value *, uint32_t>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    auto [value, depth] = pending.back();
+    pending.pop_back();
+    if (depth > L::kValueDepth)
+      return "a value nested deeper than " + std::to_string(L::kValueDepth) + " levels";
+    switch (value->kind()) {
+    case Value::Kind::String:
+      if (value->asString().size() > L::kStringBytes)
+        return "a string of " + std::to_string(value->asString().size()) + " bytes (at most " +
+               std::to_string(L::kStringBytes) + ")";
+      break;
+    case Value::Kind::Bytes:
+      if (value->asBytes().size() > L::kBinaryBytes)
+        return "a byte string of " + std::to_string(value->asBytes().size()) +
+               " bytes (at most " + std::to_string(L::kBinaryBytes) + ")";
+      break;
+    case Value::Kind::List:
+      if (value->asList().size() > L::kArrayElements)
+        return "a list of " + std::to_string(value->asList().size()) + " elements (at most " +
+               std::to_string(L::kArrayElements) + ")";
+      for (const Value &element : value->asList())
+        pending.emplace_back(&element, depth + 1);
+      break;
+    case Value::Kind::Record:
+      if (value->asRecord().size() > L::kMapEntries)
+        return "a record of " + std::to_string(value->asRecord().size()) + " fields (at most " +
+               std::to_string(L::kMapEntries) + ")";
+      for (const auto &[name, field] : value->asRecord())
+        pending.emplace_back(&field, depth + 1);
+      break;
+    default:
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::string tooLarge(const std::string &what, const std::string &problem) {
+  return what + " is too large for a message between processes: " + problem +
+         " (see the limits in docs/protocol.md)";
+}
+
+} // namespace
+
+std::optional<std::string> batchExceedsProtocolLimits(const Batch &batch) {
+  for (const Value &input : batch.inputs)
+    if (std::optional<std::string> problem = exceedsProtocolLimits(input))
+      return tooLarge("an input", *problem);
+  return std::nullopt;
+}
+
+std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report) {
+  for (const GrainReport &grain : report.grains)
+    if (std::optional<std::string> problem = exceedsProtocolLimits(grain.value))
+      return tooLarge("a result", *problem);
+  return std::nullopt;
+}
 
 const char *messageTypeName(const Message &message) {
   static const char *names[] = {"hello",  "welcome",   "init", "batch",
@@ -323,7 +408,9 @@ std::string encodeMessage(const Message &message) {
 std::variant<Message, std::string> decodeMessage(std::string_view bytes) {
   try {
     // Bounded: a hostile message cannot make the reader allocate without limit.
-    const msgpack::unpack_limit limits(1 << 20, 1 << 16, 64 << 20, 256 << 20, 1 << 20, 64);
+    using L = ProtocolLimits;
+    const msgpack::unpack_limit limits(L::kArrayElements, L::kMapEntries, L::kStringBytes,
+                                       L::kBinaryBytes, 1 << 20, L::kDepth);
     std::size_t offset = 0;
     msgpack::object_handle handle =
         msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limits);

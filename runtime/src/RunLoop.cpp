@@ -2,7 +2,7 @@
 #include "orch/runtime/RunLoop.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 namespace orch::runtime {
 namespace {
@@ -117,6 +117,57 @@ private:
   RunSummary &summary_;
 };
 
+/// Timeouts of outstanding batches of Calls with a `timeout`: each counts from the moment its
+/// batch started to run (the executor says when), not from dispatch.
+class CallDeadlines {
+public:
+  explicit CallDeadlines(const plan::Plan &plan) : plan_(plan) {}
+
+  void dispatched(const Batch &batch) {
+    if (plan_.calls[batch.call].options.timeoutNanoseconds > 0)
+      batches_[batch.id] = Entry{batch.call, false, {}};
+  }
+  void started(uint64_t batchId, SteadyClock::time_point at) {
+    auto found = batches_.find(batchId);
+    if (found == batches_.end() || found->second.running)
+      return;
+    found->second.running = true;
+    found->second.deadline =
+        at + std::chrono::nanoseconds(plan_.calls[found->second.call].options.timeoutNanoseconds);
+  }
+  void ended(uint64_t batchId) { batches_.erase(batchId); }
+
+  SteadyClock::time_point nearest(SteadyClock::time_point latest) const {
+    for (const auto &[id, entry] : batches_)
+      if (entry.running)
+        latest = std::min(latest, entry.deadline);
+    return latest;
+  }
+
+  /// Removes and returns the running batches past their deadline, with their Calls.
+  std::vector<std::pair<uint64_t, uint32_t>> expired(SteadyClock::time_point now) {
+    std::vector<std::pair<uint64_t, uint32_t>> late;
+    for (auto it = batches_.begin(); it != batches_.end();) {
+      if (it->second.running && it->second.deadline <= now) {
+        late.emplace_back(it->first, it->second.call);
+        it = batches_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return late;
+  }
+
+private:
+  struct Entry {
+    uint32_t call;
+    bool running;
+    SteadyClock::time_point deadline;
+  };
+  const plan::Plan &plan_;
+  std::unordered_map<uint64_t, Entry> batches_;
+};
+
 } // namespace
 
 RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
@@ -191,13 +242,15 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
     return now;
   };
   Outputs outputs(plan, std::move(sinks), options, summary);
-  // Deadlines of outstanding batches of Calls with a timeout.
-  std::map<uint64_t, std::pair<SteadyClock::time_point, uint32_t>> deadlines;
+  CallDeadlines deadlines(plan);
   SteadyClock::time_point nextProgress = start;
   for (;;) {
     if (options.stopRequested && options.stopRequested->load()) {
+      // Nothing more is admitted or dispatched; batches still running are abandoned by the
+      // executor's stop; the unfinished rows are failed as "interrupted".
       summary.error =
           "interrupted: " + std::to_string(engine.liveRoots()) + " source rows were unfinished";
+      engine.interrupt("the run was interrupted");
       break;
     }
     admission.admit(engine, admitted);
@@ -205,9 +258,7 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
     while (std::optional<Batch> batch =
                engine.reserveBatch([&](uint32_t call) { return executor.canRun(call); })) {
       const uint32_t call = batch->call;
-      const int64_t timeout = plan.calls[call].options.timeoutNanoseconds;
-      if (timeout > 0)
-        deadlines[batch->id] = {SteadyClock::now() + std::chrono::nanoseconds(timeout), call};
+      deadlines.dispatched(*batch);
       if (options.recorder)
         options.recorder->batchDispatched(*batch, elapsed());
       summary.calls[call].batches += 1;
@@ -234,18 +285,21 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
           "the run stopped with unfinished rows and nothing to run");
       break;
     }
-    SteadyClock::time_point wake = SteadyClock::now() + std::chrono::milliseconds(200);
-    for (const auto &[id, deadline] : deadlines)
-      wake = std::min(wake, deadline.first);
+    const SteadyClock::time_point wake =
+        deadlines.nearest(SteadyClock::now() + std::chrono::milliseconds(200));
     for (ExecutorEvent &event : executor.wait(wake)) {
+      if (event.kind == ExecutorEvent::Kind::Started) {
+        deadlines.started(event.batchId, event.startedAt);
+        continue;
+      }
       if (event.kind == ExecutorEvent::Kind::Lost) {
-        deadlines.erase(event.batchId);
+        deadlines.ended(event.batchId);
         engine.failBatch(event.batchId, event.reason);
         if (options.recorder)
           options.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
         continue;
       }
-      deadlines.erase(event.report.batchId);
+      deadlines.ended(event.report.batchId);
       if (event.call < summary.calls.size())
         summary.calls[event.call].busySeconds += event.seconds;
       const CommitResult committed = engine.commit(event.report);
@@ -253,19 +307,15 @@ RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
         options.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds, event.place,
                                         commitStatusName(committed.status));
     }
-    const SteadyClock::time_point now = SteadyClock::now();
-    for (auto it = deadlines.begin(); it != deadlines.end();) {
-      if (it->second.first > now) {
-        ++it;
-        continue;
-      }
-      // The worker stays busy until the operator returns; its late report is then stale.
-      const plan::PlanCall &call = plan.calls[it->second.second];
-      engine.failBatch(it->first, "timed out after " + plan::formatStaticValue(plan::Duration{
-                                                           call.options.timeoutNanoseconds}));
+    for (const auto &[batchId, call] : deadlines.expired(SteadyClock::now())) {
+      const std::string why =
+          "call '" + plan.calls[call].name + "' timed out after " +
+          plan::formatStaticValue(plan::Duration{plan.calls[call].options.timeoutNanoseconds});
+      // The replica running it is stopped and replaced; the batch runs again elsewhere.
+      executor.abandon(batchId, why);
+      engine.failBatch(batchId, why);
       if (options.recorder)
-        options.recorder->batchFinished(it->first, elapsed(), 0, "", "timed-out");
-      it = deadlines.erase(it);
+        options.recorder->batchFinished(batchId, elapsed(), 0, "", "timed-out");
     }
   }
   executor.stop();

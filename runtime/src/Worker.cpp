@@ -25,6 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char *kResultsEndpoint = "inproc://orch-worker-results";
 
+/// Unwinds a session whose coordinator asked for a restart.
+struct RestartRequested {};
+
 /// One Call replica: an operator instance kept for every batch, run on its own thread.
 class HostedReplica {
 public:
@@ -238,8 +241,13 @@ private:
       return 0;
     } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
       log("the coordinator reported: " + error->message);
-      if (error->message.find("declared lost") != std::string::npos)
-        return 1;
+      if (error->code == ErrorCode::Restart) {
+        if (options_.restart)
+          options_.restart(error->message);
+        throw RestartRequested{};
+      }
+      if (error->code == ErrorCode::DeclaredLost)
+        return kWorkerLost;
     }
     return std::nullopt;
   }
@@ -300,8 +308,15 @@ private:
 
 int runWorker(const WorkerOptions &options, const OperatorRegistry &registry) {
   try {
-    WorkerSession session(options, registry);
-    return session.run();
+    auto session = std::make_unique<WorkerSession>(options, registry);
+    try {
+      return session->run();
+    } catch (const RestartRequested &) {
+      // A replica may never return from its operator: the session, which would wait for it,
+      // is left behind on purpose; the caller restarts the process.
+      (void)session.release();
+      return kWorkerMustRestart;
+    }
   } catch (const std::exception &error) {
     if (options.log)
       options.log(std::string("worker error: ") + error.what());

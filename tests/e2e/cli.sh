@@ -27,8 +27,23 @@ check "an unknown flag is a usage error" \
 
 check "orch worker --help describes --connect" grep -q -- "--connect" <("$ORCH_BIN/orch" worker --help)
 check "the Slurm template is valid bash" bash -n "$ORCH_SOURCE_DIR/deploy/slurm/orch.sbatch"
-check "orch worker without a coordinator gives up with status 1" \
-  test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1)" = 1
+check "orch worker --once without a coordinator gives up with status 1" \
+  test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1 --once)" = 1
+# Without --once a worker keeps trying, backing off, until it is stopped.
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1 >"$workdir/retry.log" 2>&1 &
+retrying=$!
+sleep 3
+kill -TERM "$retrying"
+status=0; wait "$retrying" || status=$?
+check "orch worker without a coordinator connects again until stopped, then exits 0" \
+  test "$status" = 0
+check "orch worker says when it connects again" grep -q "connecting again in 200 ms" "$workdir/retry.log"
+for flag in --max-live-roots --threads --depth --liveness --heartbeat-ms; do
+  check "orch run $flag 0 is refused at the command line" \
+    grep -q -- "error: $flag must be at least 1" <("$ORCH_BIN/orch" run "$workdir/ok.orch" "$flag" 0 2>&1)
+done
+check "orch run --max-live-roots 0 exits 1" \
+  test "$(exit_code "$ORCH_BIN/orch" run "$workdir/ok.orch" --max-live-roots 0)" = 1
 check "docs/operators.md is what orch operators prints" \
   diff <("$ORCH_BIN/orch" operators) "$ORCH_SOURCE_DIR/docs/operators.md"
 

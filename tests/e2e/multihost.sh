@@ -61,9 +61,19 @@ wait "$run" || status=$?
 check "the coordinator in its own namespace completes the run" test "$status" = 0
 check "both workers joined over TCP" grep -q "2 worker(s) joined at tcp://0.0.0.0:7700" head.log
 check "the rows are the in-process rows" test "$(sort out/docs.jsonl)" = "$expected"
+# Workers outlive a run: the same two serve the next coordinator on the endpoint.
+rm -rf out
+ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:7700 >head2.log 2>&1 &
+run=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "the workers serve a second run" test "$status" = 0
+check "both workers joined the second run" grep -q "2 worker(s) joined at tcp://0.0.0.0:7700" head2.log
+check "the second run's rows are the in-process rows" test "$(sort out/docs.jsonl)" = "$expected"
+kill -TERM "$first" "$second"
 status=0; wait "$first" || status=$?
-check "worker 1 exits when the run is over" test "$status" = 0
+check "worker 1 stops with status 0 on SIGTERM" test "$status" = 0
 status=0; wait "$second" || status=$?
-check "worker 2 exits when the run is over" test "$status" = 0
-[ "$failures" -eq 0 ] || cat head.log w1.log w2.log
+check "worker 2 stops with status 0 on SIGTERM" test "$status" = 0
+[ "$failures" -eq 0 ] || cat head.log head2.log w1.log w2.log
 finish_checks

@@ -117,6 +117,62 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(checked
   }
 }
 
+TEST_F(DistributedRuntimeTest, ABatchWaitingBehindAnotherOnItsReplicaIsNotTimedOut) {
+  // One replica, two batches sent ahead of it: each runs 200 ms, the timeout is 300 ms. Counted
+  // from dispatch, the second batch of every pair timed out while it waited.
+  writeRows({{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}});
+  plan::Plan plan = compile(R"(pipeline queued;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+slow = test.sleep(rows.id, ms: 200) { batch: 1, timeout: 300ms };
+sink jsonl(path: "$DIR/out.jsonl", record: { id: slow });
+)");
+  RunSummary summary;
+  std::vector<std::string> rows = runWithWorkerProcesses(plan, 1, &summary);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const std::string &row : rows)
+    EXPECT_NE(row.find(" written"), std::string::npos) << row;
+  EXPECT_EQ(summary.engine.infrastructureFailures, 0u);
+  EXPECT_EQ(summary.written, 6u);
+}
+
+TEST_F(DistributedRuntimeTest, AHungBatchIsStoppedWithItsWorkerAndTheRunEnds) {
+  // The batches of rows 1 and 2 never return by themselves (ten minutes); their worker is
+  // killed at each timeout and replaced, and each batch re-run within the infrastructure
+  // budget; row 0 is dropped without waiting for them.
+  writeRows({{0, 0}, {1, 0}, {2, 0}});
+  plan::Plan plan = compile(R"(pipeline hung;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+hangs = math.gt(list.len(test.split(rows, field: "id")), 0);
+hung = test.sleep(filter(rows, hangs), ms: 600000) { timeout: 300ms };
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
+)");
+  RunSummary summary;
+  std::vector<std::string> rows = runWithWorkerProcesses(plan, 2, &summary);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_NE(rows[0].find("0 dropped"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("1 failed"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[2].find("2 failed"), std::string::npos) << rows[2];
+  EXPECT_EQ(summary.engine.infrastructureFailures, 8u) << "two hung rows, four runs each";
+  EXPECT_NE(summary.executor.find("replaced"), std::string::npos) << summary.executor;
+}
+
+TEST_F(DistributedRuntimeTest, AValueTooLargeForAMessageFailsOnlyItsRowUnderEveryExecutor) {
+  // Two million children is a list beyond the protocol's array limit: before, the worker
+  // refused the batch it could not read and the run never ended.
+  writeRows({{0, 3}, {1, 2000000}, {2, 1}});
+  plan::Plan plan = compile(R"(pipeline huge;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+counts = test.split(rows, field: "n");
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, n: list.len(counts) });
+)");
+  std::vector<std::string> inProcess = runInProcess(plan);
+  ASSERT_EQ(inProcess.size(), 3u);
+  EXPECT_NE(inProcess[0].find("0 written"), std::string::npos) << inProcess[0];
+  EXPECT_NE(inProcess[1].find("1 failed"), std::string::npos) << inProcess[1];
+  EXPECT_NE(inProcess[2].find("2 written"), std::string::npos) << inProcess[2];
+  EXPECT_EQ(runWithWorkerProcesses(plan, 2), inProcess);
+}
+
 /// Random bytes, mutated valid messages, valid messages out of place and extra frames.
 class MessageFuzzer {
 public:

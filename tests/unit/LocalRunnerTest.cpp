@@ -94,6 +94,28 @@ sink jsonl(path: "$DIR/out.jsonl", record: { row: slow });
   EXPECT_EQ(summary.engine.infrastructureFailures, 4u) << "the first run and three re-runs";
 }
 
+TEST_F(LocalRunnerTest, AHungBatchIsAbandonedAndTheRunEnds) {
+  // A thread cannot be killed: it is left to its ten-minute sleep, a new thread takes its
+  // place, and after the infrastructure budget the row fails; the run does not wait for it.
+  writeFile("in.jsonl", "{\"id\": 0}\n{\"id\": 1}\n");
+  plan::Plan plan = compile(R"(
+pipeline hung;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+hangs = math.gt(list.len(test.split(rows, field: "id")), 0);
+hung = test.sleep(filter(rows, hangs), ms: 600000) { timeout: 50ms };
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
+)");
+  RunSummary summary = run(plan, 1);
+  EXPECT_FALSE(summary.error);
+  ASSERT_EQ(finished_.size(), 2u);
+  EXPECT_EQ(summary.written, 0u);
+  EXPECT_EQ(summary.dropped, 1u) << "row 0 is filtered out and never waits for the hung thread";
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_EQ(summary.engine.infrastructureFailures, 4u);
+  EXPECT_NE(summary.executor.find("4 abandoned in timed-out batches"), std::string::npos)
+      << summary.executor;
+}
+
 TEST_F(LocalRunnerTest, MissingImplementationsStopTheRunBeforeItStarts) {
   plan::Plan plan = compile(R"(
 pipeline unimplemented;

@@ -27,7 +27,11 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
@@ -38,9 +42,14 @@ namespace {
 
 std::atomic<bool> stopRequested{false};
 
-void requestStop(int) { stopRequested.store(true); }
+/// The first signal stops the run (or worker) cleanly; a second one exits at once.
+void requestStop(int) {
+  if (stopRequested.exchange(true))
+    ::_exit(kRunInterrupted);
+}
 
-/// SIGINT and SIGTERM stop the run (or worker) cleanly: workers are stopped, nothing orphaned.
+/// SIGINT and SIGTERM stop the run (or worker) cleanly: workers are stopped, nothing orphaned;
+/// a second one exits at once.
 void installStopHandlers() {
   struct sigaction action = {};
   action.sa_handler = requestStop;
@@ -56,6 +65,22 @@ std::string thisProgram() {
 }
 
 void logLine(const std::string &line) { llvm::errs() << "orch: " << line << "\n"; }
+
+/// Executes this program again with the same arguments (a worker whose replica may be stuck in
+/// an operator cannot be cleaned up in place). Returns only if that fails.
+void restartThisProcess() {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> arguments;
+  for (std::string argument; std::getline(cmdline, argument, '\0');)
+    arguments.push_back(argument);
+  std::vector<char *> argv;
+  for (std::string &argument : arguments)
+    argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  llvm::errs().flush();
+  ::execv("/proc/self/exe", argv.data());
+  logLine(std::string("cannot restart: ") + std::strerror(errno));
+}
 
 runtime::OperatorRegistry standardRegistry() {
   runtime::OperatorRegistry registry;
@@ -299,6 +324,15 @@ int runPipeline(const RunCommandOptions &options) {
   }
   runtime::RunRecorder recorder;
   runOptions.recorder = &recorder;
+  if (options.inProcess)
+    for (const plan::PlanCall &call : plan->calls)
+      if (call.options.timeoutNanoseconds > 0) {
+        llvm::errs() << "orch: note: call '" << call.name
+                     << "' has a timeout, and --in-process cannot stop a batch that runs past "
+                        "it: its thread is abandoned (the result discarded) and replaced; "
+                        "worker processes (the default) are killed and replaced instead\n";
+        break;
+      }
   installStopHandlers();
   // Tesseract's OpenMP threads fight over the cores otherwise (workers set it too).
   ::setenv("OMP_THREAD_LIMIT", "1", 0);
@@ -343,7 +377,34 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.verbose = !options.quiet;
   worker.connectTimeoutMs = options.connectTimeoutSeconds * 1000;
   worker.log = logLine;
-  return runtime::runWorker(worker, registry);
+  worker.restart = [&](const std::string &why) {
+    logLine("restarting: " + why);
+    if (!options.once)
+      restartThisProcess();
+    ::_exit(runtime::kWorkerMustRestart);
+  };
+  // A cluster's workers outlive runs: after each one they connect again (backing off while no
+  // coordinator answers) until they are stopped.
+  std::chrono::milliseconds backOff(100);
+  for (;;) {
+    const int exit = runtime::runWorker(worker, registry);
+    if (stopRequested.load())
+      return runtime::kWorkerDone;
+    if (options.once)
+      return exit;
+    if (exit == runtime::kWorkerDone) {
+      backOff = std::chrono::milliseconds(100);
+    } else {
+      backOff = std::min<std::chrono::milliseconds>(backOff * 2, std::chrono::seconds(5));
+      if (!options.quiet)
+        logLine("connecting again in " + std::to_string(backOff.count()) + " ms");
+    }
+    for (auto slept = std::chrono::milliseconds(0); slept < backOff && !stopRequested.load();
+         slept += std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (stopRequested.load())
+      return runtime::kWorkerDone;
+  }
 }
 
 } // namespace orch

@@ -47,9 +47,12 @@ struct WorkerCommandOptions {
   std::string gpus = "auto";
   unsigned connectTimeoutSeconds = 60;
   bool quiet = false;
+  /// Serve one run and exit (otherwise connect again after each run until stopped).
+  bool once = false;
 };
 
-/// `orch worker --connect ENDPOINT`: serves a coordinator until it says goodbye.
+/// `orch worker --connect ENDPOINT`: serves coordinators, one run after the other, until
+/// stopped (or, with `once`, until its first coordinator says goodbye or is lost).
 int runWorkerCommand(const WorkerCommandOptions &options);
 
 } // namespace orch

@@ -118,6 +118,10 @@ static cl::opt<unsigned> connectTimeout("connect-timeout",
                                         cl::init(60), cl::sub(worker), cl::cat(orchCategory));
 static cl::opt<bool> workerQuiet("quiet", cl::desc("Log problems only"), cl::sub(worker),
                                  cl::cat(orchCategory));
+static cl::opt<bool> once("once",
+                          cl::desc("Serve one run, then exit (default: serve run after run, "
+                                   "reconnecting with back-off, until stopped)"),
+                          cl::sub(worker), cl::cat(orchCategory));
 
 static int workerCommand() {
   orch::WorkerCommandOptions options;
@@ -127,10 +131,37 @@ static int workerCommand() {
   options.gpus = gpus;
   options.quiet = workerQuiet;
   options.connectTimeoutSeconds = connectTimeout;
+  options.once = once;
+  if (cpus <= 0 || connectTimeout == 0) {
+    llvm::errs() << "orch worker: error: " << (cpus <= 0 ? "--cpus" : "--connect-timeout")
+                 << " must be greater than 0\n";
+    return 2;
+  }
   return orch::runWorkerCommand(options);
 }
 
+/// The first of `run`'s numeric flags that is 0 where only a positive value makes sense.
+static const char *zeroRunFlag() {
+  if (maxLiveRoots == 0)
+    return "--max-live-roots";
+  if (threads == 0)
+    return "--threads";
+  if (heartbeatMs == 0)
+    return "--heartbeat-ms";
+  if (liveness == 0)
+    return "--liveness";
+  if (depth == 0)
+    return "--depth";
+  if (workers == 0 && listen.empty() && !inProcess)
+    return "--workers";
+  return nullptr;
+}
+
 static int runCommand() {
+  if (const char *flag = zeroRunFlag()) {
+    llvm::errs() << "orch: error: " << flag << " must be at least 1\n";
+    return orch::kRunCannotRun;
+  }
   orch::RunCommandOptions options;
   options.inputPath = runPath;
   for (const std::string &assignment : setParams) {

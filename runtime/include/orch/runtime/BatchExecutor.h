@@ -21,13 +21,17 @@ struct ExecutorEvent {
     Finished,
     /// The batch will never report: its worker was lost. The engine re-queues it.
     Lost,
+    /// The batch began to run at `startedAt` (its Call's timeout counts from here, not from
+    /// dispatch: a batch waiting behind another one on its replica is not running yet).
+    Started,
   };
   Kind kind = Kind::Finished;
   uint32_t call = kNoIndex;
   BatchReport report;
-  /// Lost: the batch and why.
+  /// Lost and Started: the batch; Lost: why.
   uint64_t batchId = 0;
   std::string reason;
+  SteadyClock::time_point startedAt;
   /// Finished: seconds spent inside the operator, and where ("thread 2", "local-1/replica 4").
   double seconds = 0;
   std::string place;
@@ -47,6 +51,11 @@ public:
   virtual size_t inFlight() const = 0;
   /// Waits until something happened or `deadline` passed.
   virtual std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) = 0;
+  /// `batchId` ran past its Call's timeout: stop what runs it (its worker process is killed
+  /// and replaced; a thread that cannot be killed is abandoned and replaced) so that the
+  /// replica serves the next batch. The batch itself never reports; other batches stopped with
+  /// it come back as Lost events.
+  virtual void abandon(uint64_t batchId, const std::string &why) = 0;
   /// Shuts down (the run is over or interrupted); batches still running are abandoned.
   virtual void stop() = 0;
   /// Counters and notes for the run's summary ("4 workers, 2 lost, 1 replaced").

@@ -110,6 +110,7 @@ enum class FailureKind {
   Infrastructure,
   SourceError,
   Aborted,
+  Interrupted,
 };
 const char *failureKindName(FailureKind kind);
 

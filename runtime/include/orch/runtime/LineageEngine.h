@@ -37,6 +37,9 @@ public:
   uint64_t admitFailedRow(uint32_t source, std::string message);
   /// No more roots will come; the run completes once the live ones finish.
   void closeAdmission();
+  /// The run stops now (a user's interruption): admission closes and every unfinished root is
+  /// failed with `reason` (FailureKind::Interrupted); batches still out become stale.
+  void interrupt(const std::string &reason);
 
   // Dispatch and commit.
 

@@ -6,6 +6,7 @@
 #include "orch/runtime/EngineTypes.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -65,9 +66,22 @@ struct ByeMessage {
   std::string reason;
 };
 
+/// What an ERROR asks of the worker that receives it (absent in older peers' messages).
+enum class ErrorCode : uint8_t {
+  /// Information only.
+  Unspecified,
+  /// The coordinator no longer counts on this worker: it ends its session (and, unless it
+  /// runs with --once, connects again).
+  DeclaredLost,
+  /// A batch ran past its Call's timeout on this worker: a replica may be stuck inside its
+  /// operator, so the worker process starts afresh.
+  Restart,
+};
+
 /// Either way: the peer sent something this side cannot accept.
 struct ErrorMessage {
   std::string message;
+  ErrorCode code = ErrorCode::Unspecified;
 };
 
 using Message = std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
@@ -79,5 +93,26 @@ std::string encodeMessage(const Message &message);
 
 /// The message in `bytes`, or a description of what is wrong with them.
 std::variant<Message, std::string> decodeMessage(std::string_view bytes);
+
+/// What decodeMessage accepts at most (a hostile message cannot make the reader allocate
+/// without limit). Senders check values against them first, so that a value too large to
+/// travel fails its own row instead of a batch that nobody can read (docs/protocol.md).
+struct ProtocolLimits {
+  static constexpr uint32_t kArrayElements = 1u << 20;
+  static constexpr uint32_t kMapEntries = 1u << 16;
+  static constexpr uint32_t kStringBytes = 64u << 20;
+  static constexpr uint32_t kBinaryBytes = 256u << 20;
+  /// Nesting of a whole message; a value inside a batch or result may nest a few levels less.
+  static constexpr uint32_t kDepth = 64;
+  static constexpr uint32_t kValueDepth = kDepth - 4;
+};
+
+/// Why `value` cannot travel in a message (the first limit it breaks), or nullopt.
+std::optional<std::string> exceedsProtocolLimits(const Value &value);
+
+/// The batch error for a batch with an input, or a report with a value, that cannot travel:
+/// every executor uses it (in-process runs too), so that outputs do not depend on the executor.
+std::optional<std::string> batchExceedsProtocolLimits(const Batch &batch);
+std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report);
 
 } // namespace orch::runtime

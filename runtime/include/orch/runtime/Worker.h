@@ -27,10 +27,19 @@ struct WorkerOptions {
   /// Problems are always logged; routine events (connected, goodbye) only when verbose.
   bool verbose = true;
   std::function<void(const std::string &)> log;
+  /// Called when the coordinator asks this worker to start afresh because a batch ran past its
+  /// timeout here (a replica may be stuck inside its operator and cannot be joined). `orch
+  /// worker` executes itself again; it should not return. Unset: runWorker returns
+  /// kWorkerMustRestart without waiting for the replicas.
+  std::function<void(const std::string &why)> restart;
 };
 
-/// Runs until the coordinator says BYE (0), the coordinator is lost or refuses this worker (1),
-/// or stop is requested (0).
+/// runWorker's results: the coordinator said BYE or stop was requested; the coordinator was
+/// lost, refused this worker or declared it lost; or it asked for a restart (see
+/// WorkerOptions::restart).
+enum WorkerExit : int { kWorkerDone = 0, kWorkerLost = 1, kWorkerMustRestart = 3 };
+
+/// Serves one coordinator session.
 int runWorker(const WorkerOptions &options, const OperatorRegistry &registry);
 
 } // namespace orch::runtime
