@@ -34,7 +34,9 @@ wait_for_rows() {
     sleep 0.1; waited=$((waited + 1))
   done
 }
-leftover_workers() { pgrep -f "orch-$1-[0-9]*.sock" || true; }
+# Workers of run $1 connect to its private socket $TMPDIR/orch-$1-XXXXXX/coordinator.sock.
+leftover_workers() { pgrep -f "orch-$1-[^ /]*/coordinator.sock" || true; }
+socket_dirs_of() { ls -d "${TMPDIR:-/tmp}/orch-$1-"* 2>/dev/null || true; }
 
 # SIGKILL three workers at random moments while the run goes on.
 rm -rf out
@@ -78,7 +80,8 @@ for signal in TERM INT KILL; do
   sleep 0.3
   if [ "$signal" = KILL ]; then
     check "SIGKILL ends the run" test "$status" = 137
-    rm -f "${TMPDIR:-/tmp}/orch-$run-"*.sock # a killed coordinator cannot remove its socket
+    killed=$run
+    check "a killed coordinator leaves its socket directory behind" test -n "$(socket_dirs_of "$killed")"
   else
     check "SIG$signal ends the run with status 130" test "$status" = 130
     check "... and says so" grep -q "interrupted" signal.log
@@ -86,5 +89,49 @@ for signal in TERM INT KILL; do
   check "no worker outlives SIG$signal of orch run" test -z "$(leftover_workers "$run")"
 done
 
-[ "$failures" -eq 0 ] || cat run.log
+rm -rf out
+"$ORCH_BIN/orch" run pages.orch --workers 1 --quiet 2>/dev/null
+check "the next run removes the socket directory of the killed one" test -z "$(socket_dirs_of "$killed")"
+
+# A Call that aborts early: every row of the source is still accounted for (5,000 rows, the
+# live-root bound far below that).
+for i in $(seq 0 4999); do echo "{\"id\": $i, \"n\": 2}"; done >many.jsonl
+cat >abort.orch <<'ORCH'
+pipeline aborting;
+source rows = jsonl("many.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(pages, kind: "batch", ordinals: "1") { batch: 4, recovery: "abort" };
+sink jsonl(path: "out/abort.jsonl", record: { id: rows.id, pages: reduce(checked) });
+ORCH
+for mode in --in-process --workers=2; do
+  status=0
+  "$ORCH_BIN/orch" run abort.orch "$mode" --max-live-roots 64 --errors aborted.jsonl >abort.log 2>&1 || status=$?
+  check "an aborted run ($mode) exits 1" test "$status" = 1
+  check "... says why" grep -q "run aborted: call 'checked' failed a batch" abort.log
+  check "... and accounts for all 5000 rows in its summary" grep -q "5000 rows in .*5000 failed" abort.log
+  check "... and its errors journal" test "$(wc -l <aborted.jsonl)" = 5000
+done
+
+# SIGINT during a batch that would run for a minute: the run stops at once, the batch is
+# abandoned, and the unfinished rows are in the journal as interrupted.
+cat >stuck.orch <<'ORCH'
+pipeline stuck;
+source rows = jsonl("rows.jsonl") as Doc;
+slow = test.sleep(rows, ms: 60000) { batch: 60 };
+sink jsonl(path: "out/stuck.jsonl", record: { row: slow });
+ORCH
+for mode in --in-process --workers=1; do
+  "$ORCH_BIN/orch" run stuck.orch "$mode" --errors stuck.errors.jsonl >stuck.log 2>&1 &
+  run=$!
+  sleep 1
+  kill -INT "$run"
+  status=0; timeout 20 tail --pid="$run" -f /dev/null || status=$?
+  check "SIGINT during a long batch ($mode) ends the run without waiting for it" test "$status" = 0
+  status=0; wait "$run" || status=$?
+  check "... with status 130" test "$status" = 130
+  check "... and every unfinished row journaled as interrupted" \
+    test "$(grep -c '"kind": *"interrupted"' stuck.errors.jsonl)" = 60
+done
+
+[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log
 finish_checks
