@@ -195,13 +195,17 @@ void addTestOperators(OperatorCatalog &catalog) {
   catalog.add(transform(
       "test.fail",
       {input("value", any, "passed through"),
-       constant("kind", string, std::string("record"), "\"record\", \"group\" or \"batch\""),
+       constant("kind", string, std::string("record"),
+                "\"record\", \"group\", \"batch\" or \"hang\" (the batch sleeps an hour)"),
        constant("ordinals", string, std::string(), "comma-separated child ordinals that fail"),
        constant("attempts", integer, int64_t(-1), "fail only the first n attempts; -1 always"),
        constant("when", string, std::string(),
                 "if set, fail only rows whose record value has this Bool field true"),
        constant("ms", real, 0.0, "sleep per grain before answering (a simulated kernel)"),
-       constant("per_batch_ms", real, 0.0, "sleep per batch before answering")},
+       constant("per_batch_ms", real, 0.0, "sleep per batch before answering"),
+       constant("marks", string, std::string(),
+                "if set, a directory where attempts are counted, so that worker processes "
+                "agree")},
       any, "fails chosen grains, for tests", "the failures it is told to inject"));
   catalog.add(transform("test.identity", {input("value", any, "passed through")}, any,
                         "passes values through", "none"));

@@ -1,7 +1,10 @@
 // Implementations of the test.* operators declared in plan/StandardOperatorSignatures.cpp.
 #include "orch/runtime/TestOperators.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -109,13 +112,14 @@ private:
 
 class FailOperator : public Operator {
 public:
-  enum class Kind { Record, Group, Batch };
+  enum class Kind { Record, Group, Batch, Hang };
 
   FailOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
       : name_(config.name()), attempts_(config.intConstant("attempts")),
         when_(config.constant("when") ? config.stringConstant("when") : std::string()),
         perRowMs_(config.constant("ms") ? config.floatConstant("ms") : 0.0),
         perBatchMs_(config.constant("per_batch_ms") ? config.floatConstant("per_batch_ms") : 0.0),
+        marks_(config.constant("marks") ? config.stringConstant("marks") : std::string()),
         log_(std::move(log)) {
     const std::string kind = config.stringConstant("kind");
     if (kind == "record")
@@ -124,9 +128,12 @@ public:
       kind_ = Kind::Group;
     else if (kind == "batch")
       kind_ = Kind::Batch;
+    else if (kind == "hang")
+      kind_ = Kind::Hang;
     else
-      throw OperatorError("test.fail: kind must be \"record\", \"group\" or \"batch\", not \"" +
-                          kind + "\"");
+      throw OperatorError(
+          "test.fail: kind must be \"record\", \"group\", \"batch\" or \"hang\", not \"" + kind +
+          "\"");
     const std::string ordinals = config.stringConstant("ordinals");
     size_t start = 0;
     while (start < ordinals.size()) {
@@ -157,15 +164,18 @@ public:
         if (!flag || flag->kind() != Value::Kind::Bool || !flag->asBool())
           continue;
       }
-      const int64_t attempt = log_->nextAttempt(name_, rows[i].lineage.key);
+      const int64_t attempt = marks_.empty() ? log_->nextAttempt(name_, rows[i].lineage.key)
+                                             : markedAttempt(rows[i].lineage.key);
       failing[i] = attempts_ < 0 || attempt <= attempts_;
     }
+    if (kind_ == Kind::Hang && std::find(failing.begin(), failing.end(), true) != failing.end())
+      std::this_thread::sleep_for(std::chrono::hours(1));
     for (size_t i = 0; i < rows.size(); ++i) {
       const std::string where =
           "injected failure at ordinal " + std::to_string(rows[i].lineage.ordinal);
       if (!failing[i]) {
         results.push_back(RowResult::ok(rows[i].inputs[0]));
-      } else if (kind_ == Kind::Batch) {
+      } else if (kind_ == Kind::Batch || kind_ == Kind::Hang) {
         throw OperatorError("test.fail: " + where);
       } else if (kind_ == Kind::Group) {
         results.push_back(RowResult::groupFailure(where));
@@ -180,7 +190,23 @@ private:
   int64_t attempts_;
   std::string when_;
   double perRowMs_, perBatchMs_;
+  /// Attempts counted with files in `marks_` (one per attempt of a row), so that every worker
+  /// process agrees on which attempt of a row this is.
+  int64_t markedAttempt(uint64_t key) const {
+    for (int64_t attempt = 1;; ++attempt) {
+      const std::string mark = marks_ + "/" + name_ + "-" + std::to_string(key) + "-" +
+                               std::to_string(attempt);
+      if (std::FILE *file = std::fopen(mark.c_str(), "wx")) {
+        std::fclose(file);
+        return attempt;
+      }
+      if (errno != EEXIST)
+        throw OperatorError("test.fail: cannot write marks in " + marks_);
+    }
+  }
+
   Kind kind_ = Kind::Record;
+  std::string marks_;
   std::set<uint32_t> ordinals_;
   std::shared_ptr<TestOperatorLog> log_;
 };

@@ -13,8 +13,11 @@
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 namespace orch::runtime {
@@ -171,6 +174,112 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, n: list.len(counts) })
   EXPECT_NE(inProcess[1].find("1 failed"), std::string::npos) << inProcess[1];
   EXPECT_NE(inProcess[2].find("2 written"), std::string::npos) << inProcess[2];
   EXPECT_EQ(runWithWorkerProcesses(plan, 2), inProcess);
+}
+
+/// The `orch worker` processes this test process started (not yet reaped).
+std::vector<pid_t> localWorkerProcesses() {
+  std::vector<pid_t> pids;
+  for (const fs::directory_entry &entry : fs::directory_iterator("/proc")) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (pid <= 0)
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t name = line.rfind(')');
+    if (name == std::string::npos)
+      continue;
+    std::istringstream fields(line.substr(name + 1));
+    char state = 0;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string command((std::istreambuf_iterator<char>(cmdline)), {});
+    if (parent == ::getpid() && state != 'Z' && command.find("worker") != std::string::npos)
+      pids.push_back(pid);
+  }
+  return pids;
+}
+
+TEST_F(DistributedRuntimeTest, ChaosKilledStoppedAndHungWorkersChangeNoOutput) {
+  // About 4,000 pages through three Calls (some 12,000 grains) while, at 20 random moments, a
+  // worker process is killed with SIGKILL or stopped with SIGSTOP; and page 2 of five
+  // documents hangs the first time it runs (a batch that never returns until its timeout).
+  orch::testing::Random random(77);
+  std::vector<std::pair<int, int>> rows;
+  std::set<int> hanging;
+  while (hanging.size() < 5)
+    hanging.insert(std::uniform_int_distribution<int>(0, 399)(random));
+  {
+    std::ofstream out(dir_ / "in.jsonl");
+    for (int id = 0; id < 400; ++id)
+      out << "{\"id\": " << id << ", \"n\": " << 1 + id % 19
+          << ", \"hang\": " << (hanging.count(id) ? "true" : "false") << "}\n";
+  }
+  const std::string program = R"(pipeline chaos;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+call split = test.split(field: "n") { replicas: 2 };
+call work = test.sleep(ms: 3) { batch: 8, replicas: 4 };
+call guard = test.fail(kind: "hang", ordinals: "2", when: "hang", attempts: 1, marks: "$DIR/MARKS") { batch: 4, replicas: 2, timeout: 500ms };
+pages = expand(split(rows)) as Page;
+checked = guard({ page: work(pages), hang: broadcast(rows.hang, pages) });
+sink jsonl(path: "$DIR/SINK.jsonl", record: { id: rows.id, pages: reduce(checked) });
+)";
+  auto planFor = [&](const std::string &name) {
+    std::string text = program;
+    text.replace(text.find("MARKS"), 5, "marks-" + name);
+    text.replace(text.find("SINK"), 4, name);
+    fs::create_directories(dir_ / ("marks-" + name));
+    return compile(text);
+  };
+  const std::vector<std::string> undisturbed = runInProcess(planFor("undisturbed"));
+  ASSERT_EQ(undisturbed.size(), 400u);
+  for (const std::string &row : undisturbed)
+    ASSERT_NE(row.find(" written"), std::string::npos) << row;
+
+  plan::Plan plan = planFor("chaos");
+  CoordinatorOptions options;
+  options.localWorkers = 3;
+  options.workerProgram = ORCH_BINARY;
+  options.heartbeatMs = 100;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  std::vector<RootResult> roots;
+  RunOptions runOptions = collecting(roots);
+  // Twenty disturbances may hit one batch more than the default three times.
+  runOptions.engine.infrastructureRetries = 20;
+  std::atomic<bool> over{false};
+  int killed = 0, stopped = 0;
+  std::thread chaos([&] {
+    std::mt19937 moments(5);
+    for (int moment = 0; moment < 20 && !over; ++moment) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 120)(moments)));
+      std::vector<pid_t> workers = localWorkerProcesses();
+      if (workers.empty() || over)
+        continue;
+      const pid_t victim = workers[moments() % workers.size()];
+      if (moments() % 2) {
+        killed += ::kill(victim, SIGKILL) == 0;
+      } else {
+        stopped += ::kill(victim, SIGSTOP) == 0;
+      }
+    }
+  });
+  RunSummary summary = runPlan(plan, registry_, *coordinator, runOptions);
+  over = true;
+  chaos.join();
+  coordinator.reset();
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_EQ(killed + stopped, 20) << "the run outlasted the twenty moments";
+  EXPECT_GT(killed, 0);
+  EXPECT_GT(stopped, 0);
+  EXPECT_GT(summary.engine.infrastructureFailures, 0u);
+  EXPECT_EQ(normalized(roots), undisturbed);
+  // Nothing written twice, nothing missing.
+  std::vector<std::string> written = lines("chaos.jsonl");
+  EXPECT_EQ(written.size(), 400u);
+  EXPECT_EQ(std::set<std::string>(written.begin(), written.end()).size(), 400u);
+  EXPECT_TRUE(localWorkerProcesses().empty()) << "no worker outlives the run";
 }
 
 /// Random bytes, mutated valid messages, valid messages out of place and extra frames.
