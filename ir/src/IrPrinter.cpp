@@ -79,10 +79,10 @@ std::string formatNonDefaultOptions(const plan::CallOptions &options) {
   if (options.retries != defaults.retries)
     add("retries: " + std::to_string(options.retries));
   if (options.recovery != defaults.recovery)
-    add(std::string("recovery: ") +
-        (options.recovery == plan::RecoveryPolicy::Abort   ? "\"abort\""
-         : options.recovery == plan::RecoveryPolicy::Retry ? "\"retry\""
-                                                           : "\"isolate\""));
+    add(std::string("recovery: ") + (options.recovery == plan::RecoveryPolicy::Abort ? "\"abort\""
+                                     : options.recovery == plan::RecoveryPolicy::Retry
+                                         ? "\"retry\""
+                                         : "\"isolate\""));
   if (options.timeoutNanoseconds != defaults.timeoutNanoseconds)
     add("timeout: " + plan::formatStaticValue(plan::Duration{options.timeoutNanoseconds}));
   if (options.requireGpu != defaults.requireGpu)

@@ -377,7 +377,8 @@ private:
       --replica.inFlight;
       event.call = sent->second.call;
       outstanding_.erase(sent);
-      const bool wasRunning = !replica.queued.empty() && replica.queued.front() == result.report.batchId;
+      const bool wasRunning =
+          !replica.queued.empty() && replica.queued.front() == result.report.batchId;
       std::erase(replica.queued, result.report.batchId);
       if (wasRunning && !replica.queued.empty())
         started(replica.queued.front());

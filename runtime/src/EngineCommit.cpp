@@ -183,8 +183,8 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   std::vector<bool> current(count);
   for (size_t j = 0; j < count; ++j) {
     current[j] = isStillInFlight(batch.grains[j]);
-    if (current[j] && grainOf(batch.grains[j].entity, batch.grains[j].node).generation !=
-                          batch.generations[j])
+    if (current[j] &&
+        grainOf(batch.grains[j].entity, batch.grains[j].node).generation != batch.generations[j])
       engineInvariantFailed("an outstanding batch holds a grain of another generation");
   }
 

@@ -299,8 +299,7 @@ void LineageEngine::State::processEvent(const Event &event) {
 
 void LineageEngine::State::sinkInputResolved(uint32_t rootIndex) {
   Root &root = roots[rootIndex];
-  if (--root.pendingSinkInputs == 0 &&
-      layout.domains[entities[root.entity].domain].sinksAtOrBelow)
+  if (--root.pendingSinkInputs == 0 && layout.domains[entities[root.entity].domain].sinksAtOrBelow)
     queueRootFinish(rootIndex);
 }
 

@@ -105,9 +105,8 @@ public:
   void wait(Clock::time_point deadline, std::vector<Started> &started,
             std::vector<Finished> &finished) {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->eventReady.wait_until(lock, deadline, [this] {
-      return !state_->finished.empty() || !state_->started.empty();
-    });
+    state_->eventReady.wait_until(
+        lock, deadline, [this] { return !state_->finished.empty() || !state_->started.empty(); });
     started.swap(state_->started);
     finished.swap(state_->finished);
   }
@@ -252,8 +251,8 @@ public:
       event.call = done.call;
       event.report = std::move(done.report);
       event.seconds = done.seconds;
-      event.place = state_->replicas[done.call].config.name() + "/replica " +
-                    std::to_string(done.instance);
+      event.place =
+          state_->replicas[done.call].config.name() + "/replica " + std::to_string(done.instance);
       events.push_back(std::move(event));
     }
     return events;

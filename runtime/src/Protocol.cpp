@@ -22,7 +22,6 @@ const char *errorCodeName(ErrorCode code) {
   return "";
 }
 
-
 using Packer = msgpack::packer<msgpack::sbuffer>;
 using plan::MapReader;
 using plan::MessagePackError;
@@ -345,8 +344,8 @@ std::optional<std::string> exceedsProtocolLimits(const Value &root) {
       break;
     case Value::Kind::Bytes:
       if (value->asBytes().size() > L::kBinaryBytes)
-        return "a byte string of " + std::to_string(value->asBytes().size()) +
-               " bytes (at most " + std::to_string(L::kBinaryBytes) + ")";
+        return "a byte string of " + std::to_string(value->asBytes().size()) + " bytes (at most " +
+               std::to_string(L::kBinaryBytes) + ")";
       break;
     case Value::Kind::List:
       if (value->asList().size() > L::kArrayElements)

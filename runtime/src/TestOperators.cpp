@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -194,8 +194,8 @@ private:
   /// process agrees on which attempt of a row this is.
   int64_t markedAttempt(uint64_t key) const {
     for (int64_t attempt = 1;; ++attempt) {
-      const std::string mark = marks_ + "/" + name_ + "-" + std::to_string(key) + "-" +
-                               std::to_string(attempt);
+      const std::string mark =
+          marks_ + "/" + name_ + "-" + std::to_string(key) + "-" + std::to_string(attempt);
       if (std::FILE *file = std::fopen(mark.c_str(), "wx")) {
         std::fclose(file);
         return attempt;

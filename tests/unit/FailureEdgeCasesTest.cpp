@@ -97,9 +97,11 @@ std::vector<EdgeCase> edgeCases() {
     return "pipeline edge;\n" + std::string(kHeader) + body;
   };
 
-  cases.push_back({"EmptyExpansions",
-                   docsWith(R"(sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(test.identity(pages) { batch: 3 }) });)"),
-                   kDocs, everyDocWritten()});
+  cases.push_back(
+      {"EmptyExpansions",
+       docsWith(
+           R"(sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(test.identity(pages) { batch: 3 }) });)"),
+       kDocs, everyDocWritten()});
 
   {
     Expected expected;
@@ -107,7 +109,8 @@ std::vector<EdgeCase> edgeCases() {
       expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) + ",\"kept\":[]}");
     expected.files["pages.jsonl"] = {};
     expected.written = kPages.size();
-    cases.push_back({"FiltersThatDropEverything", docsWith(R"(kept = filter(pages, math.gt(pages, 100));
+    cases.push_back({"FiltersThatDropEverything",
+                     docsWith(R"(kept = filter(pages, math.gt(pages, 100));
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, kept: reduce(test.identity(kept)) });
 sink jsonl(path: "$OUT/pages.jsonl", record: { page: kept });)"),
                      kDocs, expected});
@@ -121,13 +124,12 @@ sink jsonl(path: "$OUT/pages.jsonl", record: { page: kept });)"),
       std::string nested = "[";
       for (size_t p = 0; p < kPages[i]; ++p) {
         nested += std::string(p ? "," : "") + "[0,1,2]";
-        expected.files["pages.jsonl"].push_back("{\"doc\":" + std::to_string(i) +
-                                                ",\"page\":" + std::to_string(p) +
-                                                ",\"lines\":[0,1,2]}");
+        expected.files["pages.jsonl"].push_back("{\"doc\":" + std::to_string(i) + ",\"page\":" +
+                                                std::to_string(p) + ",\"lines\":[0,1,2]}");
         for (size_t l = 0; l < 3; ++l)
-          expected.files["lines.jsonl"].push_back(
-              "{\"doc\":" + std::to_string(i) + ",\"page\":" + std::to_string(p) +
-              ",\"line\":" + std::to_string(l) + "}");
+          expected.files["lines.jsonl"].push_back("{\"doc\":" + std::to_string(i) +
+                                                  ",\"page\":" + std::to_string(p) +
+                                                  ",\"line\":" + std::to_string(l) + "}");
       }
       expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) +
                                              ",\"pages\":" + nested + "]}");
@@ -153,15 +155,15 @@ sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked
 
   for (const char *options : {"{ batch: 4 }", "{ batch: 4, recovery: \"isolate\", retries: 2 }",
                               "{ batch: 4, recovery: \"retry\", retries: 1 }"})
-    cases.push_back({std::string("ABatchErrorFailsOnlyTheDocumentOfItsPage_") +
-                         (std::string(options).find("retry\"") != std::string::npos ? "Retry"
-                          : std::string(options).find("isolate") != std::string::npos
-                              ? "IsolateWithRetries"
-                              : "Default"),
-                     docsWith(std::string(R"(checked = test.fail(pages, kind: "batch", ordinals: "1") )") +
-                              options + R"(;
+    cases.push_back(
+        {std::string("ABatchErrorFailsOnlyTheDocumentOfItsPage_") +
+             (std::string(options).find("retry\"") != std::string::npos   ? "Retry"
+              : std::string(options).find("isolate") != std::string::npos ? "IsolateWithRetries"
+                                                                          : "Default"),
+         docsWith(std::string(R"(checked = test.fail(pages, kind: "batch", ordinals: "1") )") +
+                  options + R"(;
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked) });)"),
-                     kDocs, pageOneFails()});
+         kDocs, pageOneFails()});
 
   {
     // A batch error on a line: every page has two lines, line 1 always fails, so every
@@ -194,20 +196,22 @@ sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(reduce(
       expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) + "}");
     }
     for (const char *kind : {"record", "batch"})
-      cases.push_back({std::string("RootLevel") + (kind[0] == 'r' ? "Record" : "Batch") +
-                           "Failures",
-                       std::string(R"(pipeline roots;
+      cases.push_back(
+          {std::string("RootLevel") + (kind[0] == 'r' ? "Record" : "Batch") + "Failures",
+           std::string(R"(pipeline roots;
 source rows = jsonl("$DIR/in.jsonl") as Doc;
 checked = test.fail(rows, kind: ")") +
-                           kind + R"(", ordinals: "1,3") { batch: 4 };
+               kind + R"(", ordinals: "1,3") { batch: 4 };
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: checked.id });)",
-                       kDocs, expected});
+           kDocs, expected});
   }
 
-  cases.push_back({"RetriesThatSucceedOnALaterAttempt",
-                   docsWith(R"(checked = test.fail(pages, kind: "batch", ordinals: "1", attempts: 2, marks: "$MARKS") { batch: 4, retries: 2, recovery: "retry" };
+  cases.push_back(
+      {"RetriesThatSucceedOnALaterAttempt",
+       docsWith(
+           R"(checked = test.fail(pages, kind: "batch", ordinals: "1", attempts: 2, marks: "$MARKS") { batch: 4, retries: 2, recovery: "retry" };
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked) });)"),
-                   kDocs, everyDocWritten()});
+       kDocs, everyDocWritten()});
 
   {
     // One replica with two batches sent ahead: the second waits 100 ms, then runs 100 ms.
@@ -215,28 +219,30 @@ sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked
     expected.written = 3;
     for (int i = 0; i < 3; ++i)
       expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) + ",\"pages\":[0,1]}");
-    cases.push_back({"BatchesQueuedBehindOthersDoNotTimeOut",
-                     docsWith(R"(slow = test.sleep(pages, ms: 100) { batch: 1, timeout: 180ms };
+    cases.push_back(
+        {"BatchesQueuedBehindOthersDoNotTimeOut",
+         docsWith(R"(slow = test.sleep(pages, ms: 100) { batch: 1, timeout: 180ms };
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(slow) });)"),
-                     jsonRows(3,
-                              [](size_t i) {
-                                return "{\"id\": " + std::to_string(i) + ", \"n\": 2}";
-                              }),
-                     expected, true});
+         jsonRows(3, [](size_t i) { return "{\"id\": " + std::to_string(i) + ", \"n\": 2}"; }),
+         expected, true});
   }
 
-  cases.push_back({"AHungBatchIsStoppedAndRunsAgain",
-                   docsWith(R"(checked = test.fail(pages, kind: "hang", ordinals: "1", attempts: 1, marks: "$MARKS") { batch: 2, timeout: 300ms };
+  cases.push_back(
+      {"AHungBatchIsStoppedAndRunsAgain",
+       docsWith(
+           R"(checked = test.fail(pages, kind: "hang", ordinals: "1", attempts: 1, marks: "$MARKS") { batch: 2, timeout: 300ms };
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked) });)"),
-                   kDocs, everyDocWritten(), true});
+       kDocs, everyDocWritten(), true});
 
   {
     Expected expected;
     expected.written = 1;
     expected.files["docs.jsonl"] = {"{\"id\":0,\"pages\":100000}"};
-    cases.push_back({"OneParentWithAHundredThousandChildren",
-                     docsWith(R"(sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: list.len(reduce(test.identity(pages) { batch: 1000 })) });)"),
-                     "{\"id\": 0, \"n\": 100000}\n", expected, true});
+    cases.push_back(
+        {"OneParentWithAHundredThousandChildren",
+         docsWith(
+             R"(sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: list.len(reduce(test.identity(pages) { batch: 1000 })) });)"),
+         "{\"id\": 0, \"n\": 100000}\n", expected, true});
   }
 
   {
@@ -244,16 +250,14 @@ sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked
     expected.written = 50000;
     for (size_t i = 0; i < 50000; ++i)
       expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) + ",\"pages\":[0]}");
-    cases.push_back({"FiftyThousandParentsWithOneChildEach",
-                     R"(pipeline wide;
+    cases.push_back(
+        {"FiftyThousandParentsWithOneChildEach",
+         R"(pipeline wide;
 source rows = jsonl("$DIR/in.jsonl") as Doc;
 pages = expand(test.split(rows, field: "n") { batch: 256 }) as Page;
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(test.identity(pages) { batch: 256 }) });)",
-                     jsonRows(50000,
-                              [](size_t i) {
-                                return "{\"id\": " + std::to_string(i) + ", \"n\": 1}";
-                              }),
-                     expected, true});
+         jsonRows(50000, [](size_t i) { return "{\"id\": " + std::to_string(i) + ", \"n\": 1}"; }),
+         expected, true});
   }
   return cases;
 }
@@ -316,8 +320,8 @@ protected:
     fs::create_directories(out);
     fs::create_directories(marks);
     std::string text = edge.program;
-    for (auto [key, value] : {std::pair<std::string, std::string>{"$OUT", out.string()},
-                              {"$MARKS", marks.string()}})
+    for (auto [key, value] :
+         {std::pair<std::string, std::string>{"$OUT", out.string()}, {"$MARKS", marks.string()}})
       for (size_t at; (at = text.find(key)) != std::string::npos;)
         text.replace(at, key.size(), value);
     plan::Plan plan = compile(text);

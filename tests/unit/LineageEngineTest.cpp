@@ -509,8 +509,8 @@ TEST(LineageEngineTest, RetryRerunsTheWholeBatch) {
 }
 
 TEST(LineageEngineTest, RetryBisectsOnceItsBudgetIsSpentSoOnlyTheFailingGrainFails) {
-  RecoveryRun r = runRecovery(
-      failingPages("{ batch: 4, retries: 1, recovery: \"retry\" }", "-1"), {row(0, 4)});
+  RecoveryRun r =
+      runRecovery(failingPages("{ batch: 4, retries: 1, recovery: \"retry\" }", "-1"), {row(0, 4)});
   ASSERT_EQ(r.run.error, "ok");
   const RootResult &root = r.run.roots[0];
   EXPECT_EQ(root.status, RootStatus::Failed);
@@ -555,9 +555,8 @@ TEST(LineageEngineTest, ABatchErrorFailsTheSameDocumentsUnderEveryPolicy) {
   // the default, which documents failed depended on how batches happened to be composed.
   std::vector<Value> rows;
   for (int64_t i = 0; i < 8; ++i)
-    rows.push_back(Value::record({{"id", Value::integer(i)},
-                                  {"n", Value::integer(3)},
-                                  {"bad", Value::boolean(i == 0)}}));
+    rows.push_back(Value::record(
+        {{"id", Value::integer(i)}, {"n", Value::integer(3)}, {"bad", Value::boolean(i == 0)}}));
   const std::string program = R"(
 pipeline batchmates;
 source rows = jsonl("unused.jsonl") as Doc;

@@ -26,9 +26,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -273,9 +273,8 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
       << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier
       << " suppressed by barriers, " << engine.grainsCancelled << " cancelled, "
-      << engine.batchRetries << " retries, "
-      << engine.infrastructureFailures << " lost batches, " << engine.staleReports
-      << " stale reports\n";
+      << engine.batchRetries << " retries, " << engine.infrastructureFailures << " lost batches, "
+      << engine.staleReports << " stale reports\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
 }
