@@ -116,6 +116,29 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
       << summary.executor;
 }
 
+TEST_F(LocalRunnerTest, ADocumentWhosePageZeroFailsFinishesAtOnceAndItsOtherPagesNeverRun) {
+  // Before, the document waited for its 99 other 30 ms pages (3 s) although its only row was
+  // already known to fail.
+  writeFile("in.jsonl", "{\"n\": 100}\n");
+  plan::Plan plan = compile(R"(
+pipeline early;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(pages, ordinals: "0") { batch: 1 };
+slow = test.sleep(checked, ms: 30) { batch: 1 };
+sink jsonl(path: "$DIR/out.jsonl", record: { pages: reduce(slow) });
+)");
+  RunSummary summary = run(plan, 1);
+  EXPECT_FALSE(summary.error);
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_LE(log_->rowsRun("slow"), 3u) << "pages 1.. were cancelled, not run";
+  uint64_t cancelled = 0;
+  for (const CallSummary &call : summary.calls)
+    cancelled += call.cancelled;
+  EXPECT_GE(cancelled, 190u) << "about 99 'checked' and 99 'slow' grains";
+  EXPECT_EQ(cancelled, summary.engine.grainsCancelled);
+}
+
 TEST_F(LocalRunnerTest, MissingImplementationsStopTheRunBeforeItStarts) {
   plan::Plan plan = compile(R"(
 pipeline unimplemented;
