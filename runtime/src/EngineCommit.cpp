@@ -8,20 +8,21 @@ namespace orch::runtime {
 
 using plan::RecoveryPolicy;
 
-bool LineageEngine::State::isLive(const QueuedGrain &queued) const {
+bool LineageEngine::State::queuedGrainIs(const QueuedGrain &queued, GrainPhase phase) const {
+  // The entity slot may have been released (its root finished) and reused since.
   const Entity &entity = entities[queued.entity];
   if (!entity.live || entity.domain != plan.nodes[queued.node].domain)
     return false;
   const Grain &grain = grains[entity.grains + layout.nodes[queued.node].grainSlot];
-  return grain.phase == GrainPhase::Ready && grain.ticket == queued.ticket;
+  return grain.phase == phase && grain.ticket == queued.ticket;
+}
+
+bool LineageEngine::State::isLive(const QueuedGrain &queued) const {
+  return queuedGrainIs(queued, GrainPhase::Ready);
 }
 
 bool LineageEngine::State::isStillInFlight(const QueuedGrain &queued) const {
-  const Entity &entity = entities[queued.entity];
-  if (!entity.live || entity.domain != plan.nodes[queued.node].domain)
-    return false;
-  const Grain &grain = grains[entity.grains + layout.nodes[queued.node].grainSlot];
-  return grain.phase == GrainPhase::InFlight && grain.ticket == queued.ticket;
+  return queuedGrainIs(queued, GrainPhase::InFlight);
 }
 
 std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {

@@ -245,6 +245,8 @@ struct LineageEngine::State {
   void failLiveRoots(FailureKind kind, const std::string &reason);
 
   // Dispatch and commit (EngineCommit.cpp).
+  /// The queued grain is still the same grain (same ready ticket) and in `phase`.
+  bool queuedGrainIs(const QueuedGrain &queued, GrainPhase phase) const;
   bool isLive(const QueuedGrain &queued) const;
   /// The grain is still the one dispatched: its root did not finish early since.
   bool isStillInFlight(const QueuedGrain &queued) const;

@@ -42,6 +42,18 @@ for flag in --max-live-roots --threads --depth --liveness --heartbeat-ms; do
   check "orch run $flag 0 is refused at the command line" \
     grep -q -- "error: $flag must be at least 1" <("$ORCH_BIN/orch" run "$workdir/ok.orch" "$flag" 0 2>&1)
 done
+printf '{"id": 1}\n' >"$workdir/one.jsonl"
+cat >"$workdir/timed.orch" <<ORCH
+pipeline timed;
+source rows = jsonl("$workdir/one.jsonl") as Doc;
+slow = test.sleep(rows, ms: 1) { timeout: 5s };
+sink jsonl(path: "$workdir/timed.jsonl", record: { row: slow });
+ORCH
+check "orch run --in-process notes that a timed-out batch's thread cannot be stopped" \
+  grep -q "note: call 'slow' has a timeout, and --in-process cannot stop a batch" \
+  <(cd "$workdir" && "$ORCH_BIN/orch" run "$workdir/timed.orch" --in-process --quiet 2>&1)
+check "... and worker processes say nothing of it" \
+  test -z "$(cd "$workdir" && "$ORCH_BIN/orch" run "$workdir/timed.orch" --quiet 2>&1 | grep note: || true)"
 check "orch run --max-live-roots 0 exits 1" \
   test "$(exit_code "$ORCH_BIN/orch" run "$workdir/ok.orch" --max-live-roots 0)" = 1
 check "docs/operators.md is what orch operators prints" \
