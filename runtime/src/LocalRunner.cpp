@@ -125,11 +125,8 @@ public:
     }
     threads_[thread].detach();
     threads_[thread] = std::thread(work, state_, thread);
-    ++abandoned_;
     return true;
   }
-
-  uint64_t abandoned() const { return abandoned_; }
 
 private:
   static void work(std::shared_ptr<PoolState> state, uint32_t self) {
@@ -176,7 +173,6 @@ private:
 
   std::shared_ptr<PoolState> state_;
   std::vector<std::thread> threads_;
-  uint64_t abandoned_ = 0;
 };
 
 /// Hands batches to the pool while the Call has an idle replica.
@@ -260,8 +256,10 @@ public:
 
   void abandon(uint64_t batchId, const std::string &) override {
     // A batch that finished meanwhile reports as usual (the engine finds it stale).
-    if (pool_->abandon(batchId))
+    if (pool_->abandon(batchId)) {
+      ++abandonedForTimeouts_;
       release(batchId);
+    }
   }
 
   void stop() override { pool_.reset(); }
@@ -282,8 +280,6 @@ private:
       return;
     state_->replicas[found->second.first].idle.push_back(found->second.second);
     busy_.erase(found);
-    if (pool_)
-      abandonedForTimeouts_ = pool_->abandoned();
   }
 
   const OperatorRegistry &registry_;
