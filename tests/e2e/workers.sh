@@ -133,5 +133,29 @@ for mode in --in-process --workers=1; do
     test "$(grep -c '"kind": *"interrupted"' stuck.errors.jsonl)" = 60
 done
 
-[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log
+# A cluster worker on which a batch hangs past its timeout executes itself afresh, joins
+# again under its name, and the run completes (the hang happens on the first attempt only).
+mkdir -p marks
+cat >hang.orch <<ORCH
+pipeline hang;
+source rows = jsonl("rows.jsonl") as Doc;
+checked = test.fail(rows, kind: "hang", ordinals: "7", attempts: 1, marks: "$workdir/marks") { batch: 4, timeout: 500ms };
+sink jsonl(path: "out/hang.jsonl", record: { id: checked.id });
+ORCH
+rm -rf out
+"$ORCH_BIN/orch" run hang.orch --listen "ipc://$workdir/cluster.sock" --heartbeat-ms 100 >cluster.log 2>&1 &
+run=$!
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/cluster.sock" --name steady >steady.log 2>&1 &
+steady=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "a run whose batch hangs on a cluster worker completes" test "$status" = 0
+check "... with every row" test "$(wc -l <out/hang.jsonl)" = 60
+check "... the worker restarted itself" grep -q "restarting: this worker was declared lost: call 'checked' timed out after 500ms" steady.log
+check "... as the same process, and joined again" test "$(grep -c "connected to ipc://$workdir/cluster.sock as steady" steady.log)" -ge 2
+kill -TERM "$steady"
+status=0; wait "$steady" || status=$?
+check "... and stops with status 0 on SIGTERM" test "$status" = 0
+
+[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log
 finish_checks
