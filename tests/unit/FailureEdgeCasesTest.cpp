@@ -235,14 +235,14 @@ sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked
        kDocs, everyDocWritten()});
 
   {
-    // One replica with two batches sent ahead: the second waits 100 ms, then runs 100 ms.
+    // One replica with two batches sent ahead: the second waits 150 ms, then runs 150 ms.
     Expected expected;
     expected.written = 3;
     for (int i = 0; i < 3; ++i)
       expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) + ",\"pages\":[0,1]}");
     cases.push_back(
         {"BatchesQueuedBehindOthersDoNotTimeOut",
-         docsWith(R"(slow = test.sleep(pages, ms: 100) { batch: 1, timeout: 180ms };
+         docsWith(R"(slow = test.sleep(pages, ms: 150) { batch: 1, timeout: 250ms };
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(slow) });)"),
          jsonRows(3, [](size_t i) { return "{\"id\": " + std::to_string(i) + ", \"n\": 2}"; }),
          expected, true});
