@@ -1,18 +1,41 @@
 // Device assignment for GPU replicas (see GpuPlacement.h).
 #include "orch/runtime/GpuPlacement.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace orch::runtime {
 
-int64_t gpuDeviceForReplica(const std::vector<int64_t> &devices, double gpusPerReplica,
-                            uint32_t ordinal) {
-  if (devices.empty() || !(gpusPerReplica > 0))
+namespace {
+/// Shares are sums of decimal fractions (0.1 + 0.2 ...): compare with a little slack.
+constexpr double kSlack = 1e-9;
+} // namespace
+
+int64_t GpuPlacer::place(double gpus) {
+  if (devices_.empty() || !(gpus > 0))
     return -1;
-  // The first device this replica occupies, counting the shares of the replicas before it.
-  const double perReplica = gpusPerReplica >= 1 ? std::ceil(gpusPerReplica) : gpusPerReplica;
-  const auto slot = static_cast<uint64_t>(std::floor(double(ordinal) * perReplica + 1e-9));
-  return devices[slot % devices.size()];
+  if (gpus >= 1 - kSlack) {
+    const size_t wanted = std::min(devices_.size(), size_t(std::ceil(gpus - kSlack)));
+    std::vector<size_t> empty;
+    for (size_t d = 0; d < devices_.size() && empty.size() < wanted; ++d)
+      if (load_[d] <= kSlack)
+        empty.push_back(d);
+    if (empty.size() == wanted) {
+      for (size_t d : empty)
+        load_[d] = 1;
+      return devices_[empty.front()];
+    }
+  } else {
+    for (size_t d = 0; d < devices_.size(); ++d)
+      if (load_[d] + gpus <= 1 + kSlack) {
+        load_[d] += gpus;
+        return devices_[d];
+      }
+  }
+  // Every device is taken: share the least loaded one.
+  const size_t least = size_t(std::min_element(load_.begin(), load_.end()) - load_.begin());
+  load_[least] += std::min(gpus, 1.0);
+  return devices_[least];
 }
 
 std::vector<int64_t> devicesOfLocalWorker(int64_t deviceCount, unsigned worker, unsigned workers) {

@@ -181,7 +181,7 @@ public:
   ThreadExecutor(const OperatorRegistry &registry, unsigned threads,
                  std::vector<int64_t> gpuDevices)
       : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
-        state_(std::make_shared<PoolState>()) {}
+        gpuPlacer_(gpuDevices_), state_(std::make_shared<PoolState>()) {}
 
   ~ThreadExecutor() override { stop(); }
 
@@ -203,9 +203,8 @@ public:
       pool.instances.resize(count);
       if (call.gpu && call.options.gpus > 0 && !gpuDevices_.empty())
         for (uint32_t i = 0; i < count; ++i)
-          pool.instanceConfigs.push_back(OperatorConfig(pool.config)
-                                             .withGpuDevice(gpuDeviceForReplica(
-                                                 gpuDevices_, call.options.gpus, gpuReplicas_++)));
+          pool.instanceConfigs.push_back(
+              OperatorConfig(pool.config).withGpuDevice(gpuPlacer_.place(call.options.gpus)));
       for (uint32_t i = count; i-- > 0;)
         pool.idle.push_back(i);
       replicas.push_back(std::move(pool));
@@ -285,7 +284,7 @@ private:
   const OperatorRegistry &registry_;
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
-  uint32_t gpuReplicas_ = 0;
+  GpuPlacer gpuPlacer_;
   std::shared_ptr<PoolState> state_;
   /// Batches handed to the pool: their Call and replica instance.
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> busy_;

@@ -268,7 +268,7 @@ private:
     OperatorConfig config(call.name, call.op, call.constants, init.inputs);
     config.withOptions(call.options);
     if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
-      config.withGpuDevice(gpuDeviceForReplica(options_.gpus, call.options.gpus, gpuReplicas_++));
+      config.withGpuDevice(gpuPlacer_.place(call.options.gpus));
       if (options_.verbose)
         log("replica " + std::to_string(init.replica) + " of '" + call.name + "' on GPU " +
             std::to_string(config.gpuDevice()));
@@ -301,7 +301,7 @@ private:
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastHeard_ = Clock::now();
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
-  uint32_t gpuReplicas_ = 0;
+  GpuPlacer gpuPlacer_{options_.gpus};
 };
 
 } // namespace

@@ -13,32 +13,50 @@
 namespace orch::runtime {
 namespace {
 
-TEST(GpuPlacementTest, WholeGpuReplicasTakeTheDevicesRoundRobin) {
-  const std::vector<int64_t> devices = {0, 1};
-  EXPECT_EQ(gpuDeviceForReplica(devices, 1, 0), 0);
-  EXPECT_EQ(gpuDeviceForReplica(devices, 1, 1), 1);
-  EXPECT_EQ(gpuDeviceForReplica(devices, 1, 2), 0);
-  EXPECT_EQ(gpuDeviceForReplica({4, 6}, 1, 1), 6) << "the worker's own device indexes";
-  // Two GPUs each: replicas start on every other device.
-  EXPECT_EQ(gpuDeviceForReplica({0, 1, 2, 3}, 2, 1), 2);
+std::vector<int64_t> placeAll(std::vector<int64_t> devices, const std::vector<double> &shares) {
+  GpuPlacer placer(std::move(devices));
+  std::vector<int64_t> placed;
+  for (double share : shares)
+    placed.push_back(placer.place(share));
+  return placed;
+}
+
+TEST(GpuPlacementTest, WholeGpuReplicasTakeEmptyDevices) {
+  EXPECT_EQ(placeAll({0, 1}, {1, 1}), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(placeAll({4, 6}, {1, 1}), (std::vector<int64_t>{4, 6}))
+      << "the worker's own device indexes";
+  // Two GPUs each: a replica reserves two devices and gets the first.
+  EXPECT_EQ(placeAll({0, 1, 2, 3}, {2, 2}), (std::vector<int64_t>{0, 2}));
 }
 
 TEST(GpuPlacementTest, FractionalReplicasShareADeviceUntilItIsFull) {
-  const std::vector<int64_t> devices = {0, 1};
-  std::vector<int64_t> placed;
-  for (uint32_t ordinal = 0; ordinal < 6; ++ordinal)
-    placed.push_back(gpuDeviceForReplica(devices, 0.5, ordinal));
-  EXPECT_EQ(placed, (std::vector<int64_t>{0, 0, 1, 1, 0, 0}));
-  placed.clear();
-  for (uint32_t ordinal = 0; ordinal < 4; ++ordinal)
-    placed.push_back(gpuDeviceForReplica({0}, 0.25, ordinal));
-  EXPECT_EQ(placed, (std::vector<int64_t>{0, 0, 0, 0}));
-  EXPECT_EQ(gpuDeviceForReplica({0, 1, 2}, 1.0 / 3, 3), 1) << "3 x 1/3 is one whole device";
+  EXPECT_EQ(placeAll({0, 1}, {0.5, 0.5, 0.5, 0.5}), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(placeAll({0}, {0.25, 0.25, 0.25, 0.25}), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(placeAll({0, 1, 2}, {1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3}),
+            (std::vector<int64_t>{0, 0, 0, 1}))
+      << "3 x 1/3 is one whole device";
+}
+
+TEST(GpuPlacementTest, MixedSharesNeverPutMoreThanOneGpuOnADevice) {
+  // Before: device = ordinal x share with one counter, so the whole-GPU replicas after four
+  // quarter-GPU ones landed on devices 0 and 1 while 2 and 3 idled.
+  EXPECT_EQ(placeAll({0, 1, 2, 3}, {0.25, 0.25, 0.25, 0.25, 1, 1}),
+            (std::vector<int64_t>{0, 0, 0, 0, 1, 2}));
+  // Shares that do not divide one: 0.4 + 0.4 fit, a third 0.4 goes to the next device.
+  GpuPlacer placer({0, 1});
+  EXPECT_EQ(placer.place(0.4), 0);
+  EXPECT_EQ(placer.place(0.4), 0);
+  EXPECT_EQ(placer.place(0.4), 1);
+  EXPECT_NEAR(placer.load()[0], 0.8, 1e-9) << "not 1.2";
+  EXPECT_EQ(placer.place(1), 1) << "no empty device left: the least loaded one is shared";
+  EXPECT_NEAR(placer.load()[1], 1.4, 1e-9);
+  // A whole-GPU replica after a fraction skips the partly used device.
+  EXPECT_EQ(placeAll({0, 1}, {0.5, 1}), (std::vector<int64_t>{0, 1}));
 }
 
 TEST(GpuPlacementTest, NoDevicesOrNoRequestMeansNoDevice) {
-  EXPECT_EQ(gpuDeviceForReplica({}, 1, 0), -1);
-  EXPECT_EQ(gpuDeviceForReplica({0}, 0, 0), -1);
+  EXPECT_EQ(placeAll({}, {1}), (std::vector<int64_t>{-1}));
+  EXPECT_EQ(placeAll({0}, {0}), (std::vector<int64_t>{-1}));
 }
 
 TEST(GpuPlacementTest, LocalWorkersSplitTheMachinesDevices) {
