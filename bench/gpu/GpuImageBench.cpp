@@ -203,6 +203,13 @@ int main(int argc, char **argv) {
     why = devices.reason;
   std::printf("# orch_gpu_bench: %lldx%lld RGB frames; CPU: the reference on one core\n",
               (long long)kWidth, (long long)kHeight);
+  if (!devices.versions.empty())
+    std::printf("# %s\n", devices.versions.c_str());
+  if (devices.broken || (devices.count > 0 && !engine)) {
+    // A GPU that is there but fails is not a machine without a GPU: no CPU-only table.
+    std::printf("GPU: error: %s\n", (devices.broken ? devices.reason : why).c_str());
+    return 1;
+  }
   if (!engine)
     std::printf("GPU: none (%s); CPU figures only\n\n", why.c_str());
   else

@@ -179,9 +179,9 @@ private:
 class ThreadExecutor : public BatchExecutor {
 public:
   ThreadExecutor(const OperatorRegistry &registry, unsigned threads,
-                 std::vector<int64_t> gpuDevices)
+                 std::vector<int64_t> gpuDevices, std::function<void(const std::string &)> log)
       : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
-        gpuPlacer_(gpuDevices_), state_(std::make_shared<PoolState>()) {}
+        gpuPlacer_(gpuDevices_), log_(std::move(log)), state_(std::make_shared<PoolState>()) {}
 
   ~ThreadExecutor() override { stop(); }
 
@@ -194,7 +194,8 @@ public:
       if (!factory)
         return "no implementation for operator " + call.op;
       Replicas pool{OperatorConfig(call.name, call.op, call.constants, inputLabels[c])
-                        .withOptions(call.options),
+                        .withOptions(call.options)
+                        .withLog(log_),
                     {},
                     factory,
                     {},
@@ -285,6 +286,7 @@ private:
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   GpuPlacer gpuPlacer_;
+  std::function<void(const std::string &)> log_;
   std::shared_ptr<PoolState> state_;
   /// Batches handed to the pool: their Call and replica instance.
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> busy_;
@@ -296,8 +298,10 @@ private:
 
 std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
                                                   unsigned threads,
-                                                  std::vector<int64_t> gpuDevices) {
-  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices));
+                                                  std::vector<int64_t> gpuDevices,
+                                                  std::function<void(const std::string &)> log) {
+  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices),
+                                          std::move(log));
 }
 
 RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,

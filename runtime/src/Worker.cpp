@@ -266,7 +266,7 @@ private:
       return;
     }
     OperatorConfig config(call.name, call.op, call.constants, init.inputs);
-    config.withOptions(call.options);
+    config.withOptions(call.options).withLog([this](const std::string &line) { log(line); });
     if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
       config.withGpuDevice(gpuPlacer_.place(call.options.gpus));
       if (options_.verbose)

@@ -104,7 +104,7 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
                                                      const runtime::OperatorRegistry &registry,
                                                      int64_t gpuCount) {
   if (options.inProcess)
-    return runtime::makeThreadExecutor(registry, options.threads, allDevices(gpuCount));
+    return runtime::makeThreadExecutor(registry, options.threads, allDevices(gpuCount), logLine);
   runtime::CoordinatorOptions coordinator;
   coordinator.endpoint = options.listen;
   coordinator.heartbeatMs = options.heartbeatMs;
@@ -163,6 +163,8 @@ std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
   if (spec == "none")
     return std::vector<int64_t>{};
   const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
+  if (devices.broken)
+    llvm::errs() << "orch worker: " << devices.reason << ": GPU replicas run on the CPU\n";
   if (spec == "auto")
     return allDevices(devices.count);
   std::vector<int64_t> chosen;

@@ -1,23 +1,36 @@
-// CUDA device discovery. On machines without a GPU the runtime reports an error (35, or 100),
-// which means "no device", not a failure.
+// CUDA device discovery. On a machine without a GPU the runtime reports "no device" (100) or,
+// with no driver installed at all, "insufficient driver" (35) with driver version 0: both mean
+// "no GPU here". Any other failure (35 with a driver: one older than the runtime) is a broken
+// GPU stack, reported as such with the versions (GpuBatching.h, classifyCudaError).
 #include "orch/stdlib/CudaDevices.h"
+#include "orch/stdlib/GpuBatching.h"
 
 #include <cuda_runtime.h>
 
 namespace orch::stdlib {
 
 CudaDeviceCount countCudaDevices() {
-  int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  CudaDeviceCount devices;
+  devices.versions =
+      "CUDA driver " + cudaVersionText(driver) + ", runtime " + cudaVersionText(runtime);
+  cudaError_t status = cudaGetDeviceCount(&devices.count);
   if (status != cudaSuccess) {
-    std::string reason = std::string("no usable CUDA device: ") + cudaGetErrorString(status) +
-                         " (error " + std::to_string(int(status)) + ")";
-    cudaGetLastError(); // clear the sticky error state for later callers
-    return CudaDeviceCount{0, reason};
+    const CudaErrorClass kind = classifyCudaError(int(status), driver);
+    devices.count = 0;
+    devices.broken = kind != CudaErrorClass::Absent;
+    devices.reason = std::string(devices.broken ? "the GPU cannot be used: "
+                                                : "no usable CUDA device: ") +
+                     cudaGetErrorString(status) + " (error " + std::to_string(int(status)) +
+                     "; " + devices.versions + ")";
+    cudaGetLastError(); // clear the error state for later callers
+    return devices;
   }
-  if (count == 0)
-    return CudaDeviceCount{0, "no CUDA device present"};
-  return CudaDeviceCount{count, ""};
+  if (devices.count == 0)
+    devices.reason = "no CUDA device present";
+  return devices;
 }
 
 } // namespace orch::stdlib

@@ -1,8 +1,9 @@
 // The engine behind the GPU image operators: per replica, two streams with their events and
-// grow-only pinned staging and device buffers. A batch is cut into chunks (at most kChunkBytes
-// of input or kChunkItems images); chunk k runs on stream k % 2, so while one chunk computes
-// the next one is packed on the host and copied in.
+// grow-only pinned staging and device buffers. A batch is cut into chunks (GpuBatching.h: at
+// most kGpuChunkBytes of input and of output, at most kGpuChunkItems images); chunk k runs on
+// stream k % 2, so while one chunk computes the next one is packed on the host and copied in.
 #include "orch/stdlib/CudaImageEngine.h"
+#include "orch/stdlib/GpuBatching.h"
 
 #include "ImageKernelLaunch.h"
 
@@ -17,16 +18,19 @@ namespace {
 
 using cuda::ImageDescriptor;
 
-constexpr size_t kChunkBytes = size_t(16) << 20;
-constexpr size_t kChunkItems = 1024;
 constexpr size_t kAlignment = 256;
 
 size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
+/// The code of the last failed CUDA call on this thread (for CudaImageEngine::lastError).
+thread_local int lastFailure = 0;
+
 bool check(cudaError_t status, const char *what, std::string &error) {
   if (status == cudaSuccess)
     return true;
-  error = std::string(what) + ": " + cudaGetErrorString(status);
+  error = std::string(what) + ": " + cudaGetErrorString(status) + " (error " +
+          std::to_string(int(status)) + ")";
+  lastFailure = int(status);
   cudaGetLastError(); // clear a non-sticky error
   return false;
 }
@@ -42,8 +46,9 @@ public:
   bool reserve(size_t bytes, std::string &error) {
     if (bytes <= capacity_)
       return true;
+    // Read before release() forgets it: the buffer at least doubles.
+    const size_t capacity = grownCapacity(capacity_, bytes);
     release();
-    const size_t capacity = std::max(bytes, capacity_ * 2);
     cudaError_t status = Pinned ? cudaHostAlloc(&data_, capacity, cudaHostAllocDefault)
                                 : cudaMalloc(&data_, capacity);
     if (!check(status, Pinned ? "cudaHostAlloc" : "cudaMalloc", error)) {
@@ -115,7 +120,10 @@ public:
         if (!check(cudaEventCreate(event), "event", error))
           return false;
     }
-    return check(cuda::uploadDctCosines(dctCosines()), "constant upload", error);
+    // The upload runs on the legacy stream, which the engine's non-blocking streams do not
+    // wait for: finish it before any kernel reads the table.
+    return check(cuda::uploadDctCosines(dctCosines()), "constant upload", error) &&
+           check(cudaDeviceSynchronize(), "constant upload", error);
   }
 
   bool grayscale(const ImageView *images, size_t count, uint8_t *const *outputs,
@@ -347,8 +355,10 @@ private:
     timing_ = GpuBatchTiming{};
     if (items == 0)
       return true;
-    if (!check(cudaSetDevice(device_), "cudaSetDevice", error))
+    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) {
+      lastError_ = lastFailure;
       return false;
+    }
     const auto started = std::chrono::steady_clock::now();
     bool ok = true;
     size_t next = 0;
@@ -356,10 +366,7 @@ private:
       Slot &slot = slots_[chunk % 2];
       if (slot.pending)
         ok = finish(slot, work, error);
-      size_t count = 0, bytes = 0;
-      while (next + count < items && count < kChunkItems &&
-             (count == 0 || bytes + work.inputBytes(next + count) <= kChunkBytes))
-        bytes += work.inputBytes(next + count++);
+      const size_t count = gpuChunkLength(next, items, work.inputBytes, work.outputBytes);
       ok = ok && submit(slot, next, count, work, error);
       next += count;
     }
@@ -377,6 +384,8 @@ private:
     timing_.wallMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
+    if (!ok)
+      lastError_ = lastFailure;
     return ok;
   }
 

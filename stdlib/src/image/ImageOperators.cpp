@@ -8,6 +8,7 @@
 #include "OperatorGroups.h"
 
 #include "orch/stdlib/CudaImageEngine.h"
+#include "orch/stdlib/GpuBatching.h"
 #include "orch/stdlib/ImageKernels.h"
 
 #include <array>
@@ -22,38 +23,57 @@ using runtime::OperatorRow;
 using runtime::RowResult;
 using runtime::Value;
 
-/// The replica's GPU engine, created on first use when the Call asked for GPUs; null on the
-/// CPU, and dropped for good after a CUDA failure (the batch then reruns on the CPU).
+/// The replica's GPU engine, created on first use when the Call asked for GPUs and the
+/// executor assigned the replica a device; null on the CPU. When a batch fails on the GPU it
+/// reruns on the CPU (same results), the failure is logged with the device, and the engine is
+/// dropped: after a sticky error (a corrupt context) for good, after another one (out of
+/// memory) a new engine is tried on a later batch, at most kGpuRetries times.
 class GpuAccess {
 public:
-  explicit GpuAccess(const OperatorConfig &config)
-      : wanted_(config.gpus() > 0), device_(int(std::max<int64_t>(0, config.gpuDevice()))) {}
+  static constexpr int kGpuRetries = 3;
 
-  CudaImageEngine *engine() {
-    if (wanted_ && !engine_) {
-      std::string error;
-      engine_ = CudaImageEngine::create(device_, error);
-      wanted_ = engine_ != nullptr;
-    }
-    return engine_.get();
-  }
+  explicit GpuAccess(const OperatorConfig &config)
+      : config_(config), wanted_(config.gpus() > 0 && config.gpuDevice() >= 0),
+        device_(int(config.gpuDevice())) {}
 
   /// Runs `gpu` when there is an engine; false when the CPU must do the batch.
   bool tryGpu(const std::function<bool(CudaImageEngine &, std::string &)> &gpu) {
-    CudaImageEngine *gpuEngine = engine();
-    if (!gpuEngine)
+    if (!wanted_)
       return false;
     std::string error;
-    if (gpu(*gpuEngine, error))
+    if (!engine_) {
+      engine_ = makeCudaImageEngine(device_, error);
+      if (!engine_) {
+        giveUp("cannot be used (" + error + ")");
+        return false;
+      }
+    }
+    if (gpu(*engine_, error))
       return true;
+    const bool sticky =
+        classifyCudaError(engine_->lastError(), 1) == CudaErrorClass::Sticky || retries_ == 0;
     engine_.reset();
-    wanted_ = false;
+    if (sticky) {
+      giveUp("failed a batch (" + error + ")");
+    } else {
+      --retries_;
+      config_.log("GPU " + std::to_string(device_) + " failed a batch (" + error +
+                  "); the batch runs on the CPU and the GPU is tried again");
+    }
     return false;
   }
 
 private:
+  void giveUp(const std::string &what) {
+    wanted_ = false;
+    config_.log("GPU " + std::to_string(device_) + " " + what +
+                ": this replica runs on the CPU from now on");
+  }
+
+  const OperatorConfig config_;
   bool wanted_;
   int device_;
+  int retries_ = kGpuRetries;
   std::unique_ptr<CudaImageEngine> engine_;
 };
 
@@ -304,6 +324,21 @@ void registerImageOperators(runtime::OperatorRegistry &registry) {
   registry.addTransform("image.motion", [](const OperatorConfig &config) {
     return std::make_unique<MotionOperator>(config);
   });
+}
+
+namespace {
+CudaImageEngineFactory &engineFactory() {
+  static CudaImageEngineFactory factory;
+  return factory;
+}
+} // namespace
+
+std::unique_ptr<CudaImageEngine> makeCudaImageEngine(int device, std::string &error) {
+  return engineFactory() ? engineFactory()(device, error) : CudaImageEngine::create(device, error);
+}
+
+void setCudaImageEngineFactoryForTesting(CudaImageEngineFactory factory) {
+  engineFactory() = std::move(factory);
 }
 
 } // namespace orch::stdlib

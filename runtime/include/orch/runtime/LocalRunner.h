@@ -8,16 +8,19 @@
 #include "orch/runtime/RunLoop.h"
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
 namespace orch::runtime {
 
 /// `gpuDevices`: the CUDA devices GPU replicas may use (see GpuPlacement.h); none on a machine
-/// without GPUs.
-std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
-                                                  unsigned threads,
-                                                  std::vector<int64_t> gpuDevices = {});
+/// without GPUs. `log` receives what operators report (OperatorConfig::log).
+std::unique_ptr<BatchExecutor>
+makeThreadExecutor(const OperatorRegistry &registry, unsigned threads,
+                   std::vector<int64_t> gpuDevices = {},
+                   std::function<void(const std::string &)> log = {});
 
 /// runPlan with a thread executor of `threads` threads.
 RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,

@@ -69,12 +69,23 @@ public:
   /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls).
   double gpus() const { return options_ ? options_->gpus : 0; }
   /// The CUDA device this replica runs on, chosen by the executor (see GpuPlacement.h);
-  /// -1 when none was assigned (a GPU operator then uses device 0 if there is one).
+  /// -1 when none was assigned: the replica then runs on the CPU.
   OperatorConfig &withGpuDevice(int64_t device) {
     gpuDevice_ = device;
     return *this;
   }
   int64_t gpuDevice() const { return gpuDevice_; }
+
+  /// Where an operator reports what the user should know (its GPU failed and it runs on the
+  /// CPU): the worker's or the run's log. Lines go nowhere when unset.
+  OperatorConfig &withLog(std::function<void(const std::string &)> log) {
+    log_ = std::move(log);
+    return *this;
+  }
+  void log(const std::string &line) const {
+    if (log_)
+      log_(name_ + ": " + line);
+  }
 
   const plan::StaticValue *constant(std::string_view name) const;
   /// Typed constants; OperatorError when missing or of another type.
@@ -90,6 +101,7 @@ private:
   std::vector<std::string> inputLabels_;
   const plan::CallOptions *options_ = nullptr;
   int64_t gpuDevice_ = -1;
+  std::function<void(const std::string &)> log_;
 };
 
 class Operator {

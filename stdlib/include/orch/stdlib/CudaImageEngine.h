@@ -9,6 +9,7 @@
 
 #include "orch/stdlib/ImageKernels.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,11 +57,23 @@ public:
                                   uint64_t *outputs, std::string &error) = 0;
 
   const GpuBatchTiming &lastTiming() const { return timing_; }
+  /// The CUDA error code of the last call that returned false (see classifyCudaError).
+  int lastError() const { return lastError_; }
 
 protected:
   explicit CudaImageEngine(int device) : device_(device) {}
   int device_;
   GpuBatchTiming timing_;
+  int lastError_ = 0;
 };
+
+using CudaImageEngineFactory =
+    std::function<std::unique_ptr<CudaImageEngine>(int device, std::string &error)>;
+
+/// An engine from the current factory: CudaImageEngine::create, unless a test replaced it.
+std::unique_ptr<CudaImageEngine> makeCudaImageEngine(int device, std::string &error);
+/// Tests only: engines come from `factory` (for example one that fails mid-batch) until it is
+/// reset with an empty function. Not to be called while operators run.
+void setCudaImageEngineFactoryForTesting(CudaImageEngineFactory factory);
 
 } // namespace orch::stdlib
