@@ -297,11 +297,9 @@ private:
 } // namespace
 
 std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
-                                                  unsigned threads,
-                                                  std::vector<int64_t> gpuDevices,
+                                                  unsigned threads, std::vector<int64_t> gpuDevices,
                                                   std::function<void(const std::string &)> log) {
-  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices),
-                                          std::move(log));
+  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices), std::move(log));
 }
 
 RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,

@@ -175,15 +175,17 @@ sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked
     expected.written = 200;
     expected.failed = 100;
     expected.abort = "run aborted: call 'checked' failed a batch";
-    cases.push_back({"AnAbortAccountsForEveryRow",
-                     docsWith(R"(checked = test.fail(pages, kind: "batch", ordinals: "1") { batch: 4, recovery: "abort", retries: 1 };
+    cases.push_back(
+        {"AnAbortAccountsForEveryRow",
+         docsWith(
+             R"(checked = test.fail(pages, kind: "batch", ordinals: "1") { batch: 4, recovery: "abort", retries: 1 };
 sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(checked) });)"),
-                     jsonRows(300,
-                              [](size_t i) {
-                                return "{\"id\": " + std::to_string(i) +
-                                       ", \"n\": " + std::to_string(i % 3) + "}";
-                              }),
-                     expected});
+         jsonRows(300,
+                  [](size_t i) {
+                    return "{\"id\": " + std::to_string(i) + ", \"n\": " + std::to_string(i % 3) +
+                           "}";
+                  }),
+         expected});
   }
 
   {

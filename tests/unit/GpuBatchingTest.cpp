@@ -2,9 +2,9 @@
 // staging buffers grow, and an image operator whose GPU engine fails in the middle of a batch
 // (an injected engine): the batch is redone on the CPU with identical rows, and the failure is
 // logged with its device.
+#include "orch/stdlib/GpuBatching.h"
 #include "orch/runtime/Operator.h"
 #include "orch/stdlib/CudaImageEngine.h"
-#include "orch/stdlib/GpuBatching.h"
 #include "orch/stdlib/ImageKernels.h"
 #include "orch/stdlib/StandardOperators.h"
 

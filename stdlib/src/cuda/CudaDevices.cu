@@ -21,10 +21,10 @@ CudaDeviceCount countCudaDevices() {
     const CudaErrorClass kind = classifyCudaError(int(status), driver);
     devices.count = 0;
     devices.broken = kind != CudaErrorClass::Absent;
-    devices.reason = std::string(devices.broken ? "the GPU cannot be used: "
-                                                : "no usable CUDA device: ") +
-                     cudaGetErrorString(status) + " (error " + std::to_string(int(status)) +
-                     "; " + devices.versions + ")";
+    devices.reason =
+        std::string(devices.broken ? "the GPU cannot be used: " : "no usable CUDA device: ") +
+        cudaGetErrorString(status) + " (error " + std::to_string(int(status)) + "; " +
+        devices.versions + ")";
     cudaGetLastError(); // clear the error state for later callers
     return devices;
   }
