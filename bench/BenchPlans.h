@@ -2,9 +2,7 @@
 // compiler; an empty plan when it does not compile.
 #pragma once
 
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
-#include "orch/passes/Pipeline.h"
+#include "orch/driver/CompileDriver.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -15,14 +13,8 @@ namespace orch::bench {
 
 inline plan::Plan compilePlanText(const std::string &text, const std::string &path) {
   llvm::SourceMgr sources;
-  uint32_t id =
-      sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   DiagnosticEngine diags(nullptr);
-  FrontendResult result = runFrontend(sources, id, FrontendOptions{}, diags);
-  if (!result.ok)
-    return {};
-  ir::Module module = generateIr(*result.file, path);
-  return compileModule(module, diags).value_or(plan::Plan{});
+  return compileText(sources, text, path, diags).plan.value_or(plan::Plan{});
 }
 
 inline plan::Plan compileExamplePlan(const std::string &name) {

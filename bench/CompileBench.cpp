@@ -1,8 +1,6 @@
 // Compiler speed: the flagship example and a generated pipeline of 10,000 bindings, through
 // the frontend alone and through the whole compiler (IR, checking passes, lowering).
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
-#include "orch/passes/Pipeline.h"
+#include "orch/driver/CompileDriver.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -57,24 +55,19 @@ std::string flagshipExample() {
 void compile(benchmark::State &state, const std::string &text, bool wholeCompiler) {
   for (auto _ : state) {
     llvm::SourceMgr sources;
-    uint32_t id = sources.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(text, "bench.orch"), llvm::SMLoc());
     orch::DiagnosticEngine diags(nullptr);
-    orch::FrontendResult result = orch::runFrontend(sources, id, orch::FrontendOptions{}, diags);
-    if (!result.ok) {
+    orch::CompileRequest request;
+    request.frontendOnly = !wholeCompiler;
+    orch::Compilation compiled = orch::compileText(sources, text, "bench.orch", diags, request);
+    if (!compiled.frontend.ok) {
       state.SkipWithError("the benchmark input did not compile");
       return;
     }
-    if (wholeCompiler) {
-      orch::ir::Module module = orch::generateIr(*result.file, "bench.orch");
-      std::optional<orch::plan::Plan> plan = orch::compileModule(module, diags);
-      if (!plan) {
-        state.SkipWithError("the benchmark input failed the checking passes");
-        return;
-      }
-      benchmark::DoNotOptimize(plan);
+    if (wholeCompiler && !compiled.plan) {
+      state.SkipWithError("the benchmark input failed the checking passes");
+      return;
     }
-    benchmark::DoNotOptimize(result.file);
+    benchmark::DoNotOptimize(compiled);
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text.size()));
 }

@@ -1,12 +1,9 @@
 // libFuzzer entry point: arbitrary bytes through the whole compiler (parse, resolve, check,
 // IR, passes, plan) and, when a plan comes out, through the codec and back. Built by
 // `make fuzz` with clang, -fsanitize=fuzzer,address.
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
-#include "orch/passes/Pipeline.h"
+#include "orch/driver/CompileDriver.h"
 #include "orch/plan/PlanCodec.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
@@ -14,22 +11,16 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::SourceMgr sources;
-  uint32_t id = sources.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(
-          llvm::StringRef(reinterpret_cast<const char *>(data), size), "fuzz.orch"),
-      llvm::SMLoc());
   bool reportedError = false;
   bool errorWithoutLocation = false;
   orch::DiagnosticEngine diags([&](const orch::Diagnostic &diagnostic) {
     reportedError |= diagnostic.severity == orch::DiagnosticSeverity::Error;
     errorWithoutLocation |= !diagnostic.location.isKnown();
   });
-  orch::FrontendResult result = orch::runFrontend(sources, id, orch::FrontendOptions{}, diags);
-  std::optional<orch::plan::Plan> plan;
-  if (result.ok) {
-    orch::ir::Module module = orch::generateIr(*result.file, "fuzz.orch");
-    plan = orch::compileModule(module, diags);
-  }
+  const std::optional<orch::plan::Plan> plan =
+      orch::compileText(sources, std::string(reinterpret_cast<const char *>(data), size),
+                        "fuzz.orch", diags)
+          .plan;
   // A rejection must say why, and where.
   if ((!plan && !reportedError) || errorWithoutLocation)
     std::abort();

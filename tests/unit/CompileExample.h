@@ -1,9 +1,7 @@
 // Test helper: compiles an example (or any .orch text) through the whole compiler to a plan.
 #pragma once
 
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
-#include "orch/passes/Pipeline.h"
+#include "orch/driver/CompileDriver.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -22,22 +20,15 @@ inline std::string readExample(const std::string &name) {
 inline std::optional<plan::Plan> compileText(const std::string &text, std::string *error = nullptr,
                                              const std::string &path = "test.orch") {
   llvm::SourceMgr sources;
-  uint32_t id =
-      sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   std::string firstError;
   DiagnosticEngine diags([&](const Diagnostic &d) {
     if (d.severity == DiagnosticSeverity::Error && firstError.empty())
       firstError = d.message;
   });
-  FrontendResult result = runFrontend(sources, id, FrontendOptions{}, diags);
-  std::optional<plan::Plan> plan;
-  if (result.ok) {
-    ir::Module module = generateIr(*result.file, path);
-    plan = compileModule(module, diags);
-  }
+  Compilation compiled = orch::compileText(sources, text, path, diags);
   if (error)
     *error = firstError;
-  return plan;
+  return std::move(compiled.plan);
 }
 
 inline std::optional<plan::Plan> compileExample(const std::string &name) {

@@ -2,11 +2,8 @@
 // diagnostics, then walks the AST for declarations and occurrences.
 #include "DocumentIndex.h"
 
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
-#include "orch/passes/Pipeline.h"
+#include "orch/driver/CompileDriver.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <functional>
@@ -184,17 +181,15 @@ DocumentIndex indexDocument(const std::string &text, const std::string &path,
                             const plan::OperatorCatalog &catalog) {
   DocumentIndex index;
   llvm::SourceMgr sources;
-  const uint32_t buffer =
-      sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   DiagnosticEngine diags(
       [&](const Diagnostic &diagnostic) { index.diagnostics.push_back(diagnostic); });
-  FrontendOptions options;
-  options.catalog = &catalog;
-  FrontendResult result = runFrontend(sources, buffer, options, diags);
+  CompileRequest request;
+  request.frontend.catalog = &catalog;
+  Compilation compiled = compileText(sources, text, path, diags, request);
+  const FrontendResult &result = compiled.frontend;
   if (result.ok) {
-    ir::Module module = generateIr(*result.file, path);
-    index.compiled = compileModule(module, diags).has_value();
-    recordTypes(module, index);
+    index.compiled = compiled.plan.has_value();
+    recordTypes(compiled.module, index);
   }
   if (result.file) {
     for (auto &statement : result.file->statements)

@@ -6,11 +6,8 @@
 #include "ProgressDisplay.h"
 #include "RunReports.h"
 
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
-#include "orch/frontend/Parser.h"
+#include "orch/driver/CompileDriver.h"
 #include "orch/ir/DiagnosticPrinter.h"
-#include "orch/passes/Pipeline.h"
 #include "orch/plan/PlanCodec.h"
 #include "orch/runtime/Coordinator.h"
 #include "orch/runtime/LocalRunner.h"
@@ -196,16 +193,10 @@ std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
   DiagnosticEngine diags([&](const Diagnostic &diagnostic) {
     printDiagnostic(sources, diagnostic, llvm::errs(), printOptions);
   });
-  std::optional<uint32_t> buffer = loadSourceFile(sources, options.inputPath, diags);
-  if (!buffer)
-    return std::nullopt;
-  FrontendOptions frontendOptions;
-  frontendOptions.overrides = options.overrides;
-  FrontendResult result = runFrontend(sources, *buffer, frontendOptions, diags);
-  if (!result.ok)
-    return std::nullopt;
-  ir::Module module = generateIr(*result.file, options.inputPath);
-  return compileModule(module, diags);
+  CompileRequest request;
+  request.frontend.overrides = options.overrides;
+  std::optional<Compilation> compiled = compileFile(sources, options.inputPath, diags, request);
+  return compiled ? std::move(compiled->plan) : std::nullopt;
 }
 
 std::optional<plan::Plan> loadPlan(const RunCommandOptions &options) {

@@ -3,14 +3,12 @@
 // the plan where asked.
 #include "CompileCommand.h"
 
+#include "orch/driver/CompileDriver.h"
 #include "orch/frontend/AstPrinter.h"
-#include "orch/frontend/Frontend.h"
-#include "orch/frontend/IrGen.h"
 #include "orch/frontend/Parser.h"
 #include "orch/ir/DiagnosticPrinter.h"
 #include "orch/ir/DiagnosticVerifier.h"
 #include "orch/ir/IrPrinter.h"
-#include "orch/passes/Pipeline.h"
 #include "orch/plan/PlanCodec.h"
 #include "orch/plan/PlanPrinters.h"
 
@@ -79,18 +77,15 @@ int compile(const CompileOptions &options) {
   if (options.verifyDiagnostics)
     verifier = std::make_unique<DiagnosticVerifier>(sources, *buffer);
 
-  FrontendOptions frontendOptions;
-  frontendOptions.overrides = options.overrides;
-  FrontendResult result = runFrontend(sources, *buffer, frontendOptions, diags);
-  std::optional<plan::Plan> plan;
-  ir::Module module;
-  if (result.ok && options.emit != EmitKind::Ast) {
-    module = generateIr(*result.file, options.inputPath);
-    PassManagerOptions passOptions;
-    passOptions.printAfterAll = options.printAfterAll ? &llvm::errs() : nullptr;
-    passOptions.timePasses = options.timePasses ? &llvm::errs() : nullptr;
-    plan = compileModule(module, diags, passOptions);
-  }
+  CompileRequest request;
+  request.frontend.overrides = options.overrides;
+  request.passes.printAfterAll = options.printAfterAll ? &llvm::errs() : nullptr;
+  request.passes.timePasses = options.timePasses ? &llvm::errs() : nullptr;
+  request.frontendOnly = options.emit == EmitKind::Ast;
+  Compilation compiled = compileBuffer(sources, *buffer, options.inputPath, diags, request);
+  const FrontendResult &result = compiled.frontend;
+  const std::optional<plan::Plan> &plan = compiled.plan;
+  const ir::Module &module = compiled.module;
 
   if (verifier) {
     std::vector<std::string> problems = verifier->problems();
