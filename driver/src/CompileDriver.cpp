@@ -21,9 +21,8 @@ Compilation compileBuffer(llvm::SourceMgr &sources, uint32_t bufferId, const std
   return compilation;
 }
 
-Compilation compileText(llvm::SourceMgr &sources, const std::string &text,
-                        const std::string &path, DiagnosticEngine &diags,
-                        const CompileRequest &request) {
+Compilation compileText(llvm::SourceMgr &sources, const std::string &text, const std::string &path,
+                        DiagnosticEngine &diags, const CompileRequest &request) {
   const uint32_t bufferId =
       sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   return compileBuffer(sources, bufferId, path, diags, request);

@@ -28,23 +28,24 @@ bool LineageEngine::State::isStillInFlight(const QueuedGrain &queued) const {
 std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {
   auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
   for (;;) {
-    // Lane 0: retries, 1: fresh work, 2: deferred recovery; then the oldest admission.
-    uint32_t bestCall = kNoIndex, bestLane = 3;
+    // Retries first, then fresh work, then deferred recovery; then the oldest admission.
+    uint32_t bestCall = kNoIndex;
+    Lane bestLane = Lane::None;
     uint64_t bestAdmission = UINT64_MAX;
     for (uint32_t c = 0; c < queues.size(); ++c) {
       if (mayRun && !mayRun(c))
         continue;
       CallQueues &queue = queues[c];
-      uint32_t lane;
+      Lane lane;
       uint64_t admission;
       if (!queue.retry.empty()) {
-        lane = 0;
+        lane = Lane::Retry;
         admission = queue.retry.front().admission;
       } else if (const QueuedGrain *next = queue.fresh.peek(live)) {
-        lane = 1;
+        lane = Lane::Fresh;
         admission = next->admission;
       } else if (!queue.deferred.empty()) {
-        lane = 2;
+        lane = Lane::Deferred;
         admission = queue.deferred.front().admission;
       } else {
         continue;
@@ -58,7 +59,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
     if (bestCall == kNoIndex)
       return std::nullopt;
     CallQueues &queue = queues[bestCall];
-    if (bestLane == 1) {
+    if (bestLane == Lane::Fresh) {
       std::vector<QueuedGrain> taken;
       const size_t limit =
           static_cast<size_t>(std::max<int64_t>(1, plan.calls[bestCall].options.batch));
@@ -66,7 +67,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
       queue.fresh.pop(limit, live, taken);
       return dispatch(bestCall, std::move(taken), BatchRecovery{});
     }
-    std::deque<PendingBatch> &lane = bestLane == 0 ? queue.retry : queue.deferred;
+    std::deque<PendingBatch> &lane = bestLane == Lane::Retry ? queue.retry : queue.deferred;
     PendingBatch pending = std::move(lane.front());
     lane.pop_front();
     // Grains sealed by a barrier while they waited are no longer part of the batch.
@@ -210,9 +211,7 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     switch (entry.kind) {
     case RowResultKind::Value:
       if (const Barrier *barrier = barrierFor(batch.call, entity)) {
-        ++stats.grainsSuppressedByBarrier;
-        ++loads[batch.call].suppressedByBarrier;
-        setItem(entity, node, ItemOutcome::Suppressed, Value(), barrier->cause);
+        suppressByBarrier(node, entity, barrier->cause);
       } else {
         setItem(entity, node, ItemOutcome::Present, entry.value, kNoIndex);
       }
@@ -244,12 +243,8 @@ void LineageEngine::State::installBarrier(uint32_t call, uint32_t entity, uint32
       if (layout.nodes[node].call != call)
         continue;
       Grain &grain = grainOf(sibling, node);
-      if (grain.phase != GrainPhase::Ready)
-        continue;
-      setPhase(grain, node, GrainPhase::Sealed);
-      ++stats.grainsSuppressedByBarrier;
-      ++loads[call].suppressedByBarrier;
-      setItem(sibling, node, ItemOutcome::Suppressed, Value(), cause);
+      if (grain.phase == GrainPhase::Ready)
+        sealByBarrier(grain, node, sibling, cause);
     }
 }
 
@@ -273,11 +268,7 @@ void LineageEngine::State::requeue(uint32_t call, std::vector<QueuedGrain> grain
   for (QueuedGrain queued : grainsToRun) {
     Grain &grain = grainOf(queued.entity, queued.node);
     if (const Barrier *barrier = barrierFor(call, queued.entity)) {
-      const uint32_t cause = barrier->cause;
-      setPhase(grain, queued.node, GrainPhase::Sealed);
-      ++stats.grainsSuppressedByBarrier;
-      ++loads[call].suppressedByBarrier;
-      setItem(queued.entity, queued.node, ItemOutcome::Suppressed, Value(), cause);
+      sealByBarrier(grain, queued.node, queued.entity, barrier->cause);
       continue;
     }
     setPhase(grain, queued.node, GrainPhase::Ready);

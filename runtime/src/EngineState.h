@@ -111,11 +111,25 @@ struct OutstandingBatch {
   std::vector<uint32_t> generations;
 };
 
+/// A Call's dispatch lanes, in priority order (None: nothing to dispatch).
+enum class Lane : uint8_t { Retry, Fresh, Deferred, None };
+
 struct CallQueues {
   ReadyQueue fresh;
   std::deque<PendingBatch> retry;
   std::deque<PendingBatch> deferred;
 };
+
+/// A slot of `pool`: a freed one when there is one, else a new one at the end.
+template <typename T> uint32_t allocateSlot(std::vector<T> &pool, std::vector<uint32_t> &freed) {
+  if (!freed.empty()) {
+    const uint32_t slot = freed.back();
+    freed.pop_back();
+    return slot;
+  }
+  pool.emplace_back();
+  return static_cast<uint32_t>(pool.size() - 1);
+}
 
 /// Fixed-size blocks of T, one size per domain, recycled when roots finish.
 template <typename T> class BlockPool {
@@ -227,6 +241,12 @@ struct LineageEngine::State {
   void evaluate(uint32_t node, uint32_t entity);
   void evaluateFilter(uint32_t node, uint32_t entity);
   void evaluateInvoke(uint32_t node, uint32_t entity);
+  /// Seals a waiting grain without running it: an input was dropped, failed or suppressed.
+  void skipGrain(Grain &grain, uint32_t node, uint32_t entity, ItemOutcome outcome, uint32_t cause);
+  /// Seals a ready (or re-queued) grain that a GroupFailure barrier stops.
+  void sealByBarrier(Grain &grain, uint32_t node, uint32_t entity, uint32_t cause);
+  /// A sealed grain's output suppressed by a barrier (also for an in-flight grain's report).
+  void suppressByBarrier(uint32_t node, uint32_t entity, uint32_t cause);
   void makeReady(uint32_t node, uint32_t entity);
   void materialise(uint32_t expandNode, uint32_t parent);
   void gather(uint32_t reduceNode, uint32_t child);
@@ -238,6 +258,12 @@ struct LineageEngine::State {
   void sinkInputResolved(uint32_t root);
   void queueRootFinish(uint32_t root);
   void finishRoot(uint32_t root);
+  /// Releases a finished root's entities and hands `result` over.
+  void retireRoot(uint32_t root, RootResult result);
+  /// The entities of domain `path[path.size() - 1]` under `entity` (of domain `path[from - 1]`),
+  /// in ordinal order, walking the expansions along `path` from level `from`.
+  std::vector<uint32_t> descendantsAlong(uint32_t entity, const std::vector<uint32_t> &path,
+                                         size_t from) const;
   void collectRows(const Root &root, RootResult &result) const;
   void releaseEntityTree(uint32_t entity);
   void abortRun(const std::string &reason);

@@ -132,14 +132,7 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
 
 uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, uint32_t ordinal,
                                             uint32_t root, uint64_t key) {
-  uint32_t id;
-  if (!freeEntities.empty()) {
-    id = freeEntities.back();
-    freeEntities.pop_back();
-  } else {
-    id = static_cast<uint32_t>(entities.size());
-    entities.emplace_back();
-  }
+  const uint32_t id = allocateSlot(entities, freeEntities);
   Entity &entity = entities[id];
   entity.parent = parent;
   entity.ordinal = ordinal;
@@ -416,10 +409,7 @@ void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
   for (uint32_t input : plan.nodes[node].inputs) {
     const Item &item = inputItem(input, entity);
     if (isFailure(item.outcome)) {
-      setPhase(grain, node, GrainPhase::Sealed);
-      ++stats.grainsSkipped;
-      ++loads[layout.nodes[node].call].skipped;
-      setItem(entity, node, ItemOutcome::Suppressed, Value(), item.cause);
+      skipGrain(grain, node, entity, ItemOutcome::Suppressed, item.cause);
       return;
     }
     waiting |= item.outcome == ItemOutcome::Unresolved;
@@ -428,13 +418,30 @@ void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
   if (waiting)
     return;
   if (dropped) {
-    setPhase(grain, node, GrainPhase::Sealed);
-    ++stats.grainsSkipped;
-    ++loads[layout.nodes[node].call].skipped;
-    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+    skipGrain(grain, node, entity, ItemOutcome::Dropped, kNoIndex);
     return;
   }
   makeReady(node, entity);
+}
+
+void LineageEngine::State::skipGrain(Grain &grain, uint32_t node, uint32_t entity,
+                                     ItemOutcome outcome, uint32_t cause) {
+  setPhase(grain, node, GrainPhase::Sealed);
+  ++stats.grainsSkipped;
+  ++loads[layout.nodes[node].call].skipped;
+  setItem(entity, node, outcome, Value(), cause);
+}
+
+void LineageEngine::State::sealByBarrier(Grain &grain, uint32_t node, uint32_t entity,
+                                         uint32_t cause) {
+  setPhase(grain, node, GrainPhase::Sealed);
+  suppressByBarrier(node, entity, cause);
+}
+
+void LineageEngine::State::suppressByBarrier(uint32_t node, uint32_t entity, uint32_t cause) {
+  ++stats.grainsSuppressedByBarrier;
+  ++loads[layout.nodes[node].call].suppressedByBarrier;
+  setItem(entity, node, ItemOutcome::Suppressed, Value(), cause);
 }
 
 const Barrier *LineageEngine::State::barrierFor(uint32_t call, uint32_t entity) const {
@@ -452,11 +459,7 @@ void LineageEngine::State::makeReady(uint32_t node, uint32_t entity) {
   const uint32_t call = layout.nodes[node].call;
   Grain &grain = grainOf(entity, node);
   if (const Barrier *barrier = barrierFor(call, entity)) {
-    const uint32_t cause = barrier->cause;
-    setPhase(grain, node, GrainPhase::Sealed);
-    ++stats.grainsSuppressedByBarrier;
-    ++loads[call].suppressedByBarrier;
-    setItem(entity, node, ItemOutcome::Suppressed, Value(), cause);
+    sealByBarrier(grain, node, entity, barrier->cause);
     return;
   }
   setPhase(grain, node, GrainPhase::Ready);
@@ -475,14 +478,7 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
   const uint32_t refSlot = entities[parent].expansions + layout.domains[childDomain].childSlot;
   if (expansionRefs[refSlot] != kNoIndex)
     engineInvariantFailed("an entity expanded twice into one domain");
-  uint32_t id;
-  if (!freeExpansions.empty()) {
-    id = freeExpansions.back();
-    freeExpansions.pop_back();
-  } else {
-    id = static_cast<uint32_t>(expansions.size());
-    expansions.emplace_back();
-  }
+  const uint32_t id = allocateSlot(expansions, freeExpansions);
   expansionRefs[refSlot] = id;
   --unexpanded[childDomain];
   // The children (if any) are counted below before this expansion stops being pending.
@@ -595,20 +591,28 @@ bool LineageEngine::State::releaseParkedReduces() {
 
 void LineageEngine::State::broadcastDown(uint32_t broadcastNode, uint32_t ancestor) {
   const std::vector<uint32_t> &path = layout.domains[plan.nodes[broadcastNode].domain].pathFromRoot;
-  std::vector<uint32_t> frontier{ancestor}, next;
-  for (size_t level = layout.domains[entities[ancestor].domain].depth + 1; level < path.size();
-       ++level) {
+  for (uint32_t entity :
+       descendantsAlong(ancestor, path, layout.domains[entities[ancestor].domain].depth + 1))
+    evaluate(broadcastNode, entity);
+}
+
+std::vector<uint32_t> LineageEngine::State::descendantsAlong(uint32_t entity,
+                                                             const std::vector<uint32_t> &path,
+                                                             size_t from) const {
+  // Breadth first keeps ordinal order: parents are visited in order and each parent's children
+  // are appended in ordinal order. Entities that have not expanded yet add nothing.
+  std::vector<uint32_t> level{entity}, next;
+  for (size_t depth = from; depth < path.size(); ++depth) {
     next.clear();
-    for (uint32_t entity : frontier) {
-      uint32_t expansion = expansionOf(entity, path[level]);
+    for (uint32_t parent : level) {
+      const uint32_t expansion = expansionOf(parent, path[depth]);
       if (expansion != kNoIndex)
         next.insert(next.end(), expansions[expansion].children.begin(),
                     expansions[expansion].children.end());
     }
-    frontier.swap(next);
+    level.swap(next);
   }
-  for (uint32_t entity : frontier)
-    evaluate(broadcastNode, entity);
+  return level;
 }
 
 // --- Finished roots ---------------------------------------------------------------------------
@@ -642,20 +646,7 @@ void LineageEngine::State::collectRows(const Root &root, RootResult &result) con
         row.values.clear();
       result.rows.push_back(std::move(row));
     };
-    std::vector<uint32_t> level{root.entity}, next;
-    for (size_t depth = 1; depth < path.size(); ++depth) {
-      next.clear();
-      for (uint32_t entity : level) {
-        uint32_t expansion = expansionOf(entity, path[depth]);
-        if (expansion != kNoIndex)
-          next.insert(next.end(), expansions[expansion].children.begin(),
-                      expansions[expansion].children.end());
-      }
-      level.swap(next);
-    }
-    // Breadth-first expansion keeps ordinal order: parents are visited in order and each
-    // parent's children are appended in ordinal order.
-    for (uint32_t entity : level)
+    for (uint32_t entity : descendantsAlong(root.entity, path, 1))
       emit(entity);
   }
 }
@@ -717,8 +708,12 @@ void LineageEngine::State::finishRoot(uint32_t rootIndex) {
   result.status = anyFailed || (!anyWritten && !result.failures.empty()) ? RootStatus::Failed
                   : anyWritten                                           ? RootStatus::Written
                                                                          : RootStatus::Dropped;
-  releaseEntityTree(root.entity);
-  root = Root{};
+  retireRoot(rootIndex, std::move(result));
+}
+
+void LineageEngine::State::retireRoot(uint32_t rootIndex, RootResult result) {
+  releaseEntityTree(roots[rootIndex].entity);
+  roots[rootIndex] = Root{};
   freeRoots.push_back(rootIndex);
   --liveRootCount;
   ++stats.rootsFinished;
@@ -749,14 +744,8 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
     if (!root.live)
       continue;
     root.failures.push_back(Failure{kind, "", {}, reason});
-    RootResult result =
-        failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures));
-    releaseEntityTree(root.entity);
-    root = Root{};
-    freeRoots.push_back(r);
-    --liveRootCount;
-    ++stats.rootsFinished;
-    finished.push_back(std::move(result));
+    retireRoot(r,
+               failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures)));
   }
 }
 
@@ -792,14 +781,7 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   }
   if (s.admissionClosed)
     engineInvariantFailed("admission after closeAdmission");
-  uint32_t rootIndex;
-  if (!s.freeRoots.empty()) {
-    rootIndex = s.freeRoots.back();
-    s.freeRoots.pop_back();
-  } else {
-    rootIndex = static_cast<uint32_t>(s.roots.size());
-    s.roots.emplace_back();
-  }
+  const uint32_t rootIndex = allocateSlot(s.roots, s.freeRoots);
   Root &root = s.roots[rootIndex];
   root.admission = admission;
   root.source = source;
@@ -864,7 +846,7 @@ bool LineageEngine::complete() const {
 
 const std::optional<std::string> &LineageEngine::abortReason() const { return state_->abortReason; }
 
-bool LineageEngine::hasReadyWork() const {
+bool LineageEngine::hasReadyWork() {
   State &s = *state_;
   for (CallQueues &queue : s.queues)
     if (!queue.retry.empty() || !queue.deferred.empty() ||
@@ -873,7 +855,7 @@ bool LineageEngine::hasReadyWork() const {
   return false;
 }
 
-std::optional<std::string> LineageEngine::deadlockReport() const {
+std::optional<std::string> LineageEngine::deadlockReport() {
   const State &s = *state_;
   if (complete() || !s.outstanding.empty() || hasReadyWork() || canAdmit())
     return std::nullopt;

@@ -38,14 +38,12 @@ Compilation compileBuffer(llvm::SourceMgr &sources, uint32_t bufferId, const std
                           DiagnosticEngine &diags, const CompileRequest &request = {});
 
 /// Compiles `text` as the file `path` (tests, benchmarks, the editor, the fuzzer).
-Compilation compileText(llvm::SourceMgr &sources, const std::string &text,
-                        const std::string &path, DiagnosticEngine &diags,
-                        const CompileRequest &request = {});
+Compilation compileText(llvm::SourceMgr &sources, const std::string &text, const std::string &path,
+                        DiagnosticEngine &diags, const CompileRequest &request = {});
 
 /// Loads `path` into `sources` and compiles it; nullopt (after a diagnostic) when it cannot
 /// be read.
 std::optional<Compilation> compileFile(llvm::SourceMgr &sources, const std::string &path,
-                                       DiagnosticEngine &diags,
-                                       const CompileRequest &request = {});
+                                       DiagnosticEngine &diags, const CompileRequest &request = {});
 
 } // namespace orch

@@ -64,13 +64,15 @@ public:
   const std::optional<std::string> &abortReason() const;
   /// Nothing is in flight, nothing is ready and the run is not complete: a description with the
   /// counts; nullopt otherwise. (With admission open and below the bound it is not a deadlock:
-  /// the caller can admit.)
-  std::optional<std::string> deadlockReport() const;
+  /// the caller can admit.) Not const: like hasReadyWork it drops stale queue entries.
+  std::optional<std::string> deadlockReport();
 
   /// The dataflow inputs batches of `call` carry, in order (Batch::inputsOf).
   const std::vector<std::string> &callInputLabels(uint32_t call) const;
 
-  bool hasReadyWork() const;
+  /// Whether a batch could be reserved now; drops the stale entries it passes in the queues
+  /// (entries of grains a barrier or an early finish sealed), hence not const.
+  bool hasReadyWork();
   size_t liveRoots() const;
   const EngineStats &stats() const;
   const CallLoad &callLoad(uint32_t call) const;
