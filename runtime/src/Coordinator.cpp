@@ -147,12 +147,7 @@ public:
       if (!pending_.empty() || timeout.count() < 0)
         timeout = std::chrono::milliseconds(0);
       zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
-      try {
-        zmq::poll(&item, 1, timeout);
-      } catch (const zmq::error_t &error) {
-        if (error.num() != EINTR)
-          throw;
-      }
+      pollForInput(&item, 1, timeout);
       while (auto frames = receiveFrames(router_))
         receive(*frames);
       tick();

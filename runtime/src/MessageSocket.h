@@ -1,16 +1,34 @@
-// Sending and receiving protocol messages on ZeroMQ sockets: the only place that builds or
-// splits frames. A DEALER sends [body]; a ROUTER sees [identity, body].
+// Sending and receiving protocol messages on ZeroMQ sockets, and waiting for them: the only
+// place that builds or splits frames or polls. A DEALER (or a worker's inproc PUSH) sends
+// [body]; a ROUTER sees [identity, body].
 #pragma once
 
 #include "orch/runtime/Protocol.h"
 
 #include <zmq.hpp>
 
+#include <cerrno>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace orch::runtime {
+
+/// One body frame, on a DEALER or PUSH socket.
+inline void sendBody(zmq::socket_t &socket, const std::string &body) {
+  socket.send(zmq::buffer(body), zmq::send_flags::none);
+}
+
+/// Waits up to `timeout` for input on `items`; a signal only cuts the wait short.
+inline void pollForInput(zmq::pollitem_t *items, size_t count, std::chrono::milliseconds timeout) {
+  try {
+    zmq::poll(items, count, timeout);
+  } catch (const zmq::error_t &error) {
+    if (error.num() != EINTR)
+      throw;
+  }
+}
 
 inline void sendMessageTo(zmq::socket_t &router, const std::string &identity,
                           const Message &message) {

@@ -76,7 +76,7 @@ private:
       result.report = runOperatorBatch(instance_, factory_, config_, batch);
       result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       const std::string body = encodeMessage(result);
-      results.send(zmq::buffer(body), zmq::send_flags::none);
+      sendBody(results, body);
     }
   }
 
@@ -140,15 +140,10 @@ public:
       }
       zmq::pollitem_t items[] = {{coordinator_.handle(), 0, ZMQ_POLLIN, 0},
                                  {results_.handle(), 0, ZMQ_POLLIN, 0}};
-      try {
-        zmq::poll(items, 2, interval);
-      } catch (const zmq::error_t &error) {
-        if (error.num() != EINTR)
-          throw;
-      }
+      pollForInput(items, 2, interval);
       while (auto frames = receiveFrames(results_))
         for (zmq::message_t &frame : *frames)
-          sendBody(frame.to_string());
+          forward(frame.to_string());
       while (auto frames = receiveFrames(coordinator_)) {
         lastHeard_ = Clock::now();
         if (std::optional<int> exit = handle(frames->back().to_string()))
@@ -173,12 +168,7 @@ private:
       if (options_.stopRequested && options_.stopRequested->load())
         return false;
       zmq::pollitem_t item{coordinator_.handle(), 0, ZMQ_POLLIN, 0};
-      try {
-        zmq::poll(&item, 1, std::chrono::milliseconds(100));
-      } catch (const zmq::error_t &error) {
-        if (error.num() != EINTR)
-          throw;
-      }
+      pollForInput(&item, 1, std::chrono::milliseconds(100));
       while (auto frames = receiveFrames(coordinator_)) {
         auto decoded = decodeMessage(frames->back().to_string());
         if (auto *problem = std::get_if<std::string>(&decoded)) {
@@ -277,10 +267,11 @@ private:
         std::make_unique<HostedReplica>(context_, init.replica, *factory, std::move(config));
   }
 
-  void send(const Message &message) { sendBody(encodeMessage(message)); }
+  void send(const Message &message) { forward(encodeMessage(message)); }
 
-  void sendBody(const std::string &body) {
-    coordinator_.send(zmq::buffer(body), zmq::send_flags::none);
+  /// Sends an encoded message (a replica's result is forwarded as it is) to the coordinator.
+  void forward(const std::string &body) {
+    sendBody(coordinator_, body);
     lastSent_ = Clock::now();
   }
 
@@ -296,8 +287,8 @@ private:
   zmq::socket_t coordinator_;
   zmq::socket_t results_;
   plan::Plan plan_;
-  uint32_t heartbeatMs_ = 500;
-  uint32_t liveness_ = 5;
+  uint32_t heartbeatMs_ = kDefaultHeartbeatMs;
+  uint32_t liveness_ = kDefaultLiveness;
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastHeard_ = Clock::now();
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;

@@ -4,6 +4,7 @@
 
 #include "orch/frontend/Sema.h"
 #include "orch/runtime/EngineTypes.h"
+#include "orch/runtime/Protocol.h"
 
 #include <string>
 #include <vector>
@@ -21,9 +22,9 @@ struct RunCommandOptions {
   int workers = -1;
   /// Cluster mode: where workers connect ("" = a private ipc endpoint).
   std::string listen;
-  uint32_t heartbeatMs = 500;
-  uint32_t liveness = 5;
-  uint32_t depth = 2;
+  uint32_t heartbeatMs = runtime::kDefaultHeartbeatMs;
+  uint32_t liveness = runtime::kDefaultLiveness;
+  uint32_t depth = runtime::kDefaultDepth;
   runtime::EngineOptions engine;
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;

@@ -37,13 +37,16 @@ static cl::opt<std::string> listen("listen",
                                    cl::desc("Cluster mode: accept workers on this endpoint "
                                             "(tcp://HOST:PORT)"),
                                    cl::value_desc("endpoint"), cl::sub(run), cl::cat(orchCategory));
-static cl::opt<unsigned> heartbeatMs("heartbeat-ms", cl::desc("Heartbeat interval"), cl::init(500),
-                                     cl::sub(run), cl::cat(orchCategory));
+static cl::opt<unsigned> heartbeatMs("heartbeat-ms", cl::desc("Heartbeat interval"),
+                                     cl::init(orch::runtime::kDefaultHeartbeatMs), cl::sub(run),
+                                     cl::cat(orchCategory));
 static cl::opt<unsigned> liveness("liveness",
                                   cl::desc("Heartbeats a worker may miss before it is lost"),
-                                  cl::init(5), cl::sub(run), cl::cat(orchCategory));
-static cl::opt<unsigned> depth("depth", cl::desc("Batches sent ahead to each replica"), cl::init(2),
-                               cl::sub(run), cl::cat(orchCategory));
+                                  cl::init(orch::runtime::kDefaultLiveness), cl::sub(run),
+                                  cl::cat(orchCategory));
+static cl::opt<unsigned> depth("depth", cl::desc("Batches sent ahead to each replica"),
+                               cl::init(orch::runtime::kDefaultDepth), cl::sub(run),
+                               cl::cat(orchCategory));
 static cl::opt<unsigned> threads("threads",
                                  cl::desc("With --in-process: threads running operator batches"),
                                  cl::init(std::max(1u, std::thread::hardware_concurrency())),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "orch/runtime/BatchExecutor.h"
+#include "orch/runtime/Protocol.h"
 
 #include <functional>
 #include <memory>
@@ -17,11 +18,11 @@ struct CoordinatorOptions {
   /// Where the ROUTER binds: "ipc:///tmp/x.sock", "tcp://127.0.0.1:7700" ("" = a fresh ipc
   /// endpoint in the temporary directory).
   std::string endpoint;
-  uint32_t heartbeatMs = 500;
+  uint32_t heartbeatMs = kDefaultHeartbeatMs;
   /// Heartbeats a peer may miss before it is declared lost.
-  uint32_t liveness = 5;
+  uint32_t liveness = kDefaultLiveness;
   /// Batches sent ahead to each replica.
-  uint32_t depth = 2;
+  uint32_t depth = kDefaultDepth;
   /// Worker processes to start on this machine (and replace when they die); 0 in cluster mode.
   unsigned localWorkers = 0;
   /// The program started as `PROGRAM worker --connect ENDPOINT ...` for local workers.

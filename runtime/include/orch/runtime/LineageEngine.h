@@ -1,5 +1,5 @@
 // The lineage engine: a single-writer, I/O-free state machine that executes a plan's semantics
-// (../shared/spec/semantics.md). It owns entities, expansions, items and grains; hands out
+// (docs/runtime.md). It owns entities, expansions, items and grains; hands out
 // batches of ready grains; commits reports atomically; and hands back each root entity with its
 // sink rows the moment everything under it is terminal. Who runs the batches (threads, ZeroMQ
 // workers) and who reads sources and writes sinks is the caller's business.

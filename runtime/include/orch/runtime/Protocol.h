@@ -16,6 +16,13 @@ namespace orch::runtime {
 
 inline constexpr uint32_t kProtocolVersion = 1;
 
+/// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
+/// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent
+/// ahead to each replica.
+inline constexpr uint32_t kDefaultHeartbeatMs = 500;
+inline constexpr uint32_t kDefaultLiveness = 5;
+inline constexpr uint32_t kDefaultDepth = 2;
+
 /// Worker -> coordinator, first message: who it is and what it offers.
 struct HelloMessage {
   uint32_t version = kProtocolVersion;
@@ -30,8 +37,8 @@ struct HelloMessage {
 /// Coordinator -> worker, the answer to HELLO: timing and the plan the replicas come from.
 struct WelcomeMessage {
   uint32_t version = kProtocolVersion;
-  uint32_t heartbeatMs = 500;
-  uint32_t liveness = 5;
+  uint32_t heartbeatMs = kDefaultHeartbeatMs;
+  uint32_t liveness = kDefaultLiveness;
   /// The encoded plan (plan/PlanCodec.h).
   std::string plan;
 };
