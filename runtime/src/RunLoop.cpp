@@ -168,173 +168,232 @@ private:
   std::unordered_map<uint64_t, Entry> batches_;
 };
 
+/// One run, step by step as docs/runtime.md describes it: prepare (the plan can run, sources
+/// and sinks open, the executor started), then loop: admit, dispatch, deliver finished rows,
+/// wait, commit, stop timed-out batches; then account.
+class Run {
+public:
+  Run(const plan::Plan &plan, const OperatorRegistry &registry, BatchExecutor &executor,
+      const RunOptions &options)
+      : plan_(plan), registry_(registry), executor_(executor), options_(options), deadlines_(plan) {
+  }
+
+  RunSummary execute() {
+    if (!prepare())
+      return std::move(summary_);
+    loop();
+    executor_.stop();
+    outputs_->deliver(engine_->takeFinishedRoots(), elapsed());
+    if (options_.onProgress)
+      options_.onProgress(progress());
+    outputs_->close();
+    account();
+    return std::move(summary_);
+  }
+
+private:
+  bool prepare() {
+    if (auto problem = checkPlanRunnable(plan_)) {
+      summary_.error = "the plan cannot run: " + *problem;
+      return false;
+    }
+    std::vector<std::string> missing = registry_.missingFor(plan_);
+    if (!missing.empty()) {
+      std::string list;
+      for (const std::string &name : missing)
+        list += (list.empty() ? "" : ", ") + name;
+      summary_.error = "no implementation for " + list;
+      return false;
+    }
+    engine_.emplace(plan_, options_.engine);
+    // Sources and sinks are opened before anything runs: a bad path stops the run at once.
+    std::vector<std::unique_ptr<RowSource>> sources;
+    std::vector<std::unique_ptr<RowSink>> sinks;
+    try {
+      for (const plan::PlanSource &source : plan_.sources)
+        sources.push_back((*registry_.source(source.op))(
+            OperatorConfig(source.op, source.op, source.constants, {})));
+      for (size_t s = 0; s < plan_.sinks.size(); ++s) {
+        const plan::PlanSink &sink = plan_.sinks[s];
+        sinks.push_back((*registry_.sink(sink.op))(
+            OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)));
+      }
+    } catch (const std::exception &error) {
+      summary_.error = error.what();
+      return false;
+    }
+    std::vector<std::vector<std::string>> inputLabels;
+    for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
+      inputLabels.push_back(engine_->callInputLabels(c));
+      CallSummary call;
+      call.name = plan_.calls[c].name;
+      call.batchLimit = plan_.calls[c].options.batch;
+      summary_.calls.push_back(std::move(call));
+    }
+    if (auto problem = executor_.start(plan_, inputLabels)) {
+      summary_.error = *problem;
+      return false;
+    }
+    summary_.started = true;
+    admission_.emplace(std::move(sources));
+    outputs_.emplace(plan_, std::move(sinks), options_, summary_);
+    return true;
+  }
+
+  void loop() {
+    LineageEngine &engine = *engine_;
+    SteadyClock::time_point nextProgress = start_;
+    for (;;) {
+      if (options_.stopRequested && options_.stopRequested->load()) {
+        // Nothing more is admitted or dispatched; batches still running are abandoned by the
+        // executor's stop; the unfinished rows are failed as "interrupted".
+        summary_.error =
+            "interrupted: " + std::to_string(engine.liveRoots()) + " source rows were unfinished";
+        engine.interrupt("the run was interrupted");
+        return;
+      }
+      admission_->admit(engine, [&](uint64_t index) {
+        if (options_.recorder)
+          options_.recorder->rootAdmitted(index, elapsed());
+      });
+      dispatch();
+      outputs_->deliver(engine.takeFinishedRoots(), elapsed());
+      if (options_.onProgress && SteadyClock::now() >= nextProgress) {
+        nextProgress = SteadyClock::now() + options_.progressInterval;
+        options_.onProgress(progress());
+      }
+      // After an abort the batches still out are abandoned: their reports could change nothing.
+      if (engine.complete() && (executor_.inFlight() == 0 || engine.abortReason()))
+        return;
+      if (executor_.inFlight() == 0 && !engine.hasReadyWork()) {
+        if (engine.canAdmit() && !admission_->exhausted())
+          continue;
+        summary_.error = engine.deadlockReport().value_or(
+            "the run stopped with unfinished rows and nothing to run");
+        return;
+      }
+      commit(
+          executor_.wait(deadlines_.nearest(SteadyClock::now() + std::chrono::milliseconds(200))));
+      stopTimedOut();
+    }
+  }
+
+  /// Work-conserving: whatever is ready goes to whoever can take it now.
+  void dispatch() {
+    while (std::optional<Batch> batch =
+               engine_->reserveBatch([&](uint32_t call) { return executor_.canRun(call); })) {
+      deadlines_.dispatched(*batch);
+      if (options_.recorder)
+        options_.recorder->batchDispatched(*batch, elapsed());
+      CallSummary &call = summary_.calls[batch->call];
+      call.batches += 1;
+      call.grains += batch->grains.size();
+      for (const BatchGrain &grain : batch->grains)
+        if (grain.lineage.root != batch->grains.front().lineage.root) {
+          ++call.mixedBatches;
+          break;
+        }
+      executor_.submit(std::move(*batch));
+    }
+  }
+
+  void commit(std::vector<ExecutorEvent> events) {
+    for (ExecutorEvent &event : events) {
+      switch (event.kind) {
+      case ExecutorEvent::Kind::Started:
+        deadlines_.started(event.batchId, event.startedAt);
+        break;
+      case ExecutorEvent::Kind::Lost:
+        deadlines_.ended(event.batchId);
+        engine_->failBatch(event.batchId, event.reason);
+        if (options_.recorder)
+          options_.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
+        break;
+      case ExecutorEvent::Kind::Finished: {
+        deadlines_.ended(event.report.batchId);
+        if (event.call < summary_.calls.size())
+          summary_.calls[event.call].busySeconds += event.seconds;
+        const CommitResult committed = engine_->commit(event.report);
+        if (options_.recorder)
+          options_.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds,
+                                           event.place, commitStatusName(committed.status));
+        break;
+      }
+      }
+    }
+  }
+
+  /// Batches past their Call's timeout: the replica running each is stopped and replaced, and
+  /// the batch runs again elsewhere.
+  void stopTimedOut() {
+    for (const auto &[batchId, call] : deadlines_.expired(SteadyClock::now())) {
+      const std::string why =
+          "call '" + plan_.calls[call].name + "' timed out after " +
+          plan::formatStaticValue(plan::Duration{plan_.calls[call].options.timeoutNanoseconds});
+      executor_.abandon(batchId, why);
+      engine_->failBatch(batchId, why);
+      if (options_.recorder)
+        options_.recorder->batchFinished(batchId, elapsed(), 0, "", "timed-out");
+    }
+  }
+
+  /// The engine's counters and the executor's account into the summary.
+  void account() {
+    const LineageEngine &engine = *engine_;
+    if (engine.abortReason() && !summary_.error)
+      summary_.error = "run aborted: " + *engine.abortReason();
+    summary_.engine = engine.stats();
+    for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
+      const CallLoad &load = engine.callLoad(c);
+      summary_.calls[c].retries = load.retries;
+      summary_.calls[c].skipped = load.skipped;
+      summary_.calls[c].suppressedByBarrier = load.suppressedByBarrier;
+      summary_.calls[c].cancelled = load.cancelled;
+    }
+    summary_.executor = executor_.describe();
+    summary_.seconds = elapsed();
+  }
+
+  RunProgress progress() const {
+    const LineageEngine &engine = *engine_;
+    RunProgress now;
+    now.total = admission_->total();
+    for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
+      const CallLoad &load = engine.callLoad(c);
+      now.calls.push_back(CallProgress{
+          plan_.calls[c].name, load.sealed, load.waiting + load.ready + load.inFlight + load.sealed,
+          summary_.calls[c].batches, summary_.calls[c].grains, plan_.calls[c].options.batch});
+    }
+    now.admitted = engine.stats().rootsAdmitted;
+    now.finished = summary_.rows;
+    now.written = summary_.written;
+    now.failed = summary_.failed;
+    now.grainsRun = engine.stats().grainsRun;
+    now.seconds = elapsed();
+    return now;
+  }
+
+  double elapsed() const {
+    return std::chrono::duration<double>(SteadyClock::now() - start_).count();
+  }
+
+  const plan::Plan &plan_;
+  const OperatorRegistry &registry_;
+  BatchExecutor &executor_;
+  const RunOptions &options_;
+  const SteadyClock::time_point start_ = SteadyClock::now();
+  RunSummary summary_;
+  std::optional<LineageEngine> engine_;
+  std::optional<Admission> admission_;
+  std::optional<Outputs> outputs_;
+  CallDeadlines deadlines_;
+};
+
 } // namespace
 
 RunSummary runPlan(const plan::Plan &plan, const OperatorRegistry &registry,
                    BatchExecutor &executor, const RunOptions &options) {
-  RunSummary summary;
-  const SteadyClock::time_point start = SteadyClock::now();
-  if (auto problem = checkPlanRunnable(plan)) {
-    summary.error = "the plan cannot run: " + *problem;
-    return summary;
-  }
-  std::vector<std::string> missing = registry.missingFor(plan);
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string &name : missing)
-      list += (list.empty() ? "" : ", ") + name;
-    summary.error = "no implementation for " + list;
-    return summary;
-  }
-  LineageEngine engine(plan, options.engine);
-
-  // Sources and sinks are opened before anything runs: a bad path stops the run at once.
-  std::vector<std::unique_ptr<RowSource>> sources;
-  std::vector<std::unique_ptr<RowSink>> sinks;
-  try {
-    for (const plan::PlanSource &source : plan.sources)
-      sources.push_back((*registry.source(source.op))(
-          OperatorConfig(source.op, source.op, source.constants, {})));
-    for (size_t s = 0; s < plan.sinks.size(); ++s) {
-      const plan::PlanSink &sink = plan.sinks[s];
-      sinks.push_back((*registry.sink(sink.op))(
-          OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)));
-    }
-  } catch (const std::exception &error) {
-    summary.error = error.what();
-    return summary;
-  }
-  std::vector<std::vector<std::string>> inputLabels;
-  for (uint32_t c = 0; c < plan.calls.size(); ++c) {
-    inputLabels.push_back(engine.callInputLabels(c));
-    CallSummary call;
-    call.name = plan.calls[c].name;
-    call.batchLimit = plan.calls[c].options.batch;
-    summary.calls.push_back(std::move(call));
-  }
-  if (auto problem = executor.start(plan, inputLabels)) {
-    summary.error = *problem;
-    return summary;
-  }
-  summary.started = true;
-
-  Admission admission(std::move(sources));
-  auto elapsed = [&] { return std::chrono::duration<double>(SteadyClock::now() - start).count(); };
-  auto admitted = [&](uint64_t index) {
-    if (options.recorder)
-      options.recorder->rootAdmitted(index, elapsed());
-  };
-  auto progress = [&] {
-    RunProgress now;
-    now.total = admission.total();
-    for (uint32_t c = 0; c < plan.calls.size(); ++c) {
-      const CallLoad &load = engine.callLoad(c);
-      now.calls.push_back(CallProgress{
-          plan.calls[c].name, load.sealed, load.waiting + load.ready + load.inFlight + load.sealed,
-          summary.calls[c].batches, summary.calls[c].grains, plan.calls[c].options.batch});
-    }
-    now.admitted = engine.stats().rootsAdmitted;
-    now.finished = summary.rows;
-    now.written = summary.written;
-    now.failed = summary.failed;
-    now.grainsRun = engine.stats().grainsRun;
-    now.seconds = elapsed();
-    return now;
-  };
-  Outputs outputs(plan, std::move(sinks), options, summary);
-  CallDeadlines deadlines(plan);
-  SteadyClock::time_point nextProgress = start;
-  for (;;) {
-    if (options.stopRequested && options.stopRequested->load()) {
-      // Nothing more is admitted or dispatched; batches still running are abandoned by the
-      // executor's stop; the unfinished rows are failed as "interrupted".
-      summary.error =
-          "interrupted: " + std::to_string(engine.liveRoots()) + " source rows were unfinished";
-      engine.interrupt("the run was interrupted");
-      break;
-    }
-    admission.admit(engine, admitted);
-    // Work-conserving dispatch: whatever is ready goes to whoever can take it now.
-    while (std::optional<Batch> batch =
-               engine.reserveBatch([&](uint32_t call) { return executor.canRun(call); })) {
-      const uint32_t call = batch->call;
-      deadlines.dispatched(*batch);
-      if (options.recorder)
-        options.recorder->batchDispatched(*batch, elapsed());
-      summary.calls[call].batches += 1;
-      summary.calls[call].grains += batch->grains.size();
-      for (const BatchGrain &grain : batch->grains)
-        if (grain.lineage.root != batch->grains.front().lineage.root) {
-          ++summary.calls[call].mixedBatches;
-          break;
-        }
-      executor.submit(std::move(*batch));
-    }
-    outputs.deliver(engine.takeFinishedRoots(), elapsed());
-    if (options.onProgress && SteadyClock::now() >= nextProgress) {
-      nextProgress = SteadyClock::now() + options.progressInterval;
-      options.onProgress(progress());
-    }
-    // After an abort the batches still out are abandoned: their reports could change nothing.
-    if (engine.complete() && (executor.inFlight() == 0 || engine.abortReason()))
-      break;
-    if (executor.inFlight() == 0 && !engine.hasReadyWork()) {
-      if (engine.canAdmit() && !admission.exhausted())
-        continue;
-      summary.error = engine.deadlockReport().value_or(
-          "the run stopped with unfinished rows and nothing to run");
-      break;
-    }
-    const SteadyClock::time_point wake =
-        deadlines.nearest(SteadyClock::now() + std::chrono::milliseconds(200));
-    for (ExecutorEvent &event : executor.wait(wake)) {
-      if (event.kind == ExecutorEvent::Kind::Started) {
-        deadlines.started(event.batchId, event.startedAt);
-        continue;
-      }
-      if (event.kind == ExecutorEvent::Kind::Lost) {
-        deadlines.ended(event.batchId);
-        engine.failBatch(event.batchId, event.reason);
-        if (options.recorder)
-          options.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
-        continue;
-      }
-      deadlines.ended(event.report.batchId);
-      if (event.call < summary.calls.size())
-        summary.calls[event.call].busySeconds += event.seconds;
-      const CommitResult committed = engine.commit(event.report);
-      if (options.recorder)
-        options.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds, event.place,
-                                        commitStatusName(committed.status));
-    }
-    for (const auto &[batchId, call] : deadlines.expired(SteadyClock::now())) {
-      const std::string why =
-          "call '" + plan.calls[call].name + "' timed out after " +
-          plan::formatStaticValue(plan::Duration{plan.calls[call].options.timeoutNanoseconds});
-      // The replica running it is stopped and replaced; the batch runs again elsewhere.
-      executor.abandon(batchId, why);
-      engine.failBatch(batchId, why);
-      if (options.recorder)
-        options.recorder->batchFinished(batchId, elapsed(), 0, "", "timed-out");
-    }
-  }
-  executor.stop();
-  outputs.deliver(engine.takeFinishedRoots(), elapsed());
-  if (options.onProgress)
-    options.onProgress(progress());
-  outputs.close();
-  if (engine.abortReason() && !summary.error)
-    summary.error = "run aborted: " + *engine.abortReason();
-  summary.engine = engine.stats();
-  for (uint32_t c = 0; c < plan.calls.size(); ++c) {
-    summary.calls[c].retries = engine.callLoad(c).retries;
-    summary.calls[c].skipped = engine.callLoad(c).skipped;
-    summary.calls[c].suppressedByBarrier = engine.callLoad(c).suppressedByBarrier;
-    summary.calls[c].cancelled = engine.callLoad(c).cancelled;
-  }
-  summary.executor = executor.describe();
-  summary.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  return summary;
+  return Run(plan, registry, executor, options).execute();
 }
 
 } // namespace orch::runtime
