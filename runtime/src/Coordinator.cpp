@@ -1,11 +1,12 @@
-// The coordinator: ROUTER socket, worker registry, replica placement, batch dispatch with
-// pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
+// The coordinator: ROUTER socket, worker registry (placement rules: ReplicaPlacement), batch
+// dispatch with pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
 #include "orch/runtime/Coordinator.h"
 
 #include "orch/runtime/GpuPlacement.h"
 
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
+#include "orch/runtime/ReplicaPlacement.h"
 
 #include "orch/plan/PlanCodec.h"
 
@@ -74,29 +75,19 @@ public:
       return "cannot listen on " + options_.endpoint + ": " + error.what();
     }
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-    replicasOfCall_.resize(plan.calls.size());
-    for (uint32_t c = 0; c < plan.calls.size(); ++c)
-      for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
-        replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-        replicas_.push_back(Replica{c, kNoIndex, 0, {}});
-      }
+    placement_ = std::make_unique<ReplicaPlacement>(plan);
     if (options_.localWorkers > 0) {
       processes_ = std::make_unique<LocalWorkerProcesses>(options_.workerProgram, endpoint_);
       for (unsigned slot = 0; slot < options_.localWorkers; ++slot)
         startLocalWorker(slot);
-    } else if (!replicas_.empty()) {
+    } else if (placement_->replicaCount() > 0) {
       log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
           endpoint_ + ")");
     }
     return std::nullopt;
   }
 
-  bool canRun(uint32_t call) const override {
-    for (uint32_t r : replicasOfCall_[call])
-      if (replicas_[r].worker != kNoIndex && replicas_[r].inFlight < options_.depth)
-        return true;
-    return false;
-  }
+  bool canRun(uint32_t call) const override { return placement_->canRun(call, options_.depth); }
 
   void submit(Batch batch) override {
     if (std::optional<std::string> problem = batchExceedsProtocolLimits(batch)) {
@@ -109,12 +100,8 @@ public:
       ++pendingEnds_;
       return;
     }
-    uint32_t best = kNoIndex;
-    for (uint32_t r : replicasOfCall_[batch.call])
-      if (replicas_[r].worker != kNoIndex && replicas_[r].inFlight < options_.depth &&
-          (best == kNoIndex || replicas_[r].inFlight < replicas_[best].inFlight))
-        best = r;
-    Replica &replica = replicas_[best];
+    const uint32_t best = placement_->pick(batch.call, options_.depth);
+    ReplicaPlacement::Replica &replica = placement_->replica(best);
     ++replica.inFlight;
     replica.queued.push_back(batch.id);
     outstanding_[batch.id] = Sent{best, replica.worker, batch.call};
@@ -195,19 +182,10 @@ private:
     std::string identity;
     std::string name;
     int64_t pid = 0;
-    double cpus = 1;
-    std::vector<int64_t> gpus;
     bool alive = true;
     Clock::time_point lastHeard, lastSent;
-    std::vector<uint32_t> replicas;
-  };
-  struct Replica {
-    uint32_t call;
-    uint32_t worker = kNoIndex;
-    uint32_t inFlight = 0;
-    /// Batches sent to it, in order: a replica runs them one after the other, so the front one
-    /// is running and the next starts when the front one's result arrives.
-    std::deque<uint64_t> queued;
+    /// Its index in placement_.
+    uint32_t placed = kNoIndex;
   };
   struct Sent {
     uint32_t replica;
@@ -312,10 +290,10 @@ private:
     worker.identity = identity;
     worker.name = hello.worker;
     worker.pid = hello.pid;
-    worker.cpus = hello.cpus > 0 ? hello.cpus : 1;
-    worker.gpus = hello.gpus;
     worker.lastHeard = worker.lastSent = Clock::now();
     const uint32_t w = static_cast<uint32_t>(workers_.size());
+    worker.placed = placement_->addWorker(hello.cpus, !hello.gpus.empty());
+    workerAt_.push_back(w);
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;
     ++joined_;
@@ -328,32 +306,16 @@ private:
       log("worker " + hello.worker + " joined (" + std::to_string(hello.cpus) + " cpus, " +
           std::to_string(hello.gpus.size()) + " gpus)");
     place();
-    rebalance(w);
+    // A replacement would otherwise sit idle next to workers that took over the lost one's
+    // replicas.
+    init(placement_->rebalance(workers_[w].placed));
   }
 
-  /// Moves idle replicas from the busiest workers to a newcomer (a replacement would otherwise
-  /// sit idle next to workers that took over the lost one's replicas).
-  void rebalance(uint32_t newcomer) {
-    for (;;) {
-      uint32_t busiest = kNoIndex;
-      for (uint32_t w = 0; w < workers_.size(); ++w)
-        if (workers_[w].alive && w != newcomer &&
-            (busiest == kNoIndex ||
-             workers_[w].replicas.size() > workers_[busiest].replicas.size()))
-          busiest = w;
-      if (busiest == kNoIndex ||
-          workers_[busiest].replicas.size() < workers_[newcomer].replicas.size() + 2)
-        return;
-      std::vector<uint32_t> &hosted = workers_[busiest].replicas;
-      auto idle = std::find_if(hosted.begin(), hosted.end(),
-                               [&](uint32_t r) { return replicas_[r].inFlight == 0; });
-      if (idle == hosted.end())
-        return;
-      const uint32_t r = *idle;
-      hosted.erase(idle);
-      replicas_[r].worker = newcomer;
-      workers_[newcomer].replicas.push_back(r);
-      sendTo(newcomer, InitMessage{r, replicas_[r].call, inputLabels_[replicas_[r].call]});
+  /// Sends INIT for each replica that moved to a worker.
+  void init(const std::vector<ReplicaPlacement::Move> &moves) {
+    for (const ReplicaPlacement::Move &move : moves) {
+      const uint32_t call = placement_->replica(move.replica).call;
+      sendTo(workerAt_[move.worker], InitMessage{move.replica, call, inputLabels_[call]});
     }
   }
 
@@ -368,7 +330,7 @@ private:
                                " was not sent to this worker"});
         return;
       }
-      Replica &replica = replicas_[sent->second.replica];
+      ReplicaPlacement::Replica &replica = placement_->replica(sent->second.replica);
       --replica.inFlight;
       event.call = sent->second.call;
       outstanding_.erase(sent);
@@ -405,12 +367,7 @@ private:
     log("worker " + worker.name + " lost: " + why);
     // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
     sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
-    for (uint32_t r : worker.replicas) {
-      replicas_[r].worker = kNoIndex;
-      replicas_[r].inFlight = 0;
-      replicas_[r].queued.clear();
-    }
-    worker.replicas.clear();
+    placement_->removeWorker(worker.placed);
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       if (it->second.worker != w) {
         ++it;
@@ -432,43 +389,15 @@ private:
     place();
   }
 
-  /// Puts every replica without a worker on the live worker with the fewest replicas per CPU
-  /// it offers, preferring workers with GPUs for Calls that ask for GPUs; a Call that requires
-  /// a GPU waits for a worker that has one.
+  /// Places the replicas that have no worker (a Call that requires a GPU waits for a worker
+  /// with one).
   void place() {
-    for (uint32_t r = 0; r < replicas_.size(); ++r) {
-      if (replicas_[r].worker != kNoIndex)
-        continue;
-      const plan::PlanCall &call = plan_->calls[replicas_[r].call];
-      const bool wantsGpu = call.gpu && call.options.gpus > 0;
-      auto load = [&](uint32_t w) {
-        return double(workers_[w].replicas.size()) / workers_[w].cpus;
-      };
-      auto better = [&](uint32_t a, uint32_t b) {
-        const bool gpuA = wantsGpu && !workers_[a].gpus.empty();
-        const bool gpuB = wantsGpu && !workers_[b].gpus.empty();
-        if (gpuA != gpuB)
-          return gpuA;
-        return load(a) < load(b);
-      };
-      uint32_t best = kNoIndex;
-      for (uint32_t w = 0; w < workers_.size(); ++w) {
-        if (!workers_[w].alive || (call.options.requireGpu && workers_[w].gpus.empty()))
-          continue;
-        if (best == kNoIndex || better(w, best))
-          best = w;
-      }
-      if (best == kNoIndex) {
-        if (call.options.requireGpu && !warnedGpu_) {
-          warnedGpu_ = true;
-          log("call '" + call.name + "' requires a GPU: waiting for a worker with --gpus");
-        }
-        continue;
-      }
-      replicas_[r].worker = best;
-      replicas_[r].inFlight = 0;
-      workers_[best].replicas.push_back(r);
-      sendTo(best, InitMessage{r, replicas_[r].call, inputLabels_[replicas_[r].call]});
+    uint32_t waitingForGpu = kNoIndex;
+    init(placement_->place(&waitingForGpu));
+    if (waitingForGpu != kNoIndex && !warnedGpu_) {
+      warnedGpu_ = true;
+      log("call '" + plan_->calls[waitingForGpu].name +
+          "' requires a GPU: waiting for a worker with --gpus");
     }
   }
 
@@ -527,8 +456,9 @@ private:
   std::string encodedPlan_;
   std::vector<Worker> workers_;
   std::map<std::string, uint32_t> byIdentity_;
-  std::vector<Replica> replicas_;
-  std::vector<std::vector<uint32_t>> replicasOfCall_;
+  std::unique_ptr<ReplicaPlacement> placement_;
+  /// Workers by their index in placement_.
+  std::vector<uint32_t> workerAt_;
   std::unordered_map<uint64_t, Sent> outstanding_;
   std::vector<ExecutorEvent> pending_;
   /// Finished and lost events waiting in pending_.

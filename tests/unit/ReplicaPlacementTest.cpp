@@ -1,0 +1,102 @@
+// The coordinator's placement rules without sockets: replicas per CPU, GPU preference and
+// requirement, a newcomer taking idle replicas, a lost worker's replicas moving on, and batches
+// going to the least busy replica within the pipelining depth.
+#include "orch/runtime/ReplicaPlacement.h"
+
+#include <gtest/gtest.h>
+
+namespace orch::runtime {
+namespace {
+
+plan::Plan planWith(std::vector<std::pair<int64_t, bool>> replicasAndGpu, bool requireGpu = false) {
+  plan::Plan plan;
+  for (size_t c = 0; c < replicasAndGpu.size(); ++c) {
+    plan::PlanCall call;
+    call.name = "call" + std::to_string(c);
+    call.options.replicas = replicasAndGpu[c].first;
+    call.gpu = replicasAndGpu[c].second;
+    call.options.gpus = replicasAndGpu[c].second ? 1 : 0;
+    call.options.requireGpu = replicasAndGpu[c].second && requireGpu;
+    plan.calls.push_back(call);
+  }
+  return plan;
+}
+
+std::vector<size_t> loads(const ReplicaPlacement &placement, uint32_t workers) {
+  std::vector<size_t> counts;
+  for (uint32_t w = 0; w < workers; ++w)
+    counts.push_back(placement.replicasOn(w).size());
+  return counts;
+}
+
+TEST(ReplicaPlacementTest, ReplicasGoToTheWorkerWithTheFewestPerCpu) {
+  plan::Plan plan = planWith({{6, false}});
+  ReplicaPlacement placement(plan);
+  EXPECT_TRUE(placement.place().empty()) << "no worker yet";
+  placement.addWorker(1, false);
+  placement.addWorker(2, false);
+  EXPECT_EQ(placement.place().size(), 6u);
+  EXPECT_EQ(loads(placement, 2), (std::vector<size_t>{2, 4})) << "two CPUs take twice as many";
+}
+
+TEST(ReplicaPlacementTest, GpuCallsPreferGpuWorkersAndRequiredGpusWait) {
+  plan::Plan plan = planWith({{2, true}, {2, false}});
+  ReplicaPlacement placement(plan);
+  placement.addWorker(4, false);
+  placement.addWorker(1, true);
+  placement.place();
+  EXPECT_EQ(placement.replica(0).worker, 1u);
+  EXPECT_EQ(placement.replica(1).worker, 1u);
+
+  plan::Plan required = planWith({{1, true}}, true);
+  ReplicaPlacement waiting(required);
+  waiting.addWorker(8, false);
+  uint32_t waitingFor = kNoIndex;
+  EXPECT_TRUE(waiting.place(&waitingFor).empty());
+  EXPECT_EQ(waitingFor, 0u);
+  EXPECT_FALSE(waiting.canRun(0, 2));
+  const uint32_t gpuWorker = waiting.addWorker(1, true);
+  ASSERT_EQ(waiting.place().size(), 1u);
+  EXPECT_EQ(waiting.replica(0).worker, gpuWorker);
+}
+
+TEST(ReplicaPlacementTest, ALostWorkersReplicasMoveAndANewcomerTakesIdleOnes) {
+  plan::Plan plan = planWith({{4, false}});
+  ReplicaPlacement placement(plan);
+  placement.addWorker(1, false);
+  placement.addWorker(1, false);
+  placement.place();
+  placement.replica(placement.replicasOn(0).front()).inFlight = 1;
+  placement.removeWorker(1);
+  EXPECT_EQ(placement.place().size(), 2u);
+  EXPECT_EQ(loads(placement, 2), (std::vector<size_t>{4, 0}));
+  // The replacement joins: idle replicas move to it until the load is even.
+  const uint32_t newcomer = placement.addWorker(1, false);
+  const std::vector<ReplicaPlacement::Move> moves = placement.rebalance(newcomer);
+  EXPECT_EQ(moves.size(), 2u);
+  for (const ReplicaPlacement::Move &move : moves) {
+    EXPECT_EQ(move.worker, newcomer);
+    EXPECT_EQ(placement.replica(move.replica).inFlight, 0u) << "a busy replica stays";
+  }
+  EXPECT_EQ(loads(placement, 3), (std::vector<size_t>{2, 0, 2}));
+}
+
+TEST(ReplicaPlacementTest, BatchesGoToTheLeastBusyReplicaWithinTheDepth) {
+  plan::Plan plan = planWith({{2, false}});
+  ReplicaPlacement placement(plan);
+  EXPECT_EQ(placement.pick(0, 2), kNoIndex) << "no replica has a worker";
+  placement.addWorker(1, false);
+  placement.place();
+  const uint32_t first = placement.pick(0, 2);
+  ++placement.replica(first).inFlight;
+  const uint32_t second = placement.pick(0, 2);
+  EXPECT_NE(second, first);
+  ++placement.replica(second).inFlight;
+  ++placement.replica(placement.pick(0, 2)).inFlight;
+  ++placement.replica(placement.pick(0, 2)).inFlight;
+  EXPECT_FALSE(placement.canRun(0, 2)) << "two replicas, two batches each";
+  EXPECT_TRUE(placement.canRun(0, 3));
+}
+
+} // namespace
+} // namespace orch::runtime
