@@ -658,7 +658,7 @@ private:
         continue;
       }
       if (checkOptionValue(*spec, *value, option.value->location))
-        applyOption(use.callOptions, *spec, *value);
+        spec->set(use.callOptions, *value);
     }
   }
 
@@ -716,38 +716,6 @@ private:
       return false;
     }
     return true;
-  }
-
-  static void applyOption(plan::CallOptions &options, const plan::CallOptionSpec &spec,
-                          const StaticValue &value) {
-    auto asDouble = [&] {
-      if (auto *integer = std::get_if<int64_t>(&value))
-        return double(*integer);
-      return std::get<double>(value);
-    };
-    std::string_view name = spec.name;
-    if (name == "batch")
-      options.batch = std::get<int64_t>(value);
-    else if (name == "replicas")
-      options.replicas = std::get<int64_t>(value);
-    else if (name == "cpus")
-      options.cpus = asDouble();
-    else if (name == "gpus")
-      options.gpus = asDouble();
-    else if (name == "memory")
-      options.memoryBytes = std::get<plan::ByteSize>(value).bytes;
-    else if (name == "retries")
-      options.retries = std::get<int64_t>(value);
-    else if (name == "timeout")
-      options.timeoutNanoseconds = std::get<plan::Duration>(value).nanoseconds;
-    else if (name == "require_gpu")
-      options.requireGpu = std::get<bool>(value);
-    else if (name == "recovery") {
-      const std::string &policy = std::get<std::string>(value);
-      options.recovery = policy == "abort"   ? plan::RecoveryPolicy::Abort
-                         : policy == "retry" ? plan::RecoveryPolicy::Retry
-                                             : plan::RecoveryPolicy::Isolate;
-    }
   }
 
   ast::File &file_;

@@ -65,28 +65,12 @@ std::string body(const Module &module, const Operation &op) {
 std::string formatNonDefaultOptions(const plan::CallOptions &options) {
   const plan::CallOptions defaults;
   std::string out;
-  auto add = [&](const std::string &text) { out += (out.empty() ? "" : ", ") + text; };
-  if (options.batch != defaults.batch)
-    add("batch: " + std::to_string(options.batch));
-  if (options.replicas != defaults.replicas)
-    add("replicas: " + std::to_string(options.replicas));
-  if (options.cpus != defaults.cpus)
-    add("cpus: " + plan::formatStaticValue(options.cpus));
-  if (options.gpus != defaults.gpus)
-    add("gpus: " + plan::formatStaticValue(options.gpus));
-  if (options.memoryBytes != defaults.memoryBytes)
-    add("memory: " + plan::formatStaticValue(plan::ByteSize{options.memoryBytes}));
-  if (options.retries != defaults.retries)
-    add("retries: " + std::to_string(options.retries));
-  if (options.recovery != defaults.recovery)
-    add(std::string("recovery: ") + (options.recovery == plan::RecoveryPolicy::Abort ? "\"abort\""
-                                     : options.recovery == plan::RecoveryPolicy::Retry
-                                         ? "\"retry\""
-                                         : "\"isolate\""));
-  if (options.timeoutNanoseconds != defaults.timeoutNanoseconds)
-    add("timeout: " + plan::formatStaticValue(plan::Duration{options.timeoutNanoseconds}));
-  if (options.requireGpu != defaults.requireGpu)
-    add("require_gpu: true");
+  for (const plan::CallOptionSpec &spec : plan::callOptionSpecs()) {
+    const plan::StaticValue value = spec.get(options);
+    if (value != spec.get(defaults))
+      out += (out.empty() ? "" : ", ") + std::string(spec.name) + ": " +
+             plan::formatStaticValue(value);
+  }
   return out.empty() ? "" : "{" + out + "}";
 }
 

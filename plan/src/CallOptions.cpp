@@ -1,21 +1,88 @@
-// The table of Call options.
+// The table of Call options: each option's name, type, limits, documentation, and how it is
+// read from and written into CallOptions.
 #include "orch/plan/CallOptions.h"
 
+#include <algorithm>
+
 namespace orch::plan {
+namespace {
+
+double widened(const StaticValue &value) {
+  if (auto *integer = std::get_if<int64_t>(&value))
+    return double(*integer);
+  return std::get<double>(value);
+}
+
+} // namespace
+
+const char *recoveryPolicyName(RecoveryPolicy policy) {
+  switch (policy) {
+  case RecoveryPolicy::Abort:
+    return "abort";
+  case RecoveryPolicy::Retry:
+    return "retry";
+  case RecoveryPolicy::Isolate:
+    break;
+  }
+  return "isolate";
+}
 
 const std::vector<CallOptionSpec> &callOptionSpecs() {
   static const std::vector<CallOptionSpec> specs = {
-      {"batch", TypeKind::Int, 1, false, {}, "maximum grains per batch (default 1)"},
-      {"replicas", TypeKind::Int, 1, false, {}, "operator instances running this Call (default 1)"},
-      {"cpus", TypeKind::Float, 0, true, {}, "CPU cores per replica (default 1)"},
-      {"gpus", TypeKind::Float, 0, false, {}, "GPUs per replica, fractions allowed (default 0)"},
-      {"memory", TypeKind::Size, 0, true, {}, "memory per replica (default: no limit)"},
+      {"batch",
+       TypeKind::Int,
+       1,
+       false,
+       {},
+       "maximum grains per batch (default 1)",
+       true,
+       [](const CallOptions &o) -> StaticValue { return o.batch; },
+       [](CallOptions &o, const StaticValue &v) { o.batch = std::get<int64_t>(v); }},
+      {"replicas",
+       TypeKind::Int,
+       1,
+       false,
+       {},
+       "operator instances running this Call (default 1)",
+       true,
+       [](const CallOptions &o) -> StaticValue { return o.replicas; },
+       [](CallOptions &o, const StaticValue &v) { o.replicas = std::get<int64_t>(v); }},
+      {"cpus",
+       TypeKind::Float,
+       0,
+       true,
+       {},
+       "CPU cores per replica (default 1)",
+       true,
+       [](const CallOptions &o) -> StaticValue { return o.cpus; },
+       [](CallOptions &o, const StaticValue &v) { o.cpus = widened(v); }},
+      {"gpus",
+       TypeKind::Float,
+       0,
+       false,
+       {},
+       "GPUs per replica, fractions allowed (default 0)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return o.gpus; },
+       [](CallOptions &o, const StaticValue &v) { o.gpus = widened(v); }},
+      {"memory",
+       TypeKind::Size,
+       0,
+       true,
+       {},
+       "memory per replica (default: no limit)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return ByteSize{o.memoryBytes}; },
+       [](CallOptions &o, const StaticValue &v) { o.memoryBytes = std::get<ByteSize>(v).bytes; }},
       {"retries",
        TypeKind::Int,
        0,
        false,
        {},
-       "immediate retries of a batch whose operator failed (default 0)"},
+       "immediate retries of a batch whose operator failed (default 0)",
+       true,
+       [](const CallOptions &o) -> StaticValue { return o.retries; },
+       [](CallOptions &o, const StaticValue &v) { o.retries = std::get<int64_t>(v); }},
       {"recovery",
        TypeKind::String,
        0,
@@ -23,14 +90,37 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        {"abort", "retry", "isolate"},
        "what a batch error does after `retries` immediate retries: abort the run; retry = "
        "bisect the batch down to the grains that still fail; isolate = one deferred retry, "
-       "then bisect (default \"isolate\")"},
-      {"timeout", TypeKind::Duration, 0, true, {}, "longest a batch may run (default: none)"},
+       "then bisect (default \"isolate\")",
+       true,
+       [](const CallOptions &o) -> StaticValue {
+         return std::string(recoveryPolicyName(o.recovery));
+       },
+       [](CallOptions &o, const StaticValue &v) {
+         const std::string &name = std::get<std::string>(v);
+         o.recovery = name == "abort"   ? RecoveryPolicy::Abort
+                      : name == "retry" ? RecoveryPolicy::Retry
+                                        : RecoveryPolicy::Isolate;
+       }},
+      {"timeout",
+       TypeKind::Duration,
+       0,
+       true,
+       {},
+       "longest a batch may run (default: none)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return Duration{o.timeoutNanoseconds}; },
+       [](CallOptions &o, const StaticValue &v) {
+         o.timeoutNanoseconds = std::get<Duration>(v).nanoseconds;
+       }},
       {"require_gpu",
        TypeKind::Bool,
        0,
        false,
        {},
-       "fail instead of using the CPU implementation when no GPU is present (default false)"},
+       "fail instead of using the CPU implementation when no GPU is present (default false)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return o.requireGpu; },
+       [](CallOptions &o, const StaticValue &v) { o.requireGpu = std::get<bool>(v); }},
   };
   return specs;
 }
@@ -40,6 +130,11 @@ const CallOptionSpec *findCallOption(std::string_view name) {
     if (spec.name == name)
       return &spec;
   return nullptr;
+}
+
+bool isCallOptionChoice(const CallOptionSpec &spec, const std::string &value) {
+  return spec.choices.empty() ||
+         std::find(spec.choices.begin(), spec.choices.end(), value) != spec.choices.end();
 }
 
 } // namespace orch::plan

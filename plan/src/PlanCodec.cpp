@@ -103,38 +103,26 @@ void packConstants(Packer &out, const std::vector<NamedConstant> &constants) {
   }
 }
 
-const char *recoveryName(RecoveryPolicy policy) {
-  switch (policy) {
-  case RecoveryPolicy::Abort:
-    return "abort";
-  case RecoveryPolicy::Retry:
-    return "retry";
-  case RecoveryPolicy::Isolate:
-    return "isolate";
-  }
-  return "retry";
-}
-
+/// The Call options in the table's order; sizes and durations as integers, the recovery
+/// policy by name.
 void packOptions(Packer &out, const CallOptions &options) {
-  out.pack_map(9);
-  packKey(out, "batch");
-  out.pack(options.batch);
-  packKey(out, "replicas");
-  out.pack(options.replicas);
-  packKey(out, "cpus");
-  out.pack(options.cpus);
-  packKey(out, "gpus");
-  out.pack(options.gpus);
-  packKey(out, "memory");
-  out.pack(options.memoryBytes);
-  packKey(out, "retries");
-  out.pack(options.retries);
-  packKey(out, "recovery");
-  out.pack(std::string_view(recoveryName(options.recovery)));
-  packKey(out, "timeout");
-  out.pack(options.timeoutNanoseconds);
-  packKey(out, "require_gpu");
-  out.pack(options.requireGpu);
+  out.pack_map(uint32_t(callOptionSpecs().size()));
+  for (const CallOptionSpec &spec : callOptionSpecs()) {
+    packKey(out, std::string(spec.name));
+    std::visit(
+        [&](const auto &value) {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, Duration>)
+            out.pack(value.nanoseconds);
+          else if constexpr (std::is_same_v<T, ByteSize>)
+            out.pack(value.bytes);
+          else if constexpr (std::is_same_v<T, std::string>)
+            out.pack(std::string_view(value));
+          else
+            out.pack(value);
+        },
+        spec.get(options));
+  }
 }
 
 void packNode(Packer &out, const PlanNode &node) {
@@ -242,23 +230,35 @@ std::vector<NamedConstant> readConstants(const MapReader &map, const std::string
 CallOptions readOptions(const Object &object, const std::string &where) {
   MapReader map(object, where);
   CallOptions options;
-  options.batch = map.integer("batch");
-  options.replicas = map.integer("replicas");
-  options.cpus = map.real("cpus");
-  options.gpus = map.real("gpus");
-  options.memoryBytes = map.integer("memory");
-  options.retries = map.integer("retries");
-  std::string recovery = map.string("recovery");
-  if (recovery == "abort")
-    options.recovery = RecoveryPolicy::Abort;
-  else if (recovery == "retry")
-    options.recovery = RecoveryPolicy::Retry;
-  else if (recovery == "isolate")
-    options.recovery = RecoveryPolicy::Isolate;
-  else
-    throw DecodeFailure{"unknown recovery policy '" + recovery + "' in " + where};
-  options.timeoutNanoseconds = map.integer("timeout");
-  options.requireGpu = map.boolean("require_gpu");
+  for (const CallOptionSpec &spec : callOptionSpecs()) {
+    const std::string key(spec.name);
+    StaticValue value;
+    switch (spec.type) {
+    case TypeKind::Int:
+      value = map.integer(key);
+      break;
+    case TypeKind::Float:
+      value = map.real(key);
+      break;
+    case TypeKind::Bool:
+      value = map.boolean(key);
+      break;
+    case TypeKind::Duration:
+      value = Duration{map.integer(key)};
+      break;
+    case TypeKind::Size:
+      value = ByteSize{map.integer(key)};
+      break;
+    default: {
+      std::string text = map.string(key);
+      if (!isCallOptionChoice(spec, text))
+        throw DecodeFailure{"unknown " + key + " '" + text + "' in " + where};
+      value = std::move(text);
+      break;
+    }
+    }
+    spec.set(options, value);
+  }
   return options;
 }
 

@@ -22,21 +22,22 @@ std::string domainText(const Plan &plan, uint32_t domain) {
   return domain < plan.domains.size() ? plan.domains[domain].name : "-";
 }
 
+/// "batch 8, replicas 2, cpus 1, retries 0, recovery isolate, timeout 30s": the options
+/// always shown, then the others that differ from their defaults.
 std::string optionsText(const CallOptions &options) {
-  std::string out = "batch " + std::to_string(options.batch) + ", replicas " +
-                    std::to_string(options.replicas) + ", cpus " + formatStaticValue(options.cpus);
-  if (options.gpus > 0)
-    out += ", gpus " + formatStaticValue(options.gpus);
-  if (options.memoryBytes > 0)
-    out += ", memory " + formatStaticValue(ByteSize{options.memoryBytes});
-  out += ", retries " + std::to_string(options.retries) + ", recovery " +
-         (options.recovery == RecoveryPolicy::Abort   ? "abort"
-          : options.recovery == RecoveryPolicy::Retry ? "retry"
-                                                      : "isolate");
-  if (options.timeoutNanoseconds > 0)
-    out += ", timeout " + formatStaticValue(Duration{options.timeoutNanoseconds});
-  if (options.requireGpu)
-    out += ", require_gpu";
+  const CallOptions defaults;
+  std::string out;
+  for (const CallOptionSpec &spec : callOptionSpecs()) {
+    const StaticValue value = spec.get(options);
+    if (!spec.alwaysShown && value == spec.get(defaults))
+      continue;
+    out += out.empty() ? "" : ", ";
+    out += spec.name;
+    if (auto *text = std::get_if<std::string>(&value))
+      out += " " + *text;
+    else if (!std::holds_alternative<bool>(value))
+      out += " " + formatStaticValue(value);
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // declared once for the compiler's checks and the runtime's scheduling.
 #pragma once
 
+#include "orch/plan/StaticValue.h"
 #include "orch/plan/Type.h"
 
 #include <cstdint>
@@ -44,9 +45,21 @@ struct CallOptionSpec {
   /// For String options: the allowed values.
   std::vector<std::string_view> choices;
   std::string_view doc;
+  /// `orchc --emit=plan-text` prints it even at its default value.
+  bool alwaysShown = false;
+  /// The option's value in `options`, as a program spells it (`recovery` as its name).
+  StaticValue (*get)(const CallOptions &options) = nullptr;
+  /// Sets it from a value of its type (an Int where a Float is expected is widened).
+  void (*set)(CallOptions &options, const StaticValue &value) = nullptr;
 };
 
+/// Every Call option, in the order the plan format stores them. The type checker, the plan
+/// codec and the printers loop over this table: an option is declared here and nowhere else.
 const std::vector<CallOptionSpec> &callOptionSpecs();
 const CallOptionSpec *findCallOption(std::string_view name);
+/// Whether `value` is allowed for `spec` (one of its choices, for a String option).
+bool isCallOptionChoice(const CallOptionSpec &spec, const std::string &value);
+
+const char *recoveryPolicyName(RecoveryPolicy policy);
 
 } // namespace orch::plan
