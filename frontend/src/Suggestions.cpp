@@ -23,4 +23,9 @@ std::string closestSpelling(const std::string &name, const std::vector<std::stri
   return best;
 }
 
+std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates) {
+  const std::string suggestion = closestSpelling(name, candidates);
+  return suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?";
+}
+
 } // namespace orch

@@ -88,10 +88,8 @@ private:
     for (const auto &[name, value] : overrides_) {
       if (std::find(params.begin(), params.end(), name) != params.end())
         continue;
-      std::string suggestion = closestSpelling(name, params);
-      diags_.error({},
-                   "--set " + name + "=" + value + ": the pipeline has no param " + quoted(name) +
-                       (suggestion.empty() ? "" : "; did you mean " + quoted(suggestion) + "?"));
+      diags_.error({}, "--set " + name + "=" + value + ": the pipeline has no param " +
+                           quoted(name) + didYouMean(name, params));
     }
   }
 
@@ -245,10 +243,8 @@ private:
       std::vector<std::string> names = {"List"};
       for (std::string_view known : plan::namedTypeKinds())
         names.emplace_back(known);
-      std::string suggestion = closestSpelling(name, names);
       diags_.error(typeExpr.name.location,
-                   "unknown type " + quoted(name) +
-                       (suggestion.empty() ? "" : "; did you mean " + quoted(suggestion) + "?"));
+                   "unknown type " + quoted(name) + didYouMean(name, names));
       return std::nullopt;
     }
     if (!typeExpr.arguments.empty()) {
@@ -309,8 +305,7 @@ private:
       std::vector<std::string> names;
       for (const plan::RecordField &field : fields)
         names.push_back(field.name);
-      std::string suggestion = closestSpelling(projection.field.name, names);
-      message += suggestion.empty() ? "" : "; did you mean " + quoted(suggestion) + "?";
+      message += didYouMean(projection.field.name, names);
     }
     diags_.error(projection.field.location, message);
     return std::nullopt;
@@ -428,12 +423,10 @@ private:
       for (auto &statement : file_.statements)
         if (auto *call = std::get_if<ast::CallDecl>(&statement->node))
           candidates.push_back(call->name.name);
-    std::string suggestion = closestSpelling(name.text, candidates);
     std::string kind = wanted == OperatorKind::Transform ? "" : plan::operatorKindName(wanted);
-    diags_.error(name.location,
-                 "unknown " + (kind.empty() ? std::string() : kind + " ") + "operator " +
-                     quoted(name.text) +
-                     (suggestion.empty() ? "" : "; did you mean " + quoted(suggestion) + "?"));
+    diags_.error(name.location, "unknown " + (kind.empty() ? std::string() : kind + " ") +
+                                    "operator " + quoted(name.text) +
+                                    didYouMean(name.text, candidates));
     return nullptr;
   }
 
@@ -460,11 +453,9 @@ private:
           std::vector<std::string> names;
           for (const OperatorParam &candidate : signature.params)
             names.push_back(candidate.name);
-          std::string suggestion = closestSpelling(argument.name->name, names);
-          diags_.error(
-              argument.name->location,
-              quoted(op) + " has no parameter " + quoted(argument.name->name) +
-                  (suggestion.empty() ? "" : "; did you mean " + quoted(suggestion) + "?"));
+          diags_.error(argument.name->location, quoted(op) + " has no parameter " +
+                                                    quoted(argument.name->name) +
+                                                    didYouMean(argument.name->name, names));
           ok = false;
           continue;
         }
@@ -636,10 +627,8 @@ private:
         std::vector<std::string> names;
         for (const plan::CallOptionSpec &candidate : plan::callOptionSpecs())
           names.emplace_back(candidate.name);
-        std::string suggestion = closestSpelling(name, names);
         diags_.error(option.name.location,
-                     "unknown option " + quoted(name) +
-                         (suggestion.empty() ? "" : "; did you mean " + quoted(suggestion) + "?"));
+                     "unknown option " + quoted(name) + didYouMean(name, names));
         continue;
       }
       if (auto [existing, inserted] = seen.emplace(name, option.name.location); !inserted) {

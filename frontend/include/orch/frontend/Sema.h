@@ -34,4 +34,8 @@ bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
 /// The candidate closest to `name` when it is close enough to be a likely typo, else "".
 std::string closestSpelling(const std::string &name, const std::vector<std::string> &candidates);
 
+/// "; did you mean 'batch'?" for the closest candidate, or "" when none is close: the tail of
+/// an "unknown ..." message.
+std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates);
+
 } // namespace orch
