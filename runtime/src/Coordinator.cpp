@@ -2,7 +2,6 @@
 // dispatch with pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
 #include "orch/runtime/Coordinator.h"
 
-#include "orch/runtime/GpuPlacement.h"
 
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
@@ -77,9 +76,10 @@ public:
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
     placement_ = std::make_unique<ReplicaPlacement>(plan);
     if (options_.localWorkers > 0) {
-      processes_ = std::make_unique<LocalWorkerProcesses>(options_.workerProgram, endpoint_);
-      for (unsigned slot = 0; slot < options_.localWorkers; ++slot)
-        startLocalWorker(slot);
+      processes_ = std::make_unique<LocalWorkerProcesses>(
+          options_.workerProgram, endpoint_, options_.localWorkers, options_.localGpuDevices,
+          [this](const std::string &line) { log(line); });
+      processes_->startAll();
     } else if (placement_->replicaCount() > 0) {
       log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
           endpoint_ + ")");
@@ -169,8 +169,8 @@ public:
     if (options_.localWorkers)
       text += " (" + std::to_string(options_.localWorkers) + " local processes)";
     text += ", " + std::to_string(lost_) + " lost";
-    if (replaced_)
-      text += ", " + std::to_string(replaced_) + " replaced";
+    if (processes_ && processes_->replaced())
+      text += ", " + std::to_string(processes_->replaced()) + " replaced";
     if (malformed_ || strangers_)
       text += "; " + std::to_string(malformed_) + " malformed and " + std::to_string(strangers_) +
               " unexpected message(s) answered with errors";
@@ -418,33 +418,10 @@ private:
     }
     if (!processes_ || stopped_)
       return;
-    for (const auto &[pid, how] : processes_->reap()) {
+    for (const auto &[pid, how] : processes_->reapAndReplace())
       for (uint32_t w = 0; w < workers_.size(); ++w)
         if (workers_[w].pid == pid)
           lose(w, "its process " + how);
-      const unsigned slot = localSlots_[pid];
-      localSlots_.erase(pid);
-      // Keep the machine's worker count; give up on a worker program that cannot start.
-      if (replaced_ < 100 * options_.localWorkers) {
-        ++replaced_;
-        startLocalWorker(slot);
-      }
-    }
-  }
-
-  /// Starts the worker of local slot `slot`, which offers that slot's GPUs (a replacement
-  /// refills the slot of the worker it replaces).
-  void startLocalWorker(unsigned slot) {
-    const std::string name = "local-" + std::to_string(nextLocal_++);
-    std::string gpus;
-    for (int64_t device :
-         devicesOfLocalWorker(options_.localGpuDevices, slot, options_.localWorkers))
-      gpus += (gpus.empty() ? "" : ",") + std::to_string(device);
-    const pid_t pid = processes_->start(name, gpus.empty() ? "none" : gpus);
-    if (pid > 0)
-      localSlots_[pid] = slot;
-    else
-      log("cannot start a local worker: " + options_.workerProgram);
   }
 
   CoordinatorOptions options_;
@@ -465,9 +442,7 @@ private:
   size_t pendingEnds_ = 0;
   std::filesystem::path socketDirectory_;
   std::unique_ptr<LocalWorkerProcesses> processes_;
-  std::map<pid_t, unsigned> localSlots_;
-  unsigned nextLocal_ = 0;
-  uint64_t joined_ = 0, lost_ = 0, replaced_ = 0, malformed_ = 0, strangers_ = 0;
+  uint64_t joined_ = 0, lost_ = 0, malformed_ = 0, strangers_ = 0;
   bool stopped_ = false;
   bool warnedGpu_ = false;
 };

@@ -1,6 +1,8 @@
 // fork/exec of local workers with PR_SET_PDEATHSIG, reaping and stopping them.
 #include "LocalWorkerProcesses.h"
 
+#include "orch/runtime/GpuPlacement.h"
+
 #include <algorithm>
 #include <csignal>
 #include <sys/prctl.h>
@@ -10,16 +12,47 @@
 
 namespace orch::runtime {
 
-LocalWorkerProcesses::LocalWorkerProcesses(std::string program, std::string endpoint)
-    : program_(std::move(program)), endpoint_(std::move(endpoint)) {}
+LocalWorkerProcesses::LocalWorkerProcesses(std::string program, std::string endpoint,
+                                           unsigned slots, int64_t gpuDevices,
+                                           std::function<void(const std::string &)> log)
+    : program_(std::move(program)), endpoint_(std::move(endpoint)), slots_(slots),
+      gpuDevices_(gpuDevices), log_(std::move(log)) {}
+
+void LocalWorkerProcesses::startAll() {
+  for (unsigned slot = 0; slot < slots_; ++slot)
+    start(slot);
+}
+
+std::vector<std::pair<pid_t, std::string>> LocalWorkerProcesses::reapAndReplace() {
+  std::vector<std::pair<pid_t, std::string>> exited = reap();
+  for (const auto &[pid, how] : exited) {
+    const unsigned slot = slotOf_[pid];
+    slotOf_.erase(pid);
+    // Keep the machine's worker count; give up on a worker program that cannot start.
+    if (replaced_ < 100 * uint64_t(slots_)) {
+      ++replaced_;
+      start(slot);
+    }
+  }
+  return exited;
+}
 
 LocalWorkerProcesses::~LocalWorkerProcesses() { stopAll(std::chrono::milliseconds(0)); }
 
-pid_t LocalWorkerProcesses::start(const std::string &name, const std::string &gpus) {
+void LocalWorkerProcesses::start(unsigned slot) {
+  const std::string name = "local-" + std::to_string(nextName_++);
+  std::string gpus;
+  for (int64_t device : devicesOfLocalWorker(gpuDevices_, slot, slots_))
+    gpus += (gpus.empty() ? "" : ",") + std::to_string(device);
+  if (gpus.empty())
+    gpus = "none";
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0)
-    return -1;
+  if (pid < 0) {
+    if (log_)
+      log_("cannot start a local worker: " + program_);
+    return;
+  }
   if (pid == 0) {
     // The worker dies with its coordinator, whatever kills the coordinator.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -33,7 +66,7 @@ pid_t LocalWorkerProcesses::start(const std::string &name, const std::string &gp
     ::_exit(127);
   }
   children_.push_back(pid);
-  return pid;
+  slotOf_[pid] = slot;
 }
 
 std::vector<std::pair<pid_t, std::string>> LocalWorkerProcesses::reap() {

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <sys/types.h>
 #include <utility>
@@ -10,26 +13,44 @@
 
 namespace orch::runtime {
 
+/// A fixed number of worker slots on this machine, each running one worker process that is
+/// replaced when it dies (within a budget, so that a worker program that cannot start is given
+/// up on). Slot i offers devices i, i + slots, ... (GpuPlacement.h).
 class LocalWorkerProcesses {
 public:
-  LocalWorkerProcesses(std::string program, std::string endpoint);
+  /// `log` receives "cannot start a local worker" lines.
+  LocalWorkerProcesses(std::string program, std::string endpoint, unsigned slots,
+                       int64_t gpuDevices, std::function<void(const std::string &)> log);
   ~LocalWorkerProcesses();
 
-  /// Starts `program worker --connect ENDPOINT --name NAME --gpus GPUS --quiet` (GPUS: a
-  /// device list, or "none"); the pid, or -1.
-  pid_t start(const std::string &name, const std::string &gpus);
-  /// Children that exited since the last call, with how they ended ("killed by signal 9").
-  std::vector<std::pair<pid_t, std::string>> reap();
+  /// Starts the worker of every slot.
+  void startAll();
+  /// Children that exited since the last call, with how they ended ("killed by signal 9");
+  /// each one's slot is refilled with a new worker while the replacement budget lasts.
+  std::vector<std::pair<pid_t, std::string>> reapAndReplace();
   /// Waits up to `grace` for every child to exit (asking with SIGTERM after a moment), then
   /// kills the rest.
   void stopAll(std::chrono::milliseconds grace);
   void kill(pid_t pid);
   size_t running() const { return children_.size(); }
+  /// Workers started to replace ones that died.
+  uint64_t replaced() const { return replaced_; }
 
 private:
+  /// Starts `program worker --connect ENDPOINT --name local-N --gpus DEVICES --quiet --once`
+  /// for `slot`.
+  void start(unsigned slot);
+  std::vector<std::pair<pid_t, std::string>> reap();
+
   std::string program_;
   std::string endpoint_;
+  unsigned slots_;
+  int64_t gpuDevices_;
+  std::function<void(const std::string &)> log_;
   std::vector<pid_t> children_;
+  std::map<pid_t, unsigned> slotOf_;
+  unsigned nextName_ = 0;
+  uint64_t replaced_ = 0;
 };
 
 } // namespace orch::runtime
