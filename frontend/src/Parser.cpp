@@ -1,7 +1,7 @@
 // Drives the ANTLR-generated lexer and parser and turns the parse tree into the typed AST,
-// one transform function per grammar rule. With FormatTokens.cpp (the formatter's lexer pass)
-// it is one of the two files that touch the ANTLR runtime; its error listener turns ANTLR's
-// reports into Orch diagnostics.
+// one transform function per grammar rule. With format/src/FormatTokens.cpp (the formatter's
+// lexer pass) it is one of the two files that touch the ANTLR runtime; its error listener turns
+// ANTLR's reports into Orch diagnostics.
 #include "orch/frontend/Parser.h"
 
 #include "LiteralDecoder.h"

@@ -3,7 +3,7 @@
 #include "CompileExample.h"
 #include "SourceTokens.h"
 
-#include "orch/frontend/Formatter.h"
+#include "orch/format/Formatter.h"
 #include "orch/plan/PlanCodec.h"
 
 #include "llvm/Support/MemoryBuffer.h"

@@ -5,7 +5,7 @@
 #include "Hover.h"
 #include "SourcePositions.h"
 
-#include "orch/frontend/Formatter.h"
+#include "orch/format/Formatter.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"

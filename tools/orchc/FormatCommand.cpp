@@ -2,7 +2,7 @@
 // it is, and the others are still formatted.
 #include "FormatCommand.h"
 
-#include "orch/frontend/Formatter.h"
+#include "orch/format/Formatter.h"
 #include "orch/frontend/Parser.h"
 #include "orch/ir/DiagnosticPrinter.h"
 

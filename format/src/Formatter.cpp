@@ -2,7 +2,7 @@
 // fits kFormatLineWidth, else its outermost bracket groups break one item per line (indented
 // by four) until the rest fits. Statements are then joined, keeping at most one blank line
 // between them and aligning the trailing comments of runs of one-line statements.
-#include "orch/frontend/Formatter.h"
+#include "orch/format/Formatter.h"
 
 #include "FormatTokens.h"
 
