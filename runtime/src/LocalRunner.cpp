@@ -4,6 +4,8 @@
 
 #include "orch/runtime/GpuPlacement.h"
 
+#include "JobQueue.h"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -51,8 +53,8 @@ struct Replicas {
 /// keeps this alive until its operator returns (if ever); it then discards its result.
 struct PoolState {
   std::mutex mutex;
-  std::condition_variable jobReady, eventReady;
-  std::deque<Job> jobs;
+  std::condition_variable eventReady;
+  JobQueue<Job> jobs;
   std::vector<Finished> finished;
   std::vector<Started> started;
   struct Running {
@@ -85,7 +87,7 @@ public:
         busy.push_back(running.thread);
       }
     }
-    state_->jobReady.notify_all();
+    state_->jobs.close();
     for (uint32_t t : busy)
       threads_[t].detach();
     for (std::thread &thread : threads_)
@@ -93,13 +95,7 @@ public:
         thread.join();
   }
 
-  void submit(Job job) {
-    {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->jobs.push_back(std::move(job));
-    }
-    state_->jobReady.notify_one();
-  }
+  void submit(Job job) { state_->jobs.push(std::move(job)); }
 
   /// Waits until a batch started or finished, or `deadline` passed.
   void wait(Clock::time_point deadline, std::vector<Started> &started,
@@ -130,17 +126,15 @@ public:
 
 private:
   static void work(std::shared_ptr<PoolState> state, uint32_t self) {
-    for (;;) {
-      Job job;
+    while (std::optional<Job> next = state->jobs.pop()) {
+      Job job = std::move(*next);
       std::unique_ptr<Operator> instance;
       Replicas *replicas;
       {
-        std::unique_lock<std::mutex> lock(state->mutex);
-        state->jobReady.wait(lock, [&] { return state->stopping || !state->jobs.empty(); });
+        std::lock_guard<std::mutex> lock(state->mutex);
+        // A pool being stopped does not start what it took just before.
         if (state->stopping)
           return;
-        job = std::move(state->jobs.front());
-        state->jobs.pop_front();
         state->running[job.batch.id] = PoolState::Running{self, false};
         state->started.push_back(Started{job.batch.id, Clock::now()});
         replicas = &state->replicas[job.batch.call];

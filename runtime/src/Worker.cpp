@@ -3,6 +3,7 @@
 // batches, and hands results back over an inproc socket.
 #include "orch/runtime/Worker.h"
 
+#include "JobQueue.h"
 #include "MessageSocket.h"
 
 #include "orch/plan/PlanCodec.h"
@@ -37,21 +38,11 @@ public:
         thread_([this, &context] { run(context); }) {}
 
   ~HostedReplica() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    ready_.notify_one();
+    queue_.close();
     thread_.join();
   }
 
-  void enqueue(Batch batch) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(std::move(batch));
-    }
-    ready_.notify_one();
-  }
+  void enqueue(Batch batch) { queue_.push(std::move(batch)); }
 
 private:
   void run(zmq::context_t &context) {
@@ -60,20 +51,11 @@ private:
     zmq::socket_t results(context, zmq::socket_type::push);
     results.set(zmq::sockopt::linger, 0);
     results.connect(kResultsEndpoint);
-    for (;;) {
-      Batch batch;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (stopping_)
-          return;
-        batch = std::move(queue_.front());
-        queue_.pop_front();
-      }
+    while (std::optional<Batch> batch = queue_.pop()) {
       const Clock::time_point start = Clock::now();
       ResultMessage result;
       result.replica = id_;
-      result.report = runOperatorBatch(instance_, factory_, config_, batch);
+      result.report = runOperatorBatch(instance_, factory_, config_, *batch);
       result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       const std::string body = encodeMessage(result);
       sendBody(results, body);
@@ -84,10 +66,7 @@ private:
   const OperatorFactory &factory_;
   OperatorConfig config_;
   std::unique_ptr<Operator> instance_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Batch> queue_;
-  bool stopping_ = false;
+  JobQueue<Batch> queue_;
   std::thread thread_;
 };
 
