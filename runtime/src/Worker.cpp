@@ -10,11 +10,8 @@
 #include "orch/runtime/GpuPlacement.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <pthread.h>
 #include <thread>
 #include <unistd.h>
