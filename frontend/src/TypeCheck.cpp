@@ -1,12 +1,12 @@
 // Type checking: gives every expression its type, matches operator arguments to parameters,
-// checks constants, options and params (with --set overrides) against the operator catalog.
+// checks constants, options and params against the operator catalog (--set overrides are
+// parsed in ParamOverrides.cpp).
 // Domains (which level of the hierarchy a value lives on) are checked later, on the IR.
 #include "orch/frontend/Sema.h"
 
 #include "LiteralDecoder.h"
+#include "ParamOverrides.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -58,7 +58,7 @@ public:
 
   bool run() {
     unsigned errorsBefore = diags_.errorCount();
-    reportOverridesOfUnknownParams();
+    reportOverridesOfUnknownParams(file_, overrides_, diags_);
     for (auto &statement : file_.statements)
       checkStatement(*statement);
     return diags_.errorCount() == errorsBefore;
@@ -80,19 +80,6 @@ private:
 
   // --- params ---------------------------------------------------------------------------
 
-  void reportOverridesOfUnknownParams() {
-    std::vector<std::string> params;
-    for (auto &statement : file_.statements)
-      if (auto *param = std::get_if<ast::ParamDecl>(&statement->node))
-        params.push_back(param->name.name);
-    for (const auto &[name, value] : overrides_) {
-      if (std::find(params.begin(), params.end(), name) != params.end())
-        continue;
-      diags_.error({}, "--set " + name + "=" + value + ": the pipeline has no param " +
-                           quoted(name) + didYouMean(name, params));
-    }
-  }
-
   void checkParam(ast::ParamDecl &param) {
     std::optional<Type> declared = resolveTypeExpr(param.type);
     if (!declared)
@@ -110,7 +97,7 @@ private:
     param.declaredType = declared;
     std::optional<StaticValue> value;
     if (auto override = overrides_.find(param.name.name); override != overrides_.end()) {
-      value = parseOverride(param, *declared, override->second);
+      value = parseOverrideValue(param, *declared, override->second, diags_);
     } else if (param.value) {
       if (auto *literal = std::get_if<ast::Literal>(&param.value->node)) {
         value = convertConstant(literal->value, *declared);
@@ -123,52 +110,6 @@ private:
     if (param.value)
       param.value->type = declared;
     param.resolvedValue = value;
-  }
-
-  std::optional<StaticValue> parseOverride(const ast::ParamDecl &param, const Type &type,
-                                           const std::string &text) {
-    std::optional<StaticValue> value;
-    const std::string &name = param.name.name;
-    errno = 0;
-    char *end = nullptr;
-    switch (type.kind()) {
-    case TypeKind::String:
-      value = text;
-      break;
-    case TypeKind::Int: {
-      long long parsed = std::strtoll(text.c_str(), &end, 10);
-      if (!text.empty() && *end == '\0' && errno == 0)
-        value = int64_t(parsed);
-      break;
-    }
-    case TypeKind::Float: {
-      double parsed = std::strtod(text.c_str(), &end);
-      if (!text.empty() && *end == '\0' && errno == 0)
-        value = parsed;
-      break;
-    }
-    case TypeKind::Bool:
-      if (text == "true" || text == "false")
-        value = text == "true";
-      break;
-    case TypeKind::Duration:
-    case TypeKind::Size: {
-      DiagnosticEngine quiet(nullptr);
-      value = type.kind() == TypeKind::Duration ? decodeDurationLiteral(text, {}, quiet)
-                                                : decodeSizeLiteral(text, {}, quiet);
-      break;
-    }
-    default:
-      break;
-    }
-    if (!value) {
-      const char *example = type.kind() == TypeKind::Duration ? " such as 30s or 250ms"
-                            : type.kind() == TypeKind::Size   ? " such as 512MB or 4GiB"
-                                                              : "";
-      diags_.error({}, "--set " + name + "=" + text + ": expected " + type.str() + example)
-          .attachNote(param.name.location, "param " + quoted(name) + " is declared here");
-    }
-    return value;
   }
 
   // --- declarations -----------------------------------------------------------------------
@@ -720,13 +661,6 @@ private:
 bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
                 const std::vector<ParamOverride> &overrides, DiagnosticEngine &diags) {
   return TypeChecker(file, catalog, overrides, diags).run();
-}
-
-std::optional<ParamOverride> parseParamOverride(const std::string &assignment) {
-  size_t equals = assignment.find('=');
-  if (equals == std::string::npos || equals == 0)
-    return std::nullopt;
-  return ParamOverride{assignment.substr(0, equals), assignment.substr(equals + 1)};
 }
 
 } // namespace orch
