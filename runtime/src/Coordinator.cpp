@@ -2,7 +2,6 @@
 // dispatch with pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
 #include "orch/runtime/Coordinator.h"
 
-
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
 #include "orch/runtime/ReplicaPlacement.h"
