@@ -15,6 +15,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -101,7 +102,6 @@ public:
     }
     const uint32_t best = placement_->pick(batch.call, options_.depth);
     ReplicaPlacement::Replica &replica = placement_->replica(best);
-    ++replica.inFlight;
     replica.queued.push_back(batch.id);
     outstanding_[batch.id] = Sent{best, replica.worker, batch.call};
     const uint64_t id = batch.id;
@@ -183,8 +183,6 @@ private:
     int64_t pid = 0;
     bool alive = true;
     Clock::time_point lastHeard, lastSent;
-    /// Its index in placement_.
-    uint32_t placed = kNoIndex;
   };
   struct Sent {
     uint32_t replica;
@@ -291,8 +289,9 @@ private:
     worker.pid = hello.pid;
     worker.lastHeard = worker.lastSent = Clock::now();
     const uint32_t w = static_cast<uint32_t>(workers_.size());
-    worker.placed = placement_->addWorker(hello.cpus, !hello.gpus.empty());
-    workerAt_.push_back(w);
+    // Both number workers in the order they join.
+    if (placement_->addWorker(hello.cpus, !hello.gpus.empty()) != w)
+      throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;
     ++joined_;
@@ -307,14 +306,14 @@ private:
     place();
     // A replacement would otherwise sit idle next to workers that took over the lost one's
     // replicas.
-    init(placement_->rebalance(workers_[w].placed));
+    init(placement_->rebalance(w));
   }
 
   /// Sends INIT for each replica that moved to a worker.
   void init(const std::vector<ReplicaPlacement::Move> &moves) {
     for (const ReplicaPlacement::Move &move : moves) {
       const uint32_t call = placement_->replica(move.replica).call;
-      sendTo(workerAt_[move.worker], InitMessage{move.replica, call, inputLabels_[call]});
+      sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call]});
     }
   }
 
@@ -330,7 +329,6 @@ private:
         return;
       }
       ReplicaPlacement::Replica &replica = placement_->replica(sent->second.replica);
-      --replica.inFlight;
       event.call = sent->second.call;
       outstanding_.erase(sent);
       const bool wasRunning =
@@ -366,7 +364,7 @@ private:
     log("worker " + worker.name + " lost: " + why);
     // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
     sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
-    placement_->removeWorker(worker.placed);
+    placement_->removeWorker(w);
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       if (it->second.worker != w) {
         ++it;
@@ -433,8 +431,6 @@ private:
   std::vector<Worker> workers_;
   std::map<std::string, uint32_t> byIdentity_;
   std::unique_ptr<ReplicaPlacement> placement_;
-  /// Workers by their index in placement_.
-  std::vector<uint32_t> workerAt_;
   std::unordered_map<uint64_t, Sent> outstanding_;
   std::vector<ExecutorEvent> pending_;
   /// Finished and lost events waiting in pending_.

@@ -10,7 +10,7 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-      replicas_.push_back(Replica{c, kNoIndex, 0, {}});
+      replicas_.push_back(Replica{c, kNoIndex, {}});
     }
 }
 
@@ -24,7 +24,6 @@ void ReplicaPlacement::removeWorker(uint32_t w) {
   worker.alive = false;
   for (uint32_t r : worker.replicas) {
     replicas_[r].worker = kNoIndex;
-    replicas_[r].inFlight = 0;
     replicas_[r].queued.clear();
   }
   worker.replicas.clear();
@@ -58,7 +57,6 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
       continue;
     }
     replicas_[r].worker = best;
-    replicas_[r].inFlight = 0;
     workers_[best].replicas.push_back(r);
     moves.push_back(Move{r, best});
   }
@@ -78,7 +76,7 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
       return moves;
     std::vector<uint32_t> &hosted = workers_[busiest].replicas;
     auto idle = std::find_if(hosted.begin(), hosted.end(),
-                             [&](uint32_t r) { return replicas_[r].inFlight == 0; });
+                             [&](uint32_t r) { return replicas_[r].queued.empty(); });
     if (idle == hosted.end())
       return moves;
     const uint32_t r = *idle;
@@ -92,8 +90,8 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
 uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth) const {
   uint32_t best = kNoIndex;
   for (uint32_t r : replicasOfCall_[call])
-    if (replicas_[r].worker != kNoIndex && replicas_[r].inFlight < depth &&
-        (best == kNoIndex || replicas_[r].inFlight < replicas_[best].inFlight))
+    if (replicas_[r].worker != kNoIndex && replicas_[r].queued.size() < depth &&
+        (best == kNoIndex || replicas_[r].queued.size() < replicas_[best].queued.size()))
       best = r;
   return best;
 }

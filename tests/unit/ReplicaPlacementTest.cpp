@@ -66,7 +66,7 @@ TEST(ReplicaPlacementTest, ALostWorkersReplicasMoveAndANewcomerTakesIdleOnes) {
   placement.addWorker(1, false);
   placement.addWorker(1, false);
   placement.place();
-  placement.replica(placement.replicasOn(0).front()).inFlight = 1;
+  placement.replica(placement.replicasOn(0).front()).queued.push_back(7);
   placement.removeWorker(1);
   EXPECT_EQ(placement.place().size(), 2u);
   EXPECT_EQ(loads(placement, 2), (std::vector<size_t>{4, 0}));
@@ -76,7 +76,7 @@ TEST(ReplicaPlacementTest, ALostWorkersReplicasMoveAndANewcomerTakesIdleOnes) {
   EXPECT_EQ(moves.size(), 2u);
   for (const ReplicaPlacement::Move &move : moves) {
     EXPECT_EQ(move.worker, newcomer);
-    EXPECT_EQ(placement.replica(move.replica).inFlight, 0u) << "a busy replica stays";
+    EXPECT_TRUE(placement.replica(move.replica).queued.empty()) << "a busy replica stays";
   }
   EXPECT_EQ(loads(placement, 3), (std::vector<size_t>{2, 0, 2}));
 }
@@ -87,13 +87,14 @@ TEST(ReplicaPlacementTest, BatchesGoToTheLeastBusyReplicaWithinTheDepth) {
   EXPECT_EQ(placement.pick(0, 2), kNoIndex) << "no replica has a worker";
   placement.addWorker(1, false);
   placement.place();
+  uint64_t batch = 0;
   const uint32_t first = placement.pick(0, 2);
-  ++placement.replica(first).inFlight;
+  placement.replica(first).queued.push_back(batch++);
   const uint32_t second = placement.pick(0, 2);
   EXPECT_NE(second, first);
-  ++placement.replica(second).inFlight;
-  ++placement.replica(placement.pick(0, 2)).inFlight;
-  ++placement.replica(placement.pick(0, 2)).inFlight;
+  placement.replica(second).queued.push_back(batch++);
+  placement.replica(placement.pick(0, 2)).queued.push_back(batch++);
+  placement.replica(placement.pick(0, 2)).queued.push_back(batch++);
   EXPECT_FALSE(placement.canRun(0, 2)) << "two replicas, two batches each";
   EXPECT_TRUE(placement.canRun(0, 3));
 }

@@ -19,9 +19,8 @@ public:
   struct Replica {
     uint32_t call = kNoIndex;
     uint32_t worker = kNoIndex;
-    uint32_t inFlight = 0;
-    /// Batches sent to it, in order: a replica runs them one after the other, so the front one
-    /// is running and the next starts when the front one's result arrives.
+    /// Batches sent to it and not yet answered, in order: a replica runs them one after the
+    /// other, so the front one is running and the next starts when its result arrives.
     std::deque<uint64_t> queued;
   };
   /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT).
@@ -33,9 +32,10 @@ public:
   /// `replicas` of each of `plan`'s Calls (at least one each).
   explicit ReplicaPlacement(const plan::Plan &plan);
 
-  /// A worker joined; its index.
+  /// A worker joined; its index (workers are numbered in the order they join, as the
+  /// coordinator numbers them).
   uint32_t addWorker(double cpus, bool hasGpus);
-  /// The worker is gone: its replicas have no worker and nothing in flight.
+  /// The worker is gone: its replicas have no worker and nothing queued.
   void removeWorker(uint32_t worker);
 
   /// Puts every replica without a worker on a live worker; the moves made. A replica of a Call
