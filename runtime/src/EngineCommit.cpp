@@ -290,11 +290,11 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
                            std::to_string(batch.grains.size()) + ": " + message;
   // Grains cancelled while the batch ran (their root finished early) take no further part.
   std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
+  if (batch.grains.empty())
+    return {CommitStatus::BatchError, what};
   BatchRecovery next = batch.recovery;
   const uint32_t retries = static_cast<uint32_t>(std::max<int64_t>(0, call.options.retries));
-  if (batch.grains.empty()) {
-    // Nothing left to recover.
-  } else if (!next.splitting && next.attempt < retries) {
+  if (!next.splitting && next.attempt < retries) {
     // 1. The Call's immediate retries of the whole batch (every policy, abort included).
     ++stats.batchRetries;
     ++loads[batch.call].retries;
