@@ -11,9 +11,9 @@ using plan::RecoveryPolicy;
 bool LineageEngine::State::queuedGrainIs(const QueuedGrain &queued, GrainPhase phase) const {
   // The entity slot may have been released (its root finished) and reused since.
   const Entity &entity = entities[queued.entity];
-  if (!entity.live || entity.domain != plan.nodes[queued.node].domain)
+  if (!entity.live || entity.domain != domainOf(queued.node))
     return false;
-  const Grain &grain = grains[entity.grains + layout.nodes[queued.node].grainSlot];
+  const Grain &grain = grains[entity.grains + nodeLayout(queued.node).grainSlot];
   return grain.phase == phase && grain.ticket == queued.ticket;
 }
 
@@ -29,11 +29,11 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
   auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
   for (;;) {
     // Retries first, then fresh work, then deferred recovery; then the oldest admission.
-    uint32_t bestCall = kNoIndex;
+    CallId bestCall;
     Lane bestLane = Lane::None;
     uint64_t bestAdmission = UINT64_MAX;
-    for (uint32_t c = 0; c < queues.size(); ++c) {
-      if (mayRun && !mayRun(c))
+    for (CallId c : queues.ids()) {
+      if (mayRun && !mayRun(c.index))
         continue;
       CallQueues &queue = queues[c];
       Lane lane;
@@ -56,13 +56,13 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         bestAdmission = admission;
       }
     }
-    if (bestCall == kNoIndex)
+    if (!bestCall.valid())
       return std::nullopt;
     CallQueues &queue = queues[bestCall];
     if (bestLane == Lane::Fresh) {
       std::vector<QueuedGrain> taken;
       const size_t limit =
-          static_cast<size_t>(std::max<int64_t>(1, plan.calls[bestCall].options.batch));
+          static_cast<size_t>(std::max<int64_t>(1, planCall(bestCall).options.batch));
       taken.reserve(limit);
       queue.fresh.pop(limit, live, taken);
       return dispatch(bestCall, std::move(taken), BatchRecovery{});
@@ -77,11 +77,11 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
   }
 }
 
-Batch LineageEngine::State::dispatch(uint32_t call, std::vector<QueuedGrain> queued,
+Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queued,
                                      BatchRecovery recovery) {
   Batch batch;
   batch.id = nextBatchId++;
-  batch.call = call;
+  batch.call = call.index;
   batch.attempt = recovery.attempt;
   const CallLayout &callLayout = layout.calls[call];
   batch.inputsPerGrain = static_cast<uint32_t>(callLayout.inputLabels.size());
@@ -95,13 +95,12 @@ Batch LineageEngine::State::dispatch(uint32_t call, std::vector<QueuedGrain> que
     Grain &grain = grainOf(entry.entity, entry.node);
     setPhase(grain, entry.node, GrainPhase::InFlight);
     const Entity &entity = entities[entry.entity];
-    batch.grains.push_back(
-        BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
-                   GrainLineage{roots[entity.root].admission, entity.ordinal,
-                                layout.domains[entity.domain].depth, entity.key}});
-    const plan::PlanNode &node = plan.nodes[entry.node];
-    for (uint32_t position : layout.nodes[entry.node].inputOrder)
-      batch.inputs.push_back(inputItem(node.inputs[position], entry.entity).value);
+    batch.grains.push_back(BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
+                                      GrainLineage{roots[entity.root].admission, entity.ordinal,
+                                                   domainLayout(entity.domain).depth, entity.key}});
+    const plan::PlanNode &node = planNode(entry.node);
+    for (uint32_t position : nodeLayout(entry.node).inputOrder)
+      batch.inputs.push_back(inputItem(entry.entity, NodeId(node.inputs[position])).value);
     record.generations.push_back(grain.generation);
   }
   record.grains = std::move(queued);
@@ -113,10 +112,11 @@ Batch LineageEngine::State::dispatch(uint32_t call, std::vector<QueuedGrain> que
 namespace {
 
 std::string describeGrain(const plan::Plan &plan, const GrainRef &grain) {
-  return "grain (node " + std::to_string(grain.node) + ", entity " + std::to_string(grain.entity) +
+  const uint32_t node = grain.node.index;
+  return "grain (node " + std::to_string(node) + ", entity " + std::to_string(grain.entity.index) +
          ")" +
-         (grain.node < plan.nodes.size() && !plan.nodes[grain.node].name.empty()
-              ? " of '" + plan.nodes[grain.node].name + "'"
+         (node < plan.nodes.size() && !plan.nodes[node].name.empty()
+              ? " of '" + plan.nodes[node].name + "'"
               : "");
 }
 
@@ -132,7 +132,7 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   }
   OutstandingBatch batch = std::move(found->second);
   outstanding.erase(found);
-  const std::string &callName = plan.calls[batch.call].name;
+  const std::string &callName = planCall(batch.call).name;
   if (report.batchError) {
     ++stats.batchErrors;
     return handleBatchError(std::move(batch), *report.batchError);
@@ -171,7 +171,7 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     const GrainReport &entry = report.grains[entryOf[j]];
     if (entry.kind != RowResultKind::Value)
       continue;
-    if (auto problem = checkValueType(entry.value, plan.nodes[entry.grain.node].type))
+    if (auto problem = checkValueType(entry.value, planNode(entry.grain.node).type))
       violation = describeGrain(plan, entry.grain) + ": " + *problem;
   }
   if (!violation.empty()) {
@@ -196,22 +196,23 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     const GrainReport &entry = report.grains[entryOf[j]];
     if (!current[j] || entry.kind != RowResultKind::GroupFailure)
       continue;
-    const uint32_t entity = batch.grains[j].entity;
+    const EntityId entity = batch.grains[j].entity;
     causes[j] = recordFailure(entity, FailureKind::GroupFailure, batch.call, entry.message);
-    installBarrier(batch.call, entity, causes[j]);
+    installBarrier(entity, batch.call, causes[j]);
   }
   // 4. Publish, then propagate once.
   for (size_t j = 0; j < count; ++j) {
     if (!current[j])
       continue;
     const GrainReport &entry = report.grains[entryOf[j]];
-    const uint32_t entity = batch.grains[j].entity, node = batch.grains[j].node;
+    const EntityId entity = batch.grains[j].entity;
+    const NodeId node = batch.grains[j].node;
     setPhase(grainOf(entity, node), node, GrainPhase::Sealed);
     ++stats.grainsRun;
     switch (entry.kind) {
     case RowResultKind::Value:
-      if (const Barrier *barrier = barrierFor(batch.call, entity)) {
-        suppressByBarrier(node, entity, barrier->cause);
+      if (const Barrier *barrier = barrierFor(entity, batch.call)) {
+        suppressByBarrier(entity, node, barrier->cause);
       } else {
         setItem(entity, node, ItemOutcome::Present, entry.value, kNoIndex);
       }
@@ -230,21 +231,21 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   return {CommitStatus::Committed, ""};
 }
 
-void LineageEngine::State::installBarrier(uint32_t call, uint32_t entity, uint32_t cause) {
-  const uint32_t parent = entities[entity].parent;
-  if (parent == kNoIndex || barrierFor(call, entity))
+void LineageEngine::State::installBarrier(EntityId entity, CallId call, uint32_t cause) {
+  const EntityId parent = entities[entity].parent;
+  if (!parent.valid() || barrierFor(entity, call))
     return;
-  const uint32_t domain = entities[entity].domain;
+  const DomainId domain = entities[entity].domain;
   Expansion &expansion = expansions[expansionOf(parent, domain)];
   expansion.barriers.push_back(Barrier{call, cause});
   // Siblings already ready for this Call never reach the operator.
-  for (uint32_t sibling : expansion.children)
-    for (uint32_t node : layout.domains[domain].invokes) {
-      if (layout.nodes[node].call != call)
+  for (EntityId sibling : expansion.children)
+    for (NodeId node : domainLayout(domain).invokes) {
+      if (nodeLayout(node).call != call)
         continue;
       Grain &grain = grainOf(sibling, node);
       if (grain.phase == GrainPhase::Ready)
-        sealByBarrier(grain, node, sibling, cause);
+        sealByBarrier(grain, sibling, node, cause);
     }
 }
 
@@ -260,15 +261,15 @@ void LineageEngine::State::failGrains(const OutstandingBatch &batch, FailureKind
   }
 }
 
-void LineageEngine::State::requeue(uint32_t call, std::vector<QueuedGrain> grainsToRun,
-                                   bool deferred, BatchRecovery recovery) {
+void LineageEngine::State::requeue(CallId call, std::vector<QueuedGrain> grainsToRun, bool deferred,
+                                   BatchRecovery recovery) {
   PendingBatch pending;
   pending.recovery = recovery;
   pending.admission = UINT64_MAX;
   for (QueuedGrain queued : grainsToRun) {
     Grain &grain = grainOf(queued.entity, queued.node);
-    if (const Barrier *barrier = barrierFor(call, queued.entity)) {
-      sealByBarrier(grain, queued.node, queued.entity, barrier->cause);
+    if (const Barrier *barrier = barrierFor(queued.entity, call)) {
+      sealByBarrier(grain, queued.entity, queued.node, barrier->cause);
       continue;
     }
     setPhase(grain, queued.node, GrainPhase::Ready);
@@ -285,7 +286,7 @@ void LineageEngine::State::requeue(uint32_t call, std::vector<QueuedGrain> grain
 
 CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
                                                     const std::string &message) {
-  const plan::PlanCall &call = plan.calls[batch.call];
+  const plan::PlanCall &call = planCall(batch.call);
   const std::string what = "call '" + call.name + "' failed a batch of " +
                            std::to_string(batch.grains.size()) + ": " + message;
   // Grains cancelled while the batch ran (their root finished early) take no further part.

@@ -18,6 +18,9 @@ namespace orch::runtime {
 /// the engine: like an assertion, but also in release builds.
 [[noreturn]] void engineInvariantFailed(const std::string &what);
 
+/// An expansion record's slot (reused once its root finishes).
+using ExpansionId = Id<struct ExpansionTag>;
+
 struct Item {
   Value value;
   /// Failed and Suppressed items: index of the cause in their root's failures.
@@ -34,10 +37,10 @@ struct Grain {
 };
 
 struct Entity {
-  uint32_t parent = kNoIndex;
+  EntityId parent;
   uint32_t ordinal = 0;
-  uint32_t root = kNoIndex;
-  uint32_t domain = kNoIndex;
+  RootId root;
+  DomainId domain;
   /// First of this entity's items, grains and child-expansion references in their pools.
   uint32_t items = 0;
   uint32_t grains = 0;
@@ -58,21 +61,21 @@ struct ReduceProgress {
 
 /// A GroupFailure barrier on (Call, this expansion's parent).
 struct Barrier {
-  uint32_t call = kNoIndex;
+  CallId call;
   uint32_t cause = kNoIndex;
 };
 
 struct Expansion {
-  uint32_t parent = kNoIndex;
-  uint32_t domain = kNoIndex;
+  EntityId parent;
+  DomainId domain;
   ItemOutcome outcome = ItemOutcome::Unresolved;
-  std::vector<uint32_t> children;
+  std::vector<EntityId> children;
   std::vector<ReduceProgress> reduces;
   std::vector<Barrier> barriers;
 };
 
 struct Root {
-  uint32_t entity = kNoIndex;
+  EntityId entity;
   uint64_t admission = 0;
   uint32_t source = 0;
   uint64_t sourceRow = 0;
@@ -105,7 +108,7 @@ struct PendingBatch {
 };
 
 struct OutstandingBatch {
-  uint32_t call = kNoIndex;
+  CallId call;
   BatchRecovery recovery;
   std::vector<QueuedGrain> grains;
   std::vector<uint32_t> generations;
@@ -121,49 +124,50 @@ struct CallQueues {
 };
 
 /// A slot of `pool`: a freed one when there is one, else a new one at the end.
-template <typename T> uint32_t allocateSlot(std::vector<T> &pool, std::vector<uint32_t> &freed) {
+template <typename IdT, typename T>
+IdT allocateSlot(IdVector<IdT, T> &pool, std::vector<IdT> &freed) {
   if (!freed.empty()) {
-    const uint32_t slot = freed.back();
+    const IdT slot = freed.back();
     freed.pop_back();
     return slot;
   }
   pool.emplace_back();
-  return static_cast<uint32_t>(pool.size() - 1);
+  return IdT(static_cast<uint32_t>(pool.size() - 1));
 }
 
 /// Fixed-size blocks of T, one size per domain, recycled when roots finish.
 template <typename T> class BlockPool {
 public:
-  explicit BlockPool(size_t sizeClasses) : free_(sizeClasses) {}
-  uint32_t allocate(uint32_t sizeClass, uint32_t size) {
+  explicit BlockPool(size_t domains) : free_(domains) {}
+  uint32_t allocate(DomainId domain, uint32_t size) {
     if (size == 0)
       return 0;
-    if (!free_[sizeClass].empty()) {
-      uint32_t start = free_[sizeClass].back();
-      free_[sizeClass].pop_back();
+    if (!free_[domain].empty()) {
+      uint32_t start = free_[domain].back();
+      free_[domain].pop_back();
       return start;
     }
     uint32_t start = static_cast<uint32_t>(slots_.size());
     slots_.resize(slots_.size() + size);
     return start;
   }
-  void release(uint32_t sizeClass, uint32_t start, uint32_t size) {
+  void release(DomainId domain, uint32_t start, uint32_t size) {
     if (size != 0)
-      free_[sizeClass].push_back(start);
+      free_[domain].push_back(start);
   }
   T &operator[](size_t index) { return slots_[index]; }
   const T &operator[](size_t index) const { return slots_[index]; }
   size_t size() const { return slots_.size(); }
-  size_t freeSlots(const std::vector<uint32_t> &blockSizes) const {
+  size_t freeSlots(const IdVector<DomainId, uint32_t> &blockSizes) const {
     size_t total = 0;
-    for (size_t c = 0; c < free_.size(); ++c)
-      total += free_[c].size() * blockSizes[c];
+    for (DomainId d : free_.ids())
+      total += free_[d].size() * blockSizes[d];
     return total;
   }
 
 private:
   std::vector<T> slots_;
-  std::vector<std::vector<uint32_t>> free_;
+  IdVector<DomainId, std::vector<uint32_t>> free_;
 };
 
 struct LineageEngine::State {
@@ -172,24 +176,24 @@ struct LineageEngine::State {
   const plan::Plan &plan;
   EngineOptions options;
   PlanLayout layout;
-  std::vector<uint32_t> itemsPerDomain, grainsPerDomain, childrenPerDomain;
+  IdVector<DomainId, uint32_t> itemsPerDomain, grainsPerDomain, childrenPerDomain;
 
   /// Items of domain-free nodes, evaluated once.
-  std::vector<Item> domainFree;
-  std::vector<Entity> entities;
-  std::vector<uint32_t> freeEntities;
+  IdVector<NodeId, Item> domainFree;
+  IdVector<EntityId, Entity> entities;
+  std::vector<EntityId> freeEntities;
   BlockPool<Item> items;
   BlockPool<Grain> grains;
-  /// Per entity and child domain: the expansion index, or kNoIndex before it exists.
-  BlockPool<uint32_t> expansionRefs;
-  std::vector<Expansion> expansions;
-  std::vector<uint32_t> freeExpansions;
-  std::vector<Root> roots;
-  std::vector<uint32_t> freeRoots;
+  /// Per entity and child domain: the expansion, or none before it exists.
+  BlockPool<ExpansionId> expansionRefs;
+  IdVector<ExpansionId, Expansion> expansions;
+  std::vector<ExpansionId> freeExpansions;
+  IdVector<RootId, Root> roots;
+  std::vector<RootId> freeRoots;
   size_t liveRootCount = 0;
 
-  std::vector<CallQueues> queues;
-  std::vector<CallLoad> loads;
+  IdVector<CallId, CallQueues> queues;
+  IdVector<CallId, CallLoad> loads;
   std::unordered_map<uint64_t, OutstandingBatch> outstanding;
   uint64_t nextBatchId = 1;
   uint64_t nextTicket = 1;
@@ -199,73 +203,85 @@ struct LineageEngine::State {
   std::optional<std::string> abortReason;
 
   struct Event {
-    uint32_t entity;
-    uint32_t node;
+    EntityId entity;
+    NodeId node;
   };
   std::vector<Event> work;
-  std::vector<uint32_t> rootsToFinish;
+  std::vector<RootId> rootsToFinish;
   std::vector<RootResult> finished;
 
   /// GlobalBarrier gather: unsealed grains per domain, and reduces held back per child domain.
   struct ParkedReduce {
-    uint32_t parent;
+    EntityId parent;
     /// The parent's lineage key: a root that finished early leaves its parked reduces stale.
     uint64_t key;
-    uint32_t node;
+    NodeId node;
     ItemOutcome outcome;
     Value value;
     uint32_t cause;
   };
-  std::vector<uint64_t> unsealedGrains;
+  IdVector<DomainId, uint64_t> unsealedGrains;
   /// Per domain: parent entities that have not expanded into it yet (more members may come).
-  std::vector<uint64_t> unexpanded;
-  std::vector<std::vector<ParkedReduce>> parked;
+  IdVector<DomainId, uint64_t> unexpanded;
+  IdVector<DomainId, std::vector<ParkedReduce>> parked;
 
   EngineStats stats;
 
-  // Entities and items (LineageEngine.cpp).
-  uint32_t createEntity(uint32_t domain, uint32_t parent, uint32_t ordinal, uint32_t root,
+  // Plan and layout tables by typed id.
+  const plan::PlanNode &planNode(NodeId node) const { return plan.nodes[node.index]; }
+  const plan::PlanCall &planCall(CallId call) const { return plan.calls[call.index]; }
+  const NodeLayout &nodeLayout(NodeId node) const { return layout.nodes[node]; }
+  const DomainLayout &domainLayout(DomainId domain) const { return layout.domains[domain]; }
+  /// The domain a plan node's items live in (none for a domain-free node).
+  DomainId domainOf(NodeId node) const { return DomainId(planNode(node).domain); }
+
+  // Entities and items (LineageEngine.cpp). Arguments come in one order: the entity, then the
+  // plan node (or Call, or domain) it is looked at through.
+  EntityId createEntity(DomainId domain, EntityId parent, uint32_t ordinal, RootId root,
                         uint64_t key);
-  Item &itemOf(uint32_t entity, uint32_t node);
-  const Item &inputItem(uint32_t node, uint32_t entity) const;
-  Grain &grainOf(uint32_t entity, uint32_t node);
-  uint32_t expansionOf(uint32_t entity, uint32_t childDomain) const;
-  std::vector<uint32_t> pathOf(uint32_t entity) const;
-  uint32_t recordFailure(uint32_t entity, FailureKind kind, uint32_t call, std::string message);
-  void setItem(uint32_t entity, uint32_t node, ItemOutcome outcome, Value value, uint32_t cause);
-  void setPhase(Grain &grain, uint32_t node, GrainPhase to);
+  Item &itemOf(EntityId entity, NodeId node);
+  /// The item `node` has for `entity`: its own, an ancestor's (a node of an ancestor domain) or
+  /// the run's (a domain-free node).
+  const Item &inputItem(EntityId entity, NodeId node) const;
+  Grain &grainOf(EntityId entity, NodeId node);
+  ExpansionId expansionOf(EntityId entity, DomainId childDomain) const;
+  std::vector<uint32_t> pathOf(EntityId entity) const;
+  /// Records a failure under `entity`'s root (no Call: `call` is none); returns its index there.
+  uint32_t recordFailure(EntityId entity, FailureKind kind, CallId call, std::string message);
+  void setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value, uint32_t cause);
+  void setPhase(Grain &grain, NodeId node, GrainPhase to);
 
   // Propagation (LineageEngine.cpp).
   void propagate();
   void processEvent(const Event &event);
-  void evaluate(uint32_t node, uint32_t entity);
-  void evaluateFilter(uint32_t node, uint32_t entity);
-  void evaluateInvoke(uint32_t node, uint32_t entity);
+  void evaluate(EntityId entity, NodeId node);
+  void evaluateFilter(EntityId entity, NodeId node);
+  void evaluateInvoke(EntityId entity, NodeId node);
   /// Seals a waiting grain without running it: an input was dropped, failed or suppressed.
-  void skipGrain(Grain &grain, uint32_t node, uint32_t entity, ItemOutcome outcome, uint32_t cause);
+  void skipGrain(Grain &grain, EntityId entity, NodeId node, ItemOutcome outcome, uint32_t cause);
   /// Seals a ready (or re-queued) grain that a GroupFailure barrier stops.
-  void sealByBarrier(Grain &grain, uint32_t node, uint32_t entity, uint32_t cause);
+  void sealByBarrier(Grain &grain, EntityId entity, NodeId node, uint32_t cause);
   /// A sealed grain's output suppressed by a barrier (also for an in-flight grain's report).
-  void suppressByBarrier(uint32_t node, uint32_t entity, uint32_t cause);
-  void makeReady(uint32_t node, uint32_t entity);
-  void materialise(uint32_t expandNode, uint32_t parent);
-  void gather(uint32_t reduceNode, uint32_t child);
-  void resolveReduce(uint32_t expansion, uint32_t reduceNode, ItemOutcome outcome, Value value,
+  void suppressByBarrier(EntityId entity, NodeId node, uint32_t cause);
+  void makeReady(EntityId entity, NodeId node);
+  void materialise(EntityId parent, NodeId expandNode);
+  void gather(EntityId child, NodeId reduceNode);
+  void resolveReduce(ExpansionId expansion, NodeId reduceNode, ItemOutcome outcome, Value value,
                      uint32_t cause);
-  void broadcastDown(uint32_t broadcastNode, uint32_t ancestor);
-  const Barrier *barrierFor(uint32_t call, uint32_t entity) const;
+  void broadcastDown(EntityId ancestor, NodeId broadcastNode);
+  const Barrier *barrierFor(EntityId entity, CallId call) const;
   bool releaseParkedReduces();
-  void sinkInputResolved(uint32_t root);
-  void queueRootFinish(uint32_t root);
-  void finishRoot(uint32_t root);
+  void sinkInputResolved(RootId root);
+  void queueRootFinish(RootId root);
+  void finishRoot(RootId root);
   /// Releases a finished root's entities and hands `result` over.
-  void retireRoot(uint32_t root, RootResult result);
+  void retireRoot(RootId root, RootResult result);
   /// The entities of domain `path[path.size() - 1]` under `entity` (of domain `path[from - 1]`),
   /// in ordinal order, walking the expansions along `path` from level `from`.
-  std::vector<uint32_t> descendantsAlong(uint32_t entity, const std::vector<uint32_t> &path,
+  std::vector<EntityId> descendantsAlong(EntityId entity, const std::vector<DomainId> &path,
                                          size_t from) const;
   void collectRows(const Root &root, RootResult &result) const;
-  void releaseEntityTree(uint32_t entity);
+  void releaseEntityTree(EntityId entity);
   void abortRun(const std::string &reason);
   /// Fails every unfinished root with one cause and forgets their work.
   void failLiveRoots(FailureKind kind, const std::string &reason);
@@ -277,13 +293,12 @@ struct LineageEngine::State {
   /// The grain is still the one dispatched: its root did not finish early since.
   bool isStillInFlight(const QueuedGrain &queued) const;
   std::optional<Batch> reserve(const std::function<bool(uint32_t)> &mayRun);
-  Batch dispatch(uint32_t call, std::vector<QueuedGrain> grains, BatchRecovery recovery);
+  Batch dispatch(CallId call, std::vector<QueuedGrain> grains, BatchRecovery recovery);
   CommitResult commit(const BatchReport &report);
   CommitResult handleBatchError(OutstandingBatch batch, const std::string &message);
-  void requeue(uint32_t call, std::vector<QueuedGrain> grains, bool deferred,
-               BatchRecovery recovery);
+  void requeue(CallId call, std::vector<QueuedGrain> grains, bool deferred, BatchRecovery recovery);
   void failGrains(const OutstandingBatch &batch, FailureKind kind, const std::string &message);
-  void installBarrier(uint32_t call, uint32_t entity, uint32_t cause);
+  void installBarrier(EntityId entity, CallId call, uint32_t cause);
   bool failBatch(uint64_t batchId, const std::string &reason);
 };
 

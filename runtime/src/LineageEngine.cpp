@@ -78,10 +78,10 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
   loads.resize(plan.calls.size());
   domainFree.resize(plan.nodes.size());
   // Values that are the same in every domain: computed once, in plan order.
-  for (uint32_t n : layout.domainFreeNodes) {
-    const plan::PlanNode &node = plan.nodes[n];
+  for (NodeId n : layout.domainFreeNodes) {
+    const plan::PlanNode &node = planNode(n);
     Item &item = domainFree[n];
-    auto input = [&](size_t i) -> const Item & { return domainFree[node.inputs[i]]; };
+    auto input = [&](size_t i) -> const Item & { return domainFree[NodeId(node.inputs[i])]; };
     switch (node.kind) {
     case NodeKind::Constant: {
       item.outcome = ItemOutcome::Present;
@@ -130,9 +130,9 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
 
 // --- Entities and items -------------------------------------------------------------------
 
-uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, uint32_t ordinal,
-                                            uint32_t root, uint64_t key) {
-  const uint32_t id = allocateSlot(entities, freeEntities);
+EntityId LineageEngine::State::createEntity(DomainId domain, EntityId parent, uint32_t ordinal,
+                                            RootId root, uint64_t key) {
+  const EntityId id = allocateSlot(entities, freeEntities);
   Entity &entity = entities[id];
   entity.parent = parent;
   entity.ordinal = ordinal;
@@ -140,6 +140,7 @@ uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, ui
   entity.domain = domain;
   entity.live = true;
   entity.key = key;
+  const DomainLayout &shape = layout.domains[domain];
   entity.items = items.allocate(domain, itemsPerDomain[domain]);
   entity.grains = grains.allocate(domain, grainsPerDomain[domain]);
   entity.expansions = expansionRefs.allocate(domain, childrenPerDomain[domain]);
@@ -149,65 +150,65 @@ uint32_t LineageEngine::State::createEntity(uint32_t domain, uint32_t parent, ui
     Grain &grain = grains[entity.grains + g];
     grain.phase = GrainPhase::Waiting;
     grain.ticket = 0;
-    ++loads[layout.nodes[layout.domains[domain].invokes[g]].call].waiting;
+    ++loads[nodeLayout(shape.invokes[g]).call].waiting;
   }
   for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
-    expansionRefs[entity.expansions + c] = kNoIndex;
-    ++unexpanded[layout.domains[domain].children[c]];
+    expansionRefs[entity.expansions + c] = ExpansionId();
+    ++unexpanded[shape.children[c]];
   }
   unsealedGrains[domain] += grainsPerDomain[domain];
   roots[root].unresolved += itemsPerDomain[domain];
-  roots[root].pendingSinkInputs += layout.domains[domain].pendingSinkInputs;
+  roots[root].pendingSinkInputs += shape.pendingSinkInputs;
   ++stats.entitiesCreated;
   return id;
 }
 
-Item &LineageEngine::State::itemOf(uint32_t entity, uint32_t node) {
-  return items[entities[entity].items + layout.nodes[node].itemSlot];
+Item &LineageEngine::State::itemOf(EntityId entity, NodeId node) {
+  return items[entities[entity].items + nodeLayout(node).itemSlot];
 }
 
-const Item &LineageEngine::State::inputItem(uint32_t node, uint32_t entity) const {
-  const uint32_t domain = plan.nodes[node].domain;
-  if (domain == plan::kNone)
+const Item &LineageEngine::State::inputItem(EntityId entity, NodeId node) const {
+  const DomainId domain = domainOf(node);
+  if (!domain.valid())
     return domainFree[node];
-  uint32_t at = entity;
+  EntityId at = entity;
   while (entities[at].domain != domain) {
     at = entities[at].parent;
-    if (at == kNoIndex)
-      engineInvariantFailed("node " + std::to_string(node) + " read outside its lineage");
+    if (!at.valid())
+      engineInvariantFailed("node " + std::to_string(node.index) + " read outside its lineage");
   }
-  return items[entities[at].items + layout.nodes[node].itemSlot];
+  return items[entities[at].items + nodeLayout(node).itemSlot];
 }
 
-Grain &LineageEngine::State::grainOf(uint32_t entity, uint32_t node) {
-  return grains[entities[entity].grains + layout.nodes[node].grainSlot];
+Grain &LineageEngine::State::grainOf(EntityId entity, NodeId node) {
+  return grains[entities[entity].grains + nodeLayout(node).grainSlot];
 }
 
-uint32_t LineageEngine::State::expansionOf(uint32_t entity, uint32_t childDomain) const {
-  return expansionRefs[entities[entity].expansions + layout.domains[childDomain].childSlot];
+ExpansionId LineageEngine::State::expansionOf(EntityId entity, DomainId childDomain) const {
+  return expansionRefs[entities[entity].expansions + domainLayout(childDomain).childSlot];
 }
 
-std::vector<uint32_t> LineageEngine::State::pathOf(uint32_t entity) const {
+std::vector<uint32_t> LineageEngine::State::pathOf(EntityId entity) const {
   std::vector<uint32_t> path;
-  for (uint32_t at = entity; entities[at].parent != kNoIndex; at = entities[at].parent)
+  for (EntityId at = entity; entities[at].parent.valid(); at = entities[at].parent)
     path.push_back(entities[at].ordinal);
   std::reverse(path.begin(), path.end());
   return path;
 }
 
-uint32_t LineageEngine::State::recordFailure(uint32_t entity, FailureKind kind, uint32_t call,
+uint32_t LineageEngine::State::recordFailure(EntityId entity, FailureKind kind, CallId call,
                                              std::string message) {
   Root &root = roots[entities[entity].root];
-  root.failures.push_back(Failure{kind, call == kNoIndex ? std::string() : plan.calls[call].name,
+  root.failures.push_back(Failure{kind, call.valid() ? planCall(call).name : std::string(),
                                   pathOf(entity), std::move(message)});
   return static_cast<uint32_t>(root.failures.size() - 1);
 }
 
-void LineageEngine::State::setItem(uint32_t entity, uint32_t node, ItemOutcome outcome, Value value,
+void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value,
                                    uint32_t cause) {
   Item &item = itemOf(entity, node);
   if (item.outcome != ItemOutcome::Unresolved)
-    engineInvariantFailed("item of node " + std::to_string(node) + " resolved twice (" +
+    engineInvariantFailed("item of node " + std::to_string(node.index) + " resolved twice (" +
                           itemOutcomeName(item.outcome) + ", then " + itemOutcomeName(outcome) +
                           ")");
   if (isFailure(outcome) && cause == kNoIndex)
@@ -219,11 +220,11 @@ void LineageEngine::State::setItem(uint32_t entity, uint32_t node, ItemOutcome o
   work.push_back(Event{entity, node});
 }
 
-void LineageEngine::State::setPhase(Grain &grain, uint32_t node, GrainPhase to) {
+void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
   if (!isLegalGrainTransition(grain.phase, to))
     engineInvariantFailed(std::string("grain transition ") + grainPhaseName(grain.phase) + " -> " +
-                          grainPhaseName(to) + " of node " + std::to_string(node));
-  CallLoad &load = loads[layout.nodes[node].call];
+                          grainPhaseName(to) + " of node " + std::to_string(node.index));
+  CallLoad &load = loads[nodeLayout(node).call];
   auto counter = [&](GrainPhase phase) -> uint64_t & {
     switch (phase) {
     case GrainPhase::Waiting:
@@ -240,7 +241,7 @@ void LineageEngine::State::setPhase(Grain &grain, uint32_t node, GrainPhase to) 
   --counter(grain.phase);
   ++counter(to);
   if (to == GrainPhase::Sealed)
-    --unsealedGrains[plan.nodes[node].domain];
+    --unsealedGrains[domainOf(node)];
   grain.phase = to;
   ++stats.grainTransitions;
 }
@@ -254,53 +255,53 @@ void LineageEngine::State::propagate() {
       processEvent(Event(work[next]));
     work.clear();
   } while (releaseParkedReduces());
-  for (uint32_t root : rootsToFinish)
+  for (RootId root : rootsToFinish)
     finishRoot(root);
   rootsToFinish.clear();
 }
 
 void LineageEngine::State::processEvent(const Event &event) {
-  const plan::PlanNode &node = plan.nodes[event.node];
-  const uint32_t domain = entities[event.entity].domain;
-  for (uint32_t consumer : node.consumers) {
-    const plan::PlanNode &target = plan.nodes[consumer];
-    if (target.domain == domain) {
-      evaluate(consumer, event.entity);
+  const DomainId domain = entities[event.entity].domain;
+  for (uint32_t index : planNode(event.node).consumers) {
+    const NodeId consumer(index);
+    if (domainOf(consumer) == domain) {
+      evaluate(event.entity, consumer);
       continue;
     }
+    const plan::PlanNode &target = planNode(consumer);
     switch (target.kind) {
     case NodeKind::Expand:
-      materialise(consumer, event.entity);
+      materialise(event.entity, consumer);
       break;
     case NodeKind::Reduce:
-      gather(consumer, event.entity);
+      gather(event.entity, consumer);
       break;
     case NodeKind::Broadcast:
-      broadcastDown(consumer, event.entity);
+      broadcastDown(event.entity, consumer);
       break;
     default:
       engineInvariantFailed(std::string("a ") + plan::nodeKindName(target.kind) +
                             " consumer in another domain");
     }
   }
-  const uint32_t rootIndex = entities[event.entity].root;
-  if (layout.nodes[event.node].sinkInput)
-    sinkInputResolved(rootIndex);
-  if (--roots[rootIndex].unresolved == 0)
-    queueRootFinish(rootIndex);
+  const RootId root = entities[event.entity].root;
+  if (nodeLayout(event.node).sinkInput)
+    sinkInputResolved(root);
+  if (--roots[root].unresolved == 0)
+    queueRootFinish(root);
 }
 
-void LineageEngine::State::sinkInputResolved(uint32_t rootIndex) {
-  Root &root = roots[rootIndex];
-  if (--root.pendingSinkInputs == 0 && layout.domains[entities[root.entity].domain].sinksAtOrBelow)
-    queueRootFinish(rootIndex);
+void LineageEngine::State::sinkInputResolved(RootId rootId) {
+  Root &root = roots[rootId];
+  if (--root.pendingSinkInputs == 0 && domainLayout(entities[root.entity].domain).sinksAtOrBelow)
+    queueRootFinish(rootId);
 }
 
-void LineageEngine::State::queueRootFinish(uint32_t rootIndex) {
-  if (roots[rootIndex].finishing)
+void LineageEngine::State::queueRootFinish(RootId root) {
+  if (roots[root].finishing)
     return;
-  roots[rootIndex].finishing = true;
-  rootsToFinish.push_back(rootIndex);
+  roots[root].finishing = true;
+  rootsToFinish.push_back(root);
 }
 
 namespace {
@@ -314,28 +315,31 @@ struct InputSummary {
 
 } // namespace
 
-void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
-  const plan::PlanNode &target = plan.nodes[node];
+void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
+  const plan::PlanNode &target = planNode(node);
+  auto input = [&](size_t i) -> const Item & {
+    return inputItem(entity, NodeId(target.inputs[i]));
+  };
   if (target.kind == NodeKind::Invoke) {
-    evaluateInvoke(node, entity);
+    evaluateInvoke(entity, node);
     return;
   }
   if (itemOf(entity, node).outcome != ItemOutcome::Unresolved)
     return;
   if (target.kind == NodeKind::Broadcast) {
-    const Item &source = inputItem(target.inputs[0], entity);
+    const Item &source = input(0);
     if (source.outcome != ItemOutcome::Unresolved)
       setItem(entity, node, source.outcome, source.value, source.cause);
     return;
   }
   if (target.kind == NodeKind::Filter) {
-    evaluateFilter(node, entity);
+    evaluateFilter(entity, node);
     return;
   }
   InputSummary summary;
   bool waiting = false;
-  for (uint32_t input : target.inputs) {
-    const Item &item = inputItem(input, entity);
+  for (size_t i = 0; i < target.inputs.size(); ++i) {
+    const Item &item = input(i);
     if (isFailure(item.outcome)) {
       setItem(entity, node, ItemOutcome::Suppressed, Value(), item.cause);
       return;
@@ -353,13 +357,13 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
   }
   switch (target.kind) {
   case NodeKind::Project: {
-    const Value &record = inputItem(target.inputs[0], entity).value;
+    const Value &record = input(0).value;
     if (const Value *field = record.field(target.field)) {
       setItem(entity, node, ItemOutcome::Present, *field, kNoIndex);
     } else if (plan.nodes[target.inputs[0]].type.kind() == plan::TypeKind::Json) {
       setItem(entity, node, ItemOutcome::Present, Value(), kNoIndex);
     } else {
-      uint32_t cause = recordFailure(entity, FailureKind::ContractViolation, kNoIndex,
+      uint32_t cause = recordFailure(entity, FailureKind::ContractViolation, CallId(),
                                      "value " + record.str().substr(0, 120) + " has no field '" +
                                          target.field + "'");
       setItem(entity, node, ItemOutcome::Failed, Value(), cause);
@@ -370,7 +374,7 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
     RecordFields fields;
     fields.reserve(target.inputs.size());
     for (size_t i = 0; i < target.inputs.size(); ++i)
-      fields.emplace_back(target.labels[i], inputItem(target.inputs[i], entity).value);
+      fields.emplace_back(target.labels[i], input(i).value);
     setItem(entity, node, ItemOutcome::Present, Value::record(std::move(fields)), kNoIndex);
     return;
   }
@@ -379,12 +383,12 @@ void LineageEngine::State::evaluate(uint32_t node, uint32_t entity) {
   }
 }
 
-void LineageEngine::State::evaluateFilter(uint32_t node, uint32_t entity) {
+void LineageEngine::State::evaluateFilter(EntityId entity, NodeId node) {
   // semantics.md: a dropped value stays dropped whatever the mask; then a failed value or mask
   // suppresses; then the mask decides.
-  const plan::PlanNode &filter = plan.nodes[node];
-  const Item &value = inputItem(filter.inputs[0], entity);
-  const Item &mask = inputItem(filter.inputs[1], entity);
+  const plan::PlanNode &filter = planNode(node);
+  const Item &value = inputItem(entity, NodeId(filter.inputs[0]));
+  const Item &mask = inputItem(entity, NodeId(filter.inputs[1]));
   if (value.outcome == ItemOutcome::Dropped) {
     setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
   } else if (isFailure(value.outcome)) {
@@ -401,15 +405,15 @@ void LineageEngine::State::evaluateFilter(uint32_t node, uint32_t entity) {
   }
 }
 
-void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
+void LineageEngine::State::evaluateInvoke(EntityId entity, NodeId node) {
   Grain &grain = grainOf(entity, node);
   if (grain.phase != GrainPhase::Waiting)
     return;
   bool waiting = false, dropped = false;
-  for (uint32_t input : plan.nodes[node].inputs) {
-    const Item &item = inputItem(input, entity);
+  for (uint32_t input : planNode(node).inputs) {
+    const Item &item = inputItem(entity, NodeId(input));
     if (isFailure(item.outcome)) {
-      skipGrain(grain, node, entity, ItemOutcome::Suppressed, item.cause);
+      skipGrain(grain, entity, node, ItemOutcome::Suppressed, item.cause);
       return;
     }
     waiting |= item.outcome == ItemOutcome::Unresolved;
@@ -418,72 +422,72 @@ void LineageEngine::State::evaluateInvoke(uint32_t node, uint32_t entity) {
   if (waiting)
     return;
   if (dropped) {
-    skipGrain(grain, node, entity, ItemOutcome::Dropped, kNoIndex);
+    skipGrain(grain, entity, node, ItemOutcome::Dropped, kNoIndex);
     return;
   }
-  makeReady(node, entity);
+  makeReady(entity, node);
 }
 
-void LineageEngine::State::skipGrain(Grain &grain, uint32_t node, uint32_t entity,
+void LineageEngine::State::skipGrain(Grain &grain, EntityId entity, NodeId node,
                                      ItemOutcome outcome, uint32_t cause) {
   setPhase(grain, node, GrainPhase::Sealed);
   ++stats.grainsSkipped;
-  ++loads[layout.nodes[node].call].skipped;
+  ++loads[nodeLayout(node).call].skipped;
   setItem(entity, node, outcome, Value(), cause);
 }
 
-void LineageEngine::State::sealByBarrier(Grain &grain, uint32_t node, uint32_t entity,
+void LineageEngine::State::sealByBarrier(Grain &grain, EntityId entity, NodeId node,
                                          uint32_t cause) {
   setPhase(grain, node, GrainPhase::Sealed);
-  suppressByBarrier(node, entity, cause);
+  suppressByBarrier(entity, node, cause);
 }
 
-void LineageEngine::State::suppressByBarrier(uint32_t node, uint32_t entity, uint32_t cause) {
+void LineageEngine::State::suppressByBarrier(EntityId entity, NodeId node, uint32_t cause) {
   ++stats.grainsSuppressedByBarrier;
-  ++loads[layout.nodes[node].call].suppressedByBarrier;
+  ++loads[nodeLayout(node).call].suppressedByBarrier;
   setItem(entity, node, ItemOutcome::Suppressed, Value(), cause);
 }
 
-const Barrier *LineageEngine::State::barrierFor(uint32_t call, uint32_t entity) const {
-  const uint32_t parent = entities[entity].parent;
-  if (parent == kNoIndex)
+const Barrier *LineageEngine::State::barrierFor(EntityId entity, CallId call) const {
+  const EntityId parent = entities[entity].parent;
+  if (!parent.valid())
     return nullptr;
-  const uint32_t expansion = expansionOf(parent, entities[entity].domain);
+  const ExpansionId expansion = expansionOf(parent, entities[entity].domain);
   for (const Barrier &barrier : expansions[expansion].barriers)
     if (barrier.call == call)
       return &barrier;
   return nullptr;
 }
 
-void LineageEngine::State::makeReady(uint32_t node, uint32_t entity) {
-  const uint32_t call = layout.nodes[node].call;
+void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
+  const CallId call = nodeLayout(node).call;
   Grain &grain = grainOf(entity, node);
-  if (const Barrier *barrier = barrierFor(call, entity)) {
-    sealByBarrier(grain, node, entity, barrier->cause);
+  if (const Barrier *barrier = barrierFor(entity, call)) {
+    sealByBarrier(grain, entity, node, barrier->cause);
     return;
   }
   setPhase(grain, node, GrainPhase::Ready);
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];
   const QueuedGrain queued{node, entity, grain.ticket, roots[owner.root].admission, owner.parent};
-  if (options.probeFirst && owner.parent != kNoIndex && owner.ordinal == 0)
+  if (options.probeFirst && owner.parent.valid() && owner.ordinal == 0)
     queues[call].fresh.pushFront(queued);
   else
     queues[call].fresh.push(queued);
 }
 
-void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
-  const plan::PlanNode &expand = plan.nodes[expandNode];
-  const uint32_t childDomain = expand.domain;
-  const uint32_t refSlot = entities[parent].expansions + layout.domains[childDomain].childSlot;
-  if (expansionRefs[refSlot] != kNoIndex)
+void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
+  const DomainId childDomain = domainOf(expandNode);
+  const DomainLayout &childShape = domainLayout(childDomain);
+  const uint32_t refSlot = entities[parent].expansions + childShape.childSlot;
+  if (expansionRefs[refSlot].valid())
     engineInvariantFailed("an entity expanded twice into one domain");
-  const uint32_t id = allocateSlot(expansions, freeExpansions);
+  const ExpansionId id = allocateSlot(expansions, freeExpansions);
   expansionRefs[refSlot] = id;
   --unexpanded[childDomain];
   // The children (if any) are counted below before this expansion stops being pending.
-  const bool addsSinkRows = layout.domains[childDomain].sinksAtOrBelow;
-  const std::vector<uint32_t> &reduces = layout.domains[childDomain].reducesOver;
+  const bool addsSinkRows = childShape.sinksAtOrBelow;
+  const std::vector<NodeId> &reduces = childShape.reducesOver;
   {
     Expansion &expansion = expansions[id];
     expansion.parent = parent;
@@ -491,11 +495,11 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
     expansion.reduces.assign(reduces.size(), ReduceProgress{});
   }
   // Copy the handle: creating children may move the item pool.
-  const Item source = inputItem(expand.inputs[0], parent);
+  const Item source = inputItem(parent, NodeId(planNode(expandNode).inputs[0]));
   if (source.outcome != ItemOutcome::Present) {
     const bool dropped = source.outcome == ItemOutcome::Dropped;
     expansions[id].outcome = dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
-    for (uint32_t reduce : reduces)
+    for (NodeId reduce : reduces)
       resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed, Value(),
                     dropped ? kNoIndex : source.cause);
     if (addsSinkRows)
@@ -508,39 +512,38 @@ void LineageEngine::State::materialise(uint32_t expandNode, uint32_t parent) {
   expansions[id].children.reserve(count);
   for (ReduceProgress &progress : expansions[id].reduces)
     progress.pending = count;
-  const uint32_t root = entities[parent].root;
+  const RootId root = entities[parent].root;
   const uint64_t parentKey = entities[parent].key;
   for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
-    uint32_t child =
+    const EntityId child =
         createEntity(childDomain, parent, ordinal, root, mixKey(parentKey ^ (ordinal + 1)));
     expansions[id].children.push_back(child);
   }
-  const std::vector<uint32_t> &broadcasts = layout.domains[childDomain].broadcasts;
   for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
-    const uint32_t child = expansions[id].children[ordinal];
+    const EntityId child = expansions[id].children[ordinal];
     setItem(child, expandNode, ItemOutcome::Present, elements[ordinal], kNoIndex);
-    for (uint32_t broadcast : broadcasts)
-      evaluate(broadcast, child);
+    for (NodeId broadcast : childShape.broadcasts)
+      evaluate(child, broadcast);
   }
   if (count == 0)
-    for (uint32_t reduce : reduces)
+    for (NodeId reduce : reduces)
       resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
   if (addsSinkRows)
     sinkInputResolved(root);
 }
 
-void LineageEngine::State::gather(uint32_t reduceNode, uint32_t child) {
-  const uint32_t expansionId = expansionOf(entities[child].parent, entities[child].domain);
-  ReduceProgress &progress = expansions[expansionId].reduces[layout.nodes[reduceNode].reduceSlot];
-  const uint32_t member = plan.nodes[reduceNode].inputs[0];
+void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
+  const ExpansionId expansionId = expansionOf(entities[child].parent, entities[child].domain);
+  ReduceProgress &progress = expansions[expansionId].reduces[nodeLayout(reduceNode).reduceSlot];
+  const NodeId member(planNode(reduceNode).inputs[0]);
   if (progress.resolved)
     return;
   if (progress.pending == 0)
     engineInvariantFailed("a reduce gathered more members than its expansion has");
   --progress.pending;
-  const std::vector<uint32_t> &children = expansions[expansionId].children;
+  const std::vector<EntityId> &children = expansions[expansionId].children;
   while (progress.cursor < children.size()) {
-    const Item &next = inputItem(member, children[progress.cursor]);
+    const Item &next = inputItem(children[progress.cursor], member);
     if (next.outcome == ItemOutcome::Unresolved)
       break;
     if (isFailure(next.outcome)) {
@@ -557,10 +560,10 @@ void LineageEngine::State::gather(uint32_t reduceNode, uint32_t child) {
                   Value::list(std::move(progress.gathered)), kNoIndex);
 }
 
-void LineageEngine::State::resolveReduce(uint32_t expansion, uint32_t reduceNode,
+void LineageEngine::State::resolveReduce(ExpansionId expansion, NodeId reduceNode,
                                          ItemOutcome outcome, Value value, uint32_t cause) {
   Expansion &record = expansions[expansion];
-  record.reduces[layout.nodes[reduceNode].reduceSlot].resolved = true;
+  record.reduces[nodeLayout(reduceNode).reduceSlot].resolved = true;
   if (options.gather == GatherMode::GlobalBarrier) {
     parked[record.domain].push_back(ParkedReduce{record.parent, entities[record.parent].key,
                                                  reduceNode, outcome, std::move(value), cause});
@@ -573,7 +576,7 @@ bool LineageEngine::State::releaseParkedReduces() {
   if (options.gather != GatherMode::GlobalBarrier || !admissionClosed)
     return false;
   bool released = false;
-  for (uint32_t domain = 0; domain < parked.size(); ++domain) {
+  for (DomainId domain : parked.ids()) {
     if (parked[domain].empty())
       continue;
     // Every member of this domain must exist (all parents expanded) and have finished.
@@ -589,24 +592,24 @@ bool LineageEngine::State::releaseParkedReduces() {
   return released;
 }
 
-void LineageEngine::State::broadcastDown(uint32_t broadcastNode, uint32_t ancestor) {
-  const std::vector<uint32_t> &path = layout.domains[plan.nodes[broadcastNode].domain].pathFromRoot;
-  for (uint32_t entity :
-       descendantsAlong(ancestor, path, layout.domains[entities[ancestor].domain].depth + 1))
-    evaluate(broadcastNode, entity);
+void LineageEngine::State::broadcastDown(EntityId ancestor, NodeId broadcastNode) {
+  const std::vector<DomainId> &path = domainLayout(domainOf(broadcastNode)).pathFromRoot;
+  for (EntityId entity :
+       descendantsAlong(ancestor, path, domainLayout(entities[ancestor].domain).depth + 1))
+    evaluate(entity, broadcastNode);
 }
 
-std::vector<uint32_t> LineageEngine::State::descendantsAlong(uint32_t entity,
-                                                             const std::vector<uint32_t> &path,
+std::vector<EntityId> LineageEngine::State::descendantsAlong(EntityId entity,
+                                                             const std::vector<DomainId> &path,
                                                              size_t from) const {
   // Breadth first keeps ordinal order: parents are visited in order and each parent's children
   // are appended in ordinal order. Entities that have not expanded yet add nothing.
-  std::vector<uint32_t> level{entity}, next;
+  std::vector<EntityId> level{entity}, next;
   for (size_t depth = from; depth < path.size(); ++depth) {
     next.clear();
-    for (uint32_t parent : level) {
-      const uint32_t expansion = expansionOf(parent, path[depth]);
-      if (expansion != kNoIndex)
+    for (EntityId parent : level) {
+      const ExpansionId expansion = expansionOf(parent, path[depth]);
+      if (expansion.valid())
         next.insert(next.end(), expansions[expansion].children.begin(),
                     expansions[expansion].children.end());
     }
@@ -618,19 +621,19 @@ std::vector<uint32_t> LineageEngine::State::descendantsAlong(uint32_t entity,
 // --- Finished roots ---------------------------------------------------------------------------
 
 void LineageEngine::State::collectRows(const Root &root, RootResult &result) const {
-  const uint32_t rootDomain = entities[root.entity].domain;
+  const DomainId rootDomain = entities[root.entity].domain;
   for (uint32_t s = 0; s < plan.sinks.size(); ++s) {
     const plan::PlanSink &sink = plan.sinks[s];
-    const std::vector<uint32_t> &path = layout.domains[sink.domain].pathFromRoot;
+    const std::vector<DomainId> &path = domainLayout(DomainId(sink.domain)).pathFromRoot;
     if (path.front() != rootDomain)
       continue;
-    auto emit = [&](uint32_t entity) {
+    auto emit = [&](EntityId entity) {
       SinkRow row;
       row.sink = s;
       row.path = pathOf(entity);
       row.status = RowStatus::Written;
       for (uint32_t input : sink.inputs) {
-        const Item &item = inputItem(input, entity);
+        const Item &item = inputItem(entity, NodeId(input));
         if (isFailure(item.outcome)) {
           row.status = RowStatus::Failed;
           row.failure = item.cause;
@@ -646,23 +649,24 @@ void LineageEngine::State::collectRows(const Root &root, RootResult &result) con
         row.values.clear();
       result.rows.push_back(std::move(row));
     };
-    for (uint32_t entity : descendantsAlong(root.entity, path, 1))
+    for (EntityId entity : descendantsAlong(root.entity, path, 1))
       emit(entity);
   }
 }
 
-void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
-  std::vector<uint32_t> pending{rootEntity};
+void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
+  std::vector<EntityId> pending{rootEntity};
   while (!pending.empty()) {
-    const uint32_t id = pending.back();
+    const EntityId id = pending.back();
     pending.pop_back();
     Entity &entity = entities[id];
-    const uint32_t domain = entity.domain;
+    const DomainId domain = entity.domain;
+    const DomainLayout &shape = domainLayout(domain);
     for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
-      const uint32_t expansion = expansionRefs[entity.expansions + c];
-      if (expansion == kNoIndex) {
+      const ExpansionId expansion = expansionRefs[entity.expansions + c];
+      if (!expansion.valid()) {
         // A root that finished early or was aborted: this entity never expanded.
-        --unexpanded[layout.domains[domain].children[c]];
+        --unexpanded[shape.children[c]];
         continue;
       }
       pending.insert(pending.end(), expansions[expansion].children.begin(),
@@ -674,11 +678,11 @@ void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
       items[entity.items + i].value = Value();
     for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
       Grain &grain = grains[entity.grains + g];
-      const uint32_t node = layout.domains[domain].invokes[g];
+      const NodeId node = shape.invokes[g];
       if (grain.phase != GrainPhase::Sealed) {
         // A root that finished early or was aborted: the grain is cancelled. Queue entries go
         // stale with the entity; an in-flight grain's report is discarded at commit.
-        ++loads[layout.nodes[node].call].cancelled;
+        ++loads[nodeLayout(node).call].cancelled;
         ++stats.grainsCancelled;
         setPhase(grain, node, GrainPhase::Sealed);
       }
@@ -691,8 +695,8 @@ void LineageEngine::State::releaseEntityTree(uint32_t rootEntity) {
   }
 }
 
-void LineageEngine::State::finishRoot(uint32_t rootIndex) {
-  Root &root = roots[rootIndex];
+void LineageEngine::State::finishRoot(RootId rootId) {
+  Root &root = roots[rootId];
   RootResult result;
   result.admission = root.admission;
   result.source = root.source;
@@ -708,13 +712,13 @@ void LineageEngine::State::finishRoot(uint32_t rootIndex) {
   result.status = anyFailed || (!anyWritten && !result.failures.empty()) ? RootStatus::Failed
                   : anyWritten                                           ? RootStatus::Written
                                                                          : RootStatus::Dropped;
-  retireRoot(rootIndex, std::move(result));
+  retireRoot(rootId, std::move(result));
 }
 
-void LineageEngine::State::retireRoot(uint32_t rootIndex, RootResult result) {
-  releaseEntityTree(roots[rootIndex].entity);
-  roots[rootIndex] = Root{};
-  freeRoots.push_back(rootIndex);
+void LineageEngine::State::retireRoot(RootId root, RootResult result) {
+  releaseEntityTree(roots[root].entity);
+  roots[root] = Root{};
+  freeRoots.push_back(root);
   --liveRootCount;
   ++stats.rootsFinished;
   finished.push_back(std::move(result));
@@ -739,7 +743,7 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
     domain.clear();
   work.clear();
   rootsToFinish.clear();
-  for (uint32_t r = 0; r < roots.size(); ++r) {
+  for (RootId r : roots.ids()) {
     Root &root = roots[r];
     if (!root.live)
       continue;
@@ -781,8 +785,8 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   }
   if (s.admissionClosed)
     engineInvariantFailed("admission after closeAdmission");
-  const uint32_t rootIndex = allocateSlot(s.roots, s.freeRoots);
-  Root &root = s.roots[rootIndex];
+  const RootId rootId = allocateSlot(s.roots, s.freeRoots);
+  Root &root = s.roots[rootId];
   root.admission = admission;
   root.source = source;
   root.sourceRow = sourceRow;
@@ -790,12 +794,13 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   root.unresolved = 0;
   ++s.liveRootCount;
   const plan::PlanSource &planSource = s.plan.sources[source];
-  const uint32_t entity = s.createEntity(
-      planSource.domain, kNoIndex, static_cast<uint32_t>(sourceRow), rootIndex, mixKey(admission));
-  s.roots[rootIndex].entity = entity;
-  s.setItem(entity, planSource.node, ItemOutcome::Present, std::move(row), kNoIndex);
-  for (uint32_t broadcast : s.layout.domains[planSource.domain].broadcasts)
-    s.evaluate(broadcast, entity);
+  const DomainId domain(planSource.domain);
+  const EntityId entity = s.createEntity(domain, EntityId(), static_cast<uint32_t>(sourceRow),
+                                         rootId, mixKey(admission));
+  s.roots[rootId].entity = entity;
+  s.setItem(entity, NodeId(planSource.node), ItemOutcome::Present, std::move(row), kNoIndex);
+  for (NodeId broadcast : s.domainLayout(domain).broadcasts)
+    s.evaluate(entity, broadcast);
   s.propagate();
   return admission;
 }
@@ -866,10 +871,10 @@ std::optional<std::string> LineageEngine::deadlockReport() {
   if (!s.admissionClosed)
     text += " and admission is paused at the bound of " + std::to_string(s.options.maxLiveRoots) +
             " live roots";
-  for (uint32_t c = 0; c < s.plan.calls.size(); ++c) {
+  for (CallId c : s.loads.ids()) {
     const CallLoad &load = s.loads[c];
     if (load.waiting + load.ready + load.inFlight != 0)
-      text += "; call '" + s.plan.calls[c].name + "': " + std::to_string(load.waiting) +
+      text += "; call '" + s.planCall(c).name + "': " + std::to_string(load.waiting) +
               " waiting, " + std::to_string(load.ready) + " ready, " +
               std::to_string(load.inFlight) + " in flight";
   }
@@ -882,24 +887,24 @@ std::optional<std::string> LineageEngine::deadlockReport() {
 }
 
 const std::vector<std::string> &LineageEngine::callInputLabels(uint32_t call) const {
-  return state_->layout.calls[call].inputLabels;
+  return state_->layout.calls[CallId(call)].inputLabels;
 }
 
 size_t LineageEngine::liveRoots() const { return state_->liveRootCount; }
 const EngineStats &LineageEngine::stats() const { return state_->stats; }
-const CallLoad &LineageEngine::callLoad(uint32_t call) const { return state_->loads[call]; }
+const CallLoad &LineageEngine::callLoad(uint32_t call) const { return state_->loads[CallId(call)]; }
 
 size_t LineageEngine::stateBytes() const {
   const State &s = *state_;
   size_t bytes = (s.entities.size() - s.freeEntities.size()) * sizeof(Entity);
   bytes += (s.items.size() - s.items.freeSlots(s.itemsPerDomain)) * sizeof(Item);
   bytes += (s.grains.size() - s.grains.freeSlots(s.grainsPerDomain)) * sizeof(Grain);
-  bytes +=
-      (s.expansionRefs.size() - s.expansionRefs.freeSlots(s.childrenPerDomain)) * sizeof(uint32_t);
+  bytes += (s.expansionRefs.size() - s.expansionRefs.freeSlots(s.childrenPerDomain)) *
+           sizeof(ExpansionId);
   for (const Expansion &expansion : s.expansions) {
-    if (expansion.parent == kNoIndex)
+    if (!expansion.parent.valid())
       continue;
-    bytes += sizeof(Expansion) + expansion.children.capacity() * sizeof(uint32_t) +
+    bytes += sizeof(Expansion) + expansion.children.capacity() * sizeof(EntityId) +
              expansion.reduces.capacity() * sizeof(ReduceProgress) +
              expansion.barriers.capacity() * sizeof(Barrier);
     for (const ReduceProgress &progress : expansion.reduces)

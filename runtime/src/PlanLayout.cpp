@@ -12,10 +12,10 @@ using plan::NodeKind;
 PlanLayout buildPlanLayout(const plan::Plan &plan) {
   PlanLayout layout;
   layout.domains.resize(plan.domains.size());
-  for (uint32_t d = 0; d < plan.domains.size(); ++d) {
+  for (DomainId d : layout.domains.ids()) {
     DomainLayout &domain = layout.domains[d];
-    domain.parent = plan.domains[d].parent;
-    if (domain.parent != plan::kNone) {
+    domain.parent = DomainId(plan.domains[d.index].parent);
+    if (domain.parent.valid()) {
       DomainLayout &parent = layout.domains[domain.parent];
       domain.depth = parent.depth + 1;
       domain.childSlot = static_cast<uint32_t>(parent.children.size());
@@ -26,22 +26,22 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
   }
   layout.calls.resize(plan.calls.size());
   layout.nodes.resize(plan.nodes.size());
-  for (uint32_t n = 0; n < plan.nodes.size(); ++n) {
-    const plan::PlanNode &node = plan.nodes[n];
+  for (NodeId n : layout.nodes.ids()) {
+    const plan::PlanNode &node = plan.nodes[n.index];
     NodeLayout &info = layout.nodes[n];
     if (node.domain == plan::kNone) {
       layout.domainFreeNodes.push_back(n);
       continue;
     }
-    DomainLayout &domain = layout.domains[node.domain];
+    DomainLayout &domain = layout.domains[DomainId(node.domain)];
     info.itemSlot = static_cast<uint32_t>(domain.nodes.size());
     domain.nodes.push_back(n);
     switch (node.kind) {
     case NodeKind::Invoke: {
       info.grainSlot = static_cast<uint32_t>(domain.invokes.size());
       domain.invokes.push_back(n);
-      info.call = node.index;
-      CallLayout &call = layout.calls[node.index];
+      info.call = CallId(node.index);
+      CallLayout &call = layout.calls[info.call];
       if (call.nodes.empty())
         call.inputLabels = node.labels;
       call.nodes.push_back(n);
@@ -52,10 +52,10 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
       break;
     }
     case NodeKind::Expand:
-      layout.domains[node.index].openedBy = n;
+      layout.domains[DomainId(node.index)].openedBy = n;
       break;
     case NodeKind::Reduce: {
-      DomainLayout &gathered = layout.domains[plan.nodes[node.inputs[0]].domain];
+      DomainLayout &gathered = layout.domains[DomainId(plan.nodes[node.inputs[0]].domain)];
       info.reduceSlot = static_cast<uint32_t>(gathered.reducesOver.size());
       gathered.reducesOver.push_back(n);
       break;
@@ -70,24 +70,24 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
   // What a root waits for before it can finish: the items its sinks read, and the expansions
   // that may still add sink rows.
   for (const plan::PlanSink &sink : plan.sinks) {
-    for (uint32_t d = sink.domain; d != kNoIndex && !layout.domains[d].sinksAtOrBelow;
+    for (DomainId d(sink.domain); d.valid() && !layout.domains[d].sinksAtOrBelow;
          d = layout.domains[d].parent)
       layout.domains[d].sinksAtOrBelow = true;
     for (uint32_t input : sink.inputs)
       if (plan.nodes[input].domain != plan::kNone)
-        layout.nodes[input].sinkInput = true;
+        layout.nodes[NodeId(input)].sinkInput = true;
   }
-  for (uint32_t n = 0; n < plan.nodes.size(); ++n)
+  for (NodeId n : layout.nodes.ids())
     if (layout.nodes[n].sinkInput)
-      ++layout.domains[plan.nodes[n].domain].pendingSinkInputs;
+      ++layout.domains[DomainId(plan.nodes[n.index].domain)].pendingSinkInputs;
   for (DomainLayout &domain : layout.domains)
-    for (uint32_t child : domain.children)
+    for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;
   return layout;
 }
 
-bool isSameOrAncestorDomain(const PlanLayout &layout, uint32_t ancestor, uint32_t domain) {
-  for (uint32_t d = domain; d != kNoIndex; d = layout.domains[d].parent)
+bool isSameOrAncestorDomain(const PlanLayout &layout, DomainId ancestor, DomainId domain) {
+  for (DomainId d = domain; d.valid(); d = layout.domains[d].parent)
     if (d == ancestor)
       return true;
   return false;
@@ -137,11 +137,11 @@ std::optional<std::string> checkNode(const plan::Plan &plan, const PlanLayout &l
     return std::nullopt;
   case NodeKind::Broadcast:
     if (inputDomain(0) == plan::kNone || inputDomain(0) == node.domain ||
-        !isSameOrAncestorDomain(layout, inputDomain(0), node.domain))
+        !isSameOrAncestorDomain(layout, DomainId(inputDomain(0)), DomainId(node.domain)))
       return nodeLabel(plan, n) + " does not broadcast from a strict ancestor domain";
     return std::nullopt;
   case NodeKind::Invoke: {
-    const CallLayout &call = layout.calls[node.index];
+    const CallLayout &call = layout.calls[CallId(node.index)];
     std::vector<std::string> mine = node.labels, first = call.inputLabels;
     std::sort(mine.begin(), mine.end());
     std::sort(first.begin(), first.end());
@@ -167,13 +167,14 @@ std::optional<std::string> checkPlanRunnable(const plan::Plan &plan) {
     if (auto problem = checkNode(plan, layout, n))
       return problem;
   for (uint32_t d = 0; d < plan.domains.size(); ++d)
-    if (plan.domains[d].parent != plan::kNone && layout.domains[d].openedBy == kNoIndex)
+    if (plan.domains[d].parent != plan::kNone && !layout.domains[DomainId(d)].openedBy.valid())
       return "domain '" + plan.domains[d].name + "' is opened by no expand";
   for (uint32_t s = 0; s < plan.sinks.size(); ++s)
     for (uint32_t input : plan.sinks[s].inputs) {
       uint32_t domain = plan.nodes[input].domain;
-      if (domain != plan::kNone && (plan.sinks[s].domain == plan::kNone ||
-                                    !isSameOrAncestorDomain(layout, domain, plan.sinks[s].domain)))
+      if (domain != plan::kNone &&
+          (plan.sinks[s].domain == plan::kNone ||
+           !isSameOrAncestorDomain(layout, DomainId(domain), DomainId(plan.sinks[s].domain))))
         return "sink " + std::to_string(s) + " reads a value outside its domain's lineage";
     }
   return std::nullopt;

@@ -3,6 +3,8 @@
 // which reduces gather a domain, which child domains an entity may expand into.
 #pragma once
 
+#include "IdVector.h"
+
 #include "orch/plan/Plan.h"
 #include "orch/runtime/EngineTypes.h"
 
@@ -13,22 +15,22 @@
 namespace orch::runtime {
 
 struct DomainLayout {
-  uint32_t parent = kNoIndex;
+  DomainId parent;
   uint32_t depth = 0;
-  /// The expand node that opens this domain (kNoIndex for a root domain).
-  uint32_t openedBy = kNoIndex;
+  /// The expand node that opens this domain (none for a root domain).
+  NodeId openedBy;
   /// This domain's position among its parent's child domains.
   uint32_t childSlot = kNoIndex;
   /// Nodes whose items live in this domain's entities; a node's itemSlot indexes this list.
-  std::vector<uint32_t> nodes;
+  std::vector<NodeId> nodes;
   /// Invoke nodes of this domain; a node's grainSlot indexes this list.
-  std::vector<uint32_t> invokes;
-  std::vector<uint32_t> broadcasts;
-  std::vector<uint32_t> children;
+  std::vector<NodeId> invokes;
+  std::vector<NodeId> broadcasts;
+  std::vector<DomainId> children;
   /// Reduce nodes (in the parent domain) whose input lives here; reduceSlot indexes this list.
-  std::vector<uint32_t> reducesOver;
+  std::vector<NodeId> reducesOver;
   /// Domains from the root down to this one, inclusive.
-  std::vector<uint32_t> pathFromRoot;
+  std::vector<DomainId> pathFromRoot;
   /// Some sink writes rows of this domain or of a domain below it.
   bool sinksAtOrBelow = false;
   /// Nodes of this domain that a sink reads, and child domains with sinks at or below them:
@@ -41,7 +43,7 @@ struct NodeLayout {
   uint32_t grainSlot = kNoIndex;
   uint32_t reduceSlot = kNoIndex;
   /// Invoke: its Call.
-  uint32_t call = kNoIndex;
+  CallId call;
   /// Invoke: for each of the Call's input labels, the position in this node's inputs.
   std::vector<uint32_t> inputOrder;
   /// A sink reads this node's items (a root finishes once all such items are terminal).
@@ -51,20 +53,20 @@ struct NodeLayout {
 struct CallLayout {
   /// The operator's dataflow inputs in the order batches carry them.
   std::vector<std::string> inputLabels;
-  std::vector<uint32_t> nodes;
+  std::vector<NodeId> nodes;
 };
 
 struct PlanLayout {
-  std::vector<DomainLayout> domains;
-  std::vector<NodeLayout> nodes;
-  std::vector<CallLayout> calls;
+  IdVector<DomainId, DomainLayout> domains;
+  IdVector<NodeId, NodeLayout> nodes;
+  IdVector<CallId, CallLayout> calls;
   /// Domain-free nodes in plan order, evaluated once per run.
-  std::vector<uint32_t> domainFreeNodes;
+  std::vector<NodeId> domainFreeNodes;
 };
 
 PlanLayout buildPlanLayout(const plan::Plan &plan);
 
 /// Whether `ancestor` is `domain` or one of its ancestors.
-bool isSameOrAncestorDomain(const PlanLayout &layout, uint32_t ancestor, uint32_t domain);
+bool isSameOrAncestorDomain(const PlanLayout &layout, DomainId ancestor, DomainId domain);
 
 } // namespace orch::runtime

@@ -150,8 +150,8 @@ public:
     out_.pack_array(static_cast<uint32_t>(batch.grains.size()));
     for (const BatchGrain &grain : batch.grains) {
       out_.pack_array(7);
-      out_.pack(grain.grain.node);
-      out_.pack(grain.grain.entity);
+      out_.pack(grain.grain.node.index);
+      out_.pack(grain.grain.entity.index);
       out_.pack(grain.generation);
       out_.pack(grain.lineage.root);
       out_.pack(grain.lineage.ordinal);
@@ -177,8 +177,8 @@ public:
       out_.pack_array(static_cast<uint32_t>(report.grains.size()));
       for (const GrainReport &row : report.grains) {
         out_.pack_array(6);
-        out_.pack(row.grain.node);
-        out_.pack(row.grain.entity);
+        out_.pack(row.grain.node.index);
+        out_.pack(row.grain.entity.index);
         out_.pack(row.generation);
         out_.pack(static_cast<uint32_t>(row.kind));
         packValue(out_, row.value);
@@ -239,10 +239,11 @@ Message readBatch(const MapReader &map) {
   for (uint32_t i = 0; i < grains.via.array.size; ++i) {
     const Object &entry = tuple(grains.via.array.ptr[i], 7, "a grain");
     const Object *at = entry.via.array.ptr;
-    batch.grains.push_back(BatchGrain{GrainRef{u32(at[0], "node"), u32(at[1], "entity")},
-                                      u32(at[2], "generation"),
-                                      GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"),
-                                                   u32(at[5], "depth"), u64(at[6], "key")}});
+    batch.grains.push_back(
+        BatchGrain{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
+                   u32(at[2], "generation"),
+                   GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"), u32(at[5], "depth"),
+                                u64(at[6], "key")}});
   }
   batch.inputsPerGrain = map.index("inputs_per_grain");
   const Object &inputs = map.get("inputs", msgpack::type::ARRAY);
@@ -271,9 +272,10 @@ Message readResult(const MapReader &map) {
       throw MessagePackError("unknown row kind " + std::to_string(kind));
     if (at[5].type != msgpack::type::STR)
       throw MessagePackError("a row message is not a string");
-    result.report.grains.push_back(GrainReport{
-        GrainRef{u32(at[0], "node"), u32(at[1], "entity")}, u32(at[2], "generation"),
-        RowResultKind(kind), readValue(at[4]), std::string(at[5].via.str.ptr, at[5].via.str.size)});
+    result.report.grains.push_back(
+        GrainReport{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
+                    u32(at[2], "generation"), RowResultKind(kind), readValue(at[4]),
+                    std::string(at[5].via.str.ptr, at[5].via.str.size)});
   }
   return result;
 }

@@ -9,7 +9,7 @@ ReadyQueue::ReadyQueue(ReadyOrder order, BatchingScope scope, uint64_t seed)
 void ReadyQueue::push(const QueuedGrain &grain) {
   ++size_;
   if (scope_ == BatchingScope::ParentBound) {
-    std::deque<QueuedGrain> &grains = byParent_[grain.parent];
+    std::deque<QueuedGrain> &grains = byParent_[grain.parent.index];
     if (grains.empty())
       parents_.push_back(grain.parent);
     grains.push_back(grain);
@@ -31,7 +31,7 @@ void ReadyQueue::pushFront(const QueuedGrain &grain) {
 }
 
 size_t ReadyQueue::bytes() const {
-  return size_ * sizeof(QueuedGrain) + parents_.size() * sizeof(uint32_t) +
+  return size_ * sizeof(QueuedGrain) + parents_.size() * sizeof(EntityId) +
          byParent_.size() * (sizeof(uint32_t) + sizeof(std::deque<QueuedGrain>));
 }
 

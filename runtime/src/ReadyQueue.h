@@ -15,14 +15,14 @@
 namespace orch::runtime {
 
 struct QueuedGrain {
-  uint32_t node = kNoIndex;
-  uint32_t entity = kNoIndex;
+  NodeId node;
+  EntityId entity;
   /// The grain's ready ticket when queued; a grain whose ticket has moved on is stale here.
   uint64_t ticket = 0;
   /// The admission index of the grain's root, for priority between Calls.
   uint64_t admission = 0;
-  /// The grain's direct parent entity (kNoIndex for a root), for parent-bound batching.
-  uint32_t parent = kNoIndex;
+  /// The grain's direct parent entity (none for a root), for parent-bound batching.
+  EntityId parent;
 };
 
 class ReadyQueue {
@@ -53,21 +53,21 @@ private:
   // CrossParent + Unordered.
   std::vector<QueuedGrain> pool_;
   // ParentBound: parents in the order their first grain became ready.
-  std::deque<uint32_t> parents_;
+  std::deque<EntityId> parents_;
   std::unordered_map<uint32_t, std::deque<QueuedGrain>> byParent_;
 };
 
 template <typename IsLive> const QueuedGrain *ReadyQueue::peek(IsLive &&isLive) {
   if (scope_ == BatchingScope::ParentBound) {
     while (!parents_.empty()) {
-      std::deque<QueuedGrain> &grains = byParent_[parents_.front()];
+      std::deque<QueuedGrain> &grains = byParent_[parents_.front().index];
       while (!grains.empty() && !isLive(grains.front())) {
         grains.pop_front();
         --size_;
       }
       if (!grains.empty())
         return &grains.front();
-      byParent_.erase(parents_.front());
+      byParent_.erase(parents_.front().index);
       parents_.pop_front();
     }
     return nullptr;
@@ -96,7 +96,7 @@ void ReadyQueue::pop(size_t limit, IsLive &&isLive, std::vector<QueuedGrain> &ou
   if (scope_ == BatchingScope::ParentBound) {
     if (!peek(isLive))
       return;
-    std::deque<QueuedGrain> &grains = byParent_[parents_.front()];
+    std::deque<QueuedGrain> &grains = byParent_[parents_.front().index];
     while (out.size() < limit && !grains.empty()) {
       if (isLive(grains.front()))
         out.push_back(grains.front());
@@ -104,7 +104,7 @@ void ReadyQueue::pop(size_t limit, IsLive &&isLive, std::vector<QueuedGrain> &ou
       --size_;
     }
     if (grains.empty()) {
-      byParent_.erase(parents_.front());
+      byParent_.erase(parents_.front().index);
       parents_.pop_front();
     }
     return;

@@ -323,8 +323,8 @@ private:
     case 4: {
       ResultMessage result;
       result.report.batchId = uint64_t(orch::testing::pick(random_, 0, 1000));
-      result.report.grains.push_back(
-          GrainReport{GrainRef{1, 2}, 0, RowResultKind::Value, Value::string("forged"), ""});
+      result.report.grains.push_back(GrainReport{
+          GrainRef{NodeId(1), EntityId(2)}, 0, RowResultKind::Value, Value::string("forged"), ""});
       return result;
     }
     case 5:

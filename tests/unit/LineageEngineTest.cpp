@@ -12,9 +12,19 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
 
 namespace orch::runtime {
 namespace {
+
+// Engine ids of different kinds do not convert into each other or from plain integers: an
+// (entity, node) swap is a compile error, not a wrong answer.
+static_assert(!std::is_convertible_v<NodeId, EntityId>);
+static_assert(!std::is_convertible_v<EntityId, NodeId>);
+static_assert(!std::is_convertible_v<uint32_t, EntityId>);
+static_assert(!std::is_convertible_v<CallId, DomainId>);
+static_assert(sizeof(EntityId) == sizeof(uint32_t));
+static_assert(!EntityId().valid() && EntityId(0).valid());
 
 using testing::DriverOptions;
 using testing::EngineDriver;
@@ -204,7 +214,7 @@ TEST(LineageEngineTest, RejectsAReportMissingAGrain) {
 TEST(LineageEngineTest, RejectsAReportWithAGrainNotInTheBatch) {
   PagesInFlight run;
   BatchReport report = identityReport(run.pages);
-  report.grains[1].grain.entity += 1000;
+  report.grains[1].grain.entity.index += 1000;
   CommitResult result = run.engine.commit(report);
   EXPECT_EQ(result.status, CommitStatus::ContractViolation);
   EXPECT_NE(result.message.find("was not in the batch"), std::string::npos) << result.message;

@@ -4,6 +4,7 @@
 
 #include "orch/runtime/Value.h"
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -13,6 +14,29 @@
 namespace orch::runtime {
 
 inline constexpr uint32_t kNoIndex = UINT32_MAX;
+
+/// An index that knows what it indexes. Entity, node, Call, domain and root ids are all 32-bit
+/// slots, but of different tables: typed, an (entity, node) swap does not compile. A
+/// default-constructed id is "none" (kNoIndex).
+template <typename Tag> struct Id {
+  uint32_t index = kNoIndex;
+  constexpr Id() = default;
+  constexpr explicit Id(uint32_t value) : index(value) {}
+  constexpr bool valid() const { return index != kNoIndex; }
+  friend constexpr bool operator==(Id, Id) = default;
+  friend constexpr auto operator<=>(Id, Id) = default;
+};
+
+/// A live entity's storage slot (reused once its root finishes).
+using EntityId = Id<struct EntityTag>;
+/// A plan node (plan::Plan::nodes).
+using NodeId = Id<struct NodeTag>;
+/// A plan Call (plan::Plan::calls).
+using CallId = Id<struct CallTag>;
+/// A plan domain (plan::Plan::domains).
+using DomainId = Id<struct DomainTag>;
+/// A live root's slot in the engine (reused once the root finishes).
+using RootId = Id<struct RootTag>;
 
 /// The single terminal outcome of an item (a value for one entity); Unresolved until then.
 enum class ItemOutcome : uint8_t { Unresolved, Present, Dropped, Failed, Suppressed };
@@ -27,8 +51,8 @@ bool isLegalGrainTransition(GrainPhase from, GrainPhase to);
 /// A grain: one invoke node of the plan for one entity. Entity ids are storage slots, valid
 /// while the entity's root is live; identity for users is the lineage (root, ordinals).
 struct GrainRef {
-  uint32_t node = kNoIndex;
-  uint32_t entity = kNoIndex;
+  NodeId node;
+  EntityId entity;
   friend bool operator==(const GrainRef &, const GrainRef &) = default;
 };
 
