@@ -14,7 +14,7 @@ namespace orch::bench {
 inline plan::Plan compilePlanText(const std::string &text, const std::string &path) {
   llvm::SourceMgr sources;
   DiagnosticEngine diags(nullptr);
-  return compileText(sources, text, path, diags).plan.value_or(plan::Plan{});
+  return driver::compileText(sources, text, path, diags).plan.value_or(plan::Plan{});
 }
 
 inline plan::Plan compileExamplePlan(const std::string &name) {

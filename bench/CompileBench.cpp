@@ -56,9 +56,10 @@ void compile(benchmark::State &state, const std::string &text, bool wholeCompile
   for (auto _ : state) {
     llvm::SourceMgr sources;
     orch::DiagnosticEngine diags(nullptr);
-    orch::CompileRequest request;
+    orch::driver::CompileRequest request;
     request.frontendOnly = !wholeCompiler;
-    orch::Compilation compiled = orch::compileText(sources, text, "bench.orch", diags, request);
+    orch::driver::Compilation compiled =
+        orch::driver::compileText(sources, text, "bench.orch", diags, request);
     if (!compiled.frontend.ok) {
       state.SkipWithError("the benchmark input did not compile");
       return;

@@ -8,16 +8,16 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
-namespace orch {
+namespace orch::driver {
 
 Compilation compileBuffer(llvm::SourceMgr &sources, uint32_t bufferId, const std::string &path,
                           DiagnosticEngine &diags, const CompileRequest &request) {
   Compilation compilation;
-  compilation.frontend = runFrontend(sources, bufferId, request.frontend, diags);
+  compilation.frontend = frontend::runFrontend(sources, bufferId, request.frontend, diags);
   if (!compilation.frontend.ok || request.frontendOnly)
     return compilation;
-  compilation.module = generateIr(*compilation.frontend.file, path);
-  compilation.plan = compileModule(compilation.module, diags, request.passes);
+  compilation.module = frontend::generateIr(*compilation.frontend.file, path);
+  compilation.plan = passes::compileModule(compilation.module, diags, request.passes);
   return compilation;
 }
 
@@ -30,10 +30,10 @@ Compilation compileText(llvm::SourceMgr &sources, const std::string &text, const
 
 std::optional<Compilation> compileFile(llvm::SourceMgr &sources, const std::string &path,
                                        DiagnosticEngine &diags, const CompileRequest &request) {
-  std::optional<uint32_t> bufferId = loadSourceFile(sources, path, diags);
+  std::optional<uint32_t> bufferId = frontend::loadSourceFile(sources, path, diags);
   if (!bufferId)
     return std::nullopt;
   return compileBuffer(sources, *bufferId, path, diags, request);
 }
 
-} // namespace orch
+} // namespace orch::driver

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-namespace orch {
+namespace orch::format {
 namespace {
 
 using format::Comment;
@@ -332,7 +332,7 @@ std::string joinStatements(std::vector<PrintedStatement> &statements,
 std::optional<std::string> formatSource(llvm::SourceMgr &sources, uint32_t bufferId,
                                         DiagnosticEngine &diags) {
   const unsigned errorsBefore = diags.errorCount();
-  ParseResult parsed = parseFile(sources, bufferId, diags);
+  frontend::ParseResult parsed = frontend::parseFile(sources, bufferId, diags);
   if (!parsed.ok || diags.errorCount() != errorsBefore)
     return std::nullopt;
   format::TokenizedFile file =
@@ -343,4 +343,4 @@ std::optional<std::string> formatSource(llvm::SourceMgr &sources, uint32_t buffe
   return joinStatements(statements, file.trailingComments);
 }
 
-} // namespace orch
+} // namespace orch::format

@@ -4,7 +4,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 class AstPrinter {
@@ -162,4 +162,4 @@ private:
 
 void printAst(const ast::File &file, llvm::raw_ostream &out) { AstPrinter(out).print(file); }
 
-} // namespace orch
+} // namespace orch::frontend

@@ -3,7 +3,7 @@
 
 #include "orch/frontend/Parser.h"
 
-namespace orch {
+namespace orch::frontend {
 
 FrontendResult runFrontend(llvm::SourceMgr &sources, uint32_t bufferId,
                            const FrontendOptions &options, DiagnosticEngine &diags) {
@@ -17,4 +17,4 @@ FrontendResult runFrontend(llvm::SourceMgr &sources, uint32_t bufferId,
   return result;
 }
 
-} // namespace orch
+} // namespace orch::frontend

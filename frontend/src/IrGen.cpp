@@ -7,7 +7,7 @@
 #include <map>
 #include <unordered_map>
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 class IrGenerator {
@@ -159,4 +159,4 @@ ir::Module generateIr(const ast::File &file, const std::string &sourcePath) {
   return IrGenerator(file, sourcePath).run();
 }
 
-} // namespace orch
+} // namespace orch::frontend

@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 std::string withoutUnderscores(std::string_view text) {
@@ -231,4 +231,4 @@ std::optional<plan::StaticValue> decodeSizeLiteral(std::string_view text, Source
   return scaledLiteral(text, units.data(), units.size(), "size", at, diags, false);
 }
 
-} // namespace orch
+} // namespace orch::frontend

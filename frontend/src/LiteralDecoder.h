@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-namespace orch {
+namespace orch::frontend {
 
 /// `token` includes its quotes; escapes are those of JSON.
 std::optional<plan::StaticValue> decodeStringLiteral(std::string_view token, SourceLocation at,
@@ -24,4 +24,4 @@ std::optional<plan::StaticValue> decodeDurationLiteral(std::string_view text, So
 std::optional<plan::StaticValue> decodeSizeLiteral(std::string_view text, SourceLocation at,
                                                    DiagnosticEngine &diags);
 
-} // namespace orch
+} // namespace orch::frontend

@@ -9,7 +9,7 @@
 #include <set>
 #include <unordered_map>
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 struct Declaration {
@@ -250,4 +250,4 @@ bool resolveNames(ast::File &file, DiagnosticEngine &diags) {
   return NameResolver(file, diags).run();
 }
 
-} // namespace orch
+} // namespace orch::frontend

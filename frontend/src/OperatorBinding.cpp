@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <unordered_map>
 
-namespace orch {
+namespace orch::frontend {
 
 using plan::OperatorKind;
 using plan::OperatorParam;
@@ -335,4 +335,4 @@ bool OperatorBinder::checkOptionValue(const plan::CallOptionSpec &spec, const St
   return true;
 }
 
-} // namespace orch
+} // namespace orch::frontend

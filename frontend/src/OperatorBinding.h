@@ -10,7 +10,7 @@
 #include <functional>
 #include <optional>
 
-namespace orch {
+namespace orch::frontend {
 
 /// Which parameters an argument list may fill.
 enum class BindingSite {
@@ -69,4 +69,4 @@ private:
   TypeOf typeOf_;
 };
 
-} // namespace orch
+} // namespace orch::frontend

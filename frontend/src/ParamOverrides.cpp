@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 using plan::StaticValue;
@@ -87,4 +87,4 @@ void reportOverridesOfUnknownParams(const ast::File &file,
   }
 }
 
-} // namespace orch
+} // namespace orch::frontend

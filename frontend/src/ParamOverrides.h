@@ -9,7 +9,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace orch {
+namespace orch::frontend {
 
 /// `text` as a value of `type` (the param's declared type); nullopt after an error that points
 /// at the param's declaration.
@@ -22,4 +22,4 @@ void reportOverridesOfUnknownParams(const ast::File &file,
                                     const std::unordered_map<std::string, std::string> &overrides,
                                     DiagnosticEngine &diags);
 
-} // namespace orch
+} // namespace orch::frontend

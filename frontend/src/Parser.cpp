@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 using grammar::OrchLexer;
@@ -586,4 +586,4 @@ ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEng
   return ParseResult{std::move(file), found.empty()};
 }
 
-} // namespace orch
+} // namespace orch::frontend

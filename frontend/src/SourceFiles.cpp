@@ -4,7 +4,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
-namespace orch {
+namespace orch::frontend {
 
 std::optional<uint32_t> loadSourceFile(llvm::SourceMgr &sources, const std::string &path,
                                        DiagnosticEngine &diags) {
@@ -16,4 +16,4 @@ std::optional<uint32_t> loadSourceFile(llvm::SourceMgr &sources, const std::stri
   return sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
 }
 
-} // namespace orch
+} // namespace orch::frontend

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace orch {
+namespace orch::frontend {
 
 std::string closestSpelling(const std::string &name, const std::vector<std::string> &candidates) {
   std::vector<std::string> sorted = candidates;
@@ -28,4 +28,4 @@ std::string didYouMean(const std::string &name, const std::vector<std::string> &
   return suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?";
 }
 
-} // namespace orch
+} // namespace orch::frontend

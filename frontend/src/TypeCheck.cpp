@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace orch {
+namespace orch::frontend {
 namespace {
 
 using plan::OperatorKind;
@@ -336,4 +336,4 @@ bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
   return TypeChecker(file, catalog, overrides, diags).run();
 }
 
-} // namespace orch
+} // namespace orch::frontend

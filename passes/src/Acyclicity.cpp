@@ -2,7 +2,7 @@
 // by construction (no use before definition); this guards every other way of building IR.
 #include "orch/passes/Acyclicity.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class AcyclicityPass : public Pass {
@@ -59,4 +59,4 @@ private:
 
 std::unique_ptr<Pass> createAcyclicityPass() { return std::make_unique<AcyclicityPass>(); }
 
-} // namespace orch
+} // namespace orch::passes

@@ -4,7 +4,7 @@
 
 #include "DomainExplanations.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class BroadcastScopingPass : public Pass {
@@ -51,4 +51,4 @@ std::unique_ptr<Pass> createBroadcastScopingPass() {
   return std::make_unique<BroadcastScopingPass>();
 }
 
-} // namespace orch
+} // namespace orch::passes

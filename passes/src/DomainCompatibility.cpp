@@ -6,7 +6,7 @@
 
 #include <optional>
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class DomainCompatibilityPass : public Pass {
@@ -91,4 +91,4 @@ std::unique_ptr<Pass> createDomainCompatibilityPass() {
   return std::make_unique<DomainCompatibilityPass>();
 }
 
-} // namespace orch
+} // namespace orch::passes

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace orch {
+namespace orch::passes {
 
 inline std::string quotedDomain(const ir::Module &module, ir::DomainId domain) {
   return "'" + module.domainName(domain) + "'";
@@ -58,4 +58,4 @@ inline std::string suggestion(const ir::Module &module, ir::DomainId from, ir::D
          quotedDomain(module, common) + " before combining them";
 }
 
-} // namespace orch
+} // namespace orch::passes

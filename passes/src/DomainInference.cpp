@@ -6,7 +6,7 @@
 // alone, have no domain.
 #include "orch/passes/DomainInference.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class DomainInferencePass : public Pass {
@@ -82,4 +82,4 @@ std::unique_ptr<Pass> createDomainInferencePass() {
   return std::make_unique<DomainInferencePass>();
 }
 
-} // namespace orch
+} // namespace orch::passes

@@ -5,7 +5,7 @@
 
 #include "DomainExplanations.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class ExpandReducePairingPass : public Pass {
@@ -51,4 +51,4 @@ std::unique_ptr<Pass> createExpandReducePairingPass() {
   return std::make_unique<ExpandReducePairingPass>();
 }
 
-} // namespace orch
+} // namespace orch::passes

@@ -3,7 +3,7 @@
 
 #include "DomainExplanations.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class FilterMasksPass : public Pass {
@@ -39,4 +39,4 @@ public:
 
 std::unique_ptr<Pass> createFilterMasksPass() { return std::make_unique<FilterMasksPass>(); }
 
-} // namespace orch
+} // namespace orch::passes

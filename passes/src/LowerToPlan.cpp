@@ -1,7 +1,7 @@
 // IR -> plan: a direct transcription, plus the trigger indexes.
 #include "orch/passes/LowerToPlan.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 uint32_t planIndex(uint32_t irIndex) { return irIndex == ir::kNoDomain ? plan::kNone : irIndex; }
@@ -48,4 +48,4 @@ plan::Plan lowerToPlan(const ir::Module &module) {
   return plan;
 }
 
-} // namespace orch
+} // namespace orch::passes

@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-namespace orch {
+namespace orch::passes {
 
 bool PassManager::run(ir::Module &module, DiagnosticEngine &diags) {
   std::vector<std::pair<std::string_view, double>> timings;
@@ -41,4 +41,4 @@ bool PassManager::run(ir::Module &module, DiagnosticEngine &diags) {
   return ok;
 }
 
-} // namespace orch
+} // namespace orch::passes

@@ -11,7 +11,7 @@
 #include "orch/passes/LowerToPlan.h"
 #include "orch/passes/UnusedValues.h"
 
-namespace orch {
+namespace orch::passes {
 
 void addCheckingPasses(PassManager &passes) {
   passes.add(createAcyclicityPass());
@@ -41,4 +41,4 @@ std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &di
   return plan;
 }
 
-} // namespace orch
+} // namespace orch::passes

@@ -2,7 +2,7 @@
 // likely a mistake (a typo in a later use, a forgotten sink).
 #include "orch/passes/UnusedValues.h"
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 class UnusedValuesPass : public Pass {
@@ -38,4 +38,4 @@ public:
 
 std::unique_ptr<Pass> createUnusedValuesPass() { return std::make_unique<UnusedValuesPass>(); }
 
-} // namespace orch
+} // namespace orch::passes

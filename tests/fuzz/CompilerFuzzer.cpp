@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     errorWithoutLocation |= !diagnostic.location.isKnown();
   });
   const std::optional<orch::plan::Plan> plan =
-      orch::compileText(sources, std::string(reinterpret_cast<const char *>(data), size),
-                        "fuzz.orch", diags)
+      orch::driver::compileText(sources, std::string(reinterpret_cast<const char *>(data), size),
+                                "fuzz.orch", diags)
           .plan;
   // A rejection must say why, and where.
   if ((!plan && !reportedError) || errorWithoutLocation)

@@ -25,7 +25,7 @@ inline std::optional<plan::Plan> compileText(const std::string &text, std::strin
     if (d.severity == DiagnosticSeverity::Error && firstError.empty())
       firstError = d.message;
   });
-  Compilation compiled = orch::compileText(sources, text, path, diags);
+  driver::Compilation compiled = orch::driver::compileText(sources, text, path, diags);
   if (error)
     *error = firstError;
   return std::move(compiled.plan);

@@ -32,7 +32,7 @@ Formatted format(const std::string &text) {
     if (d.severity == DiagnosticSeverity::Error && result.firstError.empty())
       result.firstError = d.message;
   });
-  result.text = formatSource(sources, id, diags);
+  result.text = format::formatSource(sources, id, diags);
   return result;
 }
 
@@ -189,7 +189,7 @@ TEST(FormatterTest, BreaksOnlyTheGroupsThatDoNotFitOnALine) {
             ");\n");
   std::istringstream lines(*result.text);
   for (std::string line; std::getline(lines, line);)
-    EXPECT_LE(line.size(), kFormatLineWidth);
+    EXPECT_LE(line.size(), format::kFormatLineWidth);
   EXPECT_EQ(format(*result.text).text, result.text);
 }
 

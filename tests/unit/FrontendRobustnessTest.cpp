@@ -129,7 +129,8 @@ TEST(FrontendRobustnessTest, MutatedExamplesNeverCrashAndRejectionsCarryALocatio
           llvm::MemoryBuffer::getMemBufferCopy(text, "mutant.orch"), llvm::SMLoc());
       std::vector<Diagnostic> diagnostics;
       DiagnosticEngine diags([&](const Diagnostic &d) { diagnostics.push_back(d); });
-      FrontendResult result = runFrontend(sources, id, FrontendOptions{}, diags);
+      frontend::FrontendResult result =
+          frontend::runFrontend(sources, id, frontend::FrontendOptions{}, diags);
       ++variants;
       if (result.ok)
         continue;

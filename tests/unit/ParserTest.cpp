@@ -21,7 +21,7 @@ ParseOutcome parseText(const std::string &text) {
                                            llvm::SMLoc());
   ParseOutcome outcome;
   DiagnosticEngine diags([&](const Diagnostic &d) { outcome.diagnostics.push_back(d); });
-  outcome.ok = parseFile(sources, id, diags).ok;
+  outcome.ok = frontend::parseFile(sources, id, diags).ok;
   return outcome;
 }
 

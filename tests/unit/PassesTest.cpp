@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace orch {
+namespace orch::passes {
 namespace {
 
 std::vector<Diagnostic> runPass(std::unique_ptr<Pass> pass, ir::Module &module) {
@@ -112,4 +112,4 @@ TEST(PassesTest, LoweringPrecomputesWhatEachValueFeeds) {
 }
 
 } // namespace
-} // namespace orch
+} // namespace orch::passes

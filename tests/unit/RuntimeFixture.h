@@ -52,7 +52,7 @@ protected:
     for (size_t at; (at = program.find("$DIR")) != std::string::npos;)
       program.replace(at, 4, dir_.string());
     std::string error;
-    std::optional<plan::Plan> plan = compileText(program, &error);
+    std::optional<plan::Plan> plan = testing::compileText(program, &error);
     EXPECT_TRUE(plan) << error << "\n" << program;
     return plan.value_or(plan::Plan{});
   }

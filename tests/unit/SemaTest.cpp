@@ -13,7 +13,7 @@ namespace {
 struct Compiled {
   llvm::SourceMgr sources;
   std::vector<Diagnostic> diagnostics;
-  FrontendResult result;
+  frontend::FrontendResult result;
 
   const ast::Statement &statement(const std::string &name) const {
     for (const auto &statement : result.file->statements)
@@ -31,14 +31,14 @@ struct Compiled {
 };
 
 std::unique_ptr<Compiled> compile(const std::string &text,
-                                  std::vector<ParamOverride> overrides = {}) {
+                                  std::vector<frontend::ParamOverride> overrides = {}) {
   auto compiled = std::make_unique<Compiled>();
   uint32_t id = compiled->sources.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(text, "sema.orch"), llvm::SMLoc());
   DiagnosticEngine diags([&](const Diagnostic &d) { compiled->diagnostics.push_back(d); });
-  FrontendOptions options;
+  frontend::FrontendOptions options;
   options.overrides = std::move(overrides);
-  compiled->result = runFrontend(compiled->sources, id, options, diags);
+  compiled->result = frontend::runFrontend(compiled->sources, id, options, diags);
   return compiled;
 }
 

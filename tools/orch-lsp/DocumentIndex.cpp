@@ -183,10 +183,10 @@ DocumentIndex indexDocument(const std::string &text, const std::string &path,
   llvm::SourceMgr sources;
   DiagnosticEngine diags(
       [&](const Diagnostic &diagnostic) { index.diagnostics.push_back(diagnostic); });
-  CompileRequest request;
+  driver::CompileRequest request;
   request.frontend.catalog = &catalog;
-  Compilation compiled = compileText(sources, text, path, diags, request);
-  const FrontendResult &result = compiled.frontend;
+  driver::Compilation compiled = driver::compileText(sources, text, path, diags, request);
+  const frontend::FrontendResult &result = compiled.frontend;
   if (result.ok) {
     index.compiled = compiled.plan.has_value();
     recordTypes(compiled.module, index);

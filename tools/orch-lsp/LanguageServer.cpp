@@ -296,7 +296,7 @@ json LanguageServer::formatting(const json &params) {
   const uint32_t buffer = sources.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(doc.text, "document.orch"), llvm::SMLoc());
   DiagnosticEngine diags([](const Diagnostic &) {});
-  std::optional<std::string> formatted = formatSource(sources, buffer, diags);
+  std::optional<std::string> formatted = format::formatSource(sources, buffer, diags);
   if (!formatted)
     throw RequestError{RpcError::RequestFailed, "the file has syntax errors; fix them to format"};
   if (*formatted == doc.text)

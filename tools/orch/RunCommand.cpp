@@ -193,9 +193,10 @@ std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
   DiagnosticEngine diags([&](const Diagnostic &diagnostic) {
     printDiagnostic(sources, diagnostic, llvm::errs(), printOptions);
   });
-  CompileRequest request;
+  driver::CompileRequest request;
   request.frontend.overrides = options.overrides;
-  std::optional<Compilation> compiled = compileFile(sources, options.inputPath, diags, request);
+  std::optional<driver::Compilation> compiled =
+      driver::compileFile(sources, options.inputPath, diags, request);
   return compiled ? std::move(compiled->plan) : std::nullopt;
 }
 

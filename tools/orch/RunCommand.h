@@ -13,7 +13,7 @@ namespace orch {
 
 struct RunCommandOptions {
   std::string inputPath;
-  std::vector<ParamOverride> overrides;
+  std::vector<frontend::ParamOverride> overrides;
   /// Run operator batches on threads of this process instead of worker processes.
   bool inProcess = false;
   unsigned threads = 2;

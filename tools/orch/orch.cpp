@@ -168,7 +168,8 @@ static int runCommand() {
   orch::RunCommandOptions options;
   options.inputPath = runPath;
   for (const std::string &assignment : setParams) {
-    std::optional<orch::ParamOverride> override = orch::parseParamOverride(assignment);
+    std::optional<orch::frontend::ParamOverride> override =
+        orch::frontend::parseParamOverride(assignment);
     if (!override) {
       llvm::errs() << "orch: error: --set expects NAME=VALUE, got '" << assignment << "'\n";
       return orch::kRunCannotRun;

@@ -71,19 +71,20 @@ int compile(const CompileOptions &options) {
       printDiagnostic(sources, diagnostic, llvm::errs(), printOptions);
   });
 
-  std::optional<uint32_t> buffer = loadSourceFile(sources, options.inputPath, diags);
+  std::optional<uint32_t> buffer = frontend::loadSourceFile(sources, options.inputPath, diags);
   if (!buffer)
     return kCompileUserError;
   if (options.verifyDiagnostics)
     verifier = std::make_unique<DiagnosticVerifier>(sources, *buffer);
 
-  CompileRequest request;
+  driver::CompileRequest request;
   request.frontend.overrides = options.overrides;
   request.passes.printAfterAll = options.printAfterAll ? &llvm::errs() : nullptr;
   request.passes.timePasses = options.timePasses ? &llvm::errs() : nullptr;
   request.frontendOnly = options.emit == EmitKind::Ast;
-  Compilation compiled = compileBuffer(sources, *buffer, options.inputPath, diags, request);
-  const FrontendResult &result = compiled.frontend;
+  driver::Compilation compiled =
+      driver::compileBuffer(sources, *buffer, options.inputPath, diags, request);
+  const frontend::FrontendResult &result = compiled.frontend;
   const std::optional<plan::Plan> &plan = compiled.plan;
   const ir::Module &module = compiled.module;
 
@@ -98,7 +99,7 @@ int compile(const CompileOptions &options) {
   if (!result.ok)
     return kCompileUserError;
   if (options.emit == EmitKind::Ast) {
-    printAst(*result.file, llvm::outs());
+    frontend::printAst(*result.file, llvm::outs());
     return kCompileOk;
   }
   if (!plan)

@@ -13,7 +13,7 @@ enum class EmitKind { Nothing, Ast, Ir, PlanText, Dot };
 struct CompileOptions {
   std::string inputPath;
   EmitKind emit = EmitKind::Nothing;
-  std::vector<ParamOverride> overrides;
+  std::vector<frontend::ParamOverride> overrides;
   /// Check diagnostics against expected-* annotations in the input instead of printing them.
   bool verifyDiagnostics = false;
   /// Where to write the plan ("" for nowhere).

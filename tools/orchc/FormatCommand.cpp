@@ -60,11 +60,11 @@ bool formatOne(const std::string &path, const FormatOptions &options) {
     buffer = sources.AddNewSourceBuffer(
         llvm::MemoryBuffer::getMemBufferCopy((*input)->getBuffer(), "<stdin>"), llvm::SMLoc());
   } else {
-    buffer = loadSourceFile(sources, path, diags);
+    buffer = frontend::loadSourceFile(sources, path, diags);
   }
   if (!buffer)
     return false;
-  std::optional<std::string> formatted = formatSource(sources, *buffer, diags);
+  std::optional<std::string> formatted = format::formatSource(sources, *buffer, diags);
   if (!formatted) {
     llvm::errs() << "orchc: " << (fromStdin ? std::string("<stdin>") : path)
                  << ": not formatted (it does not parse; see the errors above)\n";

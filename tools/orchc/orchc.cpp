@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
   options.printAfterAll = printAfterAll;
   options.timePasses = timePasses;
   for (const std::string &assignment : setParams) {
-    std::optional<orch::ParamOverride> override = orch::parseParamOverride(assignment);
+    std::optional<orch::frontend::ParamOverride> override =
+        orch::frontend::parseParamOverride(assignment);
     if (!override) {
       llvm::errs() << "orchc: error: --set expects NAME=VALUE, got '" << assignment << "'\n";
       return orch::kCompileUserError;

@@ -16,11 +16,11 @@ namespace llvm {
 class SourceMgr;
 }
 
-namespace orch {
+namespace orch::driver {
 
 struct CompileRequest {
-  FrontendOptions frontend;
-  PassManagerOptions passes;
+  orch::frontend::FrontendOptions frontend;
+  orch::passes::PassManagerOptions passes;
   /// Stop after the frontend (`orchc --emit=ast`): no IR, no plan.
   bool frontendOnly = false;
 };
@@ -28,7 +28,7 @@ struct CompileRequest {
 /// What each stage produced; a later stage is empty when an earlier one failed.
 struct Compilation {
   /// The AST as far as it got; `frontend.ok` when it is fully resolved and typed.
-  FrontendResult frontend;
+  orch::frontend::FrontendResult frontend;
   ir::Module module;
   std::optional<plan::Plan> plan;
 };
@@ -46,4 +46,4 @@ Compilation compileText(llvm::SourceMgr &sources, const std::string &text, const
 std::optional<Compilation> compileFile(llvm::SourceMgr &sources, const std::string &path,
                                        DiagnosticEngine &diags, const CompileRequest &request = {});
 
-} // namespace orch
+} // namespace orch::driver

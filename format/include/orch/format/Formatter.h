@@ -15,7 +15,7 @@ namespace llvm {
 class SourceMgr;
 }
 
-namespace orch {
+namespace orch::format {
 
 inline constexpr unsigned kFormatLineWidth = 100;
 
@@ -24,4 +24,4 @@ inline constexpr unsigned kFormatLineWidth = 100;
 std::optional<std::string> formatSource(llvm::SourceMgr &sources, uint32_t bufferId,
                                         DiagnosticEngine &diags);
 
-} // namespace orch
+} // namespace orch::format

@@ -7,8 +7,8 @@ namespace llvm {
 class raw_ostream;
 }
 
-namespace orch {
+namespace orch::frontend {
 
 void printAst(const ast::File &file, llvm::raw_ostream &out);
 
-} // namespace orch
+} // namespace orch::frontend

@@ -14,7 +14,7 @@ namespace llvm {
 class SourceMgr;
 }
 
-namespace orch {
+namespace orch::frontend {
 
 struct FrontendOptions {
   std::vector<ParamOverride> overrides;
@@ -30,4 +30,4 @@ struct FrontendResult {
 FrontendResult runFrontend(llvm::SourceMgr &sources, uint32_t bufferId,
                            const FrontendOptions &options, DiagnosticEngine &diags);
 
-} // namespace orch
+} // namespace orch::frontend

@@ -8,8 +8,8 @@
 
 #include <string>
 
-namespace orch {
+namespace orch::frontend {
 
 ir::Module generateIr(const ast::File &file, const std::string &sourcePath);
 
-} // namespace orch
+} // namespace orch::frontend

@@ -15,7 +15,7 @@ namespace llvm {
 class SourceMgr;
 }
 
-namespace orch {
+namespace orch::frontend {
 
 /// Reads `path` into `sources`; returns its buffer id, or reports why it could not be read.
 std::optional<uint32_t> loadSourceFile(llvm::SourceMgr &sources, const std::string &path,
@@ -33,4 +33,4 @@ struct ParseResult {
 /// order. Never throws.
 ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags);
 
-} // namespace orch
+} // namespace orch::frontend

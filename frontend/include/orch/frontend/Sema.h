@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace orch {
+namespace orch::frontend {
 
 /// `orch run --set NAME=VALUE`: replaces the default of a param.
 struct ParamOverride {
@@ -38,4 +38,4 @@ std::string closestSpelling(const std::string &name, const std::vector<std::stri
 /// an "unknown ..." message.
 std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates);
 
-} // namespace orch
+} // namespace orch::frontend

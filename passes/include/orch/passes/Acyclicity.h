@@ -5,8 +5,8 @@
 
 #include "orch/passes/Pass.h"
 
-namespace orch {
+namespace orch::passes {
 
 std::unique_ptr<Pass> createAcyclicityPass();
 
-} // namespace orch
+} // namespace orch::passes

@@ -4,8 +4,8 @@
 
 #include "orch/passes/Pass.h"
 
-namespace orch {
+namespace orch::passes {
 
 std::unique_ptr<Pass> createBroadcastScopingPass();
 
-} // namespace orch
+} // namespace orch::passes

@@ -6,8 +6,8 @@
 
 #include "orch/passes/Pass.h"
 
-namespace orch {
+namespace orch::passes {
 
 std::unique_ptr<Pass> createDomainInferencePass();
 
-} // namespace orch
+} // namespace orch::passes

@@ -6,8 +6,8 @@
 #include "orch/ir/Module.h"
 #include "orch/plan/Plan.h"
 
-namespace orch {
+namespace orch::passes {
 
 plan::Plan lowerToPlan(const ir::Module &module);
 
-} // namespace orch
+} // namespace orch::passes

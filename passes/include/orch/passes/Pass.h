@@ -14,7 +14,7 @@ namespace llvm {
 class raw_ostream;
 }
 
-namespace orch {
+namespace orch::passes {
 
 class Pass {
 public:
@@ -44,4 +44,4 @@ private:
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
-} // namespace orch
+} // namespace orch::passes

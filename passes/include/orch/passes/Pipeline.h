@@ -9,7 +9,7 @@
 
 #include <optional>
 
-namespace orch {
+namespace orch::passes {
 
 /// Adds the checking passes, in the order their preconditions require.
 void addCheckingPasses(PassManager &passes);
@@ -19,4 +19,4 @@ void addCheckingPasses(PassManager &passes);
 std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &diags,
                                         const PassManagerOptions &options = {});
 
-} // namespace orch
+} // namespace orch::passes
