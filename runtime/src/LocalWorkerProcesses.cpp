@@ -59,9 +59,8 @@ void LocalWorkerProcesses::start(unsigned slot) {
     if (::getppid() != parent)
       ::_exit(1);
     ::setenv("OMP_THREAD_LIMIT", "1", 0);
-    const char *argv[] = {program_.c_str(), "worker",     "--connect", endpoint_.c_str(),
-                          "--name",         name.c_str(), "--gpus",    gpus.c_str(),
-                          "--quiet",        "--once",     nullptr};
+    const char *argv[] = {program_.c_str(), "--connect",  endpoint_.c_str(), "--name", name.c_str(),
+                          "--gpus",         gpus.c_str(), "--quiet",         "--once", nullptr};
     ::execv(program_.c_str(), const_cast<char *const *>(argv));
     ::_exit(127);
   }

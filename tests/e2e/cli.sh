@@ -26,6 +26,26 @@ check "an unknown flag is a usage error" \
   test "$(exit_code "$ORCH_BIN/orchc" --no-such-flag "$workdir/ok.orch")" != 0
 
 check "orch worker --help describes --connect" grep -q -- "--connect" <("$ORCH_BIN/orch" worker --help)
+check "orch-worker --help describes --connect" grep -q -- "--connect" <("$ORCH_BIN/orch-worker" --help)
+# Workers carry the runtime and the standard library, not the compiler.
+check "orch-worker does not load the ANTLR runtime" bash -c "! ldd '$ORCH_BIN/orch-worker' | grep -q antlr"
+check "orch-worker holds no frontend code" bash -c "! nm -C '$ORCH_BIN/orch-worker' | grep -q 'orch::frontend::'"
+check "... which orch does (the check can fail)" bash -c "nm -C '$ORCH_BIN/orch' | grep -q 'orch::frontend::'"
+# An orch without its orch-worker says so instead of starting workers that cannot run.
+mkdir -p "$workdir/lonely"
+cp "$ORCH_BIN/orch" "$workdir/lonely/orch"
+printf '{"id": 1}\n' >"$workdir/lonely/one.jsonl"
+cat >"$workdir/lonely/one.orch" <<ORCH
+pipeline one;
+source rows = jsonl("$workdir/lonely/one.jsonl") as Row;
+sink jsonl(path: "$workdir/lonely/out.jsonl", record: { id: rows.id });
+ORCH
+check "orch run without orch-worker beside it exits 1" \
+  test "$(exit_code "$workdir/lonely/orch" run "$workdir/lonely/one.orch" --workers 1 --quiet)" = 1
+check "... naming the missing program" \
+  grep -q "install orch-worker beside orch" <("$workdir/lonely/orch" run "$workdir/lonely/one.orch" --workers 1 --quiet 2>&1)
+check "... while --in-process needs no worker" \
+  test "$(exit_code "$workdir/lonely/orch" run "$workdir/lonely/one.orch" --in-process --quiet)" = 0
 check "the Slurm template is valid bash" bash -n "$ORCH_SOURCE_DIR/deploy/slurm/orch.sbatch"
 check "orch worker --once without a coordinator gives up with status 1" \
   test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1 --once)" = 1

@@ -54,7 +54,7 @@ ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:770
 run=$!
 ip netns exec "$w1" "$ORCH_BIN/orch" worker --connect tcp://10.77.1.1:7700 --name w1 >w1.log 2>&1 &
 first=$!
-ip netns exec "$w2" "$ORCH_BIN/orch" worker --connect tcp://10.77.2.1:7700 --name w2 >w2.log 2>&1 &
+ip netns exec "$w2" "$ORCH_BIN/orch-worker" --connect tcp://10.77.2.1:7700 --name w2 >w2.log 2>&1 &
 second=$!
 status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
 wait "$run" || status=$?

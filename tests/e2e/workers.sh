@@ -24,9 +24,9 @@ ORCH
 expected=$(sort out/docs.jsonl)
 check "the clean run writes every row" test "$(wc -l <out/docs.jsonl)" = 60
 
-workers_of() { pgrep -P "$1" -f "orch worker" || true; }
+workers_of() { pgrep -P "$1" -f "orch-worker --connect" || true; }
 # The longest-running worker of a run: one that has certainly joined and holds replicas.
-oldest_worker() { pgrep -o -P "$1" -f "orch worker" || true; }
+oldest_worker() { pgrep -o -P "$1" -f "orch-worker --connect" || true; }
 # Waits until the run has written at least $1 rows (so its workers are busy), at most 30 s.
 wait_for_rows() {
   local waited=0

@@ -71,7 +71,7 @@ protected:
                                                   RunSummary *summaryOut = nullptr) {
     CoordinatorOptions options;
     options.localWorkers = workers;
-    options.workerProgram = ORCH_BINARY;
+    options.workerProgram = ORCH_WORKER_BINARY;
     options.heartbeatMs = 200;
     std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
     std::vector<RootResult> roots;
@@ -240,7 +240,7 @@ sink jsonl(path: "$DIR/SINK.jsonl", record: { id: rows.id, pages: reduce(checked
   plan::Plan plan = planFor("chaos");
   CoordinatorOptions options;
   options.localWorkers = 3;
-  options.workerProgram = ORCH_BINARY;
+  options.workerProgram = ORCH_WORKER_BINARY;
   options.heartbeatMs = 100;
   std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
   std::vector<RootResult> roots;

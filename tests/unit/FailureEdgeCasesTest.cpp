@@ -358,7 +358,7 @@ protected:
     case Executor::WorkerProcesses: {
       CoordinatorOptions coordinator;
       coordinator.localWorkers = 2;
-      coordinator.workerProgram = ORCH_BINARY;
+      coordinator.workerProgram = ORCH_WORKER_BINARY;
       coordinator.heartbeatMs = 200;
       std::unique_ptr<BatchExecutor> executorImpl = makeCoordinator(coordinator);
       summary = runPlan(plan, registry_, *executorImpl, options);

@@ -3,6 +3,7 @@
 #include "RunCommand.h"
 
 #include "ErrorsJournal.h"
+#include "ProcessControl.h"
 #include "ProgressDisplay.h"
 #include "RunReports.h"
 
@@ -11,8 +12,6 @@
 #include "orch/plan/PlanCodec.h"
 #include "orch/runtime/Coordinator.h"
 #include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/TestOperators.h"
-#include "orch/runtime/Worker.h"
 #include "orch/stdlib/CudaDevices.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -25,10 +24,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
@@ -37,65 +34,14 @@
 namespace orch {
 namespace {
 
-std::atomic<bool> stopRequested{false};
-
-/// The first signal stops the run (or worker) cleanly; a second one exits at once.
-void requestStop(int) {
-  if (stopRequested.exchange(true))
-    ::_exit(kRunInterrupted);
-}
-
-/// SIGINT and SIGTERM stop the run (or worker) cleanly: workers are stopped, nothing orphaned;
-/// a second one exits at once.
-void installStopHandlers() {
-  struct sigaction action = {};
-  action.sa_handler = requestStop;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-std::string thisProgram() {
-  char path[4096];
-  const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  return length > 0 ? std::string(path, size_t(length)) : std::string("orch");
-}
-
-void logLine(const std::string &line) { llvm::errs() << "orch: " << line << "\n"; }
-
-/// Executes this program again with the same arguments (a worker whose replica may be stuck in
-/// an operator cannot be cleaned up in place). Returns only if that fails.
-void restartThisProcess() {
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> arguments;
-  for (std::string argument; std::getline(cmdline, argument, '\0');)
-    arguments.push_back(argument);
-  std::vector<char *> argv;
-  for (std::string &argument : arguments)
-    argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  llvm::errs().flush();
-  ::execv("/proc/self/exe", argv.data());
-  logLine(std::string("cannot restart: ") + std::strerror(errno));
-}
-
-runtime::OperatorRegistry standardRegistry() {
-  runtime::OperatorRegistry registry;
-  stdlib::registerStandardOperators(registry);
-  runtime::registerTestOperators(registry, std::make_shared<runtime::TestOperatorLog>(false));
-  return registry;
-}
-
-/// Devices 0 .. count-1 of this machine.
-std::vector<int64_t> allDevices(int64_t count) {
-  std::vector<int64_t> devices;
-  for (int64_t device = 0; device < count; ++device)
-    devices.push_back(device);
-  return devices;
-}
+using tools::allDevices;
+using tools::logLine;
+using tools::standardRegistry;
+using tools::stopRequested;
 
 /// `gpuCount`: this machine's usable CUDA devices. GPU replicas get them: in process directly,
-/// with local workers split between the workers. Remote workers bring their own.
+/// with local workers split between the workers. Remote workers bring their own. Local workers
+/// are orch-worker processes (installed beside orch); null after an error when it is missing.
 std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &options,
                                                      const plan::Plan &plan,
                                                      const runtime::OperatorRegistry &registry,
@@ -107,7 +53,6 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
   coordinator.heartbeatMs = options.heartbeatMs;
   coordinator.liveness = options.liveness;
   coordinator.depth = options.depth;
-  coordinator.workerProgram = thisProgram();
   coordinator.localGpuDevices = gpuCount;
   coordinator.log = logLine;
   if (options.workers >= 0) {
@@ -118,6 +63,13 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
       replicas += std::max<int64_t>(1, call.options.replicas);
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     coordinator.localWorkers = unsigned(std::min<int64_t>(replicas, cores));
+  }
+  coordinator.workerProgram = tools::siblingProgram("orch-worker");
+  if (coordinator.localWorkers > 0 && ::access(coordinator.workerProgram.c_str(), X_OK) != 0) {
+    llvm::errs() << "orch: error: local workers run " << coordinator.workerProgram
+                 << ", which is missing or not executable (" << std::strerror(errno)
+                 << "); install orch-worker beside orch, or run with --in-process\n";
+    return nullptr;
   }
   return runtime::makeCoordinator(std::move(coordinator));
 }
@@ -153,36 +105,6 @@ std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOpt
                << " for a GPU, but none is usable here (" << devices.reason << "): " << ops
                << (wanting.size() == 1 ? " runs" : " run") << " on the CPU\n";
   return 0;
-}
-
-/// The devices `orch worker --gpus SPEC` offers; nullopt (after a message) for a bad SPEC.
-std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
-  if (spec == "none")
-    return std::vector<int64_t>{};
-  const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
-  if (devices.broken)
-    llvm::errs() << "orch worker: " << devices.reason << ": GPU replicas run on the CPU\n";
-  if (spec == "auto")
-    return allDevices(devices.count);
-  std::vector<int64_t> chosen;
-  llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(spec).split(parts, ',');
-  for (llvm::StringRef part : parts) {
-    int64_t device = 0;
-    if (part.trim().getAsInteger(10, device) || device < 0) {
-      llvm::errs() << "orch worker: error: --gpus expects auto, none or device indexes such as "
-                      "0,1; got '"
-                   << spec << "'\n";
-      return std::nullopt;
-    }
-    chosen.push_back(device);
-  }
-  for (int64_t device : chosen)
-    if (device >= devices.count)
-      llvm::errs() << "orch worker: GPU " << device << " is not usable here ("
-                   << (devices.count ? std::to_string(devices.count) + " devices" : devices.reason)
-                   << "): its GPU replicas will run on the CPU\n";
-  return chosen;
 }
 
 std::optional<plan::Plan> compileSource(const RunCommandOptions &options) {
@@ -326,11 +248,13 @@ int runPipeline(const RunCommandOptions &options) {
                         "worker processes (the default) are killed and replaced instead\n";
         break;
       }
-  installStopHandlers();
-  // Tesseract's OpenMP threads fight over the cores otherwise (workers set it too).
+  tools::installStopHandlers(kRunInterrupted);
+  // Tesseract's OpenMP threads fight over the cores otherwise (local workers set it too).
   ::setenv("OMP_THREAD_LIMIT", "1", 0);
   std::unique_ptr<runtime::BatchExecutor> executor =
       makeExecutor(options, *plan, registry, *gpuCount);
+  if (!executor)
+    return kRunCannotRun;
   runtime::RunSummary summary = runtime::runPlan(*plan, registry, *executor, runOptions);
   executor.reset();
   if (!summary.started) {
@@ -353,51 +277,6 @@ int runPipeline(const RunCommandOptions &options) {
     return stopRequested.load() ? kRunInterrupted : kRunCannotRun;
   }
   return summary.failed ? kRunRowsFailed : kRunOk;
-}
-
-int runWorkerCommand(const WorkerCommandOptions &options) {
-  std::optional<std::vector<int64_t>> gpus = workerGpus(options.gpus);
-  if (!gpus)
-    return 2;
-  const runtime::OperatorRegistry registry = standardRegistry();
-  installStopHandlers();
-  runtime::WorkerOptions worker;
-  worker.endpoint = options.connect;
-  worker.name = options.name;
-  worker.cpus = options.cpus;
-  worker.gpus = *gpus;
-  worker.stopRequested = &stopRequested;
-  worker.verbose = !options.quiet;
-  worker.connectTimeoutMs = options.connectTimeoutSeconds * 1000;
-  worker.log = logLine;
-  worker.restart = [&](const std::string &why) {
-    logLine("restarting: " + why);
-    if (!options.once)
-      restartThisProcess();
-    ::_exit(runtime::kWorkerMustRestart);
-  };
-  // A cluster's workers outlive runs: after each one they connect again (backing off while no
-  // coordinator answers) until they are stopped.
-  std::chrono::milliseconds backOff(100);
-  for (;;) {
-    const int exit = runtime::runWorker(worker, registry);
-    if (stopRequested.load())
-      return runtime::kWorkerDone;
-    if (options.once)
-      return exit;
-    if (exit == runtime::kWorkerDone) {
-      backOff = std::chrono::milliseconds(100);
-    } else {
-      backOff = std::min<std::chrono::milliseconds>(backOff * 2, std::chrono::seconds(5));
-      if (!options.quiet)
-        logLine("connecting again in " + std::to_string(backOff.count()) + " ms");
-    }
-    for (auto slept = std::chrono::milliseconds(0); slept < backOff && !stopRequested.load();
-         slept += std::chrono::milliseconds(50))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (stopRequested.load())
-      return runtime::kWorkerDone;
-  }
 }
 
 } // namespace orch

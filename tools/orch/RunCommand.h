@@ -40,20 +40,4 @@ enum RunExitCode : int { kRunOk = 0, kRunCannotRun = 1, kRunRowsFailed = 2, kRun
 
 int runPipeline(const RunCommandOptions &options);
 
-struct WorkerCommandOptions {
-  std::string connect;
-  std::string name;
-  double cpus = 1;
-  /// "auto" (every usable CUDA device), "none", or device indexes "0,1".
-  std::string gpus = "auto";
-  unsigned connectTimeoutSeconds = 60;
-  bool quiet = false;
-  /// Serve one run and exit (otherwise connect again after each run until stopped).
-  bool once = false;
-};
-
-/// `orch worker --connect ENDPOINT`: serves coordinators, one run after the other, until
-/// stopped (or, with `once`, until its first coordinator says goodbye or is lost).
-int runWorkerCommand(const WorkerCommandOptions &options);
-
 } // namespace orch

@@ -1,6 +1,7 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
 #include "OperatorsCommand.h"
+#include "ProcessControl.h"
 #include "ReportCommand.h"
 #include "RunCommand.h"
 
@@ -8,7 +9,10 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
+#include <cstring>
 #include <thread>
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 using orch::runtime::BatchingScope;
@@ -102,45 +106,22 @@ static cl::opt<std::string> reportOutput("o", cl::desc("The HTML file to write")
                                          cl::value_desc("report.html"), cl::init("report.html"),
                                          cl::sub(report), cl::cat(orchCategory));
 
-static cl::SubCommand worker("worker", "Serve a coordinator (orch run) as a worker");
-static cl::opt<std::string> connect("connect", cl::Required,
-                                    cl::desc("The coordinator's endpoint (tcp://HOST:PORT)"),
-                                    cl::value_desc("endpoint"), cl::sub(worker),
-                                    cl::cat(orchCategory));
-static cl::opt<std::string> workerName("name", cl::desc("This worker's name (default host:pid)"),
-                                       cl::sub(worker), cl::cat(orchCategory));
-static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
-                            cl::sub(worker), cl::cat(orchCategory));
-static cl::opt<std::string> gpus("gpus",
-                                 cl::desc("CUDA devices this worker offers: auto (every usable "
-                                          "one), none, or indexes (0,1)"),
-                                 cl::init("auto"), cl::sub(worker), cl::cat(orchCategory));
+/// Listed in the help; `orch worker ARGS` runs orch-worker ARGS (see main).
+static cl::SubCommand worker("worker", "Serve a coordinator (orch run) as a worker: runs "
+                                       "orch-worker, which carries no compiler");
 
-static cl::opt<unsigned> connectTimeout("connect-timeout",
-                                        cl::desc("Seconds to wait for the coordinator (60)"),
-                                        cl::init(60), cl::sub(worker), cl::cat(orchCategory));
-static cl::opt<bool> workerQuiet("quiet", cl::desc("Log problems only"), cl::sub(worker),
-                                 cl::cat(orchCategory));
-static cl::opt<bool> once("once",
-                          cl::desc("Serve one run, then exit (default: serve run after run, "
-                                   "reconnecting with back-off, until stopped)"),
-                          cl::sub(worker), cl::cat(orchCategory));
-
-static int workerCommand() {
-  orch::WorkerCommandOptions options;
-  options.connect = connect;
-  options.name = workerName;
-  options.cpus = cpus;
-  options.gpus = gpus;
-  options.quiet = workerQuiet;
-  options.connectTimeoutSeconds = connectTimeout;
-  options.once = once;
-  if (cpus <= 0 || connectTimeout == 0) {
-    llvm::errs() << "orch worker: error: " << (cpus <= 0 ? "--cpus" : "--connect-timeout")
-                 << " must be greater than 0\n";
-    return 2;
-  }
-  return orch::runWorkerCommand(options);
+/// `orch worker ARGS`: replaces this process with the orch-worker beside it, so that a worker
+/// machine's processes never carry the compiler. Returns only if that fails.
+static int execWorkerProgram(int argc, char **argv) {
+  const std::string program = orch::tools::siblingProgram("orch-worker");
+  std::vector<char *> arguments{const_cast<char *>(program.c_str())};
+  for (int i = 2; i < argc; ++i)
+    arguments.push_back(argv[i]);
+  arguments.push_back(nullptr);
+  ::execv(program.c_str(), arguments.data());
+  llvm::errs() << "orch worker: error: cannot run " << program << ": " << std::strerror(errno)
+               << " (orch-worker is installed beside orch)\n";
+  return 2;
 }
 
 /// The first of `run`'s numeric flags that is 0 where only a positive value makes sense.
@@ -196,6 +177,8 @@ static int runCommand() {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "worker") == 0)
+    return execWorkerProgram(argc, argv);
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(orchCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orch " ORCH_VERSION "\n"; });
@@ -205,8 +188,6 @@ int main(int argc, char **argv) {
     return orch::runInspect(inspectPath);
   if (run)
     return runCommand();
-  if (worker)
-    return workerCommand();
   if (operators)
     return orch::runOperators();
   if (report)

@@ -25,7 +25,7 @@ struct CoordinatorOptions {
   uint32_t depth = kDefaultDepth;
   /// Worker processes to start on this machine (and replace when they die); 0 in cluster mode.
   unsigned localWorkers = 0;
-  /// The program started as `PROGRAM worker --connect ENDPOINT ...` for local workers.
+  /// The program started as `PROGRAM --connect ENDPOINT ...` for local workers (orch-worker).
   std::string workerProgram;
   /// CUDA devices on this machine, split between the local workers (GpuPlacement.h).
   int64_t localGpuDevices = 0;

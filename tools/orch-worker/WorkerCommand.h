@@ -1,0 +1,25 @@
+// `orch-worker --connect ENDPOINT`: a process that serves coordinators (`orch run`) by running
+// operator batches. It carries the runtime and the standard library, not the compiler.
+#pragma once
+
+#include <string>
+
+namespace orch::tools {
+
+struct WorkerCommandOptions {
+  std::string connect;
+  std::string name;
+  double cpus = 1;
+  /// "auto" (every usable CUDA device), "none", or device indexes "0,1".
+  std::string gpus = "auto";
+  unsigned connectTimeoutSeconds = 60;
+  bool quiet = false;
+  /// Serve one run and exit (otherwise connect again after each run until stopped).
+  bool once = false;
+};
+
+/// Serves coordinators, one run after the other, until stopped (or, with `once`, until its
+/// first coordinator says goodbye or is lost). Returns the process's exit code.
+int runWorkerCommand(const WorkerCommandOptions &options);
+
+} // namespace orch::tools

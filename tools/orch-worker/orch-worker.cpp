@@ -1,0 +1,53 @@
+// orch-worker: serves Orch coordinators (`orch run`) by running operator batches. Parses flags
+// and hands over to WorkerCommand.cpp. `orch worker ARGS` runs this program with ARGS.
+#include "WorkerCommand.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory workerCategory("orch-worker options");
+
+static cl::opt<std::string> connect("connect", cl::Required,
+                                    cl::desc("The coordinator's endpoint (tcp://HOST:PORT)"),
+                                    cl::value_desc("endpoint"), cl::cat(workerCategory));
+static cl::opt<std::string> workerName("name", cl::desc("This worker's name (default host:pid)"),
+                                       cl::cat(workerCategory));
+static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
+                            cl::cat(workerCategory));
+static cl::opt<std::string> gpus("gpus",
+                                 cl::desc("CUDA devices this worker offers: auto (every usable "
+                                          "one), none, or indexes (0,1)"),
+                                 cl::init("auto"), cl::cat(workerCategory));
+static cl::opt<unsigned> connectTimeout("connect-timeout",
+                                        cl::desc("Seconds to wait for the coordinator (60)"),
+                                        cl::init(60), cl::cat(workerCategory));
+static cl::opt<bool> quiet("quiet", cl::desc("Log problems only"), cl::cat(workerCategory));
+static cl::opt<bool> once("once",
+                          cl::desc("Serve one run, then exit (default: serve run after run, "
+                                   "reconnecting with back-off, until stopped)"),
+                          cl::cat(workerCategory));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(workerCategory);
+  cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orch-worker " ORCH_VERSION "\n"; });
+  cl::ParseCommandLineOptions(argc, argv,
+                              "orch-worker: runs operator batches for Orch coordinators\n");
+  if (cpus <= 0 || connectTimeout == 0) {
+    llvm::errs() << "orch worker: error: " << (cpus <= 0 ? "--cpus" : "--connect-timeout")
+                 << " must be greater than 0\n";
+    return 2;
+  }
+  orch::tools::WorkerCommandOptions options;
+  options.connect = connect;
+  options.name = workerName;
+  options.cpus = cpus;
+  options.gpus = gpus;
+  options.quiet = quiet;
+  options.connectTimeoutSeconds = connectTimeout;
+  options.once = once;
+  return orch::tools::runWorkerCommand(options);
+}
