@@ -78,6 +78,18 @@ std::unique_ptr<poppler::page> openPage(DocumentCache &cache, const Value &page,
   return opened;
 }
 
+/// One result per row: `onPage(page)` for a row whose page opens, else a record failure that
+/// says why (not a page, a missing or corrupt file, an index out of range).
+template <typename OnPage>
+void forEachPage(DocumentCache &cache, std::span<const OperatorRow> rows,
+                 std::vector<RowResult> &results, OnPage &&onPage) {
+  for (const OperatorRow &row : rows) {
+    std::string problem;
+    std::unique_ptr<poppler::page> page = openPage(cache, row.inputs[0], problem);
+    results.push_back(page ? onPage(*page) : RowResult::recordFailure(problem));
+  }
+}
+
 class PagesOperator : public runtime::Operator {
 public:
   explicit PagesOperator(const OperatorConfig &config) : dpi_(config.intConstant("dpi")) {}
@@ -119,18 +131,10 @@ public:
     renderer_.set_image_format(poppler::image::format_rgb24);
   }
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    for (const OperatorRow &row : rows) {
-      std::string problem;
-      std::unique_ptr<poppler::page> page = openPage(cache_, row.inputs[0], problem);
-      if (!page) {
-        results.push_back(RowResult::recordFailure(problem));
-        continue;
-      }
-      poppler::image image = renderer_.render_page(page.get(), double(dpi_), double(dpi_));
-      if (!image.is_valid() || image.format() != poppler::image::format_rgb24) {
-        results.push_back(RowResult::recordFailure("cannot render page"));
-        continue;
-      }
+    forEachPage(cache_, rows, results, [&](poppler::page &page) {
+      poppler::image image = renderer_.render_page(&page, double(dpi_), double(dpi_));
+      if (!image.is_valid() || image.format() != poppler::image::format_rgb24)
+        return RowResult::recordFailure("cannot render page");
       const int width = image.width(), height = image.height(), stride = image.bytes_per_row();
       std::string pixels(size_t(width) * size_t(height) * 3, '\0');
       for (int y = 0; y < height; ++y)
@@ -139,8 +143,8 @@ public:
       Value rendered = makeImage(width, height, 3, std::move(pixels));
       runtime::RecordFields fields = rendered.asRecord();
       fields.emplace_back("dpi", Value::integer(dpi_));
-      results.push_back(RowResult::ok(Value::record(std::move(fields))));
-    }
+      return RowResult::ok(Value::record(std::move(fields)));
+    });
   }
 
 private:
@@ -152,16 +156,10 @@ private:
 class TextOperator : public runtime::Operator {
 public:
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    for (const OperatorRow &row : rows) {
-      std::string problem;
-      std::unique_ptr<poppler::page> page = openPage(cache_, row.inputs[0], problem);
-      if (!page) {
-        results.push_back(RowResult::recordFailure(problem));
-        continue;
-      }
-      const poppler::byte_array utf8 = page->text().to_utf8();
-      results.push_back(RowResult::ok(Value::string(std::string(utf8.begin(), utf8.end()))));
-    }
+    forEachPage(cache_, rows, results, [](poppler::page &page) {
+      const poppler::byte_array utf8 = page.text().to_utf8();
+      return RowResult::ok(Value::string(std::string(utf8.begin(), utf8.end())));
+    });
   }
 
 private:
