@@ -15,9 +15,7 @@ namespace orch::frontend {
 namespace {
 
 using plan::OperatorKind;
-using plan::OperatorParam;
 using plan::OperatorSignature;
-using plan::ParamRole;
 using plan::StaticValue;
 using plan::Type;
 using plan::TypeKind;
