@@ -48,6 +48,17 @@ expr
     | '(' expr ')'                                           # parenExpr
     | literal                                                # literalExpr
     | IDENT                                                  # nameExpr
+    // Operators, tightest first (ANTLR gives earlier alternatives higher precedence).
+    | value=expr AS type=typeExpr                            # castExpr
+    | op='-' operand=expr                                    # negateExpr
+    | left=expr op=('*' | '/' | '%') right=expr              # multiplicativeExpr
+    | left=expr op=('+' | '-') right=expr                    # additiveExpr
+    | left=expr op=('<' | '<=' | '>' | '>=') right=expr      # relationalExpr
+    | left=expr op=('==' | '!=') right=expr                  # equalityExpr
+    | op=NOT operand=expr                                    # notExpr
+    | left=expr op=AND right=expr                            # andExpr
+    | left=expr op=OR right=expr                             # orExpr
+    | IF condition=expr THEN then=expr ELSE otherwise=expr   # conditionalExpr
     ;
 
 // `ocr` (a declared Call) or `pdf.render` (an operator of the registry).
@@ -104,6 +115,12 @@ EXPAND    : 'expand';
 REDUCE    : 'reduce';
 FILTER    : 'filter';
 BROADCAST : 'broadcast';
+AND       : 'and';
+OR        : 'or';
+NOT       : 'not';
+IF        : 'if';
+THEN      : 'then';
+ELSE      : 'else';
 TRUE      : 'true';
 FALSE     : 'false';
 

@@ -3,15 +3,18 @@
 #include "FormatTokens.h"
 
 #include "orch/grammar/OrchLexer.h"
+#include "orch/grammar/OrchParser.h"
 
 #include "CommonTokenStream.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace orch::format {
 namespace {
 
 using grammar::OrchLexer;
+using grammar::OrchParser;
 
 size_t countNewlines(const std::string &text) {
   return size_t(std::count(text.begin(), text.end(), '\n'));
@@ -99,7 +102,7 @@ private:
       return ")";
     if (token.is("{"))
       return "}";
-    if (token.is("<"))
+    if (token.is("<") && token.typeBracket)
       return ">";
     return nullptr;
   }
@@ -143,6 +146,41 @@ private:
   size_t next_ = 0;
 };
 
+/// What only the grammar knows about some tokens: which `<` `>` bracket type arguments and which
+/// `-` negates. Collected from the parse tree by token index.
+struct TokenRoles {
+  std::unordered_set<size_t> typeBrackets;
+  std::unordered_set<size_t> unaryMinuses;
+
+  void collect(antlr4::tree::ParseTree *tree) {
+    if (auto *named = dynamic_cast<OrchParser::NamedTypeContext *>(tree)) {
+      for (antlr4::tree::ParseTree *child : named->children)
+        if (auto *terminal = dynamic_cast<antlr4::tree::TerminalNode *>(child))
+          if (terminal->getText() == "<" || terminal->getText() == ">")
+            typeBrackets.insert(terminal->getSymbol()->getTokenIndex());
+    } else if (auto *negate = dynamic_cast<OrchParser::NegateExprContext *>(tree)) {
+      if (negate->op)
+        unaryMinuses.insert(negate->op->getTokenIndex());
+    } else if (auto *literal = dynamic_cast<antlr4::ParserRuleContext *>(tree)) {
+      if ((dynamic_cast<OrchParser::IntLiteralContext *>(literal) ||
+           dynamic_cast<OrchParser::FloatLiteralContext *>(literal)) &&
+          literal->getStart() && literal->getStart()->getText() == "-")
+        unaryMinuses.insert(literal->getStart()->getTokenIndex());
+    }
+    for (antlr4::tree::ParseTree *child : tree->children)
+      collect(child);
+  }
+};
+
+TokenRoles tokenRoles(antlr4::CommonTokenStream &stream) {
+  OrchParser parser(&stream);
+  parser.removeErrorListeners();
+  TokenRoles roles;
+  roles.collect(parser.file());
+  stream.seek(0);
+  return roles;
+}
+
 } // namespace
 
 TokenizedFile tokenizeForFormatting(std::string_view text) {
@@ -152,6 +190,7 @@ TokenizedFile tokenizeForFormatting(std::string_view text) {
   lexer.removeErrorListeners();
   antlr4::CommonTokenStream stream(&lexer);
   stream.fill();
+  const TokenRoles roles = tokenRoles(stream);
   CommentAttacher attacher(file);
   for (antlr4::Token *token : stream.getTokens()) {
     switch (token->getType()) {
@@ -166,8 +205,11 @@ TokenizedFile tokenizeForFormatting(std::string_view text) {
     case OrchLexer::BLOCK_COMMENT:
       attacher.comment(token->getText(), false);
       break;
-    default:
-      attacher.token(token->getText(), token->getType());
+    default: {
+      Token *added = attacher.token(token->getText(), token->getType());
+      added->typeBracket = roles.typeBrackets.count(token->getTokenIndex()) != 0;
+      added->unaryMinus = roles.unaryMinuses.count(token->getTokenIndex()) != 0;
+    }
     }
   }
   attacher.end();

@@ -27,6 +27,10 @@ struct Token {
   /// Block comments after it on its line; then at most one line comment ending the line.
   std::vector<Comment> trailing;
   bool blankBefore = false;
+  /// `<` and `>` around type arguments (`List<Int>`), as opposed to comparisons.
+  bool typeBracket = false;
+  /// A `-` that negates (`-x`, `-1`), as opposed to a subtraction.
+  bool unaryMinus = false;
 
   bool is(std::string_view punctuation) const { return text == punctuation; }
   bool hasTrailingLineComment() const { return !trailing.empty() && trailing.back().isLine; }

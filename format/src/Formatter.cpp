@@ -33,17 +33,18 @@ size_t widthOf(std::string_view text) {
 
 /// Whether a space separates `previous` and `next` on one line.
 bool spaceBetween(const Token &previous, const Token &next) {
-  if (next.is(",") || next.is(";") || next.is(")") || next.is(".") || next.is(">") ||
-      next.is(":") || next.is("<"))
+  if (next.is(",") || next.is(";") || next.is(")") || next.is(".") || next.is(":") ||
+      next.typeBracket)
     return false;
   if (next.is("}"))
     return !previous.is("{");
   if (next.is("("))
     return !(previous.type == OrchLexer::IDENT || previous.type == OrchLexer::EXPAND ||
              previous.type == OrchLexer::REDUCE || previous.type == OrchLexer::FILTER ||
-             previous.type == OrchLexer::BROADCAST || previous.is("("));
-  // `-` only starts a negative literal.
-  return !(previous.is("(") || previous.is("<") || previous.is(".") || previous.is("-"));
+             previous.type == OrchLexer::BROADCAST || previous.is("(") || previous.unaryMinus);
+  // A negating `-` sticks to its operand; a subtracting one has a space on both sides.
+  return !(previous.is("(") || (previous.is("<") && previous.typeBracket) || previous.is(".") ||
+           previous.unaryMinus);
 }
 
 /// Calls `visit` on every token of `nodes`, nested groups included.

@@ -96,6 +96,13 @@ private:
     child(broadcast.value, depth + 1);
     child(broadcast.like, depth + 1);
   }
+  void printNode(const ast::Expr &expr, const ast::Compute &compute, int depth) {
+    header(expr, depth,
+           std::string("compute ") + plan::computeOpName(compute.op) +
+               (compute.castType ? " " + compute.castType->name.name : std::string()));
+    for (const ast::ExprPtr &operand : compute.operands)
+      child(operand, depth + 1);
+  }
   void printNode(const ast::Expr &expr, const ast::ErrorExpr &, int depth) {
     header(expr, depth, "<error>");
   }

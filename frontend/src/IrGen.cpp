@@ -97,6 +97,12 @@ private:
       ir::Use value = use(*broadcast->value);
       return build_.broadcast(value, use(*broadcast->like), type, at);
     }
+    if (auto *compute = std::get_if<ast::Compute>(&expr.node)) {
+      std::vector<ir::Use> operands;
+      for (const ast::ExprPtr &operand : compute->operands)
+        operands.push_back(use(*operand));
+      return build_.compute(compute->op, operands, type, at);
+    }
     return build_.constant(plan::StaticValue(false), at); // unreachable after checking
   }
 

@@ -408,8 +408,7 @@ private:
     else if (auto *broadcast = dynamic_cast<OrchParser::BroadcastExprContext *>(context))
       expr->node = ast::Broadcast{transformExpr(broadcast->value), transformExpr(broadcast->like)};
     else if (auto *invoke = dynamic_cast<OrchParser::InvokeExprContext *>(context))
-      expr->node = ast::Invoke{
-          operatorUse(invoke->operatorName(), invoke->arguments(), invoke->callOptions()), nullptr};
+      expr->node = transformInvoke(invoke);
     else if (auto *projection = dynamic_cast<OrchParser::ProjectionExprContext *>(context))
       expr->node =
           ast::Projection{transformExpr(projection->expr()), identifier(projection->field)};
@@ -420,9 +419,115 @@ private:
     else if (auto *name = dynamic_cast<OrchParser::NameExprContext *>(context))
       expr->node =
           ast::NameRef{identifier(name->IDENT() ? name->IDENT()->getSymbol() : nullptr), nullptr};
-    else
+    else if (!transformOperator(context, *expr))
       expr->node = ast::ErrorExpr{};
     return expr;
+  }
+
+  /// The builtin functions: what `name(...)` means when `name` is one of them.
+  static std::optional<plan::ComputeOp> builtinFunction(const std::string &name) {
+    if (name == "string")
+      return plan::ComputeOp::ToString;
+    if (name == "int")
+      return plan::ComputeOp::ToInt;
+    if (name == "float")
+      return plan::ComputeOp::ToFloat;
+    if (name == "coalesce")
+      return plan::ComputeOp::Coalesce;
+    return std::nullopt;
+  }
+
+  /// `op(...)`: an operator use, or a builtin function (`string(x)`, `coalesce(a, b)`), whose
+  /// arguments are positional and which takes no options.
+  decltype(ast::Expr::node) transformInvoke(OrchParser::InvokeExprContext *invoke) {
+    ast::OperatorUse use =
+        operatorUse(invoke->operatorName(), invoke->arguments(), invoke->callOptions());
+    std::optional<plan::ComputeOp> builtin = builtinFunction(use.op.text);
+    if (!builtin)
+      return ast::Invoke{std::move(use), nullptr};
+    ast::Compute compute;
+    compute.op = *builtin;
+    for (ast::Argument &argument : use.arguments) {
+      if (argument.name)
+        diags_.error(argument.name->location,
+                     "'" + use.op.text + "' takes positional arguments only");
+      compute.operands.push_back(std::move(argument.value));
+    }
+    if (use.hasOptionBlock)
+      diags_.error(use.op.location,
+                   "'" + use.op.text + "' is a builtin function; it takes no options");
+    const size_t count = compute.operands.size();
+    if (compute.op == plan::ComputeOp::Coalesce ? count == 0 : count != 1)
+      diags_.error(use.op.location, "'" + use.op.text + "' takes " +
+                                        (compute.op == plan::ComputeOp::Coalesce
+                                             ? std::string("one or more arguments")
+                                             : std::string("exactly one argument")) +
+                                        ", but " + std::to_string(count) + " were given");
+    return compute;
+  }
+
+  /// The operator alternatives of `expr`; false when `context` is none of them.
+  bool transformOperator(OrchParser::ExprContext *context, ast::Expr &expr) {
+    ast::Compute compute;
+    auto binary = [&](plan::ComputeOp op, antlr4::Token *token, OrchParser::ExprContext *left,
+                      OrchParser::ExprContext *right) {
+      compute.op = op;
+      compute.operands.push_back(transformExpr(left));
+      compute.operands.push_back(transformExpr(right));
+      if (token && token->getTokenIndex() != INVALID_INDEX)
+        expr.location = locations_.of(token);
+    };
+    auto unary = [&](plan::ComputeOp op, antlr4::Token *token, OrchParser::ExprContext *operand) {
+      compute.op = op;
+      compute.operands.push_back(transformExpr(operand));
+      if (token && token->getTokenIndex() != INVALID_INDEX)
+        expr.location = locations_.of(token);
+    };
+    auto opText = [](antlr4::Token *token) { return token ? token->getText() : std::string(); };
+    if (auto *cast = dynamic_cast<OrchParser::CastExprContext *>(context)) {
+      compute.op = plan::ComputeOp::Cast;
+      compute.operands.push_back(transformExpr(cast->value));
+      if (cast->type)
+        compute.castType = transformTypeExpr(cast->type);
+      if (cast->AS())
+        expr.location = locations_.of(cast->AS()->getSymbol());
+    } else if (auto *negate = dynamic_cast<OrchParser::NegateExprContext *>(context)) {
+      unary(plan::ComputeOp::Negate, negate->op, negate->operand);
+    } else if (auto *notExpr = dynamic_cast<OrchParser::NotExprContext *>(context)) {
+      unary(plan::ComputeOp::Not, notExpr->op, notExpr->operand);
+    } else if (auto *mul = dynamic_cast<OrchParser::MultiplicativeExprContext *>(context)) {
+      const std::string op = opText(mul->op);
+      binary(op == "*"   ? plan::ComputeOp::Multiply
+             : op == "/" ? plan::ComputeOp::Divide
+                         : plan::ComputeOp::Remainder,
+             mul->op, mul->left, mul->right);
+    } else if (auto *add = dynamic_cast<OrchParser::AdditiveExprContext *>(context)) {
+      binary(opText(add->op) == "+" ? plan::ComputeOp::Add : plan::ComputeOp::Subtract, add->op,
+             add->left, add->right);
+    } else if (auto *rel = dynamic_cast<OrchParser::RelationalExprContext *>(context)) {
+      const std::string op = opText(rel->op);
+      binary(op == "<"    ? plan::ComputeOp::Less
+             : op == "<=" ? plan::ComputeOp::LessEqual
+             : op == ">"  ? plan::ComputeOp::Greater
+                          : plan::ComputeOp::GreaterEqual,
+             rel->op, rel->left, rel->right);
+    } else if (auto *eq = dynamic_cast<OrchParser::EqualityExprContext *>(context)) {
+      binary(opText(eq->op) == "==" ? plan::ComputeOp::Equal : plan::ComputeOp::NotEqual, eq->op,
+             eq->left, eq->right);
+    } else if (auto *andExpr = dynamic_cast<OrchParser::AndExprContext *>(context)) {
+      binary(plan::ComputeOp::And, andExpr->op, andExpr->left, andExpr->right);
+    } else if (auto *orExpr = dynamic_cast<OrchParser::OrExprContext *>(context)) {
+      binary(plan::ComputeOp::Or, orExpr->op, orExpr->left, orExpr->right);
+    } else if (auto *conditional = dynamic_cast<OrchParser::ConditionalExprContext *>(context)) {
+      compute.op = plan::ComputeOp::If;
+      compute.operands.push_back(transformExpr(conditional->condition));
+      compute.operands.push_back(transformExpr(conditional->then));
+      compute.operands.push_back(transformExpr(conditional->otherwise));
+    } else {
+      return false;
+    }
+    expr.node = std::move(compute);
+    return true;
   }
 
   ast::Record transformRecord(OrchParser::RecordExprContext *context) {

@@ -319,6 +319,146 @@ private:
 
   std::optional<Type> typeOfNode(ast::Expr &, ast::ErrorExpr &) { return std::nullopt; }
 
+  // --- expressions ------------------------------------------------------------------------
+
+  static bool isNumber(const Type &type) {
+    return type.kind() == TypeKind::Int || type.kind() == TypeKind::Float;
+  }
+  static bool isScalar(const Type &type) {
+    return isNumber(type) || type.kind() == TypeKind::Bool || type.kind() == TypeKind::String ||
+           type.kind() == TypeKind::Json;
+  }
+  /// Json needs a type before arithmetic or a comparison: say how to give it one.
+  static std::string jsonHint(const std::vector<Type> &types) {
+    for (const Type &type : types)
+      if (type.kind() == TypeKind::Json)
+        return "; give a Json value a type first, as in `rows.count as Int`";
+    return "";
+  }
+  /// The type both `a` and `b` fit: the same type, or Float for an Int and a Float.
+  static std::optional<Type> commonType(const Type &a, const Type &b) {
+    if (isNumber(a) && isNumber(b))
+      return a.kind() == TypeKind::Int && b.kind() == TypeKind::Int ? a
+                                                                    : Type::scalar(TypeKind::Float);
+    if (isAssignable(a, b))
+      return b;
+    if (isAssignable(b, a))
+      return a;
+    return std::nullopt;
+  }
+
+  std::optional<Type> typeOfNode(ast::Expr &expr, ast::Compute &compute) {
+    using plan::ComputeOp;
+    std::vector<Type> types;
+    bool known = true;
+    for (ast::ExprPtr &operand : compute.operands) {
+      std::optional<Type> type = operand ? typeOf(*operand) : std::nullopt;
+      known &= type.has_value();
+      types.push_back(type.value_or(Type()));
+    }
+    std::optional<Type> target;
+    if (compute.op == ComputeOp::Cast && compute.castType)
+      target = resolveTypeExpr(*compute.castType);
+    if (!known || types.empty())
+      return std::nullopt;
+    const std::string op = quoted(plan::computeOpSpelling(compute.op));
+    auto operandsText = [&] {
+      std::string text;
+      for (size_t i = 0; i < types.size(); ++i)
+        text += (i ? (i + 1 == types.size() ? " and " : ", ") : "") + types[i].str();
+      return text;
+    };
+    auto fail = [&](const std::string &message) -> std::optional<Type> {
+      diags_.error(expr.location, message);
+      return std::nullopt;
+    };
+    const Type boolean = Type::scalar(TypeKind::Bool);
+    switch (compute.op) {
+    case ComputeOp::Add:
+      if (types[0].kind() == TypeKind::String && types[1].kind() == TypeKind::String)
+        return types[0];
+      [[fallthrough]];
+    case ComputeOp::Subtract:
+    case ComputeOp::Multiply:
+    case ComputeOp::Divide:
+    case ComputeOp::Remainder:
+      if (isNumber(types[0]) && isNumber(types[1]))
+        return commonType(types[0], types[1]);
+      return fail(op + " needs two numbers" +
+                  (compute.op == ComputeOp::Add ? std::string(" or two Strings") : "") + ", not " +
+                  operandsText() + jsonHint(types));
+    case ComputeOp::Negate:
+      if (isNumber(types[0]))
+        return types[0];
+      return fail("'-' needs a number, not " + types[0].str() + jsonHint(types));
+    case ComputeOp::Equal:
+    case ComputeOp::NotEqual:
+      if (isScalar(types[0]) && types[0].kind() != TypeKind::Json && commonType(types[0], types[1]))
+        return boolean;
+      return fail(op + " compares two values of one type (Bool, Int, Float or String), not " +
+                  operandsText() + jsonHint(types));
+    case ComputeOp::Less:
+    case ComputeOp::LessEqual:
+    case ComputeOp::Greater:
+    case ComputeOp::GreaterEqual:
+      if ((isNumber(types[0]) && isNumber(types[1])) ||
+          (types[0].kind() == TypeKind::String && types[1].kind() == TypeKind::String))
+        return boolean;
+      return fail(op + " orders two numbers or two Strings, not " + operandsText() +
+                  jsonHint(types));
+    case ComputeOp::And:
+    case ComputeOp::Or:
+    case ComputeOp::Not:
+      for (const Type &type : types)
+        if (type.kind() != TypeKind::Bool)
+          return fail(op + " needs Bool, not " + operandsText() + jsonHint(types));
+      return boolean;
+    case ComputeOp::If: {
+      if (types[0].kind() != TypeKind::Bool) {
+        diags_.error(compute.operands[0]->location,
+                     "the condition of 'if' must be Bool, not " + types[0].str());
+        return std::nullopt;
+      }
+      if (std::optional<Type> common = commonType(types[1], types[2]))
+        return common;
+      return fail("the branches of 'if' have different types: " + types[1].str() + " and " +
+                  types[2].str());
+    }
+    case ComputeOp::Coalesce: {
+      std::optional<Type> common = types[0];
+      for (size_t i = 1; common && i < types.size(); ++i)
+        common = commonType(*common, types[i]);
+      if (common)
+        return common;
+      return fail("the values 'coalesce' merges must have one type, not " + operandsText());
+    }
+    case ComputeOp::ToString:
+      if (isScalar(types[0]))
+        return Type::scalar(TypeKind::String);
+      return fail("'string' converts Bool, Int, Float, String or Json, not " + types[0].str());
+    case ComputeOp::ToInt:
+    case ComputeOp::ToFloat:
+      if (isScalar(types[0]))
+        return Type::scalar(compute.op == ComputeOp::ToInt ? TypeKind::Int : TypeKind::Float);
+      return fail(op + " converts Bool, Int, Float, String or Json, not " + types[0].str());
+    case ComputeOp::Cast:
+      if (!target)
+        return std::nullopt;
+      if (types[0].kind() == TypeKind::Json || isAssignable(types[0], *target))
+        return target;
+      return fail("'as' gives a Json value its type (checked when it runs); " + types[0].str() +
+                  " is not Json and is not " + target->str() +
+                  (target->kind() == TypeKind::String || target->kind() == TypeKind::Int ||
+                           target->kind() == TypeKind::Float
+                       ? "; convert it with " +
+                             std::string(target->kind() == TypeKind::String ? "string(...)"
+                                         : target->kind() == TypeKind::Int  ? "int(...)"
+                                                                            : "float(...)")
+                       : std::string()));
+    }
+    return std::nullopt;
+  }
+
   ast::File &file_;
   DiagnosticEngine &diags_;
   OperatorBinder binder_;

@@ -76,6 +76,13 @@ ValueId Builder::project(Use value, std::string field, plan::Type type, SourceLo
   return id;
 }
 
+ValueId Builder::compute(plan::ComputeOp op, const std::vector<Use> &values, plan::Type type,
+                         SourceLocation location) {
+  ValueId id = add(OpKind::Compute, values, std::move(type), location);
+  module_.op(id).field = plan::computeOpName(op);
+  return id;
+}
+
 ValueId Builder::record(std::vector<std::string> fields, const std::vector<Use> &values,
                         plan::Type type, SourceLocation location) {
   ValueId id = add(OpKind::Record, values, std::move(type), location);

@@ -56,6 +56,8 @@ std::string body(const Module &module, const Operation &op) {
     return "project " + valueRef(op.operands[0]) + "." + op.field;
   case OpKind::Record:
     return "record {" + labelled(op.labels, op.operands) + "}";
+  case OpKind::Compute:
+    return "compute " + op.field + "(" + labelled({}, op.operands) + ")";
   }
   return "?";
 }

@@ -32,6 +32,12 @@ private:
   void verifyOp(ValueId id, const Operation &op) {
     std::string what = "%" + std::to_string(id) + " (" + plan::nodeKindName(op.kind) + ")";
     size_t expected = plan::expectedInputCount(op.kind, op.labels.size());
+    if (op.kind == OpKind::Compute) {
+      std::optional<size_t> operands = plan::expectedComputeOperands(op.field, op.operands.size());
+      if (!operands)
+        fail(op.location, what + " names no operation ('" + op.field + "')");
+      expected = operands.value_or(op.operands.size());
+    }
     if (op.operands.size() != expected)
       fail(op.location, what + " has " + std::to_string(op.operands.size()) +
                             " operands, expected " + std::to_string(expected));

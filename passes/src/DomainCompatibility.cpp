@@ -9,6 +9,12 @@
 namespace orch::passes {
 namespace {
 
+/// How a Compute operation is written in source ("+", "if", "coalesce", ...).
+std::string computeSpelling(const ir::Operation &op) {
+  std::optional<plan::ComputeOp> compute = plan::computeOpNamed(op.field);
+  return compute ? plan::computeOpSpelling(*compute) : op.field;
+}
+
 class DomainCompatibilityPass : public Pass {
 public:
   std::string_view name() const override { return "domain-compatibility"; }
@@ -24,6 +30,9 @@ public:
         checkOperands(module, op.operands, op.operandLocations, op.location, "call " + call, diags);
       } else if (op.kind == ir::OpKind::Record) {
         checkOperands(module, op.operands, op.operandLocations, op.location, "a record", diags);
+      } else if (op.kind == ir::OpKind::Compute) {
+        checkOperands(module, op.operands, op.operandLocations, op.location,
+                      "'" + computeSpelling(op) + "'", diags);
       }
       checkAnnotation(module, op, diags);
     }

@@ -70,6 +70,7 @@ private:
       return;
     case ir::OpKind::Invoke:
     case ir::OpKind::Record:
+    case ir::OpKind::Compute:
       op.domain = deepest(module, op.operands);
       return;
     }

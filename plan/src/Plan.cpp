@@ -1,6 +1,8 @@
 // Trigger indexes and consistency checks of plans.
 #include "orch/plan/Plan.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace orch::plan {
@@ -14,7 +16,7 @@ bool isDomainFree(const Plan &plan, const PlanNode &node) {
   if (node.kind == NodeKind::Constant)
     return true;
   if (node.kind != NodeKind::Record && node.kind != NodeKind::Project &&
-      node.kind != NodeKind::Filter)
+      node.kind != NodeKind::Filter && node.kind != NodeKind::Compute)
     return false;
   for (uint32_t input : node.inputs)
     if (plan.nodes[input].domain != kNone)
@@ -26,6 +28,12 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
   const PlanNode &node = plan.nodes[index];
   std::string what = nodeText(index) + " (" + nodeKindName(node.kind) + ")";
   size_t expected = expectedInputCount(node.kind, node.labels.size());
+  if (node.kind == NodeKind::Compute) {
+    std::optional<size_t> operands = expectedComputeOperands(node.field, node.inputs.size());
+    if (!operands)
+      return what + " names no operation ('" + node.field + "')";
+    expected = *operands;
+  }
   if (node.inputs.size() != expected)
     return what + " has " + std::to_string(node.inputs.size()) + " inputs, expected " +
            std::to_string(expected);
@@ -88,6 +96,8 @@ const char *nodeKindName(NodeKind kind) {
     return "project";
   case NodeKind::Record:
     return "record";
+  case NodeKind::Compute:
+    return "compute";
   }
   return "?";
 }
@@ -107,6 +117,8 @@ size_t expectedInputCount(NodeKind kind, size_t labelCount) {
   case NodeKind::Invoke:
   case NodeKind::Record:
     return labelCount;
+  case NodeKind::Compute:
+    return SIZE_MAX;
   }
   return 0;
 }

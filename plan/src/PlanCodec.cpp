@@ -263,9 +263,9 @@ CallOptions readOptions(const Object &object, const std::string &where) {
 }
 
 NodeKind readNodeKind(const std::string &name, const std::string &where) {
-  for (NodeKind kind :
-       {NodeKind::Source, NodeKind::Constant, NodeKind::Invoke, NodeKind::Expand, NodeKind::Reduce,
-        NodeKind::Filter, NodeKind::Broadcast, NodeKind::Project, NodeKind::Record})
+  for (NodeKind kind : {NodeKind::Source, NodeKind::Constant, NodeKind::Invoke, NodeKind::Expand,
+                        NodeKind::Reduce, NodeKind::Filter, NodeKind::Broadcast, NodeKind::Project,
+                        NodeKind::Record, NodeKind::Compute})
     if (name == nodeKindName(kind))
       return kind;
   throw DecodeFailure{"unknown node kind '" + name + "' in " + where};

@@ -41,6 +41,12 @@ std::string nodeLabel(const Plan &plan, const PlanNode &node) {
   case NodeKind::Project:
     label = "." + node.field;
     break;
+  case NodeKind::Compute:
+    if (std::optional<ComputeOp> op = computeOpNamed(node.field))
+      label = computeOpSpelling(*op);
+    else
+      label = node.field;
+    break;
   default:
     label = nodeKindName(node.kind);
   }

@@ -75,6 +75,8 @@ void printPlanText(const Plan &plan, std::ostream &out) {
       out << " as " << domainText(plan, node.index);
     if (node.kind == NodeKind::Project)
       out << " ." << node.field;
+    if (node.kind == NodeKind::Compute)
+      out << " " << node.field;
     if (node.constant)
       out << " " << formatStaticValue(*node.constant);
     if (!node.inputs.empty()) {

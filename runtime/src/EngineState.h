@@ -2,6 +2,7 @@
 // LineageEngine.h is the interface; this is the single writer behind it.
 #pragma once
 
+#include "ComputeEval.h"
 #include "PlanLayout.h"
 #include "ReadyQueue.h"
 
@@ -122,6 +123,15 @@ struct CallQueues {
   std::deque<PendingBatch> retry;
   std::deque<PendingBatch> deferred;
 };
+
+/// Computes the items of domain-free nodes (constants and what is computed from constants only)
+/// into `values`; the reason when a constant expression fails (a division by zero).
+std::optional<std::string> evaluateDomainFreeNodes(const plan::Plan &plan, const PlanLayout &layout,
+                                                   IdVector<NodeId, Item> &values);
+
+/// An expression's failure for the errors journal: "file.orch:LINE:COL: why", naming the Json
+/// field a cast checked.
+std::string describeComputeFailure(const plan::Plan &plan, NodeId node, const std::string &why);
 
 /// A slot of `pool`: a freed one when there is one, else a new one at the end.
 template <typename IdT, typename T>
@@ -256,6 +266,8 @@ struct LineageEngine::State {
   void processEvent(const Event &event);
   void evaluate(EntityId entity, NodeId node);
   void evaluateFilter(EntityId entity, NodeId node);
+  /// If and coalesce: they wait only for the operands they need.
+  void evaluateChoice(EntityId entity, NodeId node);
   void evaluateInvoke(EntityId entity, NodeId node);
   /// Seals a waiting grain without running it: an input was dropped, failed or suppressed.
   void skipGrain(Grain &grain, EntityId entity, NodeId node, ItemOutcome outcome, uint32_t cause);

@@ -77,11 +77,30 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
         CallQueues{ReadyQueue(options.readyOrder, options.batching, options.seed + c), {}, {}});
   loads.resize(plan.calls.size());
   domainFree.resize(plan.nodes.size());
+  if (std::optional<std::string> problem = evaluateDomainFreeNodes(plan, layout, domainFree))
+    engineInvariantFailed("a constant expression failed after checkPlanRunnable: " + *problem);
+}
+
+std::string describeComputeFailure(const plan::Plan &plan, NodeId node, const std::string &why) {
+  const plan::PlanNode &target = plan.nodes[node.index];
+  std::string where = plan.sourcePath.empty() ? std::string("<plan>") : plan.sourcePath;
+  where += ":" + std::to_string(target.line) + ":" + std::to_string(target.column) + ": ";
+  if (target.field == plan::computeOpName(plan::ComputeOp::Cast)) {
+    const plan::PlanNode &input = plan.nodes[target.inputs[0]];
+    if (input.kind == NodeKind::Project)
+      return where + "field '" + input.field + "' " + why;
+    return where + (input.name.empty() ? "the value" : "'" + input.name + "'") + " " + why;
+  }
+  return where + why;
+}
+
+std::optional<std::string> evaluateDomainFreeNodes(const plan::Plan &plan, const PlanLayout &layout,
+                                                   IdVector<NodeId, Item> &values) {
   // Values that are the same in every domain: computed once, in plan order.
   for (NodeId n : layout.domainFreeNodes) {
-    const plan::PlanNode &node = planNode(n);
-    Item &item = domainFree[n];
-    auto input = [&](size_t i) -> const Item & { return domainFree[NodeId(node.inputs[i])]; };
+    const plan::PlanNode &node = plan.nodes[n.index];
+    Item &item = values[n];
+    auto input = [&](size_t i) -> const Item & { return values[NodeId(node.inputs[i])]; };
     switch (node.kind) {
     case NodeKind::Constant: {
       item.outcome = ItemOutcome::Present;
@@ -122,10 +141,32 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
       else
         item.outcome = ItemOutcome::Dropped;
       break;
+    case NodeKind::Compute: {
+      // Constants are always present: if and coalesce take their first choice.
+      const plan::ComputeOp op = layout.nodes[n].compute;
+      if (op == plan::ComputeOp::If) {
+        item = input(0).value.kind() == Value::Kind::Bool && input(0).value.asBool() ? input(1)
+                                                                                     : input(2);
+        break;
+      }
+      if (op == plan::ComputeOp::Coalesce) {
+        item = input(0);
+        break;
+      }
+      std::vector<Value> operands;
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        operands.push_back(input(i).value);
+      ComputeOutcome outcome = evaluateCompute(op, operands, node.type);
+      if (outcome.failure)
+        return describeComputeFailure(plan, n, *outcome.failure);
+      item = {std::move(outcome.value), kNoIndex, ItemOutcome::Present};
+      break;
+    }
     default:
       engineInvariantFailed(std::string("a domain-free ") + plan::nodeKindName(node.kind));
     }
   }
+  return std::nullopt;
 }
 
 // --- Entities and items -------------------------------------------------------------------
@@ -336,6 +377,11 @@ void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
     evaluateFilter(entity, node);
     return;
   }
+  if (target.kind == NodeKind::Compute && (nodeLayout(node).compute == plan::ComputeOp::If ||
+                                           nodeLayout(node).compute == plan::ComputeOp::Coalesce)) {
+    evaluateChoice(entity, node);
+    return;
+  }
   InputSummary summary;
   bool waiting = false;
   for (size_t i = 0; i < target.inputs.size(); ++i) {
@@ -378,9 +424,56 @@ void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
     setItem(entity, node, ItemOutcome::Present, Value::record(std::move(fields)), kNoIndex);
     return;
   }
+  case NodeKind::Compute: {
+    std::vector<Value> operands;
+    operands.reserve(target.inputs.size());
+    for (size_t i = 0; i < target.inputs.size(); ++i)
+      operands.push_back(input(i).value);
+    ComputeOutcome outcome = evaluateCompute(nodeLayout(node).compute, operands, target.type);
+    if (outcome.failure) {
+      const uint32_t cause = recordFailure(entity, FailureKind::RecordFailure, CallId(),
+                                           describeComputeFailure(plan, node, *outcome.failure));
+      setItem(entity, node, ItemOutcome::Failed, Value(), cause);
+    } else {
+      setItem(entity, node, ItemOutcome::Present, std::move(outcome.value), kNoIndex);
+    }
+    return;
+  }
   default:
     engineInvariantFailed(std::string("evaluate of a ") + plan::nodeKindName(target.kind));
   }
+}
+
+void LineageEngine::State::evaluateChoice(EntityId entity, NodeId node) {
+  const plan::PlanNode &target = planNode(node);
+  auto input = [&](size_t i) -> const Item & {
+    return inputItem(entity, NodeId(target.inputs[i]));
+  };
+  auto take = [&](const Item &chosen) {
+    if (chosen.outcome == ItemOutcome::Unresolved)
+      return;
+    setItem(entity, node, isFailure(chosen.outcome) ? ItemOutcome::Suppressed : chosen.outcome,
+            chosen.value, chosen.cause);
+  };
+  if (nodeLayout(node).compute == plan::ComputeOp::If) {
+    // The condition decides which branch is waited for; the other one does not matter.
+    const Item &condition = input(0);
+    if (condition.outcome != ItemOutcome::Present)
+      take(condition);
+    else
+      take(condition.value.kind() == Value::Kind::Bool && condition.value.asBool() ? input(1)
+                                                                                   : input(2));
+    return;
+  }
+  // coalesce: the first operand that is not dropped, in order; a failure is not skipped.
+  for (size_t i = 0; i < target.inputs.size(); ++i) {
+    const Item &candidate = input(i);
+    if (candidate.outcome != ItemOutcome::Dropped) {
+      take(candidate);
+      return;
+    }
+  }
+  setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
 }
 
 void LineageEngine::State::evaluateFilter(EntityId entity, NodeId node) {

@@ -1,6 +1,8 @@
 // Builds the engine's lookup tables from a plan and checks that the plan is one it can run.
 #include "PlanLayout.h"
 
+#include "EngineState.h"
+
 #include "orch/runtime/LineageEngine.h"
 
 #include <algorithm>
@@ -67,6 +69,10 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
       break;
     }
   }
+  for (NodeId n : layout.nodes.ids())
+    if (plan.nodes[n.index].kind == NodeKind::Compute)
+      layout.nodes[n].compute =
+          plan::computeOpNamed(plan.nodes[n.index].field).value_or(plan::ComputeOp::Add);
   // What a root waits for before it can finish: the items its sinks read, and the expansions
   // that may still add sink rows.
   for (const plan::PlanSink &sink : plan.sinks) {
@@ -163,6 +169,9 @@ std::optional<std::string> checkPlanRunnable(const plan::Plan &plan) {
   if (auto problem = plan::validatePlan(plan))
     return problem;
   const PlanLayout layout = buildPlanLayout(plan);
+  IdVector<NodeId, Item> constants(plan.nodes.size());
+  if (auto problem = evaluateDomainFreeNodes(plan, layout, constants))
+    return "a constant expression fails: " + *problem;
   for (uint32_t n = 0; n < plan.nodes.size(); ++n)
     if (auto problem = checkNode(plan, layout, n))
       return problem;

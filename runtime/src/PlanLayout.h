@@ -48,6 +48,8 @@ struct NodeLayout {
   std::vector<uint32_t> inputOrder;
   /// A sink reads this node's items (a root finishes once all such items are terminal).
   bool sinkInput = false;
+  /// Compute: its operation.
+  plan::ComputeOp compute = plan::ComputeOp::Add;
 };
 
 struct CallLayout {

@@ -193,6 +193,23 @@ TEST(FormatterTest, BreaksOnlyTheGroupsThatDoNotFitOnALine) {
   EXPECT_EQ(format(*result.text).text, result.text);
 }
 
+TEST(FormatterTest, SpacesBinaryOperatorsButNotTypeBracketsOrNegation) {
+  const std::string scrambled =
+      "pipeline p;\nparam k: Int = -3;\nsource rows = jsonl(\"in.jsonl\") as Row;\n"
+      "x: Row<Int> = -(rows.n as Int)-k*-2;\ny = rows.v as List<Int>;\n"
+      "z = if x<1 and not(x==0) then -x else x%2;\n"
+      "sink jsonl(path: \"o.jsonl\", record: { x: x>=0, y: y, z: z });\n";
+  Formatted result = format(scrambled);
+  ASSERT_TRUE(result.text) << result.firstError;
+  EXPECT_EQ(*result.text,
+            "pipeline p;\nparam k: Int = -3;\nsource rows = jsonl(\"in.jsonl\") as Row;\n"
+            "x: Row<Int> = -(rows.n as Int) - k * -2;\ny = rows.v as List<Int>;\n"
+            "z = if x < 1 and not (x == 0) then -x else x % 2;\n"
+            "sink jsonl(path: \"o.jsonl\", record: { x: x >= 0, y: y, z: z });\n");
+  EXPECT_EQ(format(*result.text).text, result.text);
+  EXPECT_EQ(planWithoutPositions(*result.text), planWithoutPositions(scrambled));
+}
+
 TEST(FormatterTest, RefusesAFileWithSyntaxErrors) {
   Formatted result = format("pipeline p;\nx = reduce(;\n");
   EXPECT_FALSE(result.text);

@@ -91,8 +91,10 @@ CompletionResult completeAt(std::string_view text, const DocumentIndex &index,
       add(symbol.name, CompletionKind::Value,
           type == index.valueTypes.end() ? std::string() : type->second, "");
     }
-  for (const char *keyword : {"pipeline", "param", "source", "call", "sink", "expand", "reduce",
-                              "filter", "broadcast", "as", "true", "false"})
+  for (const char *keyword :
+       {"pipeline",  "param", "source",   "call",   "sink", "expand", "reduce", "filter",
+        "broadcast", "as",    "true",     "false",  "and",  "or",     "not",    "if",
+        "then",      "else",  "coalesce", "string", "int",  "float"})
     add(keyword, CompletionKind::Keyword, "", "");
   return result;
 }

@@ -93,6 +93,7 @@ test('every kind of token gets its scope', async () => {
     '   comment */ pages = expand(pdf.pages(docs)) as Page;',
     'n: Doc<Int> = list.len(reduce(filter(pages, math.gt(-2.5e3, 1_000))));',
     'sink jsonl(path: "o.jsonl", record: { n: broadcast(n, pages) });',
+    'm = if n > 2 and not (n == 3) then string(n * 2) else coalesce(x, y);',
   ].join('\n');
   const scopeOf = new Map();
   for (const [line, column, text, scope] of tokenize(grammar, source)) {
@@ -130,6 +131,15 @@ test('every kind of token gets its scope', async () => {
     '7:1_000': 'constant.numeric.integer.orch',
     '8:sink': 'keyword.other.sink.orch',
     '8:broadcast': 'keyword.control.structural.orch',
+    '9:if': 'keyword.operator.logical.orch',
+    '9:and': 'keyword.operator.logical.orch',
+    '9:not': 'keyword.operator.logical.orch',
+    '9:then': 'keyword.operator.logical.orch',
+    '9:else': 'keyword.operator.logical.orch',
+    '9:string': 'support.function.builtin.orch',
+    '9:coalesce': 'support.function.builtin.orch',
+    '9:==': 'keyword.operator.orch',
+    '9:*': 'keyword.operator.orch',
   };
   for (const [key, scope] of Object.entries(expectations)) {
     assert.strictEqual(scopeOf.get(key), scope, `scope of ${key}`);

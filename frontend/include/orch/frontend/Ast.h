@@ -4,6 +4,7 @@
 
 #include "orch/ir/SourceLocation.h"
 #include "orch/plan/CallOptions.h"
+#include "orch/plan/ComputeOps.h"
 #include "orch/plan/OperatorCatalog.h"
 #include "orch/plan/StaticValue.h"
 #include "orch/plan/Type.h"
@@ -130,13 +131,22 @@ struct Broadcast {
   ExprPtr like;
 };
 
+/// An expression operation (plan/ComputeOps.h): `a + b`, `not c`, `if c then a else b`,
+/// `coalesce(a, b)`, `string(x)`, `x as T`.
+struct Compute {
+  plan::ComputeOp op = plan::ComputeOp::Add;
+  std::vector<ExprPtr> operands;
+  /// `x as T`: the type.
+  std::optional<TypeExpr> castType;
+};
+
 /// Stands where the parser recovered from a syntax error.
 struct ErrorExpr {};
 
 struct Expr {
   SourceLocation location;
   std::variant<NameRef, Literal, Projection, Record, Invoke, Expand, Reduce, Filter, Broadcast,
-               ErrorExpr>
+               Compute, ErrorExpr>
       node;
   // resolved
   std::optional<plan::Type> type;
@@ -219,6 +229,9 @@ template <typename Visit> void forEachChild(Expr &expr, Visit &&visit) {
         } else if constexpr (std::is_same_v<Node, Broadcast>) {
           each(node.value);
           each(node.like);
+        } else if constexpr (std::is_same_v<Node, Compute>) {
+          for (ExprPtr &operand : node.operands)
+            each(operand);
         }
       },
       expr.node);

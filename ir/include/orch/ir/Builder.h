@@ -32,6 +32,9 @@ public:
   ValueId project(Use value, std::string field, plan::Type type, SourceLocation location);
   ValueId record(std::vector<std::string> fields, const std::vector<Use> &values, plan::Type type,
                  SourceLocation location);
+  /// An expression node (plan/ComputeOps.h) of result type `type`.
+  ValueId compute(plan::ComputeOp op, const std::vector<Use> &values, plan::Type type,
+                  SourceLocation location);
   void sink(std::string op, std::vector<NamedConstant> constants, std::vector<std::string> labels,
             const std::vector<Use> &inputs, SourceLocation location);
 

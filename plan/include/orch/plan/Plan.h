@@ -6,6 +6,7 @@
 #pragma once
 
 #include "orch/plan/CallOptions.h"
+#include "orch/plan/ComputeOps.h"
 #include "orch/plan/StaticValue.h"
 #include "orch/plan/Type.h"
 
@@ -63,12 +64,15 @@ enum class NodeKind {
   Filter,
   Broadcast,
   Project,
-  Record
+  Record,
+  /// An expression (ComputeOps.h): evaluated by the engine, per entity, never batched.
+  Compute
 };
 
 const char *nodeKindName(NodeKind kind);
 
-/// How many inputs a node of `kind` reads; invokes and records read one per label.
+/// How many inputs a node of `kind` reads; invokes and records read one per label. For Compute
+/// the operation decides (validatePlan checks it): SIZE_MAX.
 size_t expectedInputCount(NodeKind kind, size_t labelCount);
 
 struct PlanNode {
@@ -83,7 +87,7 @@ struct PlanNode {
   std::vector<std::string> labels;
   /// Invoke: the call. Source: the source. Expand: the domain it opens.
   uint32_t index = kNone;
-  /// Project: the field.
+  /// Project: the field. Compute: the operation's name (computeOpName).
   std::string field;
   /// Constant: the value.
   std::optional<StaticValue> constant;

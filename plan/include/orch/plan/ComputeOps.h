@@ -1,0 +1,52 @@
+// The operations of expression nodes (NodeKind::Compute): arithmetic, comparisons, logic,
+// conversions, the conditional, coalesce and the run-time checked cast. The engine evaluates
+// them per entity, in place: they never become batches. A Compute node names its operation in
+// its `field` (the names below), and its result type is the node's type.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace orch::plan {
+
+enum class ComputeOp : unsigned char {
+  Add,
+  Subtract,
+  Multiply,
+  Divide,
+  Remainder,
+  Negate,
+  Equal,
+  NotEqual,
+  Less,
+  LessEqual,
+  Greater,
+  GreaterEqual,
+  And,
+  Or,
+  Not,
+  /// `if c then a else b`: waits only for `c` and the branch it chooses.
+  If,
+  /// `coalesce(a, b, ...)`: the first operand that is present (not dropped by a filter).
+  Coalesce,
+  /// `string(x)`, `int(x)`, `float(x)`: conversions (a text that is no number fails the row).
+  ToString,
+  ToInt,
+  ToFloat,
+  /// `x as T` on a Json value: checked against T when it runs.
+  Cast,
+};
+
+/// The name plans carry ("add", "less_equal", "if", "cast", ...).
+const char *computeOpName(ComputeOp op);
+std::optional<ComputeOp> computeOpNamed(std::string_view name);
+/// How the operation is written in .orch source ("+", "<=", "if", "coalesce", "as", ...).
+const char *computeOpSpelling(ComputeOp op);
+/// How many operands it takes; nullopt for coalesce (one or more).
+std::optional<size_t> computeOpArity(ComputeOp op);
+/// How many operands a node of operation `name` must have, given that it has `given`; nullopt
+/// when `name` is no operation.
+std::optional<size_t> expectedComputeOperands(std::string_view name, size_t given);
+
+} // namespace orch::plan

@@ -1,0 +1,207 @@
+// Expressions end to end: compiled from .orch, evaluated by the engine per entity (no batches),
+// written by real sinks. Arithmetic and its failures, comparisons and logic, conversions, Json
+// casts checked when they run, the conditional and coalesce over filtered branches.
+#include "RuntimeFixture.h"
+
+#include "orch/runtime/LocalRunner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace orch::runtime {
+namespace {
+
+class ExpressionsTest : public orch::testing::RuntimeFixture {
+protected:
+  RunSummary run(const std::string &program) {
+    plan_ = compile(program);
+    RunOptions options;
+    options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
+    return runLocally(plan_, registry_, options, 2);
+  }
+
+  /// The first failure message of each failed root, by source row.
+  std::map<uint64_t, std::string> failureMessages() const {
+    std::map<uint64_t, std::string> messages;
+    for (const RootResult &root : finished_)
+      if (!root.failures.empty())
+        messages[root.sourceRow] = root.failures.front().message;
+    return messages;
+  }
+
+  plan::Plan plan_;
+  std::vector<RootResult> finished_;
+};
+
+TEST_F(ExpressionsTest, ArithmeticComparisonsAndLogicFollowTheUsualRules) {
+  writeFile("in.jsonl", "{\"a\": 7, \"b\": 2}\n{\"a\": -7, \"b\": 2}\n{\"a\": 3, \"b\": 3}\n");
+  RunSummary summary = run(R"(
+pipeline arithmetic;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+a = rows.a as Int;
+b = rows.b as Int;
+sink jsonl(path: "$DIR/out.jsonl", record: {
+  sum: a + b, difference: a - b, product: a * b, quotient: a / b, remainder: a % b,
+  real: float(a) / b, negated: -a, precedence: a + b * 2 - (a - b) * 2,
+  less: a < b, equal: a == b, different: a != b, mixed: a >= 2.5,
+  logic: (a > b and b > 0) or not (a == 3),
+  text: "a=" + string(a) + ", half=" + string(float(a) / 2)
+});
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 3u);
+  EXPECT_TRUE(plan_.calls.empty()) << "expressions are evaluated by the engine, never batched";
+  EXPECT_EQ(lines("out.jsonl"),
+            (std::vector<std::string>{
+                "{\"sum\":9,\"difference\":5,\"product\":14,\"quotient\":3,\"remainder\":1,"
+                "\"real\":3.5,\"negated\":-7,\"precedence\":1,\"less\":false,\"equal\":false,"
+                "\"different\":true,\"mixed\":true,\"logic\":true,\"text\":\"a=7, half=3.5\"}",
+                "{\"sum\":-5,\"difference\":-9,\"product\":-14,\"quotient\":-3,\"remainder\":-1,"
+                "\"real\":-3.5,\"negated\":7,\"precedence\":15,\"less\":true,\"equal\":false,"
+                "\"different\":true,\"mixed\":false,\"logic\":true,\"text\":\"a=-7, "
+                "half=-3.5\"}",
+                "{\"sum\":6,\"difference\":0,\"product\":9,\"quotient\":1,\"remainder\":0,"
+                "\"real\":1.0,\"negated\":-3,\"precedence\":9,\"less\":false,\"equal\":true,"
+                "\"different\":false,\"mixed\":true,\"logic\":false,\"text\":\"a=3, "
+                "half=1.5\"}"}));
+}
+
+TEST_F(ExpressionsTest, ADivisionByZeroFailsItsRowWithTheExpressionsLocation) {
+  writeFile("in.jsonl", "{\"n\": 6, \"d\": 3}\n{\"n\": 6, \"d\": 0}\n{\"n\": 1, \"d\": 1}\n");
+  RunSummary summary = run(R"(pipeline divide;
+param out: String = "$DIR/out.jsonl";
+source rows = jsonl("$DIR/in.jsonl") as Row;
+n = rows.n as Int;
+d = rows.d as Int;
+sink jsonl(path: out, record: { ratio: n / d, rest: n % d });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 2u);
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_EQ(lines("out.jsonl"),
+            (std::vector<std::string>{"{\"ratio\":2,\"rest\":0}", "{\"ratio\":1,\"rest\":0}"}));
+  const std::map<uint64_t, std::string> failures = failureMessages();
+  ASSERT_EQ(failures.size(), 1u);
+  // The lowest failed path first: both expressions fail; the cause is one of them, located.
+  EXPECT_TRUE(failures.at(1) == "test.orch:6:42: division by zero" ||
+              failures.at(1) == "test.orch:6:55: remainder of a division by zero")
+      << failures.at(1);
+}
+
+TEST_F(ExpressionsTest, JsonCastsAreCheckedWhenTheyRunAndNameTheField) {
+  writeFile("in.jsonl", "{\"text\": \"ok\", \"score\": 2}\n{\"score\": 1}\n"
+                        "{\"text\": 42, \"score\": 1}\n{\"text\": \"x\", \"score\": 0.5}\n");
+  RunSummary summary = run(R"(pipeline casts;
+param out: String = "$DIR/out.jsonl";
+source rows = jsonl("$DIR/in.jsonl") as Row;
+sink jsonl(path: out, record: { text: rows.text as String, score: rows.score as Float });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 2u);
+  EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"text\":\"ok\",\"score\":2.0}",
+                                                          "{\"text\":\"x\",\"score\":0.5}"}))
+      << "an Int field cast to Float is a Float";
+  const std::map<uint64_t, std::string> failures = failureMessages();
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures.at(1), "test.orch:4:49: field 'text' is missing or null, expected String");
+  EXPECT_EQ(failures.at(2),
+            "test.orch:4:49: field 'text' does not have type String: expected String, got 42");
+}
+
+TEST_F(ExpressionsTest, ConversionsParseTextAndFailOnWhatIsNotANumber) {
+  writeFile("in.jsonl", "{\"t\": \"12\"}\n{\"t\": \"twelve\"}\n{\"t\": \"-3\"}\n");
+  RunSummary summary = run(R"(pipeline conversions;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+t = rows.t as String;
+sink jsonl(path: "$DIR/out.jsonl", record: {
+  i: int(t) + 1, f: float(t) * 2, s: string(int(t) > 0), r: string(2.0), b: int(true)
+});
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(
+      lines("out.jsonl"),
+      (std::vector<std::string>{"{\"i\":13,\"f\":24.0,\"s\":\"true\",\"r\":\"2.0\",\"b\":1}",
+                                "{\"i\":-2,\"f\":-6.0,\"s\":\"false\",\"r\":\"2.0\",\"b\":1}"}));
+  const std::map<uint64_t, std::string> failures = failureMessages();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures.at(1).find("\"twelve\" is not an Int"), std::string::npos) << failures.at(1);
+}
+
+TEST_F(ExpressionsTest, IfWaitsOnlyForTheBranchItChooses) {
+  writeFile("in.jsonl", "{\"n\": 6, \"d\": 3}\n{\"n\": 6, \"d\": 0}\n");
+  RunSummary summary = run(R"(pipeline conditional;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+n = rows.n as Int;
+d = rows.d as Int;
+sink jsonl(path: "$DIR/out.jsonl", record: { ratio: if d == 0 then -1 else n / d });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.failed, 0u) << "the division by zero is in the branch not taken";
+  EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"ratio\":2}", "{\"ratio\":-1}"}));
+}
+
+TEST_F(ExpressionsTest, CoalesceMergesFilteredBranchesOfOneDomainInOrder) {
+  // "The text layer if it is long enough, else OCR": here even pages take one branch and odd
+  // pages the other, and each document's pages come back as one list, in page order.
+  writeFile("in.jsonl", "{\"id\": 0, \"n\": 5}\n{\"id\": 1, \"n\": 0}\n{\"id\": 2, \"n\": 2}\n");
+  RunSummary summary = run(R"(pipeline merge;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+call split = test.split(field: "n");
+call work = test.sleep(ms: 0.1) { batch: 4 };
+page = expand(split(rows)) as Page;
+number = work(page) as Int;
+even = filter("even " + string(number), number % 2 == 0);
+odd = filter("odd " + string(number * 10), number % 2 == 1);
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(coalesce(even, odd)) });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 3u);
+  std::vector<std::string> written = lines("out.jsonl");
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written,
+            (std::vector<std::string>{
+                "{\"id\":0,\"pages\":[\"even 0\",\"odd 10\",\"even 2\",\"odd 30\",\"even 4\"]}",
+                "{\"id\":1,\"pages\":[]}", "{\"id\":2,\"pages\":[\"even 0\",\"odd 10\"]}"}));
+}
+
+TEST_F(ExpressionsTest, CoalesceDropsOnlyWhenEveryValueIsDroppedAndNeverHidesAFailure) {
+  writeFile("in.jsonl", "{\"n\": 1, \"d\": 1}\n{\"n\": -1, \"d\": 1}\n{\"n\": 1, \"d\": 0}\n");
+  RunSummary summary = run(R"(pipeline failures;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+n = rows.n as Int;
+d = rows.d as Int;
+sink jsonl(path: "$DIR/out.jsonl", record: { v: coalesce(filter(n / d, n > 0), filter(0, n > 5)) });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 1u);
+  EXPECT_EQ(summary.dropped, 1u) << "n = -1: both values are dropped";
+  EXPECT_EQ(summary.failed, 1u) << "n / 0 fails its row: coalesce does not skip a failure";
+  EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"v\":1}"}));
+}
+
+TEST_F(ExpressionsTest, ConstantExpressionsAreComputedOnceAndAFailingOneStopsTheRunBeforeItStarts) {
+  writeFile("in.jsonl", "{\"n\": 4}\n");
+  RunSummary summary = run(R"(pipeline constants;
+param scale: Int = 3;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+sink jsonl(path: "$DIR/out.jsonl", record: { v: (rows.n as Int) * (scale * 2 + 1) });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"v\":28}"}));
+
+  finished_.clear();
+  summary = run(R"(pipeline broken;
+param zero: Int = 0;
+param out: String = "$DIR/broken.jsonl";
+source rows = jsonl("$DIR/in.jsonl") as Row;
+sink jsonl(path: out, record: { v: (rows.n as Int) + 1 / zero });
+)");
+  EXPECT_FALSE(summary.started);
+  ASSERT_TRUE(summary.error);
+  EXPECT_NE(summary.error->find("test.orch:5:56: division by zero"), std::string::npos)
+      << *summary.error;
+}
+
+} // namespace
+} // namespace orch::runtime
