@@ -642,6 +642,73 @@ private:
   DiagnosticEngine &diags_;
 };
 
+/// How deeply brackets, `if`s and prefix operators may nest in one statement: the parser
+/// recurses on each level. Like Clang's -fbracket-depth default.
+constexpr size_t kMaxNesting = 256;
+/// How deeply expressions may nest in one another (a chain `a + b + c ...` nests one level per
+/// operator): every stage after the parser walks expressions recursively.
+constexpr size_t kMaxExpressionDepth = 1000;
+
+/// The first token at which one statement nests deeper than kMaxNesting, or null. Counted on
+/// tokens, before parsing, so that the parser never recurses that deep.
+const antlr4::Token *firstTooDeeplyNested(antlr4::CommonTokenStream &tokens) {
+  // Per open bracket: the `if`s nested at its level (a `,` starts a sibling, a `;` a statement).
+  std::vector<size_t> ifsAtLevel{0};
+  size_t ifs = 0, prefixRun = 0;
+  bool afterOperand = false;
+  for (antlr4::Token *token : tokens.getTokens()) {
+    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+      continue;
+    const size_t type = token->getType();
+    const std::string text = token->getText();
+    bool operand = false;
+    if (text == "(" || text == "{") {
+      ifsAtLevel.push_back(0);
+    } else if (text == ")" || text == "}") {
+      if (ifsAtLevel.size() > 1) {
+        ifs -= ifsAtLevel.back();
+        ifsAtLevel.pop_back();
+      }
+      operand = true;
+    } else if (text == ",") {
+      ifs -= ifsAtLevel.back();
+      ifsAtLevel.back() = 0;
+    } else if (text == ";") {
+      ifsAtLevel.assign(1, 0);
+      ifs = 0;
+    } else if (type == OrchLexer::IF) {
+      ++ifsAtLevel.back();
+      ++ifs;
+    } else if (type == OrchLexer::IDENT || type == OrchLexer::INT || type == OrchLexer::FLOAT ||
+               type == OrchLexer::STRING || type == OrchLexer::TRUE || type == OrchLexer::FALSE ||
+               type == OrchLexer::DURATION || type == OrchLexer::SIZE) {
+      operand = true;
+    }
+    const bool prefix = type == OrchLexer::NOT || (text == "-" && !afterOperand);
+    prefixRun = prefix ? prefixRun + 1 : 0;
+    afterOperand = operand;
+    if (ifsAtLevel.size() - 1 + ifs + prefixRun > kMaxNesting)
+      return token;
+  }
+  return nullptr;
+}
+
+/// The first expression nested deeper than kMaxExpressionDepth in `tree`, or null. Iterative:
+/// the tree may be that deep.
+OrchParser::ExprContext *firstTooDeepExpression(antlr4::tree::ParseTree *tree) {
+  std::vector<std::pair<antlr4::tree::ParseTree *, size_t>> pending{{tree, 0}};
+  while (!pending.empty()) {
+    auto [node, depth] = pending.back();
+    pending.pop_back();
+    auto *expr = dynamic_cast<OrchParser::ExprContext *>(node);
+    if (expr && ++depth > kMaxExpressionDepth)
+      return expr;
+    for (antlr4::tree::ParseTree *child : node->children)
+      pending.emplace_back(child, depth);
+  }
+  return nullptr;
+}
+
 std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t bufferId,
                                        llvm::StringRef text, DiagnosticEngine &diags) {
   LocationMapper locations(sources, bufferId);
@@ -656,6 +723,13 @@ std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t buffer
     antlr4::CommonTokenStream tokens(&lexer);
     tokens.fill();
     reportUnterminatedTokens(tokens, locations, diags);
+    if (const antlr4::Token *deep = firstTooDeeplyNested(tokens)) {
+      diags.error(locations.of(deep), "brackets, 'if's and prefix operators nest more than " +
+                                          std::to_string(kMaxNesting) +
+                                          " levels deep here; split the expression into "
+                                          "named bindings");
+      return nullptr;
+    }
 
     OrchParser parser(&tokens);
     parser.setErrorHandler(std::make_shared<StatementRecoveryStrategy>());
@@ -663,6 +737,14 @@ std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t buffer
     parser.removeErrorListeners();
     parser.addErrorListener(&parserErrors);
     OrchParser::FileContext *tree = parser.file();
+    if (OrchParser::ExprContext *deep = firstTooDeepExpression(tree)) {
+      diags.error(deep->getStart() ? locations.of(deep->getStart())
+                                   : SourceLocation{bufferId, 1, 1, 1},
+                  "an expression nests more than " + std::to_string(kMaxExpressionDepth) +
+                      " levels deep here (each operator of a chain is a level); split it into "
+                      "named bindings");
+      return nullptr;
+    }
     return ParseTreeTransform(locations, bufferId, diags).transformFile(tree);
   } catch (const std::exception &error) {
     diags.internalError(SourceLocation{bufferId, 1, 1, 1},

@@ -73,6 +73,17 @@ private:
                                                    "filter",
                                                    "broadcast",
                                                    "true",
+                                                   "if",
+                                                   "then",
+                                                   "else",
+                                                   "and",
+                                                   "not",
+                                                   "coalesce(",
+                                                   " as Int",
+                                                   "+",
+                                                   "*",
+                                                   "==",
+                                                   "<=",
                                                    "(",
                                                    ")",
                                                    "{",
@@ -146,6 +157,59 @@ TEST(FrontendRobustnessTest, MutatedExamplesNeverCrashAndRejectionsCarryALocatio
   EXPECT_GE(variants, 2000);
   // Most mutations break something; if none were rejected the mutator would be broken.
   EXPECT_GT(rejected, variants / 2);
+}
+
+/// The first error `text` gets from the frontend, or "" when it compiles.
+std::string firstError(const std::string &text) {
+  llvm::SourceMgr sources;
+  uint32_t id = sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "deep.orch"),
+                                           llvm::SMLoc());
+  std::string first;
+  DiagnosticEngine diags([&](const Diagnostic &d) {
+    if (d.severity == DiagnosticSeverity::Error && first.empty())
+      first = d.message;
+  });
+  frontend::runFrontend(sources, id, frontend::FrontendOptions{}, diags);
+  return first;
+}
+
+std::string repeat(const std::string &piece, size_t times) {
+  std::string out;
+  for (size_t i = 0; i < times; ++i)
+    out += piece;
+  return out;
+}
+
+std::string programWith(const std::string &expression) {
+  return "pipeline deep;\nsource rows = jsonl(\"in.jsonl\") as Row;\nx = " + expression +
+         ";\nsink jsonl(path: \"out.jsonl\", record: { x: x });\n";
+}
+
+TEST(FrontendRobustnessTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  // Each of these crashed orchc (SIGSEGV) before nesting was limited.
+  const std::string nested = "brackets, 'if's and prefix operators nest more than 256 levels";
+  EXPECT_NE(firstError(programWith(repeat("(", 100000) + "rows" + repeat(")", 100000)))
+                .find(nested),
+            std::string::npos);
+  EXPECT_NE(firstError(programWith(repeat("test.identity(", 5000) + "rows" + repeat(")", 5000)))
+                .find(nested),
+            std::string::npos);
+  EXPECT_NE(firstError(programWith(repeat("-", 50000) + "1")).find(nested), std::string::npos);
+  EXPECT_NE(firstError(programWith(repeat("not ", 50000) + "true")).find(nested),
+            std::string::npos);
+  EXPECT_NE(firstError(programWith(repeat("if true then ", 5000) + "1" + repeat(" else 2", 5000)))
+                .find(nested),
+            std::string::npos);
+  EXPECT_NE(firstError(programWith("rows.n as Int" + repeat(" + 1", 50000)))
+                .find("an expression nests more than 1000 levels"),
+            std::string::npos);
+  // What stays below the limits compiles: nesting up to 256, siblings without limit.
+  EXPECT_EQ(firstError(programWith(repeat("(", 200) + "rows" + repeat(")", 200))), "");
+  EXPECT_EQ(firstError(programWith("rows.n as Int" + repeat(" + 1", 900))), "");
+  std::string manyFields = "{ ";
+  for (int i = 0; i < 2000; ++i)
+    manyFields += "a" + std::to_string(i) + ": if rows.n as Int > 1 then 1 else 2, ";
+  EXPECT_EQ(firstError(programWith(manyFields + "b: 1 }")), "");
 }
 
 } // namespace
