@@ -14,6 +14,7 @@ class IrGenerator {
 public:
   IrGenerator(const ast::File &file, const std::string &sourcePath) : file_(file), build_(module_) {
     module_.pipelineName = file.pipelineName.name;
+    module_.pipelineLocation = file.pipelineName.location;
     module_.sourcePath = sourcePath;
     for (const ast::Identifier &domain : file.domains)
       domainIds_[domain.name] = build_.domain(domain.name, domain.location);

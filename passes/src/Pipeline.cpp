@@ -9,6 +9,7 @@
 #include "orch/passes/ExpandReducePairing.h"
 #include "orch/passes/FilterMasks.h"
 #include "orch/passes/LowerToPlan.h"
+#include "orch/passes/OutputConflicts.h"
 #include "orch/passes/UnusedValues.h"
 
 namespace orch::passes {
@@ -20,6 +21,7 @@ void addCheckingPasses(PassManager &passes) {
   passes.add(createBroadcastScopingPass());
   passes.add(createDomainCompatibilityPass());
   passes.add(createFilterMasksPass());
+  passes.add(createOutputConflictsPass());
   passes.add(createUnusedValuesPass());
 }
 

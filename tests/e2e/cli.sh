@@ -16,7 +16,7 @@ check "orch --help describes the tool" grep -q "runs Orch pipelines" <("$ORCH_BI
 
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
-printf 'pipeline ok;\nsource s = files("*.txt");\n' >"$workdir/ok.orch"
+printf 'pipeline ok;\nsource s = files("*.txt");\nsink jsonl(path: "o.jsonl", record: { p: s.path });\n' >"$workdir/ok.orch"
 printf 'pipeline bad\n' >"$workdir/bad.orch"
 check "a valid file exits 0" test "$(exit_code "$ORCH_BIN/orchc" --check "$workdir/ok.orch")" = 0
 check "a syntax error exits 1" test "$(exit_code "$ORCH_BIN/orchc" --check "$workdir/bad.orch")" = 1

@@ -100,6 +100,8 @@ struct Sink {
 
 struct Module {
   std::string pipelineName;
+  /// Where the pipeline is named (`pipeline NAME;`).
+  SourceLocation pipelineLocation;
   std::string sourcePath;
   std::vector<Domain> domains;
   std::vector<Operation> ops;
