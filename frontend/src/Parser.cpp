@@ -434,6 +434,8 @@ private:
       return plan::ComputeOp::ToFloat;
     if (name == "coalesce")
       return plan::ComputeOp::Coalesce;
+    if (name == "ordinal")
+      return plan::ComputeOp::Ordinal;
     return std::nullopt;
   }
 

@@ -441,6 +441,8 @@ private:
       if (isScalar(types[0]))
         return Type::scalar(compute.op == ComputeOp::ToInt ? TypeKind::Int : TypeKind::Float);
       return fail(op + " converts Bool, Int, Float, String or Json, not " + types[0].str());
+    case ComputeOp::Ordinal:
+      return Type::scalar(TypeKind::Int);
     case ComputeOp::Cast:
       if (!target)
         return std::nullopt;

@@ -33,6 +33,9 @@ public:
       } else if (op.kind == ir::OpKind::Compute) {
         checkOperands(module, op.operands, op.operandLocations, op.location,
                       "'" + computeSpelling(op) + "'", diags);
+        if (op.field == plan::computeOpName(plan::ComputeOp::Ordinal) && op.domain == ir::kNoDomain)
+          diags.error(op.location, "'ordinal' needs a value from a domain (a source, or what "
+                                   "an expand made), not a constant");
       }
       checkAnnotation(module, op, diags);
     }

@@ -36,6 +36,7 @@ constexpr std::array kComputeOps = {
     ComputeOpInfo{ComputeOp::ToInt, "int", "int", 1},
     ComputeOpInfo{ComputeOp::ToFloat, "float", "float", 1},
     ComputeOpInfo{ComputeOp::Cast, "cast", "as", 1},
+    ComputeOpInfo{ComputeOp::Ordinal, "ordinal", "ordinal", 1},
 };
 
 const ComputeOpInfo &infoOf(ComputeOp op) { return kComputeOps[static_cast<size_t>(op)]; }
@@ -46,7 +47,7 @@ constexpr bool tableFollowsTheEnum() {
   for (size_t i = 0; i < kComputeOps.size(); ++i)
     if (static_cast<size_t>(kComputeOps[i].op) != i)
       return false;
-  return kComputeOps.size() == static_cast<size_t>(ComputeOp::Cast) + 1;
+  return kComputeOps.size() == static_cast<size_t>(ComputeOp::Ordinal) + 1;
 }
 static_assert(tableFollowsTheEnum(), "kComputeOps lists every ComputeOp in enum order");
 

@@ -263,6 +263,7 @@ ComputeOutcome evaluateCompute(ComputeOp op, std::span<const Value> operands,
     return cast(operands[0], resultType);
   case ComputeOp::If:
   case ComputeOp::Coalesce:
+  case ComputeOp::Ordinal:
     break;
   }
   return fail(std::string("'") + plan::computeOpSpelling(op) + "' is resolved by the engine");

@@ -429,6 +429,11 @@ void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
     operands.reserve(target.inputs.size());
     for (size_t i = 0; i < target.inputs.size(); ++i)
       operands.push_back(input(i).value);
+    if (nodeLayout(node).compute == plan::ComputeOp::Ordinal) {
+      setItem(entity, node, ItemOutcome::Present, Value::integer(int64_t(entities[entity].ordinal)),
+              kNoIndex);
+      return;
+    }
     ComputeOutcome outcome = evaluateCompute(nodeLayout(node).compute, operands, target.type);
     if (outcome.failure) {
       const uint32_t cause = recordFailure(entity, FailureKind::RecordFailure, CallId(),

@@ -165,6 +165,23 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(coalesce
                 "{\"id\":1,\"pages\":[]}", "{\"id\":2,\"pages\":[\"even 0\",\"odd 10\"]}"}));
 }
 
+TEST_F(ExpressionsTest, OrdinalIsTheRowNumberOfARootAndTheIndexOfAChild) {
+  writeFile("in.jsonl", "{\"n\": 2}\n{\"n\": 0}\n{\"n\": 3}\n");
+  RunSummary summary = run(R"(pipeline ordinals;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+call split = test.split(field: "n");
+page = expand(split(rows)) as Page;
+label = string(broadcast(ordinal(rows), page)) + "." + string(ordinal(page));
+sink jsonl(path: "$DIR/out.jsonl", record: { row: ordinal(rows), pages: reduce(label) });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  std::vector<std::string> written = lines("out.jsonl");
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written, (std::vector<std::string>{"{\"row\":0,\"pages\":[\"0.0\",\"0.1\"]}",
+                                               "{\"row\":1,\"pages\":[]}",
+                                               "{\"row\":2,\"pages\":[\"2.0\",\"2.1\",\"2.2\"]}"}));
+}
+
 TEST_F(ExpressionsTest, CoalesceDropsOnlyWhenEveryValueIsDroppedAndNeverHidesAFailure) {
   writeFile("in.jsonl", "{\"n\": 1, \"d\": 1}\n{\"n\": -1, \"d\": 1}\n{\"n\": 1, \"d\": 0}\n");
   RunSummary summary = run(R"(pipeline failures;

@@ -94,7 +94,7 @@ CompletionResult completeAt(std::string_view text, const DocumentIndex &index,
   for (const char *keyword :
        {"pipeline",  "param", "source",   "call",   "sink", "expand", "reduce", "filter",
         "broadcast", "as",    "true",     "false",  "and",  "or",     "not",    "if",
-        "then",      "else",  "coalesce", "string", "int",  "float"})
+        "then",      "else",  "coalesce", "string", "int",  "float",  "ordinal"})
     add(keyword, CompletionKind::Keyword, "", "");
   return result;
 }

@@ -36,6 +36,9 @@ enum class ComputeOp : unsigned char {
   ToFloat,
   /// `x as T` on a Json value: checked against T when it runs.
   Cast,
+  /// `ordinal(x)`: the position of x's entity, a root's row number in its source or a child's
+  /// index among its siblings (from 0).
+  Ordinal,
 };
 
 /// The name plans carry ("add", "less_equal", "if", "cast", ...).
