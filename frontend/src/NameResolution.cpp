@@ -77,6 +77,8 @@ private:
 
   void declareDomains() {
     for (auto &statement : file_.statements) {
+      if (statement->broken)
+        continue;
       if (auto *source = std::get_if<ast::SourceDecl>(&statement->node))
         declareDomain(source->domain ? *source->domain : source->name);
       ast::forEachExpr(*statement, [&](ast::Expr &expr) { declareExpandDomains(expr); });
@@ -94,6 +96,8 @@ private:
   /// The names each statement uses, for finding cycles before resolving.
   void collectUses() {
     for (auto &statement : file_.statements) {
+      if (statement->broken)
+        continue;
       std::vector<NameUse> &uses = uses_[statement.get()];
       ast::forEachExpr(*statement, [&](ast::Expr &expr) { collectUses(expr, uses); });
     }
@@ -110,6 +114,8 @@ private:
 
   void resolveStatement(size_t index) {
     ast::Statement &statement = *file_.statements[index];
+    if (statement.broken)
+      return;
     ast::forEachExpr(statement, [&](ast::Expr &expr) { resolveExpr(expr, index); });
   }
 
@@ -140,6 +146,7 @@ private:
     if (found == declarations_.end())
       return;
     if (!std::holds_alternative<ast::CallDecl>(found->second.statement->node)) {
+      invoke.calleeReported = true;
       diags_
           .error(invoke.use.op.location, "'" + callee + "' is a " +
                                              describeDeclaration(*found->second.statement) +
@@ -149,6 +156,8 @@ private:
     }
     if (lookup(callee, invoke.use.op.location, userIndex))
       invoke.call = found->second.statement;
+    else
+      invoke.calleeReported = true;
   }
 
   /// The declaration `name` refers to from statement `userIndex`, or null after reporting why

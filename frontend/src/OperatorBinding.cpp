@@ -104,7 +104,8 @@ const OperatorSignature *OperatorBinder::lookup(const ast::OperatorName &name,
   std::string kind = wanted == OperatorKind::Transform ? "" : plan::operatorKindName(wanted);
   diags_.error(name.location, "unknown " + (kind.empty() ? std::string() : kind + " ") +
                                   "operator " + quoted(name.text) +
-                                  didYouMean(name.text, candidates));
+                                  didYouMean(name.text, candidates) +
+                                  " (`orch operators` lists every operator)");
   return nullptr;
 }
 

@@ -335,9 +335,29 @@ public:
   }
 
 private:
+  /// Whether the parser recovered from an error inside `tree` by leaving a rule early, skipping
+  /// tokens or conjuring one. Only a conjured `;` leaves the statement whole: it is checked like
+  /// any other.
+  static bool recoveredInside(antlr4::tree::ParseTree *tree) {
+    std::vector<antlr4::tree::ParseTree *> pending{tree};
+    while (!pending.empty()) {
+      antlr4::tree::ParseTree *node = pending.back();
+      pending.pop_back();
+      if (auto *error = dynamic_cast<antlr4::tree::ErrorNode *>(node);
+          error && !(error->getSymbol()->getTokenIndex() == INVALID_INDEX &&
+                     error->getSymbol()->getType() == OrchLexer::SEMI))
+        return true;
+      if (auto *rule = dynamic_cast<antlr4::ParserRuleContext *>(node); rule && rule->exception)
+        return true;
+      pending.insert(pending.end(), node->children.begin(), node->children.end());
+    }
+    return false;
+  }
+
   std::unique_ptr<ast::Statement> transformStatement(OrchParser::StatementContext *context) {
     auto statement = std::make_unique<ast::Statement>();
     statement->location = location(context);
+    statement->broken = recoveredInside(context);
     if (auto *param = context->paramDecl())
       statement->node = transformParamDecl(param);
     else if (auto *source = context->sourceDecl())

@@ -38,7 +38,8 @@ public:
     unsigned errorsBefore = diags_.errorCount();
     reportOverridesOfUnknownParams(file_, overrides_, diags_);
     for (auto &statement : file_.statements)
-      checkStatement(*statement);
+      if (!statement->broken)
+        checkStatement(*statement);
     return diags_.errorCount() == errorsBefore;
   }
 
@@ -224,7 +225,13 @@ private:
       std::vector<std::string> names;
       for (const plan::RecordField &field : fields)
         names.push_back(field.name);
-      message += didYouMean(projection.field.name, names);
+      std::string suggestion = didYouMean(projection.field.name, names);
+      if (suggestion.empty()) {
+        suggestion = "; its fields are ";
+        for (size_t i = 0; i < names.size(); ++i)
+          suggestion += (i ? ", " : "") + quoted(names[i]);
+      }
+      message += suggestion;
     }
     diags_.error(projection.field.location, message);
     return std::nullopt;
@@ -296,7 +303,7 @@ private:
             .error(invoke.use.options.front().name.location,
                    "options of call " + quoted(call.name.name) + " belong in its declaration")
             .attachNote(call.name.location, "call " + quoted(call.name.name) + " is declared here");
-    } else {
+    } else if (!invoke.calleeReported) {
       signature = binder_.lookup(invoke.use.op, OperatorKind::Transform);
     }
     if (!signature) {

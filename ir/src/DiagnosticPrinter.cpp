@@ -5,6 +5,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace orch {
 namespace {
@@ -21,13 +23,34 @@ llvm::SourceMgr::DiagKind toDiagKind(DiagnosticSeverity severity) {
   return llvm::SourceMgr::DK_Error;
 }
 
+bool isControl(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return (byte < 0x20 && c != '\t') || byte == 0x7f;
+}
+
+/// `text` with control characters (a NUL byte, an escape) written as `\xNN`, so that a message
+/// never carries them to the terminal.
+std::string escapeControls(llvm::StringRef text) {
+  std::string out;
+  for (char c : text) {
+    if (!isControl(c)) {
+      out += c;
+      continue;
+    }
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
+    out += escaped;
+  }
+  return out;
+}
+
 void printOne(llvm::SourceMgr &sources, const Diagnostic &diagnostic, llvm::raw_ostream &out,
               const DiagnosticPrintOptions &options) {
   const SourceLocation &location = diagnostic.location;
   if (!location.isKnown() || location.bufferId > sources.getNumBuffers()) {
     if (!options.programName.empty())
       out << options.programName << ": ";
-    out << severityName(diagnostic.severity) << ": " << diagnostic.message << "\n";
+    out << severityName(diagnostic.severity) << ": " << escapeControls(diagnostic.message) << "\n";
     return;
   }
   llvm::SMLoc start =
@@ -39,8 +62,16 @@ void printOne(llvm::SourceMgr &sources, const Diagnostic &diagnostic, llvm::raw_
     const char *end = std::min(start.getPointer() + location.length, buffer->getBufferEnd());
     ranges.push_back(llvm::SMRange(start, llvm::SMLoc::getFromPointer(end)));
   }
-  sources.PrintMessage(out, start, toDiagKind(diagnostic.severity), diagnostic.message, ranges, {},
-                       options.colors);
+  // The quoted source line keeps its columns (for the caret): a control character in it is
+  // shown as '?'.
+  const llvm::SMDiagnostic full = sources.GetMessage(
+      start, toDiagKind(diagnostic.severity), escapeControls(diagnostic.message), ranges, {});
+  std::string line = full.getLineContents().str();
+  std::replace_if(line.begin(), line.end(), isControl, '?');
+  llvm::SMDiagnostic(sources, full.getLoc(), full.getFilename(), full.getLineNo(),
+                     full.getColumnNo(), full.getKind(), full.getMessage(), line, full.getRanges(),
+                     full.getFixIts())
+      .print(nullptr, out, options.colors);
 }
 
 } // namespace

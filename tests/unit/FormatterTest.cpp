@@ -123,7 +123,7 @@ TEST(FormatterTest, EveryOrchFileOfTheRepositoryIsAFixedPoint) {
     ++formatted;
   }
   EXPECT_GE(formatted, 25u);
-  EXPECT_LE(refused, 5u);
+  EXPECT_LE(refused, 6u);
   std::printf("%zu files formatted, %zu with syntax errors refused\n", formatted, refused);
 }
 

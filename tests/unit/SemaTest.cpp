@@ -169,13 +169,23 @@ n = list.len(reduce(expand(test.split(docs, n: 3)) as Part));
   EXPECT_EQ(compiled->value("n").type->str(), "Int");
 }
 
-TEST(SemaTest, StagesStopAtTheFirstThatFailsSoMistakesAreNotRepeated) {
-  auto syntax = compile("pipeline p;\nx = ;\ny = undefined_name;\n");
+TEST(SemaTest, EveryStatementsErrorsAreReportedInOneRunAndNoneTwice) {
+  // A syntax error does not hide the name error of another statement; the name the broken
+  // statement declares is known, so its uses are not reported again.
+  auto syntax = compile("pipeline p;\nx = ;\ny = undefined_name;\nz = x;\n");
   EXPECT_FALSE(syntax->result.ok);
-  ASSERT_EQ(syntax->diagnostics.size(), 1u);
+  ASSERT_EQ(syntax->diagnostics.size(), 2u);
+  EXPECT_EQ(syntax->diagnostics[1].message, "use of undefined name 'undefined_name'");
+  // A name error does not hide the type error of another statement.
   auto names = compile("pipeline p;\nx = y;\nz = pdf.nope(1);\n");
-  ASSERT_EQ(names->diagnostics.size(), 1u);
+  ASSERT_EQ(names->diagnostics.size(), 2u);
   EXPECT_EQ(names->diagnostics[0].message, "use of undefined name 'y'");
+  EXPECT_EQ(names->diagnostics[1].message.rfind("unknown operator 'pdf.nope'", 0), 0u)
+      << names->diagnostics[1].message;
+  // A callee name resolution reported is not looked up among the operators as well.
+  auto callee = compile("pipeline p;\nsource docs = files(\"*\") as Doc;\nx = docs(docs);\n");
+  ASSERT_EQ(callee->diagnostics.size(), 1u);
+  EXPECT_EQ(callee->diagnostics[0].message, "'docs' is a source, not a call");
 }
 
 } // namespace

@@ -110,6 +110,9 @@ struct Invoke {
   OperatorUse use;
   // resolved: the declared Call it invokes, if any (its static arguments and options apply)
   const Statement *call = nullptr;
+  /// Name resolution reported its callee (a value used as a Call, a Call used too early): the
+  /// operator catalog is not searched for it again.
+  bool calleeReported = false;
 };
 
 struct Expand {
@@ -186,6 +189,9 @@ struct BindingDecl {
 struct Statement {
   SourceLocation location;
   std::variant<ParamDecl, SourceDecl, CallDecl, SinkDecl, BindingDecl> node;
+  /// The parser recovered from a syntax error inside it: the name it declares is known (so
+  /// that its uses are not reported again), nothing else of it is checked.
+  bool broken = false;
 };
 
 struct File {
