@@ -456,6 +456,8 @@ private:
       return plan::ComputeOp::Coalesce;
     if (name == "ordinal")
       return plan::ComputeOp::Ordinal;
+    if (name == "len")
+      return plan::ComputeOp::Length;
     return std::nullopt;
   }
 

@@ -450,6 +450,15 @@ private:
       return fail(op + " converts Bool, Int, Float, String or Json, not " + types[0].str());
     case ComputeOp::Ordinal:
       return Type::scalar(TypeKind::Int);
+    case ComputeOp::Length:
+      if (types[0].kind() == TypeKind::String || types[0].kind() == TypeKind::Text ||
+          types[0].isList())
+        return Type::scalar(TypeKind::Int);
+      return fail("'len' measures a String or a List, not " + types[0].str() + jsonHint(types));
+    case ComputeOp::NonBlank:
+      if (types[0].kind() == TypeKind::String || types[0].kind() == TypeKind::Text)
+        return boolean;
+      return fail("'text.nonempty' needs a String, not " + types[0].str());
     case ComputeOp::Cast:
       if (!target)
         return std::nullopt;

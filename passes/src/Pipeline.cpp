@@ -8,6 +8,7 @@
 #include "orch/passes/DomainInference.h"
 #include "orch/passes/ExpandReducePairing.h"
 #include "orch/passes/FilterMasks.h"
+#include "orch/passes/HelperFusion.h"
 #include "orch/passes/LowerToPlan.h"
 #include "orch/passes/OutputConflicts.h"
 #include "orch/passes/UnusedValues.h"
@@ -23,6 +24,7 @@ void addCheckingPasses(PassManager &passes) {
   passes.add(createFilterMasksPass());
   passes.add(createOutputConflictsPass());
   passes.add(createUnusedValuesPass());
+  passes.add(createHelperFusionPass());
 }
 
 std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &diags,

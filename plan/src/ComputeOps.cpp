@@ -37,6 +37,8 @@ constexpr std::array kComputeOps = {
     ComputeOpInfo{ComputeOp::ToFloat, "float", "float", 1},
     ComputeOpInfo{ComputeOp::Cast, "cast", "as", 1},
     ComputeOpInfo{ComputeOp::Ordinal, "ordinal", "ordinal", 1},
+    ComputeOpInfo{ComputeOp::Length, "length", "len", 1},
+    ComputeOpInfo{ComputeOp::NonBlank, "non_blank", "text.nonempty", 1},
 };
 
 const ComputeOpInfo &infoOf(ComputeOp op) { return kComputeOps[static_cast<size_t>(op)]; }
@@ -47,7 +49,7 @@ constexpr bool tableFollowsTheEnum() {
   for (size_t i = 0; i < kComputeOps.size(); ++i)
     if (static_cast<size_t>(kComputeOps[i].op) != i)
       return false;
-  return kComputeOps.size() == static_cast<size_t>(ComputeOp::Ordinal) + 1;
+  return kComputeOps.size() == static_cast<size_t>(ComputeOp::NonBlank) + 1;
 }
 static_assert(tableFollowsTheEnum(), "kComputeOps lists every ComputeOp in enum order");
 

@@ -221,6 +221,15 @@ private:
     case plan::NodeKind::Invoke:
       return invoke(plan_.calls[node.index], inputs,
                     e == 0 ? uint32_t(sourceRow) : entities_[e].path.back());
+    case plan::NodeKind::Compute:
+      // Helper fusion turns math.gt and math.lt Calls into these.
+      if (node.field == "greater" || node.field == "less") {
+        const bool greater = inputs[0].asFloat() > inputs[1].asFloat();
+        const bool less = inputs[0].asFloat() < inputs[1].asFloat();
+        return {ItemOutcome::Present, Value::boolean(node.field == "greater" ? greater : less)};
+      }
+      ADD_FAILURE() << "reference: unexpected compute " << node.field;
+      return {};
     default:
       ADD_FAILURE() << "reference: unexpected " << plan::nodeKindName(node.kind);
       return {};

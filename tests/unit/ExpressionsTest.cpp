@@ -197,6 +197,37 @@ sink jsonl(path: "$DIR/out.jsonl", record: { v: coalesce(filter(n / d, n > 0), f
   EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"v\":1}"}));
 }
 
+TEST_F(ExpressionsTest, HelperCallsWithDefaultOptionsAreEvaluatedInPlaceWithTheSameResults) {
+  writeFile("in.jsonl", "{\"t\": \"héllo\", \"l\": [1, 2]}\n{\"t\": \"  \", \"l\": []}\n");
+  const std::string plain = R"(pipeline helpers;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+t = rows.t as String;
+n = text.len(t);
+sink jsonl(path: "$DIR/OUT", record: {
+  n: n, blank: not text.nonempty(t), items: list.len(rows.l as List<Int>),
+  big: math.gt(n, 3), small: math.lt(n, 3), same: len(t) == n
+});
+)";
+  auto withOut = [](std::string program, const std::string &out, const std::string &options) {
+    program.replace(program.find("OUT"), 3, out);
+    program.replace(program.find("text.len(t)"), 11, "text.len(t)" + options);
+    return program;
+  };
+  RunSummary summary = run(withOut(plain, "fused.jsonl", ""));
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_TRUE(plan_.calls.empty()) << "every helper was fused: no Call, no batch";
+  summary = run(withOut(plain, "batched.jsonl", " { batch: 64 }"));
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  ASSERT_EQ(plan_.calls.size(), 1u) << "a helper given options keeps them, as a Call";
+  EXPECT_EQ(plan_.calls[0].op, "text.len");
+  EXPECT_EQ(plan_.calls[0].options.batch, 64);
+  const std::vector<std::string> expected = {
+      "{\"n\":5,\"blank\":false,\"items\":2,\"big\":true,\"small\":false,\"same\":true}",
+      "{\"n\":2,\"blank\":true,\"items\":0,\"big\":false,\"small\":true,\"same\":true}"};
+  EXPECT_EQ(lines("fused.jsonl"), expected);
+  EXPECT_EQ(lines("batched.jsonl"), expected) << "the operator computes what the fusion does";
+}
+
 TEST_F(ExpressionsTest, ConstantExpressionsAreComputedOnceAndAFailingOneStopsTheRunBeforeItStarts) {
   writeFile("in.jsonl", "{\"n\": 4}\n");
   RunSummary summary = run(R"(pipeline constants;

@@ -143,7 +143,7 @@ TEST_F(LocalRunnerTest, MissingImplementationsStopTheRunBeforeItStarts) {
   plan::Plan plan = compile(R"(
 pipeline unimplemented;
 source docs = files("$DIR/*.pdf");
-sink jsonl(path: "$DIR/out.jsonl", record: { pages: list.len(reduce(pdf.text(expand(pdf.pages(docs)) as Page))) });
+sink jsonl(path: "$DIR/out.jsonl", record: { text: text.join(reduce(pdf.text(expand(pdf.pages(docs)) as Page))) });
 )");
   // A worker built without the PDF operators (only the test operators and files/jsonl here).
   OperatorRegistry partial;
@@ -154,7 +154,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { pages: list.len(reduce(pdf.text(exp
   EXPECT_FALSE(summary.started);
   ASSERT_TRUE(summary.error);
   EXPECT_NE(summary.error->find("no implementation for operator pdf.pages, operator pdf.text, "
-                                "operator list.len"),
+                                "operator text.join"),
             std::string::npos)
       << *summary.error;
 }

@@ -39,6 +39,11 @@ enum class ComputeOp : unsigned char {
   /// `ordinal(x)`: the position of x's entity, a root's row number in its source or a child's
   /// index among its siblings (from 0).
   Ordinal,
+  /// `len(x)`: a text's length in Unicode code points, or a list's number of elements (what
+  /// text.len and list.len compute; helper fusion evaluates those Calls as this).
+  Length,
+  /// Whether a text has a character other than ASCII whitespace (text.nonempty, fused).
+  NonBlank,
 };
 
 /// The name plans carry ("add", "less_equal", "if", "cast", ...).
