@@ -140,7 +140,7 @@ private:
                    SourceLocation location, bool declared) {
     return build_.call(ir::Call{name, operatorUse.signature->name, constants(operatorUse),
                                 operatorUse.callOptions, operatorUse.signature->gpu, location,
-                                declared});
+                                declared, !operatorUse.options.empty()});
   }
 
   static std::vector<ir::NamedConstant> constants(const ast::OperatorUse &operatorUse) {

@@ -242,6 +242,8 @@ bool OperatorBinder::checkStatic(ast::Expr &value, const OperatorParam &param,
 }
 
 void OperatorBinder::checkOptions(ast::OperatorUse &use, const OperatorSignature &signature) {
+  // What the options do not set is the operator's default.
+  use.callOptions.batch = signature.defaultBatch;
   std::unordered_map<std::string, SourceLocation> seen;
   for (ast::Option &option : use.options) {
     const std::string &name = option.name.name;

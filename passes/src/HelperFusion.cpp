@@ -25,7 +25,7 @@ constexpr std::array kFusableHelpers = {
 };
 
 const FusableHelper *fusableHelper(const ir::Call &call) {
-  if (call.options != plan::CallOptions{} || !call.constants.empty())
+  if (call.optionsWritten || !call.constants.empty())
     return nullptr;
   for (const FusableHelper &helper : kFusableHelpers)
     if (call.op == helper.op)

@@ -102,31 +102,41 @@ void addDocumentOperators(OperatorCatalog &catalog) {
                         "an image tesseract cannot read is a RecordFailure"));
 }
 
+/// Cheap row-wise functions: their Calls take this many rows per batch unless told otherwise.
+constexpr int64_t kRowWiseBatch = 256;
+
+OperatorSignature rowWise(OperatorSignature signature) {
+  signature.defaultBatch = kRowWiseBatch;
+  return signature;
+}
+
 void addTextListMathOperators(OperatorCatalog &catalog) {
   const Type string = scalar(TypeKind::String);
   const Type text = scalar(TypeKind::Text);
   const Type real = scalar(TypeKind::Float);
   const Type boolean = scalar(TypeKind::Bool);
-  catalog.add(transform("text.join",
-                        {input("parts", Type::list(string), "the texts to join"),
-                         constant("separator", string, std::string("\n"), "placed between parts")},
-                        text, "joins texts in order", "none"));
-  catalog.add(transform("text.nonempty", {input("text", string, "a text")}, boolean,
-                        "whether a text has any non-whitespace character", "none"));
-  catalog.add(transform("text.len", {input("text", string, "a text")}, scalar(TypeKind::Int),
-                        "length in Unicode code points", "none"));
-  catalog.add(transform("text.normalize", {input("text", string, "a text")}, text,
-                        "Unicode NFC, collapsed whitespace, trimmed", "none"));
-  catalog.add(transform("list.len", {input("list", Type::list(Type::var()), "a list")},
-                        scalar(TypeKind::Int), "number of elements", "none"));
-  catalog.add(transform("list.mean", {input("list", Type::list(real), "numbers")}, real,
-                        "arithmetic mean", "an empty list is a RecordFailure"));
-  catalog.add(transform("list.max", {input("list", Type::list(real), "numbers")}, real,
-                        "largest element", "an empty list is a RecordFailure"));
-  catalog.add(transform("math.gt", {input("a", real, "left"), input("b", real, "right")}, boolean,
-                        "a > b", "none"));
-  catalog.add(transform("math.lt", {input("a", real, "left"), input("b", real, "right")}, boolean,
-                        "a < b", "none"));
+  // Each is cheap and row-wise: batched by kRowWiseBatch by default.
+  auto add = [&](OperatorSignature signature) { catalog.add(rowWise(std::move(signature))); };
+  add(transform("text.join",
+                {input("parts", Type::list(string), "the texts to join"),
+                 constant("separator", string, std::string("\n"), "placed between parts")},
+                text, "joins texts in order", "none"));
+  add(transform("text.nonempty", {input("text", string, "a text")}, boolean,
+                "whether a text has any non-whitespace character", "none"));
+  add(transform("text.len", {input("text", string, "a text")}, scalar(TypeKind::Int),
+                "length in Unicode code points", "none"));
+  add(transform("text.normalize", {input("text", string, "a text")}, text,
+                "Unicode NFC, collapsed whitespace, trimmed", "none"));
+  add(transform("list.len", {input("list", Type::list(Type::var()), "a list")},
+                scalar(TypeKind::Int), "number of elements", "none"));
+  add(transform("list.mean", {input("list", Type::list(real), "numbers")}, real, "arithmetic mean",
+                "an empty list is a RecordFailure"));
+  add(transform("list.max", {input("list", Type::list(real), "numbers")}, real, "largest element",
+                "an empty list is a RecordFailure"));
+  add(transform("math.gt", {input("a", real, "left"), input("b", real, "right")}, boolean, "a > b",
+                "none"));
+  add(transform("math.lt", {input("a", real, "left"), input("b", real, "right")}, boolean, "a < b",
+                "none"));
 }
 
 void addMediaOperators(OperatorCatalog &catalog) {

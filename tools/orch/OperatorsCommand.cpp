@@ -48,7 +48,10 @@ void printOperator(const plan::OperatorSignature &op, std::ostream &out) {
     out << "Call options:";
     for (const std::string &option : op.options)
       out << " `" << option << "`";
-    out << ".\n\n";
+    out << ".";
+    if (op.defaultBatch != 1)
+      out << " Batches of " << op.defaultBatch << " rows unless `batch` says otherwise.";
+    out << "\n\n";
   }
   out << "Failures: " << op.failures << ".\n\n";
 }

@@ -78,6 +78,8 @@ struct Call {
   SourceLocation location;
   /// Declared with `call` (as opposed to an inline invocation).
   bool declared = false;
+  /// The program set options on it (`{ batch: 64 }`): helper fusion leaves it a Call.
+  bool optionsWritten = false;
 };
 
 struct Source {

@@ -43,6 +43,9 @@ struct OperatorSignature {
   std::string doc;
   /// How it fails, for the operator reference.
   std::string failures;
+  /// The batch size of its Calls when they do not set `batch`: 1, or more for cheap row-wise
+  /// functions, whose per-batch overhead would otherwise dominate.
+  int64_t defaultBatch = 1;
 
   const OperatorParam *param(std::string_view name) const;
 };
