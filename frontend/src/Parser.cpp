@@ -19,6 +19,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 namespace orch::frontend {
@@ -779,8 +780,22 @@ std::unique_ptr<ast::File> parseTokens(llvm::SourceMgr &sources, uint32_t buffer
 
 } // namespace
 
+/// The largest source the compiler takes. Real pipelines are kilobytes; a generated one of
+/// this size compiles in about 4 s and 700 MB here (both grow linearly), and a larger one is
+/// refused up front instead of exhausting the machine.
+constexpr size_t kMaxSourceBytes = 2 * 1024 * 1024;
+
 ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags) {
   llvm::StringRef text = sources.getMemoryBuffer(bufferId)->getBuffer();
+  if (text.size() > kMaxSourceBytes) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%.1f MiB", double(text.size()) / (1024 * 1024));
+    diags.error(SourceLocation{bufferId, 1, 1, 1},
+                std::string("this source is ") + size + "; the compiler takes sources of up to " +
+                    std::to_string(kMaxSourceBytes / (1024 * 1024)) +
+                    " MiB (split a generated pipeline into several)");
+    return ParseResult{nullptr, false};
+  }
   if (!checkUtf8(text, sources, bufferId, diags))
     return ParseResult{nullptr, false};
 

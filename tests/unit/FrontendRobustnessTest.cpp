@@ -188,9 +188,9 @@ std::string programWith(const std::string &expression) {
 TEST(FrontendRobustnessTest, DeepNestingIsAnErrorNotAStackOverflow) {
   // Each of these crashed orchc (SIGSEGV) before nesting was limited.
   const std::string nested = "brackets, 'if's and prefix operators nest more than 256 levels";
-  EXPECT_NE(firstError(programWith(repeat("(", 100000) + "rows" + repeat(")", 100000)))
-                .find(nested),
-            std::string::npos);
+  EXPECT_NE(
+      firstError(programWith(repeat("(", 100000) + "rows" + repeat(")", 100000))).find(nested),
+      std::string::npos);
   EXPECT_NE(firstError(programWith(repeat("test.identity(", 5000) + "rows" + repeat(")", 5000)))
                 .find(nested),
             std::string::npos);
@@ -206,6 +206,11 @@ TEST(FrontendRobustnessTest, DeepNestingIsAnErrorNotAStackOverflow) {
   // What stays below the limits compiles: nesting up to 256, siblings without limit.
   EXPECT_EQ(firstError(programWith(repeat("(", 200) + "rows" + repeat(")", 200))), "");
   EXPECT_EQ(firstError(programWith("rows.n as Int" + repeat(" + 1", 900))), "");
+  // A source beyond the size limit is refused up front (it used to take minutes and gigabytes).
+  std::string huge = programWith("rows.n as Int");
+  while (huge.size() <= 2 * 1024 * 1024)
+    huge += "v" + std::to_string(huge.size()) + " = 1 + 2;\n";
+  EXPECT_NE(firstError(huge).find("the compiler takes sources of up to 2 MiB"), std::string::npos);
   std::string manyFields = "{ ";
   for (int i = 0; i < 2000; ++i)
     manyFields += "a" + std::to_string(i) + ": if rows.n as Int > 1 then 1 else 2, ";
