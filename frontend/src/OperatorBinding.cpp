@@ -215,8 +215,13 @@ bool OperatorBinder::checkInput(ast::Expr &value, const OperatorParam &param, co
   if (unify(param.type, *type, typeVar))
     return true;
   Type expected = typeVar ? plan::substitute(param.type, *typeVar) : param.type;
-  diags_.error(value.location, "argument " + quoted(param.name) + " of " + quoted(op) +
-                                   " must be " + expected.str() + ", not " + type->str());
+  diags_.error(value.location,
+               "argument " + quoted(param.name) + " of " + quoted(op) + " must be " +
+                   expected.str() + ", not " + type->str() +
+                   (type->kind() == TypeKind::Json
+                        ? "; give the Json value its type, checked when it runs: `... as " +
+                              expected.str() + "`"
+                        : std::string()));
   return false;
 }
 
