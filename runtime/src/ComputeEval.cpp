@@ -22,7 +22,7 @@ bool bothInts(const Value &a, const Value &b) {
   return a.kind() == Value::Kind::Int && b.kind() == Value::Kind::Int;
 }
 
-/// A value as an operand's text in messages: short, and its kind when it is not a scalar.
+/// A value as it appears in a message: its JSON-like text, cut at 60 characters.
 std::string shown(const Value &value) {
   std::string text = value.str();
   return text.size() > 60 ? text.substr(0, 57) + "..." : text;
@@ -97,10 +97,10 @@ std::optional<int> compare(const Value &a, const Value &b) {
       return std::nullopt;
     return x < y ? -1 : x > y ? 1 : 0;
   }
-  if (a.kind() == Value::Kind::String && b.kind() == Value::Kind::String)
-    return a.asString().compare(b.asString()) < 0   ? -1
-           : a.asString().compare(b.asString()) > 0 ? 1
-                                                    : 0;
+  if (a.kind() == Value::Kind::String && b.kind() == Value::Kind::String) {
+    const int order = a.asString().compare(b.asString());
+    return order < 0 ? -1 : order > 0 ? 1 : 0;
+  }
   if (a.kind() == Value::Kind::Bool && b.kind() == Value::Kind::Bool)
     return int(a.asBool()) - int(b.asBool());
   return std::nullopt;
