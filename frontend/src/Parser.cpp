@@ -459,6 +459,8 @@ private:
       return plan::ComputeOp::Ordinal;
     if (name == "len")
       return plan::ComputeOp::Length;
+    if (name == "format")
+      return plan::ComputeOp::Format;
     return std::nullopt;
   }
 
@@ -482,11 +484,12 @@ private:
       diags_.error(use.op.location,
                    "'" + use.op.text + "' is a builtin function; it takes no options");
     const size_t count = compute.operands.size();
-    if (compute.op == plan::ComputeOp::Coalesce ? count == 0 : count != 1)
+    const bool variadic =
+        compute.op == plan::ComputeOp::Coalesce || compute.op == plan::ComputeOp::Format;
+    if (variadic ? count == 0 : count != 1)
       diags_.error(use.op.location, "'" + use.op.text + "' takes " +
-                                        (compute.op == plan::ComputeOp::Coalesce
-                                             ? std::string("one or more arguments")
-                                             : std::string("exactly one argument")) +
+                                        (variadic ? std::string("one or more arguments")
+                                                  : std::string("exactly one argument")) +
                                         ", but " + std::to_string(count) + " were given");
     return compute;
   }

@@ -450,6 +450,27 @@ private:
       return fail(op + " converts Bool, Int, Float, String or Json, not " + types[0].str());
     case ComputeOp::Ordinal:
       return Type::scalar(TypeKind::Int);
+    case ComputeOp::Format: {
+      if (types[0].kind() != TypeKind::String && types[0].kind() != TypeKind::Text)
+        return fail("the first argument of 'format' is its text, a String, not " + types[0].str());
+      for (size_t i = 1; i < types.size(); ++i)
+        if (!isScalar(types[i]))
+          return fail("'format' writes Bool, Int, Float, String or Json values, not " +
+                      types[i].str());
+      // A constant text is checked now: one value per `{}`.
+      if (auto *literal = std::get_if<ast::Literal>(&compute.operands[0]->node))
+        if (auto *text = std::get_if<std::string>(&literal->value)) {
+          std::optional<size_t> holes = plan::formatHoles(*text);
+          if (!holes)
+            return fail("a lone '{' or '}' in the text of 'format' (a brace of the text is "
+                        "written twice)");
+          if (*holes != types.size() - 1)
+            return fail("the text of 'format' has " + std::to_string(*holes) + " '{}' but " +
+                        std::to_string(types.size() - 1) +
+                        (types.size() == 2 ? " value follows it" : " values follow it"));
+        }
+      return Type::scalar(TypeKind::String);
+    }
     case ComputeOp::Length:
       if (types[0].kind() == TypeKind::String || types[0].kind() == TypeKind::Text ||
           types[0].isList())

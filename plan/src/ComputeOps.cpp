@@ -39,6 +39,7 @@ constexpr std::array kComputeOps = {
     ComputeOpInfo{ComputeOp::Ordinal, "ordinal", "ordinal", 1},
     ComputeOpInfo{ComputeOp::Length, "length", "len", 1},
     ComputeOpInfo{ComputeOp::NonBlank, "non_blank", "text.nonempty", 1},
+    ComputeOpInfo{ComputeOp::Format, "format", "format", 0},
 };
 
 const ComputeOpInfo &infoOf(ComputeOp op) { return kComputeOps[static_cast<size_t>(op)]; }
@@ -49,7 +50,7 @@ constexpr bool tableFollowsTheEnum() {
   for (size_t i = 0; i < kComputeOps.size(); ++i)
     if (static_cast<size_t>(kComputeOps[i].op) != i)
       return false;
-  return kComputeOps.size() == static_cast<size_t>(ComputeOp::NonBlank) + 1;
+  return kComputeOps.size() == static_cast<size_t>(ComputeOp::Format) + 1;
 }
 static_assert(tableFollowsTheEnum(), "kComputeOps lists every ComputeOp in enum order");
 
@@ -67,6 +68,23 @@ const char *computeOpSpelling(ComputeOp op) { return infoOf(op).spelling; }
 std::optional<size_t> computeOpArity(ComputeOp op) {
   const size_t arity = infoOf(op).arity;
   return arity == 0 ? std::nullopt : std::optional<size_t>(arity);
+}
+
+std::optional<size_t> formatHoles(std::string_view text) {
+  size_t holes = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '{' && text[i] != '}')
+      continue;
+    if (i + 1 < text.size() && text[i + 1] == text[i]) {
+      ++i; // `{{` or `}}`
+    } else if (text[i] == '{' && i + 1 < text.size() && text[i + 1] == '}') {
+      ++holes;
+      ++i;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return holes;
 }
 
 std::optional<size_t> expectedComputeOperands(std::string_view name, size_t given) {

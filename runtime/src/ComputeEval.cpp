@@ -261,6 +261,35 @@ ComputeOutcome evaluateCompute(ComputeOp op, std::span<const Value> operands,
     return toReal(operands[0]);
   case ComputeOp::Cast:
     return cast(operands[0], resultType);
+  case ComputeOp::Format: {
+    if (operands[0].kind() != Value::Kind::String)
+      return fail("the text of 'format' must be a String, got " + shown(operands[0]));
+    const std::string &text = operands[0].asString();
+    std::string out;
+    size_t next = 1;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+        out += c;
+        ++i;
+      } else if (c == '{' && i + 1 < text.size() && text[i + 1] == '}') {
+        if (next >= operands.size())
+          return fail("the text of 'format' has more '{}' than values");
+        ComputeOutcome piece = toText(operands[next++]);
+        if (piece.failure)
+          return piece;
+        out += piece.value.asString();
+        ++i;
+      } else if (c == '{' || c == '}') {
+        return fail("a lone '" + std::string(1, c) + "' in the text of 'format'");
+      } else {
+        out += c;
+      }
+    }
+    if (next != operands.size())
+      return fail("the text of 'format' has fewer '{}' than values");
+    return ok(Value::string(std::move(out)));
+  }
   case ComputeOp::Length:
     if (operands[0].kind() == Value::Kind::String) {
       int64_t count = 0;

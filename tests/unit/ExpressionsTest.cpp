@@ -182,6 +182,23 @@ sink jsonl(path: "$DIR/out.jsonl", record: { row: ordinal(rows), pages: reduce(l
                                                "{\"row\":2,\"pages\":[\"2.0\",\"2.1\",\"2.2\"]}"}));
 }
 
+TEST_F(ExpressionsTest, FormatFillsEachHoleWithTheNextValue) {
+  writeFile("in.jsonl", "{\"doc\": \"report\", \"n\": 2}\n{\"doc\": \"memo\", \"n\": 1}\n");
+  RunSummary summary = run(R"(pipeline names;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+call split = test.split(field: "n");
+page = expand(split(rows)) as Page;
+name = format("{}-p{}.png {{{}}}", broadcast(rows.doc as String, page), ordinal(page) + 1, 0.5);
+sink jsonl(path: "$DIR/out.jsonl", record: { names: reduce(name) });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  std::vector<std::string> written = lines("out.jsonl");
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written, (std::vector<std::string>{
+                         "{\"names\":[\"memo-p1.png {0.5}\"]}",
+                         "{\"names\":[\"report-p1.png {0.5}\",\"report-p2.png {0.5}\"]}"}));
+}
+
 TEST_F(ExpressionsTest, CoalesceDropsOnlyWhenEveryValueIsDroppedAndNeverHidesAFailure) {
   writeFile("in.jsonl", "{\"n\": 1, \"d\": 1}\n{\"n\": -1, \"d\": 1}\n{\"n\": 1, \"d\": 0}\n");
   RunSummary summary = run(R"(pipeline failures;

@@ -44,6 +44,9 @@ enum class ComputeOp : unsigned char {
   Length,
   /// Whether a text has a character other than ASCII whitespace (text.nonempty, fused).
   NonBlank,
+  /// `format("{}-p{}.png", a, b)`: the text with each `{}` replaced by the next value as
+  /// string() writes it (`{{` and `}}` are braces).
+  Format,
 };
 
 /// The name plans carry ("add", "less_equal", "if", "cast", ...).
@@ -51,8 +54,11 @@ const char *computeOpName(ComputeOp op);
 std::optional<ComputeOp> computeOpNamed(std::string_view name);
 /// How the operation is written in .orch source ("+", "<=", "if", "coalesce", "as", ...).
 const char *computeOpSpelling(ComputeOp op);
-/// How many operands it takes; nullopt for coalesce (one or more).
+/// How many operands it takes; nullopt for coalesce and format (one or more).
 std::optional<size_t> computeOpArity(ComputeOp op);
+/// The number of `{}` in a format text; nullopt when a brace is neither `{}`, `{{` nor `}}`.
+std::optional<size_t> formatHoles(std::string_view text);
+
 /// How many operands a node of operation `name` must have, given that it has `given`; nullopt
 /// when `name` is no operation.
 std::optional<size_t> expectedComputeOperands(std::string_view name, size_t given);
