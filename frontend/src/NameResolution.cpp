@@ -55,6 +55,11 @@ private:
       const ast::Identifier *name = ast::declaredName(statement);
       if (!name || name->name.empty())
         continue;
+      // `len(x)` would call the builtin, never this declaration. (It is still declared, so
+      // that its uses are not reported as undefined too.)
+      if (isBuiltinFunction(name->name))
+        diags_.error(name->location, "'" + name->name + "' is a builtin function; give this " +
+                                         describeDeclaration(statement) + " another name");
       auto [existing, inserted] =
           declarations_.emplace(name->name, Declaration{&statement, index, name});
       if (!inserted)

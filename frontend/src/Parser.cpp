@@ -3,6 +3,7 @@
 // lexer pass) it is one of the two files that touch the ANTLR runtime; its error listener turns
 // ANTLR's reports into Orch diagnostics.
 #include "orch/frontend/Parser.h"
+#include "orch/frontend/Sema.h"
 
 #include "LiteralDecoder.h"
 
@@ -443,25 +444,6 @@ private:
     else if (!transformOperator(context, *expr))
       expr->node = ast::ErrorExpr{};
     return expr;
-  }
-
-  /// The builtin functions: what `name(...)` means when `name` is one of them.
-  static std::optional<plan::ComputeOp> builtinFunction(const std::string &name) {
-    if (name == "string")
-      return plan::ComputeOp::ToString;
-    if (name == "int")
-      return plan::ComputeOp::ToInt;
-    if (name == "float")
-      return plan::ComputeOp::ToFloat;
-    if (name == "coalesce")
-      return plan::ComputeOp::Coalesce;
-    if (name == "ordinal")
-      return plan::ComputeOp::Ordinal;
-    if (name == "len")
-      return plan::ComputeOp::Length;
-    if (name == "format")
-      return plan::ComputeOp::Format;
-    return std::nullopt;
   }
 
   /// `op(...)`: an operator use, or a builtin function (`string(x)`, `coalesce(a, b)`), whose

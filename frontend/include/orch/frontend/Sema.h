@@ -38,4 +38,9 @@ std::string closestSpelling(const std::string &name, const std::vector<std::stri
 /// an "unknown ..." message.
 std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates);
 
+/// The expression operation `name(...)` stands for when `name` is a builtin function (`string`,
+/// `int`, `float`, `coalesce`, `format`, `len`, `ordinal`), or nullopt.
+std::optional<plan::ComputeOp> builtinFunction(const std::string &name);
+inline bool isBuiltinFunction(const std::string &name) { return builtinFunction(name).has_value(); }
+
 } // namespace orch::frontend
