@@ -148,6 +148,24 @@ sink jsonl(path: "$OUT/lines.jsonl", record: { doc: broadcast(rows.id, lines), p
                      kDocs, expected});
   }
 
+  {
+    // Expressions the engine evaluates between batched Calls: even pages take one filtered
+    // branch, odd pages the other, coalesce merges them; page 1 divides by zero, which fails its
+    // document only (documents with two pages or more), located in the journal.
+    Expected expected;
+    for (size_t i : {0, 2})
+      expected.files["docs.jsonl"].push_back("{\"id\":" + std::to_string(i) + ",\"pages\":[]}");
+    expected.files["docs.jsonl"].push_back("{\"id\":4,\"pages\":[\"even 0\"]}");
+    expected.written = 3;
+    expected.failed = 3;
+    cases.push_back({"ExpressionsMergeBranchesAndADivisionByZeroFailsOnlyItsDocument",
+                     docsWith(R"(seen = test.identity(pages) { batch: 3 };
+even = filter("even " + string(seen), seen % 2 == 0);
+odd = filter(string(10 / (seen - 1)), seen % 2 == 1);
+sink jsonl(path: "$OUT/docs.jsonl", record: { id: rows.id, pages: reduce(coalesce(even, odd)) });)"),
+                     kDocs, expected});
+  }
+
   for (const char *kind : {"record", "group"})
     cases.push_back({std::string("A") + (kind[0] == 'r' ? "Record" : "Group") +
                          "FailureOfAPageFailsOnlyItsDocument",
