@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every example run end to end on the bundled samples, with golden checks: the flagship's
 # Markdown has every page's marker in page order (OCR included), the corrupt files are in the
-# errors journal, pdf_text matches pdftotext page by page, clip_quality scores every clip,
+# errors journal, pdf_text matches pdftotext page by page, text_or_ocr merges the text layer
+# and OCR page by page, clip_quality scores every clip,
 # clip_features gives every clip its motion and frame hashes;
 # worker processes and --in-process give identical outputs; OCR batches mix documents; names
 # derived from data never escape a sink's directory.
@@ -61,6 +62,23 @@ PY
 check "pdf_text reads every page of the good PDFs" test "$($python -c '
 import json; print(sum(len(r["pages"]) for r in map(json.loads, open("out/pdf_text.jsonl"))))')" = 48
 rm -rf out
+
+# --- text_or_ocr: the text layer where it has text, OCR where it does not (expressions) -------
+status=0; orch run text_or_ocr.orch --workers 3 --quiet 2>toc.log || status=$?
+check "text_or_ocr completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+check "text_or_ocr: every good PDF has all its pages, and only the scanned one was OCRed" \
+  test "$($python -c '
+import json
+rows = sorted((r["path"].split("/")[-1], len(r["pages"]), r["ocr_pages"])
+              for r in map(json.loads, open("out/text_or_ocr.jsonl")))
+print(rows)')" = "[('letter.pdf', 3, 0), ('manual.pdf', 30, 0), ('memo.pdf', 1, 0), ('report.pdf', 12, 0), ('scanned.pdf', 2, 2)]"
+check "... the scanned pages' text comes from OCR" grep -q "The word of this page is bravo" out/pages/scanned-p2.txt
+check "... the other pages' text from their text layer" grep -q "report page 7" out/pages/report-p7.txt
+check "... one file per page, named by format() and ordinal()" test "$(ls out/pages | wc -l)" = 48
+mv out workers-out
+orch run text_or_ocr.orch --in-process --quiet 2>/dev/null || true
+check "... 3 worker processes and --in-process write identical pages" diff -r workers-out/pages out/pages
+rm -rf out workers-out
 
 # --- clip_quality: video -> clips -> frames -> sharpness ------------------------------------
 status=0; orch run clip_quality.orch --workers 4 --quiet 2>clip.log || status=$?
