@@ -118,7 +118,7 @@ private:
     } else {
       std::string name = bindingName;
       if (name.empty())
-        name = invoke.use.op.text + "#" + std::to_string(++inlineCounts_[invoke.use.op.text]);
+        name = inlineCallName(invoke.use);
       call = addCall(name, invoke.use, invoke.use.op.location, false);
     }
     return build_.invoke(call, std::move(labels), inputs, type, at);
@@ -134,6 +134,15 @@ private:
         labels.push_back(bound.param->name);
       }
     return inputs;
+  }
+
+  /// An inline Call is named after its operator and where it is written (`text.len@12:9`), so
+  /// that the summary, metrics, trace and report point at the source line.
+  std::string inlineCallName(const ast::OperatorUse &use) {
+    const SourceLocation &at = use.op.location;
+    if (!at.isKnown())
+      return use.op.text + "#" + std::to_string(++inlineCounts_[use.op.text]);
+    return use.op.text + "@" + std::to_string(at.line) + ":" + std::to_string(at.column);
   }
 
   uint32_t addCall(const std::string &name, const ast::OperatorUse &operatorUse,
