@@ -1,6 +1,8 @@
 // Expression operations on run-time values (ComputeEval.h).
 #include "ComputeEval.h"
 
+#include "orch/runtime/TextMeasures.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -291,22 +293,15 @@ ComputeOutcome evaluateCompute(ComputeOp op, std::span<const Value> operands,
     return ok(Value::string(std::move(out)));
   }
   case ComputeOp::Length:
-    if (operands[0].kind() == Value::Kind::String) {
-      int64_t count = 0;
-      for (unsigned char c : operands[0].asString())
-        count += (c & 0xC0) != 0x80;
-      return ok(Value::integer(count));
-    }
+    if (operands[0].kind() == Value::Kind::String)
+      return ok(Value::integer(int64_t(countCodePoints(operands[0].asString()))));
     if (operands[0].kind() == Value::Kind::List)
       return ok(Value::integer(int64_t(operands[0].asList().size())));
     return fail("'len' needs a String or a List, got " + shown(operands[0]));
   case ComputeOp::NonBlank:
     if (operands[0].kind() != Value::Kind::String)
       return fail("'text.nonempty' needs a String, got " + shown(operands[0]));
-    for (unsigned char c : operands[0].asString())
-      if (!(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'))
-        return ok(Value::boolean(true));
-    return ok(Value::boolean(false));
+    return ok(Value::boolean(hasNonBlank(operands[0].asString())));
   case ComputeOp::If:
   case ComputeOp::Coalesce:
   case ComputeOp::Ordinal:

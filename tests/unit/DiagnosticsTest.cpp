@@ -45,6 +45,16 @@ TEST_F(DiagnosticsTest, CountsBySeverityAndDeliversNotesWithTheirDiagnostic) {
   EXPECT_EQ(delivered[1].severity, DiagnosticSeverity::Warning);
 }
 
+TEST_F(DiagnosticsTest, ControlCharactersNeverReachTheTerminal) {
+  // A NUL byte used to be echoed raw in the message and the quoted line.
+  uint32_t id = addBuffer(llvm::StringRef("x = a\0b;\n", 10), "nul.orch");
+  const std::string printed = print(Diagnostic{
+      DiagnosticSeverity::Error, {id, 1, 6, 1}, std::string("invalid character '\0'", 22), {}});
+  EXPECT_EQ(printed.find('\0'), std::string::npos);
+  EXPECT_NE(printed.find("invalid character '\\x00'"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("x = a?b;"), std::string::npos) << printed;
+}
+
 TEST_F(DiagnosticsTest, PrintsFileLineColumnSourceLineAndCaret) {
   uint32_t id = addBuffer("pipeline p;\nx = y;\n", "demo.orch");
   EXPECT_EQ(

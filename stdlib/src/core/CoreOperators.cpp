@@ -1,6 +1,8 @@
 // math.gt/lt, list.len/mean/max, text.join/nonempty/len: row-wise functions of their inputs.
 #include "orch/stdlib/CoreOperators.h"
 
+#include "orch/runtime/TextMeasures.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -31,19 +33,6 @@ void addFunction(runtime::OperatorRegistry &registry, std::string name,
                  std::function<RowFunction::Function(const OperatorConfig &)> make) {
   registry.addTransform(std::move(name), [make](const OperatorConfig &config) {
     return std::make_unique<RowFunction>(make(config));
-  });
-}
-
-size_t codePoints(const std::string &text) {
-  size_t count = 0;
-  for (unsigned char c : text)
-    count += (c & 0xC0) != 0x80;
-  return count;
-}
-
-bool hasNonSpace(const std::string &text) {
-  return std::any_of(text.begin(), text.end(), [](unsigned char c) {
-    return !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v');
   });
 }
 
@@ -94,11 +83,11 @@ void registerCoreOperators(runtime::OperatorRegistry &registry) {
     };
   });
   addFunction(registry, "text.nonempty", constant([](std::span<const Value> in) {
-                return RowResult::ok(Value::boolean(hasNonSpace(in[0].asString())));
+                return RowResult::ok(Value::boolean(runtime::hasNonBlank(in[0].asString())));
               }));
   addFunction(registry, "text.len", constant([](std::span<const Value> in) {
-                return RowResult::ok(
-                    Value::integer(static_cast<int64_t>(codePoints(in[0].asString()))));
+                return RowResult::ok(Value::integer(
+                    static_cast<int64_t>(runtime::countCodePoints(in[0].asString()))));
               }));
 }
 
