@@ -142,20 +142,35 @@ std::optional<std::string> evaluateDomainFreeNodes(const plan::Plan &plan, const
         item.outcome = ItemOutcome::Dropped;
       break;
     case NodeKind::Compute: {
-      // Constants are always present: if and coalesce take their first choice.
+      // Constants are present, or dropped by a filter of constants: the rules of the entity
+      // path, without waiting (every input is known).
       const plan::ComputeOp op = layout.nodes[n].compute;
       if (op == plan::ComputeOp::If) {
-        item = input(0).value.kind() == Value::Kind::Bool && input(0).value.asBool() ? input(1)
-                                                                                     : input(2);
+        const Item &condition = input(0);
+        item = condition.outcome != ItemOutcome::Present                                 ? condition
+               : condition.value.kind() == Value::Kind::Bool && condition.value.asBool() ? input(1)
+                                                                                         : input(2);
         break;
       }
       if (op == plan::ComputeOp::Coalesce) {
-        item = input(0);
+        item.outcome = ItemOutcome::Dropped;
+        for (size_t i = 0; i < node.inputs.size(); ++i)
+          if (input(i).outcome != ItemOutcome::Dropped) {
+            item = input(i);
+            break;
+          }
         break;
       }
       std::vector<Value> operands;
-      for (size_t i = 0; i < node.inputs.size(); ++i)
+      bool dropped = false;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        dropped |= input(i).outcome == ItemOutcome::Dropped;
         operands.push_back(input(i).value);
+      }
+      if (dropped) {
+        item.outcome = ItemOutcome::Dropped;
+        break;
+      }
       ComputeOutcome outcome = evaluateCompute(op, operands, node.type);
       if (outcome.failure)
         return describeComputeFailure(plan, n, *outcome.failure);

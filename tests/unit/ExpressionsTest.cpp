@@ -255,6 +255,17 @@ sink jsonl(path: "$DIR/out.jsonl", record: { v: (rows.n as Int) * (scale * 2 + 1
   ASSERT_TRUE(summary.started) << summary.error.value_or("");
   EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"v\":28}"}));
 
+  // Constants dropped by a filter of constants follow the same rules as per-entity values.
+  summary = run(R"(pipeline dropped_constants;
+param on: Bool = false;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+picked = coalesce(filter("first", on), "second");
+sink jsonl(path: "$DIR/picked.jsonl", record: { n: rows.n, picked: picked, chosen: if on then 1 else 2 });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(lines("picked.jsonl"),
+            (std::vector<std::string>{"{\"n\":4,\"picked\":\"second\",\"chosen\":2}"}));
+
   finished_.clear();
   summary = run(R"(pipeline broken;
 param zero: Int = 0;
