@@ -15,6 +15,7 @@ statement
     | callDecl
     | sinkDecl
     | bindingDecl
+    | operatorDecl
     ;
 
 paramDecl
@@ -35,6 +36,22 @@ sinkDecl
 
 bindingDecl
     : name=IDENT (':' typeExpr)? '=' expr ';'
+    ;
+
+// An operator the program brings (docs/python.md):
+//   operator quality.score(text: String, const threshold: Float = 0.5) -> Float
+//       = python("models/quality.py", class: "Scorer");
+operatorDecl
+    : OPERATOR operatorName '(' (operatorParam (',' operatorParam)* ','?)? ')'
+      '->' result=typeExpr '=' runner=IDENT '(' (runnerArgument (',' runnerArgument)* ','?)? ')' ';'
+    ;
+
+operatorParam
+    : CONST? name=IDENT ':' typeExpr ('=' literal)?
+    ;
+
+runnerArgument
+    : (name=IDENT ':')? (literal | list='[' (literal (',' literal)* ','?)? ']')
     ;
 
 expr
@@ -110,6 +127,8 @@ PARAM     : 'param';
 SOURCE    : 'source';
 CALL      : 'call';
 SINK      : 'sink';
+OPERATOR  : 'operator';
+CONST     : 'const';
 AS        : 'as';
 EXPAND    : 'expand';
 REDUCE    : 'reduce';

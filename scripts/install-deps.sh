@@ -23,6 +23,9 @@ packages=(
   ffmpeg ghostscript enscript
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
+  # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the
+  # PyTorch example and its test (CPU build)
+  python3-msgpack python3-numpy python3-torch
   # the flat-record peer in bench/ (Dask's bag and distributed scheduler)
   python3-dask python3-distributed
   # `orchc --emit=dot` output is checked by rendering it; `orch report` pages by a headless

@@ -102,6 +102,8 @@ private:
       return ")";
     if (token.is("{"))
       return "}";
+    if (token.is("["))
+      return "]";
     if (token.is("<") && token.typeBracket)
       return ">";
     return nullptr;

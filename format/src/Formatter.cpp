@@ -33,8 +33,8 @@ size_t widthOf(std::string_view text) {
 
 /// Whether a space separates `previous` and `next` on one line.
 bool spaceBetween(const Token &previous, const Token &next) {
-  if (next.is(",") || next.is(";") || next.is(")") || next.is(".") || next.is(":") ||
-      next.typeBracket)
+  if (next.is(",") || next.is(";") || next.is(")") || next.is("]") || next.is(".") ||
+      next.is(":") || next.typeBracket)
     return false;
   if (next.is("}"))
     return !previous.is("{");
@@ -43,8 +43,8 @@ bool spaceBetween(const Token &previous, const Token &next) {
              previous.type == OrchLexer::REDUCE || previous.type == OrchLexer::FILTER ||
              previous.type == OrchLexer::BROADCAST || previous.is("(") || previous.unaryMinus);
   // A negating `-` sticks to its operand; a subtracting one has a space on both sides.
-  return !(previous.is("(") || (previous.is("<") && previous.typeBracket) || previous.is(".") ||
-           previous.unaryMinus);
+  return !(previous.is("(") || previous.is("[") || (previous.is("<") && previous.typeBracket) ||
+           previous.is(".") || previous.unaryMinus);
 }
 
 /// Calls `visit` on every token of `nodes`, nested groups included.
@@ -89,18 +89,38 @@ public:
   /// aligns with its neighbours.
   std::string print(const format::Statement &statement) {
     lastToken_ = statement.last;
-    nodes(statement.nodes, 0, /*isStatementStart=*/true);
+    // An operator declaration too long for one line puts its runner on the next:
+    //   operator quality.score(text: Text) -> Float
+    //       = python("models/quality.py", class: "Scorer");
+    const std::vector<Node> &all = statement.nodes;
+    if (statement.first->type == OrchLexer::OPERATOR && flatWidth(all) > kFormatLineWidth) {
+      auto runner = std::find_if(all.begin(), all.end(), [](const Node &node) {
+        return node.token && node.token->is("=");
+      });
+      if (runner != all.end()) {
+        const size_t split = size_t(runner - all.begin());
+        nodes(all, 0, /*isStatementStart=*/true, 0, split);
+        newline(kIndent);
+        indent_ = kIndent;
+        nodes(all, 0, false, split);
+        return std::move(out_);
+      }
+    }
+    nodes(all, 0, /*isStatementStart=*/true);
     return std::move(out_);
   }
 
 private:
-  void nodes(const std::vector<Node> &sequence, size_t tail, bool isStatementStart = false) {
-    for (size_t i = 0; i < sequence.size(); ++i) {
-      const size_t rest = tail + flatWidth(sequence, i + 1, &lastToken(sequence[i]));
+  /// Lays out `sequence[from, to)`.
+  void nodes(const std::vector<Node> &sequence, size_t tail, bool isStatementStart = false,
+             size_t from = 0, size_t to = SIZE_MAX) {
+    to = std::min(to, sequence.size());
+    for (size_t i = from; i < to; ++i) {
+      const size_t rest = tail + flatWidth(sequence, i + 1, &lastToken(sequence[i]), to);
       if (sequence[i].token)
-        token(*sequence[i].token, isStatementStart && i == 0);
+        token(*sequence[i].token, isStatementStart && i == from);
       else
-        group(*sequence[i].group, rest, isStatementStart && i == 0);
+        group(*sequence[i].group, rest, isStatementStart && i == from);
     }
   }
 
@@ -212,9 +232,9 @@ private:
 
   /// The width of `sequence` from `from` laid out on one line, after `previous` (if any).
   static size_t flatWidth(const std::vector<Node> &sequence, size_t from = 0,
-                          const Token *previous = nullptr) {
+                          const Token *previous = nullptr, size_t to = SIZE_MAX) {
     size_t width = 0;
-    for (size_t i = from; i < sequence.size(); ++i) {
+    for (size_t i = from; i < std::min(to, sequence.size()); ++i) {
       if (previous && spaceBetween(*previous, firstToken(sequence[i])))
         ++width;
       width += sequence[i].token ? widthOf(sequence[i].token->text) : flatWidth(*sequence[i].group);

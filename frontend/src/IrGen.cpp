@@ -57,6 +57,9 @@ private:
       std::vector<ir::Use> inputs = inputsOf(sink->use, labels);
       build_.sink(sink->use.op.text, constants(sink->use), std::move(labels), inputs,
                   statement.location);
+    } else if (auto *declared = std::get_if<ast::OperatorDecl>(&statement.node)) {
+      if (declared->external)
+        module_.operators.push_back(*declared->external);
     }
   }
 

@@ -287,7 +287,7 @@ protected:
 private:
   static bool startsStatement(size_t type) {
     return type == OrchLexer::PARAM || type == OrchLexer::SOURCE || type == OrchLexer::CALL ||
-           type == OrchLexer::SINK || type == OrchLexer::PIPELINE;
+           type == OrchLexer::SINK || type == OrchLexer::PIPELINE || type == OrchLexer::OPERATOR;
   }
 
   size_t lastRecoveryIndex_ = size_t(-1);
@@ -370,6 +370,8 @@ private:
       statement->node = transformSinkDecl(sink);
     else if (auto *binding = context->bindingDecl())
       statement->node = transformBindingDecl(binding);
+    else if (auto *declared = context->operatorDecl())
+      statement->node = transformOperatorDecl(declared);
     else
       return nullptr;
     return statement;
@@ -412,6 +414,46 @@ private:
       binding.type = transformTypeExpr(type);
     binding.value = transformExpr(context->expr());
     return binding;
+  }
+
+  ast::OperatorDecl transformOperatorDecl(OrchParser::OperatorDeclContext *context) {
+    ast::OperatorDecl declared;
+    declared.location = location(context);
+    declared.name = operatorName(context->operatorName());
+    for (OrchParser::OperatorParamContext *param : context->operatorParam()) {
+      ast::OperatorParamDecl decl;
+      decl.name = identifier(param->name);
+      decl.constant = param->CONST() != nullptr;
+      if (param->typeExpr())
+        decl.type = transformTypeExpr(param->typeExpr());
+      if (param->literal())
+        decl.defaultValue = transformLiteral(param->literal());
+      declared.params.push_back(std::move(decl));
+    }
+    if (context->result)
+      declared.result = transformTypeExpr(context->result);
+    declared.runner = identifier(context->runner);
+    for (OrchParser::RunnerArgumentContext *argument : context->runnerArgument()) {
+      ast::RunnerArgument runnerArgument;
+      runnerArgument.location = location(argument);
+      if (argument->name)
+        runnerArgument.name = identifier(argument->name);
+      runnerArgument.isList = argument->list != nullptr;
+      for (OrchParser::LiteralContext *literal : argument->literal())
+        runnerArgument.values.push_back(transformLiteral(literal));
+      declared.arguments.push_back(std::move(runnerArgument));
+    }
+    return declared;
+  }
+
+  ast::OperatorName operatorName(OrchParser::OperatorNameContext *name) const {
+    ast::OperatorName op;
+    if (name) {
+      op.location = location(name);
+      for (antlr4::tree::TerminalNode *part : name->IDENT())
+        op.text += (op.text.empty() ? "" : ".") + part->getText();
+    }
+    return op;
   }
 
   ast::ExprPtr transformExpr(OrchParser::ExprContext *context) {
@@ -587,11 +629,7 @@ private:
                                OrchParser::ArgumentsContext *arguments,
                                OrchParser::CallOptionsContext *options) {
     ast::OperatorUse use;
-    if (name) {
-      use.op.location = location(name);
-      for (antlr4::tree::TerminalNode *part : name->IDENT())
-        use.op.text += (use.op.text.empty() ? "" : ".") + part->getText();
-    }
+    use.op = operatorName(name);
     if (arguments)
       for (OrchParser::ArgumentContext *argument : arguments->argument())
         use.arguments.push_back(transformArgument(argument));
@@ -794,6 +832,8 @@ ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEng
   });
   for (const Diagnostic &diagnostic : found)
     diags.emit(diagnostic);
+  if (file)
+    file->path = sources.getMemoryBuffer(bufferId)->getBufferIdentifier().str();
   return ParseResult{std::move(file), found.empty()};
 }
 

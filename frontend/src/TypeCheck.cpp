@@ -132,46 +132,7 @@ private:
   // --- types ------------------------------------------------------------------------------
 
   std::optional<Type> resolveTypeExpr(const ast::TypeExpr &typeExpr) {
-    if (typeExpr.isRecord) {
-      std::vector<plan::RecordField> fields;
-      std::unordered_map<std::string, SourceLocation> seen;
-      for (const ast::TypeField &field : typeExpr.fields) {
-        if (auto [existing, inserted] = seen.emplace(field.name.name, field.name.location);
-            !inserted) {
-          diags_.error(field.name.location, "field " + quoted(field.name.name) + " appears twice")
-              .attachNote(existing->second, "first given here");
-          return std::nullopt;
-        }
-        std::optional<Type> type = resolveTypeExpr(*field.type);
-        if (!type)
-          return std::nullopt;
-        fields.push_back({field.name.name, *type});
-      }
-      return Type::record(std::move(fields));
-    }
-    const std::string &name = typeExpr.name.name;
-    if (name == "List") {
-      if (typeExpr.arguments.size() != 1) {
-        diags_.error(typeExpr.location, "List takes exactly one type argument, as in List<Text>");
-        return std::nullopt;
-      }
-      std::optional<Type> element = resolveTypeExpr(typeExpr.arguments.front());
-      return element ? std::optional<Type>(Type::list(*element)) : std::nullopt;
-    }
-    std::optional<TypeKind> kind = plan::typeKindNamed(name);
-    if (!kind) {
-      std::vector<std::string> names = {"List"};
-      for (std::string_view known : plan::namedTypeKinds())
-        names.emplace_back(known);
-      diags_.error(typeExpr.name.location,
-                   "unknown type " + quoted(name) + didYouMean(name, names));
-      return std::nullopt;
-    }
-    if (!typeExpr.arguments.empty()) {
-      diags_.error(typeExpr.location, "type " + quoted(name) + " takes no type arguments");
-      return std::nullopt;
-    }
-    return Type::scalar(*kind);
+    return frontend::resolveTypeExpr(typeExpr, diags_);
   }
 
   /// A binding's annotation: a type, or `Domain<Type>` naming the domain too (the domain is
@@ -508,9 +469,53 @@ private:
 
 } // namespace
 
+std::optional<Type> resolveTypeExpr(const ast::TypeExpr &typeExpr, DiagnosticEngine &diags) {
+  if (typeExpr.isRecord) {
+    std::vector<plan::RecordField> fields;
+    std::unordered_map<std::string, SourceLocation> seen;
+    for (const ast::TypeField &field : typeExpr.fields) {
+      if (auto [existing, inserted] = seen.emplace(field.name.name, field.name.location);
+          !inserted) {
+        diags.error(field.name.location, "field " + quoted(field.name.name) + " appears twice")
+            .attachNote(existing->second, "first given here");
+        return std::nullopt;
+      }
+      std::optional<Type> type = resolveTypeExpr(*field.type, diags);
+      if (!type)
+        return std::nullopt;
+      fields.push_back({field.name.name, *type});
+    }
+    return Type::record(std::move(fields));
+  }
+  const std::string &name = typeExpr.name.name;
+  if (name == "List") {
+    if (typeExpr.arguments.size() != 1) {
+      diags.error(typeExpr.location, "List takes exactly one type argument, as in List<Text>");
+      return std::nullopt;
+    }
+    std::optional<Type> element = resolveTypeExpr(typeExpr.arguments.front(), diags);
+    return element ? std::optional<Type>(Type::list(*element)) : std::nullopt;
+  }
+  std::optional<TypeKind> kind = plan::typeKindNamed(name);
+  if (!kind) {
+    std::vector<std::string> names = {"List"};
+    for (std::string_view known : plan::namedTypeKinds())
+      names.emplace_back(known);
+    diags.error(typeExpr.name.location, "unknown type " + quoted(name) + didYouMean(name, names));
+    return std::nullopt;
+  }
+  if (!typeExpr.arguments.empty()) {
+    diags.error(typeExpr.location, "type " + quoted(name) + " takes no type arguments");
+    return std::nullopt;
+  }
+  return Type::scalar(*kind);
+}
+
 bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
                 const std::vector<ParamOverride> &overrides, DiagnosticEngine &diags) {
-  return TypeChecker(file, catalog, overrides, diags).run();
+  const bool declarationsOk = declareOperators(file, catalog, diags);
+  const bool usesOk = TypeChecker(file, *file.catalog, overrides, diags).run();
+  return declarationsOk && usesOk;
 }
 
 } // namespace orch::frontend

@@ -12,6 +12,7 @@ plan::Plan lowerToPlan(const ir::Module &module) {
   plan::Plan plan;
   plan.pipelineName = module.pipelineName;
   plan.sourcePath = module.sourcePath;
+  plan.operators = module.operators;
   for (const ir::Domain &domain : module.domains)
     plan.domains.push_back({domain.name, planIndex(domain.parent)});
   for (const ir::Call &call : module.calls)

@@ -144,7 +144,42 @@ void computeTriggerIndexes(Plan &plan) {
       }
 }
 
+const PlanExternalOperator *Plan::externalOperator(std::string_view name) const {
+  for (const PlanExternalOperator &op : operators)
+    if (op.name == name)
+      return &op;
+  return nullptr;
+}
+
+namespace {
+
+std::optional<std::string> validateExternalOperator(const Plan &plan, size_t index) {
+  const PlanExternalOperator &op = plan.operators[index];
+  const std::string what = "declared operator '" + op.name + "'";
+  if (op.name.empty())
+    return "declared operator " + std::to_string(index) + " has no name";
+  for (size_t earlier = 0; earlier < index; ++earlier)
+    if (plan.operators[earlier].name == op.name)
+      return what + " is declared twice";
+  if (op.runner != "python" && op.runner != "exec")
+    return what + " has an unknown runner '" + op.runner + "'";
+  if (op.path.empty() || op.path.front() != '/')
+    return what + " has no absolute path";
+  if (op.runner == "python" && op.className.empty())
+    return what + " names no class";
+  for (size_t p = 0; p < op.params.size(); ++p)
+    for (size_t q = 0; q < p; ++q)
+      if (op.params[p].name == op.params[q].name)
+        return what + " has two parameters named '" + op.params[p].name + "'";
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<std::string> validatePlan(const Plan &plan) {
+  for (size_t index = 0; index < plan.operators.size(); ++index)
+    if (std::optional<std::string> problem = validateExternalOperator(plan, index))
+      return problem;
   for (size_t index = 0; index < plan.domains.size(); ++index) {
     uint32_t parent = plan.domains[index].parent;
     if (parent != kNone && parent >= index)

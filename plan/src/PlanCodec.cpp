@@ -125,6 +125,39 @@ void packOptions(Packer &out, const CallOptions &options) {
   }
 }
 
+void packExternalOperator(Packer &out, const PlanExternalOperator &op) {
+  out.pack_map(10);
+  packKey(out, "name");
+  out.pack(op.name);
+  packKey(out, "runner");
+  out.pack(op.runner);
+  packKey(out, "path");
+  out.pack(op.path);
+  packKey(out, "sha256");
+  out.pack(op.sha256);
+  packKey(out, "class");
+  out.pack(op.className);
+  packKey(out, "args");
+  packStrings(out, op.args);
+  packKey(out, "params");
+  out.pack_array(uint32_t(op.params.size()));
+  for (const PlanOperatorParam &param : op.params) {
+    out.pack_map(3);
+    packKey(out, "name");
+    out.pack(param.name);
+    packKey(out, "constant");
+    out.pack(param.constant);
+    packKey(out, "type");
+    packType(out, param.type);
+  }
+  packKey(out, "result");
+  packType(out, op.result);
+  packKey(out, "line");
+  out.pack(op.line);
+  packKey(out, "column");
+  out.pack(op.column);
+}
+
 void packNode(Packer &out, const PlanNode &node) {
   out.pack_map(13);
   packKey(out, "kind");
@@ -292,6 +325,27 @@ PlanNode readNode(const Object &object, const std::string &where) {
   return node;
 }
 
+PlanExternalOperator readExternalOperator(const Object &object, const std::string &where) {
+  MapReader map(object, where);
+  PlanExternalOperator op;
+  op.name = map.string("name");
+  op.runner = map.string("runner");
+  op.path = map.string("path");
+  op.sha256 = map.string("sha256");
+  op.className = map.string("class");
+  op.args = map.strings("args");
+  forEachElement(map, "params", where + " parameter",
+                 [&](const Object &item, const std::string &at) {
+                   MapReader param(item, at);
+                   op.params.push_back({param.string("name"), param.boolean("constant"),
+                                        readType(param.get("type", msgpack::type::MAP), at)});
+                 });
+  op.result = readType(map.get("result", msgpack::type::MAP), where);
+  op.line = map.index("line");
+  op.column = map.index("column");
+  return op;
+}
+
 Plan readBody(const Object &object, Plan plan) {
   MapReader body(object, "the plan");
   plan.pipelineName = body.string("pipeline");
@@ -319,6 +373,11 @@ Plan readBody(const Object &object, Plan plan) {
     plan.sinks.push_back({sink.string("op"), readConstants(sink, at), sink.strings("labels"),
                           sink.indexes("inputs"), sink.index("domain")});
   });
+  if (body.optional("operators"))
+    forEachElement(body, "operators", "declared operator",
+                   [&](const Object &item, const std::string &at) {
+                     plan.operators.push_back(readExternalOperator(item, at));
+                   });
   return plan;
 }
 
@@ -365,7 +424,8 @@ std::string encodePlan(const Plan &plan) {
   out.pack(plan.format.major);
   out.pack(plan.format.minor);
   packKey(out, "plan");
-  out.pack_map(7);
+  // Plans without declared operators keep the bytes they always had.
+  out.pack_map(plan.operators.empty() ? 7 : 8);
   packKey(out, "pipeline");
   out.pack(plan.pipelineName);
   packKey(out, "source");
@@ -425,6 +485,12 @@ std::string encodePlan(const Plan &plan) {
     packIndexes(out, sink.inputs);
     packKey(out, "domain");
     packIndex(out, sink.domain);
+  }
+  if (!plan.operators.empty()) {
+    packKey(out, "operators");
+    out.pack_array(uint32_t(plan.operators.size()));
+    for (const PlanExternalOperator &op : plan.operators)
+      packExternalOperator(out, op);
   }
   return std::string(buffer.data(), buffer.size());
 }

@@ -53,6 +53,20 @@ void printPlanText(const Plan &plan, std::ostream &out) {
       out << " in " << domainText(plan, plan.domains[i].parent);
     out << "\n";
   }
+  if (!plan.operators.empty())
+    out << "operators:\n";
+  for (const PlanExternalOperator &op : plan.operators) {
+    out << "  " << op.name << "(";
+    for (size_t k = 0; k < op.params.size(); ++k)
+      out << (k ? ", " : "") << (op.params[k].constant ? "const " : "") << op.params[k].name << ": "
+          << op.params[k].type.str();
+    out << ") -> " << op.result.str() << " = " << op.runner << " " << op.path;
+    if (!op.className.empty())
+      out << " class " << op.className;
+    for (const std::string &arg : op.args)
+      out << " " << quoteString(arg);
+    out << " sha256 " << op.sha256.substr(0, 12) << " at " << op.line << ":" << op.column << "\n";
+  }
   out << "calls:\n";
   for (size_t i = 0; i < plan.calls.size(); ++i) {
     const PlanCall &call = plan.calls[i];

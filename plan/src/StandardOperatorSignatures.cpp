@@ -20,15 +20,6 @@ OperatorParam constant(std::string name, Type type, std::optional<StaticValue> d
                        std::move(doc)};
 }
 
-/// Every Call option, less the GPU ones for operators without a GPU implementation.
-std::vector<std::string> transformOptions(bool gpu) {
-  std::vector<std::string> names;
-  for (const CallOptionSpec &spec : callOptionSpecs())
-    if (gpu || (spec.name != "gpus" && spec.name != "require_gpu"))
-      names.emplace_back(spec.name);
-  return names;
-}
-
 OperatorSignature source(std::string name, std::vector<OperatorParam> params, Type row,
                          std::string doc, std::string failures) {
   OperatorSignature signature;
@@ -49,7 +40,7 @@ OperatorSignature transform(std::string name, std::vector<OperatorParam> params,
   signature.params = std::move(params);
   signature.result = std::move(result);
   signature.gpu = gpu;
-  signature.options = transformOptions(gpu);
+  signature.options = transformOptionNames(gpu);
   signature.doc = std::move(doc);
   signature.failures = std::move(failures);
   return signature;
@@ -249,6 +240,14 @@ OperatorCatalog buildStandardCatalog() {
 }
 
 } // namespace
+
+std::vector<std::string> transformOptionNames(bool gpu) {
+  std::vector<std::string> names;
+  for (const CallOptionSpec &spec : callOptionSpecs())
+    if (gpu || (spec.name != "gpus" && spec.name != "require_gpu"))
+      names.emplace_back(spec.name);
+  return names;
+}
 
 const OperatorCatalog &standardCatalog() {
   static const OperatorCatalog catalog = buildStandardCatalog();

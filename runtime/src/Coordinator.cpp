@@ -15,6 +15,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <unistd.h>
 #include <unordered_map>
@@ -75,6 +76,7 @@ public:
     }
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
     placement_ = std::make_unique<ReplicaPlacement>(plan);
+    startedAt_ = Clock::now();
     if (options_.localWorkers > 0) {
       processes_ = std::make_unique<LocalWorkerProcesses>(
           options_.workerProgram, endpoint_, options_.localWorkers, options_.localGpuDevices,
@@ -85,6 +87,30 @@ public:
           endpoint_ + ")");
     }
     return std::nullopt;
+  }
+
+  std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) override {
+    std::vector<bool> waiting(plan_->calls.size(), false);
+    for (uint32_t c = 0; c < plan_->calls.size(); ++c)
+      waiting[c] = plan_->externalOperator(plan_->calls[c].op) != nullptr;
+    for (;;) {
+      if (startFailure_)
+        return startFailure_;
+      bool ready = true;
+      for (uint32_t c = 0; c < waiting.size(); ++c)
+        ready = ready && (!waiting[c] || startedCalls_.count(c));
+      if (ready) {
+        warmedUp_ = true;
+        return std::nullopt;
+      }
+      if (stop && stop->load())
+        return std::string("interrupted while the operators' processes started");
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      pollForInput(&item, 1, std::chrono::milliseconds(100));
+      while (auto frames = receiveFrames(router_))
+        receive(*frames);
+      tick();
+    }
   }
 
   bool canRun(uint32_t call) const override { return placement_->canRun(call, options_.depth); }
@@ -258,6 +284,8 @@ private:
     const uint32_t w = known->second;
     if (auto *result = std::get_if<ResultMessage>(&message)) {
       finish(w, std::move(*result));
+    } else if (auto *started = std::get_if<StartedMessage>(&message)) {
+      noteStarted(w, *started);
     } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
       lose(w, "it said goodbye (" + bye->reason + ")");
     } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
@@ -303,6 +331,13 @@ private:
     if (!options_.localWorkers)
       log("worker " + hello.worker + " joined (" + std::to_string(hello.cpus) + " cpus, " +
           std::to_string(hello.gpus.size()) + " gpus)");
+    if (!placing()) {
+      // Local workers start together: replicas wait for all of them rather than start on the
+      // first and move (a model would load twice).
+      if (joined_ < uint64_t(options_.localWorkers))
+        return;
+      placingFrom_ = Clock::now();
+    }
     place();
     // A replacement would otherwise sit idle next to workers that took over the lost one's
     // replicas.
@@ -313,6 +348,9 @@ private:
   void init(const std::vector<ReplicaPlacement::Move> &moves) {
     for (const ReplicaPlacement::Move &move : moves) {
       const uint32_t call = placement_->replica(move.replica).call;
+      // The worker it leaves stops hosting it (a declared operator's process would idle).
+      if (move.from != kNoIndex && workers_[move.from].alive)
+        sendTo(move.from, ReleaseMessage{move.replica});
       sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call]});
     }
   }
@@ -345,6 +383,23 @@ private:
     event.place = workers_[w].name + "/replica " + std::to_string(result.replica);
     pending_.push_back(std::move(event));
     ++pendingEnds_;
+  }
+
+  /// A declared operator's replica started on worker `w`, or could not: before the run
+  /// begins that stops it; later (a replacement worker) the replica's batches fail instead.
+  void noteStarted(uint32_t w, const StartedMessage &started) {
+    if (started.replica >= placement_->replicaCount())
+      return;
+    const uint32_t call = placement_->replica(started.replica).call;
+    if (!started.error) {
+      startedCalls_.insert(call);
+      return;
+    }
+    if (!warmedUp_ && !startFailure_)
+      startFailure_ = *started.error;
+    else
+      log("worker " + workers_[w].name + ": replica " + std::to_string(started.replica) +
+          " of call '" + plan_->calls[call].name + "' could not start: " + *started.error);
   }
 
   void started(uint64_t batchId) {
@@ -398,8 +453,16 @@ private:
     }
   }
 
+  /// Whether replicas are placed yet: at once with remote workers; with local ones when all
+  /// joined or kLocalWorkersGrace passed.
+  bool placing() const { return !options_.localWorkers || placingFrom_ <= Clock::now(); }
+
   void tick() {
     const Clock::time_point now = Clock::now();
+    if (options_.localWorkers && placingFrom_ > now && now - startedAt_ > kLocalWorkersGrace) {
+      placingFrom_ = now;
+      place();
+    }
     const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
     for (uint32_t w = 0; w < workers_.size(); ++w) {
       Worker &worker = workers_[w];
@@ -440,6 +503,15 @@ private:
   uint64_t joined_ = 0, lost_ = 0, malformed_ = 0, strangers_ = 0;
   bool stopped_ = false;
   bool warnedGpu_ = false;
+  /// Calls of declared operators with a replica that started, and the first start failure
+  /// before the run began.
+  std::set<uint32_t> startedCalls_;
+  Clock::time_point startedAt_ = Clock::now();
+  /// When replicas began to be placed (the far future until then, with local workers).
+  Clock::time_point placingFrom_ = Clock::time_point::max();
+  static constexpr std::chrono::seconds kLocalWorkersGrace{3};
+  std::optional<std::string> startFailure_;
+  bool warmedUp_ = false;
 };
 
 } // namespace

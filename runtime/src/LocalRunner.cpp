@@ -2,6 +2,7 @@
 // replica, created on first use by the thread that runs it.
 #include "orch/runtime/LocalRunner.h"
 
+#include "orch/runtime/ExternalOperator.h"
 #include "orch/runtime/GpuPlacement.h"
 
 #include "JobQueue.h"
@@ -181,9 +182,10 @@ public:
   std::optional<std::string>
   start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
     std::vector<Replicas> &replicas = state_->replicas;
+    factories_.emplace(plan, registry_);
     for (uint32_t c = 0; c < plan.calls.size(); ++c) {
       const plan::PlanCall &call = plan.calls[c];
-      const OperatorFactory *factory = registry_.transform(call.op);
+      const OperatorFactory *factory = factories_->forCall(c);
       if (!factory)
         return "no implementation for operator " + call.op;
       Replicas pool{OperatorConfig(call.name, call.op, call.constants, inputLabels[c])
@@ -203,6 +205,8 @@ public:
         pool.idle.push_back(i);
       replicas.push_back(std::move(pool));
     }
+    if (std::optional<std::string> problem = startEagerReplicas())
+      return problem;
     pool_ = std::make_unique<WorkerPool>(threads_, state_);
     return std::nullopt;
   }
@@ -266,6 +270,30 @@ public:
   }
 
 private:
+  /// Replicas of declared operators start now, all at once, so that a script that cannot load
+  /// stops the run before any row is admitted. The first failure, or nullopt.
+  std::optional<std::string> startEagerReplicas() {
+    std::vector<Replicas> &replicas = state_->replicas;
+    try {
+      for (uint32_t c = 0; c < replicas.size(); ++c)
+        if (factories_->startsEagerly(c))
+          for (uint32_t i = 0; i < replicas[c].instances.size(); ++i)
+            replicas[c].instances[i] = (*replicas[c].factory)(replicas[c].instanceConfigs.empty()
+                                                                  ? replicas[c].config
+                                                                  : replicas[c].instanceConfigs[i]);
+      for (Replicas &pool : replicas)
+        for (std::unique_ptr<Operator> &instance : pool.instances)
+          if (instance)
+            instance->awaitStarted();
+    } catch (const std::exception &error) {
+      for (Replicas &pool : replicas)
+        for (std::unique_ptr<Operator> &instance : pool.instances)
+          instance.reset();
+      return std::string(error.what());
+    }
+    return std::nullopt;
+  }
+
   /// The batch's replica is free again (a fresh instance is made if its thread was abandoned).
   void release(uint64_t batchId) {
     auto found = busy_.find(batchId);
@@ -276,6 +304,7 @@ private:
   }
 
   const OperatorRegistry &registry_;
+  std::optional<CallFactories> factories_;
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   GpuPlacer gpuPlacer_;

@@ -124,6 +124,10 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
     if (!instance)
       instance = factory(config);
     instance->process(rows, results);
+  } catch (const OperatorLost &error) {
+    report.batchError = error.what();
+    report.lost = true;
+    return report;
   } catch (const std::exception &error) {
     report.batchError = error.what();
     return report;
@@ -152,7 +156,7 @@ std::vector<std::string> OperatorRegistry::missingFor(const plan::Plan &plan) co
     if (!this->source(source.op))
       missing.push_back("source " + source.op);
   for (const plan::PlanCall &call : plan.calls)
-    if (!transform(call.op))
+    if (!transform(call.op) && !plan.externalOperator(call.op))
       missing.push_back("operator " + call.op);
   for (const plan::PlanSink &sink : plan.sinks)
     if (!this->sink(sink.op))

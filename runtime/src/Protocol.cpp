@@ -3,6 +3,8 @@
 // blobs held by workers, which protocol version 1 does not use.
 #include "orch/runtime/Protocol.h"
 
+#include "ValueCodec.h"
+
 #include "orch/plan/MessagePackReader.h"
 
 #include <msgpack.hpp>
@@ -22,92 +24,9 @@ const char *errorCodeName(ErrorCode code) {
   return "";
 }
 
-using Packer = msgpack::packer<msgpack::sbuffer>;
 using plan::MapReader;
 using plan::MessagePackError;
 using plan::Object;
-
-void packValue(Packer &out, const Value &value) {
-  switch (value.kind()) {
-  case Value::Kind::Null:
-    out.pack_nil();
-    return;
-  case Value::Kind::Bool:
-    out.pack(value.asBool());
-    return;
-  case Value::Kind::Int:
-    out.pack(value.asInt());
-    return;
-  case Value::Kind::Float:
-    out.pack(value.asFloat());
-    return;
-  case Value::Kind::String:
-    out.pack(value.asString());
-    return;
-  case Value::Kind::Bytes: {
-    const std::string &bytes = value.asBytes();
-    out.pack_bin(static_cast<uint32_t>(bytes.size()));
-    out.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size()));
-    return;
-  }
-  case Value::Kind::List:
-    out.pack_array(static_cast<uint32_t>(value.asList().size()));
-    for (const Value &element : value.asList())
-      packValue(out, element);
-    return;
-  case Value::Kind::Record:
-    out.pack_map(static_cast<uint32_t>(value.asRecord().size()));
-    for (const auto &[name, field] : value.asRecord()) {
-      out.pack(name);
-      packValue(out, field);
-    }
-    return;
-  }
-}
-
-Value readValue(const Object &object) {
-  switch (object.type) {
-  case msgpack::type::NIL:
-    return Value();
-  case msgpack::type::BOOLEAN:
-    return Value::boolean(object.via.boolean);
-  case msgpack::type::POSITIVE_INTEGER:
-    if (object.via.u64 > uint64_t(INT64_MAX))
-      throw MessagePackError("an integer value is out of range");
-    return Value::integer(int64_t(object.via.u64));
-  case msgpack::type::NEGATIVE_INTEGER:
-    return Value::integer(object.via.i64);
-  case msgpack::type::FLOAT32:
-  case msgpack::type::FLOAT64:
-    return Value::real(object.via.f64);
-  case msgpack::type::STR:
-    return Value::string(std::string(object.via.str.ptr, object.via.str.size));
-  case msgpack::type::BIN:
-    return Value::bytes(std::string(object.via.bin.ptr, object.via.bin.size));
-  case msgpack::type::ARRAY: {
-    ValueList list;
-    list.reserve(object.via.array.size);
-    for (uint32_t i = 0; i < object.via.array.size; ++i)
-      list.push_back(readValue(object.via.array.ptr[i]));
-    return Value::list(std::move(list));
-  }
-  case msgpack::type::MAP: {
-    RecordFields fields;
-    fields.reserve(object.via.map.size);
-    for (uint32_t i = 0; i < object.via.map.size; ++i) {
-      const msgpack::object_kv &entry = object.via.map.ptr[i];
-      if (entry.key.type != msgpack::type::STR)
-        throw MessagePackError("a record field name is not a string");
-      fields.emplace_back(std::string(entry.key.via.str.ptr, entry.key.via.str.size),
-                          readValue(entry.val));
-    }
-    return Value::record(std::move(fields));
-  }
-  case msgpack::type::EXT:
-    throw MessagePackError("blob references are not part of protocol version 1");
-  }
-  throw MessagePackError("unknown value type");
-}
 
 /// Packs one message as a map: "type" first, then the fields.
 class MessageWriter {
@@ -166,10 +85,12 @@ public:
   }
   void operator()(const ResultMessage &result) {
     const BatchReport &report = result.report;
-    begin("result", 4);
+    begin("result", report.lost ? 5 : 4);
     field("batch", report.batchId);
     field("replica", result.replica);
     field("seconds", result.seconds);
+    if (report.lost)
+      field("lost", true);
     if (report.batchError) {
       field("error", *report.batchError);
     } else {
@@ -195,6 +116,17 @@ public:
     begin("error", 2);
     field("message", error.message);
     field("code", std::string(errorCodeName(error.code)));
+  }
+  void operator()(const ReleaseMessage &release) {
+    begin("release", 1);
+    field("replica", release.replica);
+  }
+  void operator()(const StartedMessage &started) {
+    begin("started", started.error ? 3 : 2);
+    field("replica", started.replica);
+    field("seconds", started.seconds);
+    if (started.error)
+      field("error", *started.error);
   }
 
 private:
@@ -259,6 +191,8 @@ Message readResult(const MapReader &map) {
   result.report.batchId = uint64_t(map.integer("batch"));
   result.replica = map.index("replica");
   result.seconds = map.real("seconds");
+  if (map.optional("lost"))
+    result.report.lost = map.boolean("lost");
   if (map.optional("error")) {
     result.report.batchError = map.string("error");
     return result;
@@ -324,6 +258,14 @@ Message readMessage(const Object &root) {
                                                                   : ErrorCode::Unspecified;
     }
     return error;
+  }
+  if (type == "release")
+    return ReleaseMessage{map.index("replica")};
+  if (type == "started") {
+    StartedMessage started{map.index("replica"), map.real("seconds"), std::nullopt};
+    if (map.optional("error"))
+      started.error = map.string("error");
+    return started;
   }
   throw MessagePackError("unknown message type '" + type.substr(0, 40) + "'");
 }
@@ -394,8 +336,8 @@ std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report
 }
 
 const char *messageTypeName(const Message &message) {
-  static const char *names[] = {"hello",  "welcome",   "init", "batch",
-                                "result", "heartbeat", "bye",  "error"};
+  static const char *names[] = {"hello",     "welcome", "init",  "batch",   "result",
+                                "heartbeat", "bye",     "error", "started", "release"};
   return names[message.index()];
 }
 
@@ -407,24 +349,11 @@ std::string encodeMessage(const Message &message) {
 }
 
 std::variant<Message, std::string> decodeMessage(std::string_view bytes) {
-  try {
-    // Bounded: a hostile message cannot make the reader allocate without limit.
-    using L = ProtocolLimits;
-    const msgpack::unpack_limit limits(L::kArrayElements, L::kMapEntries, L::kStringBytes,
-                                       L::kBinaryBytes, 1 << 20, L::kDepth);
-    std::size_t offset = 0;
-    msgpack::object_handle handle =
-        msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limits);
-    if (offset != bytes.size())
-      return std::string("unexpected bytes after the message");
-    return readMessage(handle.get());
-  } catch (const MessagePackError &error) {
-    return std::string(error.what());
-  } catch (const msgpack::insufficient_bytes &) {
-    return std::string("the message is truncated");
-  } catch (const std::exception &error) {
-    return std::string("not a MessagePack message: ") + error.what();
-  }
+  // Bounded: a hostile message cannot make the reader allocate without limit.
+  using L = ProtocolLimits;
+  const msgpack::unpack_limit limits(L::kArrayElements, L::kMapEntries, L::kStringBytes,
+                                     L::kBinaryBytes, 1 << 20, L::kDepth);
+  return decodeWhole<Message>(bytes, limits, /*inPlace=*/false, readMessage);
 }
 
 } // namespace orch::runtime

@@ -83,7 +83,7 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
     hosted.erase(idle);
     replicas_[r].worker = newcomer;
     workers_[newcomer].replicas.push_back(r);
-    moves.push_back(Move{r, newcomer});
+    moves.push_back(Move{r, newcomer, busiest});
   }
 }
 

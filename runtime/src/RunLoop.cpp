@@ -121,6 +121,8 @@ private:
 /// batch started to run (the executor says when), not from dispatch.
 class CallDeadlines {
 public:
+  static constexpr std::chrono::seconds kExternalTimeoutGrace{2};
+
   explicit CallDeadlines(const plan::Plan &plan) : plan_(plan) {}
 
   void dispatched(const Batch &batch) {
@@ -132,8 +134,12 @@ public:
     if (found == batches_.end() || found->second.running)
       return;
     found->second.running = true;
-    found->second.deadline =
-        at + std::chrono::nanoseconds(plan_.calls[found->second.call].options.timeoutNanoseconds);
+    const plan::PlanCall &call = plan_.calls[found->second.call];
+    found->second.deadline = at + std::chrono::nanoseconds(call.options.timeoutNanoseconds);
+    // A declared operator's replica stops its own process at the timeout and reports the batch
+    // lost; this deadline is the backstop, so that a batch is not stopped twice.
+    if (plan_.externalOperator(call.op))
+      found->second.deadline += kExternalTimeoutGrace;
   }
   void ended(uint64_t batchId) { batches_.erase(batchId); }
 
@@ -230,10 +236,23 @@ private:
       call.batchLimit = plan_.calls[c].options.batch;
       summary_.calls.push_back(std::move(call));
     }
+    const bool startsProcesses = !plan_.operators.empty();
+    if (startsProcesses && options_.onProgress) {
+      RunProgress starting;
+      starting.phase = "starting operator processes (loading models)";
+      options_.onProgress(starting);
+    }
     if (auto problem = executor_.start(plan_, inputLabels)) {
       summary_.error = *problem;
       return false;
     }
+    if (auto problem = executor_.awaitStarted(options_.stopRequested)) {
+      summary_.error = *problem;
+      executor_.stop();
+      return false;
+    }
+    if (startsProcesses)
+      summary_.startupSeconds = elapsed();
     summary_.started = true;
     admission_.emplace(std::move(sources));
     outputs_.emplace(plan_, std::move(sinks), options_, summary_);
@@ -313,6 +332,14 @@ private:
         deadlines_.ended(event.report.batchId);
         if (event.call < summary_.calls.size())
           summary_.calls[event.call].busySeconds += event.seconds;
+        if (event.report.lost) {
+          // The operator's process crashed or hung and was restarted: the batch runs again.
+          engine_->failBatch(event.report.batchId, event.report.batchError.value_or("lost"));
+          if (options_.recorder)
+            options_.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds,
+                                             event.place, "lost");
+          break;
+        }
         const CommitResult committed = engine_->commit(event.report);
         if (options_.recorder)
           options_.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds,

@@ -7,8 +7,10 @@
 #include "MessageSocket.h"
 
 #include "orch/plan/PlanCodec.h"
+#include "orch/runtime/ExternalOperator.h"
 #include "orch/runtime/GpuPlacement.h"
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -29,9 +31,11 @@ struct RestartRequested {};
 /// One Call replica: an operator instance kept for every batch, run on its own thread.
 class HostedReplica {
 public:
+  /// `eager`: the instance (a declared operator's process) starts at once, and the coordinator
+  /// hears when it is ready (StartedMessage).
   HostedReplica(zmq::context_t &context, uint32_t id, const OperatorFactory &factory,
-                OperatorConfig config)
-      : id_(id), factory_(factory), config_(std::move(config)),
+                OperatorConfig config, bool eager)
+      : id_(id), factory_(factory), config_(std::move(config)), eager_(eager),
         thread_([this, &context] { run(context); }) {}
 
   ~HostedReplica() {
@@ -40,6 +44,10 @@ public:
   }
 
   void enqueue(Batch batch) { queue_.push(std::move(batch)); }
+  /// Stops taking batches; the thread ends after what it is doing (a start, a batch).
+  void close() { queue_.close(); }
+  /// The thread has ended: destroying the replica will not wait.
+  bool finished() const { return finished_.load(); }
 
 private:
   void run(zmq::context_t &context) {
@@ -48,6 +56,8 @@ private:
     zmq::socket_t results(context, zmq::socket_type::push);
     results.set(zmq::sockopt::linger, 0);
     results.connect(kResultsEndpoint);
+    if (eager_)
+      start(results);
     while (std::optional<Batch> batch = queue_.pop()) {
       const Clock::time_point start = Clock::now();
       ResultMessage result;
@@ -57,11 +67,31 @@ private:
       const std::string body = encodeMessage(result);
       sendBody(results, body);
     }
+    finished_.store(true);
+  }
+
+  /// Starts the instance and says how that went; a failure leaves it to the first batch to
+  /// try again (and fail as a batch error).
+  void start(zmq::socket_t &results) {
+    const Clock::time_point begin = Clock::now();
+    StartedMessage started;
+    started.replica = id_;
+    try {
+      instance_ = factory_(config_);
+      instance_->awaitStarted();
+    } catch (const std::exception &error) {
+      instance_.reset();
+      started.error = error.what();
+    }
+    started.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+    sendBody(results, encodeMessage(started));
   }
 
   uint32_t id_;
   const OperatorFactory &factory_;
   OperatorConfig config_;
+  bool eager_;
+  std::atomic<bool> finished_{false};
   std::unique_ptr<Operator> instance_;
   JobQueue<Batch> queue_;
   std::thread thread_;
@@ -89,6 +119,7 @@ public:
   ~WorkerSession() {
     // Replica threads hold sockets of this context: stop them before the context goes.
     replicas_.clear();
+    released_.clear();
   }
 
   int run() {
@@ -125,6 +156,9 @@ public:
         if (std::optional<int> exit = handle(frames->back().to_string()))
           return *exit;
       }
+      std::erase_if(released_, [](const std::unique_ptr<HostedReplica> &replica) {
+        return replica->finished();
+      });
       const Clock::time_point now = Clock::now();
       if (now - lastSent_ >= interval)
         send(HeartbeatMessage{});
@@ -170,6 +204,7 @@ private:
           return false;
         }
         plan_ = std::get<plan::Plan>(std::move(plan));
+        factories_.emplace(plan_, registry_);
         heartbeatMs_ = std::max<uint32_t>(1, welcome->heartbeatMs);
         liveness_ = std::max<uint32_t>(1, welcome->liveness);
         lastHeard_ = Clock::now();
@@ -201,6 +236,13 @@ private:
       } else {
         replica->second->enqueue(std::move(batch->batch));
       }
+    } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
+      // Released replicas end in the background: one may still be starting its process.
+      if (auto found = replicas_.find(release->replica); found != replicas_.end()) {
+        found->second->close();
+        released_.push_back(std::move(found->second));
+        replicas_.erase(found);
+      }
     } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
       if (options_.verbose)
         log("the coordinator said goodbye: " + bye->reason);
@@ -225,7 +267,7 @@ private:
       return;
     }
     const plan::PlanCall &call = plan_.calls[init.call];
-    const OperatorFactory *factory = registry_.transform(call.op);
+    const OperatorFactory *factory = factories_->forCall(init.call);
     if (!factory) {
       // Batches for it come back as batch errors naming the missing operator.
       send(ErrorMessage{"this worker has no operator " + call.op});
@@ -239,8 +281,8 @@ private:
         log("replica " + std::to_string(init.replica) + " of '" + call.name + "' on GPU " +
             std::to_string(config.gpuDevice()));
     }
-    replicas_[init.replica] =
-        std::make_unique<HostedReplica>(context_, init.replica, *factory, std::move(config));
+    replicas_[init.replica] = std::make_unique<HostedReplica>(
+        context_, init.replica, *factory, std::move(config), factories_->startsEagerly(init.call));
   }
 
   void send(const Message &message) { forward(encodeMessage(message)); }
@@ -263,11 +305,13 @@ private:
   zmq::socket_t coordinator_;
   zmq::socket_t results_;
   plan::Plan plan_;
+  std::optional<CallFactories> factories_;
   uint32_t heartbeatMs_ = kDefaultHeartbeatMs;
   uint32_t liveness_ = kDefaultLiveness;
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastHeard_ = Clock::now();
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
+  std::vector<std::unique_ptr<HostedReplica>> released_;
   GpuPlacer gpuPlacer_{options_.gpus};
 };
 

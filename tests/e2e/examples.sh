@@ -3,7 +3,8 @@
 # Markdown has every page's marker in page order (OCR included), the corrupt files are in the
 # errors journal, pdf_text matches pdftotext page by page, text_or_ocr merges the text layer
 # and OCR page by page, clip_quality scores every clip,
-# clip_features gives every clip its motion and frame hashes;
+# clip_features gives every clip its motion and frame hashes; quality_score and
+# page_embeddings give what their Python models give when run directly;
 # worker processes and --in-process give identical outputs; OCR batches mix documents; names
 # derived from data never escape a sink's directory.
 set -euo pipefail
@@ -122,6 +123,71 @@ orch run clip_features.orch --in-process --quiet 2>/dev/null || true
 check "worker processes and --in-process give identical features" \
   test "$(sort workers-out/clip_features.jsonl)" = "$(sort out/clip_features.jsonl)"
 rm -rf out workers-out
+
+# --- quality_score: a Python model scores every page -----------------------------------------
+status=0; orch run quality_score.orch --workers 2 --quiet 2>quality.log || status=$?
+check "quality_score completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+check "every page of every good PDF is scored, as the model scores it directly" $python - <<'PY'
+import json, subprocess, sys
+sys.path.insert(0, "models")
+from quality import Scorer
+scorer = Scorer(min_words=10)
+rows = {r["path"]: r for r in map(json.loads, open("out/quality.jsonl"))}
+ok = sorted(len(r["scores"]) for r in rows.values()) == [1, 2, 3, 12, 30]
+for path, row in rows.items():
+    for number, score in enumerate(row["scores"], 1):
+        # pdf.text and pdftotext agree on a page's words (the pdf_text check); the score
+        # depends on nothing else.
+        text = subprocess.run(["pdftotext", "-f", str(number), "-l", str(number), path, "-"],
+                              capture_output=True, text=True).stdout
+        ok = ok and score == scorer.score(text)
+        ok = ok and row["kept"][number - 1] == (1 if score >= 0.5 else 0)
+ok = ok and rows["samples/pdfs/scanned.pdf"]["scores"] == [0.0, 0.0]
+ok = ok and all(s > 0.5 for s in rows["samples/pdfs/report.pdf"]["scores"])
+sys.exit(0 if ok else print(rows) or 1)
+PY
+mv out workers-out
+orch run quality_score.orch --in-process --quiet 2>/dev/null || true
+check "... 2 worker processes and --in-process score identically" \
+  test "$(sort workers-out/quality.jsonl)" = "$(sort out/quality.jsonl)"
+rm -rf out workers-out
+
+# --- page_embeddings: a PyTorch network embeds every page -------------------------------------
+if $python -c 'import torch, numpy' 2>/dev/null; then
+  # The same pipeline, also keeping each page's 64 x 64 thumbnail (its pixels, by a second
+  # Python operator), which the check feeds to the model directly.
+  printf 'class Pixels:\n    def __call__(self, images):\n        return [image.tobytes() for image in images]\n' >pixels.py
+  sed 's|^sink jsonl|operator image.pixels(image: Image) -> Bytes = python("pixels.py", class: "Pixels");\nsink files(dir: "out/thumbnails", name: format("{}-{}", broadcast(docs.stem, pages), ordinal(pages)), ext: ".rgb", content: image.pixels(thumbnail));\nsink jsonl|' \
+    page_embeddings.orch >embeddings_check.orch
+  status=0; orch run embeddings_check.orch --workers 2 --quiet 2>embeddings.log || status=$?
+  check "page_embeddings completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+  check "every page's embedding equals the model run directly in Python on its thumbnail" $python - <<'PY'
+import json, os, sys
+import numpy
+sys.path.insert(0, "models")
+from embedder import Embedder
+model = Embedder(dims=16)
+rows = list(map(json.loads, open("out/embeddings.jsonl")))
+images, expected = [], []
+for row in rows:
+    stem = os.path.splitext(os.path.basename(row["path"]))[0]
+    for ordinal, embedding in enumerate(row["pages"]):
+        pixels = open("out/thumbnails/%s-%d.rgb" % (stem, ordinal), "rb").read()
+        images.append(numpy.frombuffer(pixels, dtype=numpy.uint8).reshape(64, 64, 3))
+        expected.append(embedding)
+direct = model(images).tolist()  # one batch of every page
+ok = len(direct) == 48 and all(len(e) == 16 for e in expected)
+ok = ok and max(abs(a - b) for d, e in zip(direct, expected) for a, b in zip(d, e)) < 1e-5
+sys.exit(0 if ok else 1)
+PY
+  mv out workers-out
+  orch run page_embeddings.orch --in-process --quiet 2>/dev/null || true
+  check "... 2 worker processes and --in-process embed identically" \
+    test "$(sort workers-out/embeddings.jsonl)" = "$(sort out/embeddings.jsonl)"
+  rm -rf out workers-out
+else
+  echo "note: page_embeddings not run: $python has no torch or numpy (python3-torch, python3-numpy)"
+fi
 
 # --- OCR batches that mix documents -------------------------------------------------------
 cat >ocr_mix.orch <<'ORCH'

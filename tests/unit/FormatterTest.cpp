@@ -214,6 +214,22 @@ TEST(FormatterTest, SpacesBinaryOperatorsButNotTypeBracketsOrNegation) {
   EXPECT_EQ(planWithoutPositions(*result.text), planWithoutPositions(scrambled));
 }
 
+TEST(FormatterTest, PutsALongOperatorDeclarationsRunnerOnItsOwnLine) {
+  const std::string scrambled =
+      "pipeline p;\noperator   quality.score( text :Text,const  min_words:Int=20 )->Float="
+      "python( \"models/quality.py\",class:\"Scorer\" ) ;\n"
+      "operator up(text: String)->String=exec(\"bin/up\",args:[ \"-v\" ,\"--fast\" ]);\n";
+  Formatted result = format(scrambled);
+  ASSERT_TRUE(result.text) << result.firstError;
+  EXPECT_EQ(
+      *result.text,
+      "pipeline p;\n"
+      "operator quality.score(text: Text, const min_words: Int = 20) -> Float\n"
+      "    = python(\"models/quality.py\", class: \"Scorer\");\n"
+      "operator up(text: String) -> String = exec(\"bin/up\", args: [\"-v\", \"--fast\"]);\n");
+  EXPECT_EQ(format(*result.text).text, result.text);
+}
+
 TEST(FormatterTest, RefusesAFileWithSyntaxErrors) {
   Formatted result = format("pipeline p;\nx = reduce(;\n");
   EXPECT_FALSE(result.text);

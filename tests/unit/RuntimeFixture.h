@@ -47,12 +47,13 @@ protected:
     return result;
   }
 
-  /// Compiles `program` with $DIR replaced by the test's directory.
-  plan::Plan compile(std::string program) {
+  /// Compiles `program` with $DIR replaced by the test's directory; `sourcePath` is the file
+  /// it claims to come from (relative paths in it are relative to that file's folder).
+  plan::Plan compile(std::string program, const std::string &sourcePath = "test.orch") {
     for (size_t at; (at = program.find("$DIR")) != std::string::npos;)
       program.replace(at, 4, dir_.string());
     std::string error;
-    std::optional<plan::Plan> plan = testing::compileText(program, &error);
+    std::optional<plan::Plan> plan = testing::compileText(program, &error, sourcePath);
     EXPECT_TRUE(plan) << error << "\n" << program;
     return plan.value_or(plan::Plan{});
   }

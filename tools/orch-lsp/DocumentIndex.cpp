@@ -100,6 +100,9 @@ private:
             operatorUse(node.use, false);
           } else if constexpr (std::is_same_v<Node, ast::BindingDecl>) {
             symbol(node.name, SymbolKind::Binding, statement, "", ReferenceKind::Value);
+          } else if constexpr (std::is_same_v<Node, ast::OperatorDecl>) {
+            index_.references.push_back(
+                Reference{ReferenceKind::Operator, node.name.text, node.name.location, ""});
           }
         },
         statement.node);
@@ -203,7 +206,10 @@ DocumentIndex indexDocument(const std::string &text, const std::string &path,
           !index.valueTypes.count(binding->name.name))
         index.valueTypes[binding->name.name] = binding->value->type->str();
     AstIndexer(index).index(*result.file);
+    index.catalog = result.file->catalog;
   }
+  if (!index.catalog)
+    index.catalog = std::shared_ptr<const plan::OperatorCatalog>(&catalog, [](auto *) {});
   return index;
 }
 

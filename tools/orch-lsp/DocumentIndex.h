@@ -8,6 +8,7 @@
 #include "orch/plan/OperatorCatalog.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct DocumentIndex {
   std::map<std::string, std::string> domainParents;
   /// The whole compiler accepted the file.
   bool compiled = false;
+  /// The operators the document can use: the standard library's and its own declarations.
+  std::shared_ptr<const plan::OperatorCatalog> catalog;
 
   const Symbol *findSymbol(const std::string &name, std::initializer_list<SymbolKind> kinds) const;
   /// The occurrence covering 1-based `line` and byte `column`, if any.

@@ -242,7 +242,7 @@ json LanguageServer::hover(const json &params) {
       doc.index.referenceAt(position.line + 1, positions.byteColumn(position));
   if (!reference)
     return nullptr;
-  std::optional<std::string> text = hoverMarkdown(doc.index, *reference, plan::standardCatalog());
+  std::optional<std::string> text = hoverMarkdown(doc.index, *reference, *doc.index.catalog);
   if (!text)
     return nullptr;
   return {{"contents", {{"kind", "markdown"}, {"value", *text}}},
@@ -312,7 +312,7 @@ json LanguageServer::completion(const json &params) {
   const Position position = positionOf(params);
   const size_t offset = positions.offset(position);
   CompletionResult result =
-      completeAt(std::string_view(doc.text).substr(0, offset), doc.index, plan::standardCatalog());
+      completeAt(std::string_view(doc.text).substr(0, offset), doc.index, *doc.index.catalog);
   // The edit replaces the whole dotted name typed so far (editors split words at '.').
   Position start = position;
   start.character -= std::min<uint32_t>(start.character, uint32_t(result.prefix.size()));

@@ -46,6 +46,13 @@ std::chrono::milliseconds ProgressDisplay::interval() const {
 
 void ProgressDisplay::show(const runtime::RunProgress &progress) {
   llvm::raw_ostream &out = llvm::errs();
+  if (!progress.phase.empty()) {
+    // Before the first row: one line, which the rows' display then draws over.
+    out << (terminal_ ? "\x1b[2K" : "") << "orch: " << progress.phase << "\n";
+    out.flush();
+    linesDrawn_ = terminal_ ? 1 : 0;
+    return;
+  }
   if (!terminal_) {
     out << rowsLine(progress) << ", " << progress.grainsRun << " grains run\n";
     out.flush();

@@ -193,6 +193,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.staleReports << " stale reports\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
+  if (summary.startupSeconds > 0)
+    out << "orch:   operator processes ready after " << llvm::format("%.2f", summary.startupSeconds)
+        << " s (loading models)\n";
 }
 
 /// Where the sinks wrote: "out/*.md, out/docs.jsonl".

@@ -94,6 +94,8 @@ test('every kind of token gets its scope', async () => {
     'n: Doc<Int> = list.len(reduce(filter(pages, math.gt(-2.5e3, 1_000))));',
     'sink jsonl(path: "o.jsonl", record: { n: broadcast(n, pages) });',
     'm = if n > 2 and not (n == 3) then string(n * 2) else coalesce(x, y);',
+    'operator my.score(text: Text, const k: Int = 2) -> Float = python("m.py", class: "S");',
+    'operator up(text: String) -> String = exec("bin/up", args: ["-v"]);',
   ].join('\n');
   const scopeOf = new Map();
   for (const [line, column, text, scope] of tokenize(grammar, source)) {
@@ -138,6 +140,13 @@ test('every kind of token gets its scope', async () => {
     '9:else': 'keyword.operator.logical.orch',
     '9:string': 'support.function.builtin.orch',
     '9:coalesce': 'support.function.builtin.orch',
+    '10:operator': 'keyword.other.operator.orch',
+    '10:my.score': 'entity.name.function.declaration.orch',
+    '10:const': 'storage.modifier.const.orch',
+    '10:->': 'punctuation.separator.result.orch',
+    '10:python': 'support.function.runner.orch',
+    '11:exec': 'support.function.runner.orch',
+    '11:[': 'punctuation.section.brackets.orch',
     '9:==': 'keyword.operator.orch',
     '9:*': 'keyword.operator.orch',
   };

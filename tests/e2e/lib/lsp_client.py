@@ -189,6 +189,27 @@ partial = FIXED.replace("{ batch: 8 }", "{ batch: 8, re }")
 labels = [i["label"] for i in completion(partial, "re }", 2)]
 check("completion inside a Call's options offers option keys", "replicas" in labels and "retries" in labels and "recovery" in labels and "pdf.text" not in labels, labels)
 
+# An operator the document declares: hover shows its declaration, completion offers it.
+import os
+script = os.path.join(os.environ["ORCH_SOURCE_DIR"], "examples/models/quality.py")
+declared = FIXED.replace("sink jsonl", 'operator quality.score(text: Text, const min_words: Int = 20) -> Float\n'
+                         '    = python("%s", class: "Scorer");\nscores = quality.score(texts, min_words: 5);\n'
+                         'sink jsonl' % script)
+client.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 5}, "contentChanges": [{"text": declared}]})
+published = client.diagnostics()
+check("a document with an operator declaration has no errors",
+      [d for d in published["diagnostics"] if d["severity"] == 1] == [], published)
+use = client.request("textDocument/hover", {"textDocument": {"uri": URI},
+                                            "position": position_of(declared, "quality.score", 1, 3)})["result"]
+check("hover on a declared operator's use shows its signature",
+      use and "quality.score(text: Text, min_words: Int = 20) -> Float" in use["contents"]["value"], use)
+check("... and where it runs", use and "class Scorer of " + script in use["contents"]["value"], use)
+declaration = client.request("textDocument/hover", {"textDocument": {"uri": URI},
+                                                    "position": position_of(declared, "quality.score", 0, 3)})["result"]
+check("hover on the declaration shows it too", declaration and "quality.score(" in declaration["contents"]["value"], declaration)
+labels = [i["label"] for i in completion(declared.replace("scores = quality.score(", "more = quality.sc\nscores = quality.score("), "quality.sc\n", 10)]
+check("completion offers a declared operator", labels == ["quality.score"], labels)
+
 # Broken variants (cut short, characters dropped or doubled): every request is answered.
 import random
 rng = random.Random(7)

@@ -6,6 +6,7 @@
 #include "orch/plan/CallOptions.h"
 #include "orch/plan/ComputeOps.h"
 #include "orch/plan/OperatorCatalog.h"
+#include "orch/plan/Plan.h"
 #include "orch/plan/StaticValue.h"
 #include "orch/plan/Type.h"
 
@@ -186,9 +187,39 @@ struct BindingDecl {
   ExprPtr value;
 };
 
+/// `const threshold: Float = 0.5` in an operator declaration.
+struct OperatorParamDecl {
+  Identifier name;
+  bool constant = false;
+  TypeExpr type;
+  /// A literal, or null.
+  ExprPtr defaultValue;
+};
+
+/// `class: "Scorer"`, `"models/quality.py"` or `args: ["--fast"]` of a runner.
+struct RunnerArgument {
+  std::optional<Identifier> name;
+  /// Literals; one unless `isList`.
+  std::vector<ExprPtr> values;
+  bool isList = false;
+  SourceLocation location;
+};
+
+/// `operator quality.score(text: String) -> Float = python("models/quality.py", class: "S");`
+struct OperatorDecl {
+  OperatorName name;
+  std::vector<OperatorParamDecl> params;
+  TypeExpr result;
+  Identifier runner;
+  std::vector<RunnerArgument> arguments;
+  SourceLocation location;
+  // resolved: what the plan records (set when the declaration checked out)
+  std::optional<plan::PlanExternalOperator> external;
+};
+
 struct Statement {
   SourceLocation location;
-  std::variant<ParamDecl, SourceDecl, CallDecl, SinkDecl, BindingDecl> node;
+  std::variant<ParamDecl, SourceDecl, CallDecl, SinkDecl, BindingDecl, OperatorDecl> node;
   /// The parser recovered from a syntax error inside it: the name it declares is known (so
   /// that its uses are not reported again), nothing else of it is checked.
   bool broken = false;
@@ -196,10 +227,15 @@ struct Statement {
 
 struct File {
   uint32_t bufferId = 0;
+  /// The file's name as given to the compiler (relative paths in it are relative to its folder).
+  std::string path;
   Identifier pipelineName;
   std::vector<std::unique_ptr<Statement>> statements;
   // resolved: every domain the file names (sources' and expands'), in source order
   std::vector<Identifier> domains;
+  /// resolved: what operator uses bind against: the catalog the frontend was given plus the
+  /// file's own operator declarations (OperatorUse::signature points into it).
+  std::shared_ptr<const plan::OperatorCatalog> catalog;
 };
 
 /// The name a statement binds (params, sources, Calls, bindings); null for sinks.

@@ -31,6 +31,14 @@ bool resolveNames(ast::File &file, DiagnosticEngine &diags);
 bool checkTypes(ast::File &file, const plan::OperatorCatalog &catalog,
                 const std::vector<ParamOverride> &overrides, DiagnosticEngine &diags);
 
+/// Checks the file's `operator` declarations (names, parameters, types, runner, the script or
+/// executable, which must exist) and sets `file.catalog` to `base` plus every declared operator
+/// that checked out, with its plan record in OperatorDecl::external. Returns false on errors.
+bool declareOperators(ast::File &file, const plan::OperatorCatalog &base, DiagnosticEngine &diags);
+
+/// The type `typeExpr` spells (`List<Text>`, `{a: Int}`), or nullopt after reporting.
+std::optional<plan::Type> resolveTypeExpr(const ast::TypeExpr &typeExpr, DiagnosticEngine &diags);
+
 /// The candidate closest to `name` when it is close enough to be a likely typo, else "".
 std::string closestSpelling(const std::string &name, const std::vector<std::string> &candidates);
 

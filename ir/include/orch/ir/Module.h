@@ -110,6 +110,8 @@ struct Module {
   std::vector<Call> calls;
   std::vector<Source> sources;
   std::vector<Sink> sinks;
+  /// The program's own operators (`operator ... = python(...)`), as the plan records them.
+  std::vector<plan::PlanExternalOperator> operators;
 
   const Operation &op(ValueId id) const { return ops[id]; }
   /// Where operand `index` of `op` is used, or where it is defined if that is unknown.

@@ -68,6 +68,10 @@ private:
   std::unordered_map<std::string, size_t> index_;
 };
 
+/// The Call options a transform accepts: every one, less `gpus` and `require_gpu` for one without
+/// a GPU implementation.
+std::vector<std::string> transformOptionNames(bool gpu);
+
 /// The standard library's operators (sources, transforms, sinks) and the `test.*` operators.
 const OperatorCatalog &standardCatalog();
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace orch::plan {
@@ -44,6 +45,40 @@ struct PlanCall {
   CallOptions options;
   bool gpu = false;
   friend bool operator==(const PlanCall &, const PlanCall &) = default;
+};
+
+/// A parameter of a declared operator: a dataflow input (batched per grain) or a constant (given
+/// to the operator once, when a replica starts).
+struct PlanOperatorParam {
+  std::string name;
+  bool constant = false;
+  Type type;
+  friend bool operator==(const PlanOperatorParam &, const PlanOperatorParam &) = default;
+};
+
+/// An operator the program declares (`operator NAME(...) -> T = python(...)`), run by a child
+/// process per replica (docs/python.md): `python` runs a class of a script under the bridge
+/// (python/orch_operator.py); `exec` runs an executable that speaks the same protocol
+/// (docs/protocol.md). Calls name it in `op` like any operator.
+struct PlanExternalOperator {
+  std::string name;
+  /// "python" or "exec".
+  std::string runner;
+  /// The script or executable, absolute; the same path on every worker host.
+  std::string path;
+  /// SHA-256 (hex) of that file when the plan was compiled: a host with another version
+  /// refuses to start it.
+  std::string sha256;
+  /// python: the class to instantiate.
+  std::string className;
+  /// exec: its command-line arguments.
+  std::vector<std::string> args;
+  std::vector<PlanOperatorParam> params;
+  Type result;
+  /// Where it is declared (in the plan's source file).
+  uint32_t line = 0;
+  uint32_t column = 0;
+  friend bool operator==(const PlanExternalOperator &, const PlanExternalOperator &) = default;
 };
 
 struct PlanSource {
@@ -126,7 +161,12 @@ struct Plan {
   std::vector<PlanSource> sources;
   std::vector<PlanNode> nodes;
   std::vector<PlanSink> sinks;
+  /// Operators the program declares, by name (Calls refer to them in `op`).
+  std::vector<PlanExternalOperator> operators;
   friend bool operator==(const Plan &, const Plan &) = default;
+
+  /// The declared operator called `name`, or nullptr (a standard library operator).
+  const PlanExternalOperator *externalOperator(std::string_view name) const;
 };
 
 /// Fills every node's consumers and sinks from the inputs of nodes and sinks.

@@ -6,6 +6,7 @@
 #include "orch/plan/Plan.h"
 #include "orch/runtime/EngineTypes.h"
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -44,6 +45,13 @@ public:
   /// cannot (no worker can ever start, a bad endpoint).
   virtual std::optional<std::string>
   start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) = 0;
+  /// Waits until the replicas that start before any row (declared operators' processes) are
+  /// ready: at least one of each such Call. The first start failure, or a message when `stop`
+  /// was set meanwhile; nullopt when the run may begin.
+  virtual std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) {
+    (void)stop;
+    return std::nullopt;
+  }
   /// Whether a batch of `call` could be handed over right now.
   virtual bool canRun(uint32_t call) const = 0;
   virtual void submit(Batch batch) = 0;

@@ -105,6 +105,10 @@ struct GrainReport {
 struct BatchReport {
   uint64_t batchId = 0;
   std::optional<std::string> batchError;
+  /// With batchError: the batch was lost to an infrastructure failure where it ran (an
+  /// operator's process crashed or hung and was restarted), not failed by its rows; the run loop
+  /// re-runs it within the infrastructure retry budget.
+  bool lost = false;
   std::vector<GrainReport> grains;
 };
 

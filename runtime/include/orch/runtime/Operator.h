@@ -25,6 +25,14 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Thrown by `process` when the batch was lost to a failure of the machinery, not of its rows
+/// (the operator's process crashed or hung and was restarted): the batch runs again, within the
+/// infrastructure retry budget, and the Call's recovery policy is not involved.
+class OperatorLost : public OperatorError {
+public:
+  using OperatorError::OperatorError;
+};
+
 /// One row of a batch: the operator's dataflow inputs in parameter order, and where it sits.
 struct OperatorRow {
   std::span<const Value> inputs;
@@ -68,6 +76,11 @@ public:
   }
   /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls).
   double gpus() const { return options_ ? options_->gpus : 0; }
+  /// CPUs per replica the Call asked for (1 without options).
+  double cpus() const { return options_ ? options_->cpus : 1; }
+  /// The Call's `timeout` (0: none).
+  int64_t timeoutNanoseconds() const { return options_ ? options_->timeoutNanoseconds : 0; }
+  const std::vector<plan::NamedConstant> &constants() const { return *constants_; }
   /// The CUDA device this replica runs on, chosen by the executor (see GpuPlacement.h);
   /// -1 when none was assigned: the replica then runs on the CPU.
   OperatorConfig &withGpuDevice(int64_t device) {
@@ -109,6 +122,10 @@ public:
   virtual ~Operator() = default;
   /// Appends one result per row to `results`, in row order. Throwing is a batch error.
   virtual void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) = 0;
+  /// Operators that start slowly (a model loading in a child process) begin in their factory
+  /// and finish here; executors call it for every replica before the first row is admitted, so
+  /// that starting them overlaps. OperatorError: the operator cannot start (the run stops).
+  virtual void awaitStarted() {}
 };
 
 /// A source yields rows lazily; each becomes one root entity.

@@ -52,6 +52,12 @@ struct InitMessage {
   std::vector<std::string> inputs;
 };
 
+/// Coordinator -> worker: replica `replica` moved to another worker; this one stops hosting it
+/// (it has no batches queued here).
+struct ReleaseMessage {
+  uint32_t replica = 0;
+};
+
 /// Coordinator -> worker: run this batch on this replica.
 struct BatchMessage {
   uint32_t replica = 0;
@@ -63,6 +69,14 @@ struct ResultMessage {
   uint32_t replica = 0;
   double seconds = 0;
   BatchReport report;
+};
+
+/// Worker -> coordinator: a replica of a declared operator (whose process starts before any
+/// batch) started, or could not (`error`, with the operator's traceback).
+struct StartedMessage {
+  uint32_t replica = 0;
+  double seconds = 0;
+  std::optional<std::string> error;
 };
 
 /// Either way; any message also counts as a heartbeat.
@@ -91,8 +105,9 @@ struct ErrorMessage {
   ErrorCode code = ErrorCode::Unspecified;
 };
 
-using Message = std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
-                             HeartbeatMessage, ByeMessage, ErrorMessage>;
+using Message =
+    std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
+                 HeartbeatMessage, ByeMessage, ErrorMessage, StartedMessage, ReleaseMessage>;
 
 const char *messageTypeName(const Message &message);
 

@@ -23,10 +23,12 @@ public:
     /// other, so the front one is running and the next starts when its result arrives.
     std::deque<uint64_t> queued;
   };
-  /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT).
+  /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT), and no longer
+  /// on `from` (which is told to release it), if it lived anywhere.
   struct Move {
     uint32_t replica;
     uint32_t worker;
+    uint32_t from = kNoIndex;
   };
 
   /// `replicas` of each of `plan`'s Calls (at least one each).

@@ -39,6 +39,9 @@ struct RunProgress {
   uint64_t failed = 0;
   uint64_t grainsRun = 0;
   double seconds = 0;
+  /// What the run is doing before its first row ("starting operator processes"); empty once
+  /// rows flow.
+  std::string phase;
 };
 
 struct RunOptions {
@@ -85,6 +88,8 @@ struct RunSummary {
   std::vector<CallSummary> calls;
   /// The executor's own account (workers started, lost, replaced).
   std::string executor;
+  /// Seconds until declared operators' processes were ready (0 without any).
+  double startupSeconds = 0;
   /// False when the run could not start (then `error` says why and nothing ran).
   bool started = false;
   /// Set when the run could not start (an operator without implementation, an unwritable

@@ -1,0 +1,29 @@
+"""A small convolutional network that embeds images, for examples/page_embeddings.orch.
+
+Its weights come from a fixed seed (a stand-in for loading a checkpoint in the constructor), so
+every replica, and this class run directly in Python, computes the same embeddings. Orch gives
+each batch as a list of H x W x 3 uint8 NumPy arrays; the result is one unit-length vector per
+image.
+"""
+
+import numpy
+import torch
+
+
+class Embedder:
+    def __init__(self, dims=16, seed=0):
+        torch.manual_seed(seed)
+        self.net = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, kernel_size=3, stride=2, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 16, kernel_size=3, stride=2, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(16, dims),
+        ).eval()
+
+    @torch.no_grad()
+    def __call__(self, images):
+        batch = torch.from_numpy(numpy.stack(images)).permute(0, 3, 1, 2).float() / 255.0
+        return torch.nn.functional.normalize(self.net(batch), dim=1)

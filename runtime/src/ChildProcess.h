@@ -1,0 +1,63 @@
+// A child process that serves a worker: its own process group (killed as a whole), killed when
+// the worker dies (PR_SET_PDEATHSIG), a socket on fd 3 for the protocol, and its stdout and
+// stderr forwarded line by line to a log.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace orch::runtime {
+
+struct ChildProcessSpec {
+  /// argv[0] is the program; a name without '/' is looked up on PATH.
+  std::vector<std::string> argv;
+  /// Set in the child's environment (on top of the worker's own).
+  std::vector<std::pair<std::string, std::string>> environment;
+  /// Receives each line the child writes to stdout or stderr (from another thread).
+  std::function<void(const std::string &line)> output;
+};
+
+/// The fd number of the protocol socket in the child (also in $ORCH_OPERATOR_FD).
+inline constexpr int kChildChannelFd = 3;
+
+class ChildProcess {
+public:
+  /// Starts the program; std::runtime_error when it cannot (no such program).
+  explicit ChildProcess(const ChildProcessSpec &spec);
+  /// Kills the process group if it still runs.
+  ~ChildProcess();
+  ChildProcess(const ChildProcess &) = delete;
+  ChildProcess &operator=(const ChildProcess &) = delete;
+
+  pid_t pid() const { return pid_; }
+  /// This side of the protocol socket.
+  int channel() const { return channel_; }
+
+  /// SIGKILL to the whole process group, then reaps the child.
+  void kill();
+  /// Waits up to `timeout` for the child to exit by itself; true when it did.
+  bool waitForExit(std::chrono::milliseconds timeout);
+  /// How it ended ("exited with status 1", "killed by signal 9 (Killed)"), once reaped.
+  std::optional<std::string> exitDescription();
+
+private:
+  void reap(bool block);
+  void forwardOutput(int fd, std::function<void(const std::string &)> output);
+
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  int outputFd_ = -1;
+  std::optional<int> status_;
+  /// status_ is set (read by the output thread).
+  std::atomic<bool> reaped_{false};
+  std::thread outputThread_;
+};
+
+} // namespace orch::runtime

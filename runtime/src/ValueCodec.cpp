@@ -1,0 +1,105 @@
+// Values <-> native MessagePack (nil, bool, integers, float64, str, bin, array, map).
+#include "ValueCodec.h"
+
+#include "orch/plan/MessagePackReader.h"
+
+#include <cstring>
+
+namespace orch::runtime {
+
+using plan::MessagePackError;
+using plan::Object;
+
+void Packer::packFloat64(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  char bytes[9];
+  bytes[0] = static_cast<char>(0xcb);
+  for (int i = 0; i < 8; ++i)
+    bytes[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+  buffer_.write(bytes, sizeof bytes);
+}
+
+void packValue(Packer &out, const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::Null:
+    out.pack_nil();
+    return;
+  case Value::Kind::Bool:
+    out.pack(value.asBool());
+    return;
+  case Value::Kind::Int:
+    out.pack(value.asInt());
+    return;
+  case Value::Kind::Float:
+    out.packFloat64(value.asFloat());
+    return;
+  case Value::Kind::String:
+    out.pack(value.asString());
+    return;
+  case Value::Kind::Bytes: {
+    const std::string &bytes = value.asBytes();
+    out.pack_bin(static_cast<uint32_t>(bytes.size()));
+    out.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size()));
+    return;
+  }
+  case Value::Kind::List:
+    out.pack_array(static_cast<uint32_t>(value.asList().size()));
+    for (const Value &element : value.asList())
+      packValue(out, element);
+    return;
+  case Value::Kind::Record:
+    out.pack_map(static_cast<uint32_t>(value.asRecord().size()));
+    for (const auto &[name, field] : value.asRecord()) {
+      out.pack(name);
+      packValue(out, field);
+    }
+    return;
+  }
+}
+
+Value readValue(const Object &object) {
+  switch (object.type) {
+  case msgpack::type::NIL:
+    return Value();
+  case msgpack::type::BOOLEAN:
+    return Value::boolean(object.via.boolean);
+  case msgpack::type::POSITIVE_INTEGER:
+    if (object.via.u64 > uint64_t(INT64_MAX))
+      throw MessagePackError("an integer value is out of range");
+    return Value::integer(int64_t(object.via.u64));
+  case msgpack::type::NEGATIVE_INTEGER:
+    return Value::integer(object.via.i64);
+  case msgpack::type::FLOAT32:
+  case msgpack::type::FLOAT64:
+    return Value::real(object.via.f64);
+  case msgpack::type::STR:
+    return Value::string(std::string(object.via.str.ptr, object.via.str.size));
+  case msgpack::type::BIN:
+    return Value::bytes(std::string(object.via.bin.ptr, object.via.bin.size));
+  case msgpack::type::ARRAY: {
+    ValueList list;
+    list.reserve(object.via.array.size);
+    for (uint32_t i = 0; i < object.via.array.size; ++i)
+      list.push_back(readValue(object.via.array.ptr[i]));
+    return Value::list(std::move(list));
+  }
+  case msgpack::type::MAP: {
+    RecordFields fields;
+    fields.reserve(object.via.map.size);
+    for (uint32_t i = 0; i < object.via.map.size; ++i) {
+      const msgpack::object_kv &entry = object.via.map.ptr[i];
+      if (entry.key.type != msgpack::type::STR)
+        throw MessagePackError("a record field name is not a string");
+      fields.emplace_back(std::string(entry.key.via.str.ptr, entry.key.via.str.size),
+                          readValue(entry.val));
+    }
+    return Value::record(std::move(fields));
+  }
+  case msgpack::type::EXT:
+    throw MessagePackError("blob references are not part of protocol version 1");
+  }
+  throw MessagePackError("unknown value type");
+}
+
+} // namespace orch::runtime
