@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Operators a program declares, run by real Python processes (docs/python.md): constructors run
-# once per replica; batches mix source rows; a failing item fails only its row; a failing batch
-# is narrowed down to its row by isolate; a hung process is killed at the timeout and the run
+# once per replica, with the Call's threads and GPUs in their environment; batches mix source
+# rows; a failing item fails only its row; a failing batch is narrowed down to its row by isolate; a hung process is killed at the timeout and the run
 # ends; `kill -9` of a process mid-run loses nothing; worker processes and --in-process agree; a
 # result of the wrong type, a syntax error, a failing constructor and a script changed after
 # compiling are reported as docs/python.md says; exec(...) runs any executable that speaks the
@@ -121,6 +121,18 @@ check "... and writes exactly the clean run's rows" test "$(sort out/clean.jsonl
 check "... the losses were logged and the batches ran again" \
   grep -q "was killed by signal 9 (Killed) while running a batch; it is restarted" killed.log
 
+# --- what a process sees of its placement ---------------------------------------------------
+cat >environment.orch <<'ORCH'
+pipeline environment;
+operator seen(text: String) -> String = python("behaviours.py", class: "Environment");
+source rows = lines("one.txt");
+sink jsonl(path: "out/environment.jsonl", record: { seen: seen(rows) { cpus: 3 } });
+ORCH
+echo "x" >one.txt
+orch run environment.orch --workers 1 --quiet 2>/dev/null
+check "cpus sets the thread counts, no GPU is visible to a CPU Call, the replica is named" \
+  grep -qE '"seen":"3\|3\|\|seen@4:[0-9]+\|0"' out/environment.jsonl
+
 # --- results of the wrong type --------------------------------------------------------------
 program wrong WrongType "{ batch: 8 }"
 status=0; orch run wrong.orch --workers 1 >wrong.log 2>&1 || status=$?
@@ -156,7 +168,7 @@ check "... before any row was admitted" test ! -s out/syntax.jsonl
 sed -i 's/class: "Scorer"/class: "Scorer"/; s/syntax_error.py/behaviours.py/' syntax.orch
 status=0; orch run syntax.orch >noclass.log 2>&1 || status=$?
 check "a class the script does not define is named, with the ones it does" \
-  grep -q "defines no class 'Scorer' (it defines: BrokenConstructor, Measure, WrongType)" noclass.log
+  grep -q "defines no class 'Scorer' (it defines: BrokenConstructor, Environment, Measure, WrongType)" noclass.log
 
 cat >missing.orch <<'ORCH'
 pipeline missing;
