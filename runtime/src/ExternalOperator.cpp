@@ -38,8 +38,8 @@ std::string seconds(double value) {
 class ExternalOperator : public Operator {
 public:
   ExternalOperator(const plan::Plan &plan, const plan::PlanExternalOperator &op,
-                   const OperatorConfig &config, uint32_t instance)
-      : plan_(plan), op_(op), config_(config), instance_(instance) {
+                   const OperatorConfig &config)
+      : plan_(plan), op_(op), config_(config) {
     for (const plan::PlanOperatorParam &param : op.params) {
       if (param.constant)
         continue;
@@ -161,7 +161,7 @@ private:
         spec.environment.end(),
         {{"ORCH_OPERATOR_FD", std::to_string(kChildChannelFd)},
          {"ORCH_CALL", config_.name()},
-         {"ORCH_REPLICA", std::to_string(instance_)},
+         {"ORCH_REPLICA", std::to_string(config_.replica())},
          {"PYTHONUNBUFFERED", "1"},
          {"OMP_NUM_THREADS", threads},
          {"MKL_NUM_THREADS", threads},
@@ -188,7 +188,7 @@ private:
     if (greeting->version != kBridgeVersion)
       startFailure("it speaks protocol version " + std::to_string(greeting->version) +
                    ", this worker " + std::to_string(kBridgeVersion));
-    BridgeInit init{&op_, config_.name(), instance_, &config_.constants()};
+    BridgeInit init{&op_, config_.name(), config_.replica(), &config_.constants()};
     if (writeFrame(child_->channel(), encodeInit(init), std::nullopt) != FrameStatus::Ok)
       startFailure("its process " + ended());
     ChildMessage answer = receive("its answer to init");
@@ -198,7 +198,7 @@ private:
       startFailure("it did not answer init with ready");
     ready_ = true;
     const double took = std::chrono::duration<double>(Clock::now() - startedAt_).count();
-    config_.log("replica " + std::to_string(instance_) + " started (pid " +
+    config_.log("replica " + std::to_string(config_.replica()) + " started (pid " +
                 std::to_string(child_->pid()) + ") in " + seconds(took));
   }
 
@@ -241,8 +241,8 @@ private:
       why = ended();
     }
     const std::string message = "call '" + config_.name() + "' (operator " + op_.name +
-                                "): the process of replica " + std::to_string(instance_) + " " +
-                                why + " while running a batch; it is restarted";
+                                "): the process of replica " + std::to_string(config_.replica()) +
+                                " " + why + " while running a batch; it is restarted";
     config_.log(message);
     child_.reset();
     ready_ = false;
@@ -264,7 +264,6 @@ private:
   const plan::Plan &plan_;
   const plan::PlanExternalOperator &op_;
   OperatorConfig config_;
-  uint32_t instance_;
   /// For each input parameter (declaration order): its column in a batch's rows.
   std::vector<size_t> inputColumns_;
   std::unique_ptr<ChildProcess> child_;
@@ -288,9 +287,8 @@ std::string pythonInterpreter() {
 
 OperatorFactory externalOperatorFactory(const plan::Plan &plan,
                                         const plan::PlanExternalOperator &op) {
-  auto instances = std::make_shared<std::atomic<uint32_t>>(0);
-  return [&plan, &op, instances](const OperatorConfig &config) -> std::unique_ptr<Operator> {
-    return std::make_unique<ExternalOperator>(plan, op, config, (*instances)++);
+  return [&plan, &op](const OperatorConfig &config) -> std::unique_ptr<Operator> {
+    return std::make_unique<ExternalOperator>(plan, op, config);
   };
 }
 

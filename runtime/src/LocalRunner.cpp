@@ -197,10 +197,12 @@ public:
                     {}};
       const uint32_t count = static_cast<uint32_t>(std::max<int64_t>(1, call.options.replicas));
       pool.instances.resize(count);
-      if (call.gpu && call.options.gpus > 0 && !gpuDevices_.empty())
-        for (uint32_t i = 0; i < count; ++i)
-          pool.instanceConfigs.push_back(
-              OperatorConfig(pool.config).withGpuDevice(gpuPlacer_.place(call.options.gpus)));
+      const bool onGpus = call.gpu && call.options.gpus > 0 && !gpuDevices_.empty();
+      for (uint32_t i = 0; i < count; ++i) {
+        pool.instanceConfigs.push_back(OperatorConfig(pool.config).withReplica(i));
+        if (onGpus)
+          pool.instanceConfigs.back().withGpuDevice(gpuPlacer_.place(call.options.gpus));
+      }
       for (uint32_t i = count; i-- > 0;)
         pool.idle.push_back(i);
       replicas.push_back(std::move(pool));

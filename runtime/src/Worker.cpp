@@ -274,7 +274,9 @@ private:
       return;
     }
     OperatorConfig config(call.name, call.op, call.constants, init.inputs);
-    config.withOptions(call.options).withLog([this](const std::string &line) { log(line); });
+    config.withOptions(call.options)
+        .withReplica(init.replica)
+        .withLog([this](const std::string &line) { log(line); });
     if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
       config.withGpuDevice(gpuPlacer_.place(call.options.gpus));
       if (options_.verbose)

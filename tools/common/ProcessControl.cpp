@@ -48,7 +48,19 @@ std::string siblingProgram(const std::string &name) {
   return slash == std::string::npos ? name : self.substr(0, slash + 1) + name;
 }
 
-void logLine(const std::string &line) { llvm::errs() << "orch: " << line << "\n"; }
+void logLine(const std::string &line) {
+  // One write per line: lines come from several threads (operator processes' output) and
+  // several processes (local workers) at once, and must not interleave.
+  const std::string text = "orch: " + line + "\n";
+  for (size_t written = 0; written < text.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return;
+    written += size_t(n);
+  }
+}
 
 void restartThisProcess() {
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
@@ -59,7 +71,6 @@ void restartThisProcess() {
   for (std::string &argument : arguments)
     argv.push_back(argument.data());
   argv.push_back(nullptr);
-  llvm::errs().flush();
   ::execv("/proc/self/exe", argv.data());
   logLine(std::string("cannot restart: ") + std::strerror(errno));
 }

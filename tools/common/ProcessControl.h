@@ -27,7 +27,7 @@ std::string thisProgram(const std::string &fallback);
 /// `name` in the directory of this program (orch runs the orch-worker installed beside it).
 std::string siblingProgram(const std::string &name);
 
-/// "orch: LINE" on stderr.
+/// "orch: LINE" on stderr, in one write (safe from any thread).
 void logLine(const std::string &line);
 
 /// Executes this program again with the same arguments (a worker whose replica may be stuck in

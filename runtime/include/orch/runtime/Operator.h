@@ -88,6 +88,12 @@ public:
     return *this;
   }
   int64_t gpuDevice() const { return gpuDevice_; }
+  /// Which replica of its Call this instance is (0 for sources and sinks).
+  OperatorConfig &withReplica(uint32_t replica) {
+    replica_ = replica;
+    return *this;
+  }
+  uint32_t replica() const { return replica_; }
 
   /// Where an operator reports what the user should know (its GPU failed and it runs on the
   /// CPU): the worker's or the run's log. Lines go nowhere when unset.
@@ -114,6 +120,7 @@ private:
   std::vector<std::string> inputLabels_;
   const plan::CallOptions *options_ = nullptr;
   int64_t gpuDevice_ = -1;
+  uint32_t replica_ = 0;
   std::function<void(const std::string &)> log_;
 };
 
