@@ -43,6 +43,29 @@ private:
       line(0) << "binding " << binding->name.name << at(binding->name.location) << "\n";
       if (binding->value)
         printExpr(*binding->value, 1);
+    } else if (auto *declared = std::get_if<ast::OperatorDecl>(&statement.node)) {
+      printOperatorDecl(*declared);
+    }
+  }
+
+  void printOperatorDecl(const ast::OperatorDecl &declared) {
+    line(0) << "operator " << declared.name.text;
+    if (declared.external)
+      out_ << " -> " << declared.external->result.str() << " = " << declared.external->runner << " "
+           << declared.external->path
+           << (declared.external->className.empty() ? ""
+                                                    : " class " + declared.external->className);
+    out_ << at(declared.name.location) << "\n";
+    for (const ast::OperatorParamDecl &param : declared.params) {
+      line(1) << (param.constant ? "const " : "input ") << param.name.name;
+      if (declared.external)
+        for (const plan::PlanOperatorParam &resolved : declared.external->params)
+          if (resolved.name == param.name.name)
+            out_ << " : " << resolved.type.str();
+      if (param.defaultValue)
+        if (auto *literal = std::get_if<ast::Literal>(&param.defaultValue->node))
+          out_ << " = " << plan::formatStaticValue(literal->value);
+      out_ << at(param.name.location) << "\n";
     }
   }
 
