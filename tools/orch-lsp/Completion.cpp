@@ -92,9 +92,10 @@ CompletionResult completeAt(std::string_view text, const DocumentIndex &index,
           type == index.valueTypes.end() ? std::string() : type->second, "");
     }
   for (const char *keyword :
-       {"pipeline",  "param", "source",   "call",   "sink", "expand", "reduce", "filter",
-        "broadcast", "as",    "true",     "false",  "and",  "or",     "not",    "if",
-        "then",      "else",  "coalesce", "string", "int",  "float",  "ordinal"})
+       {"pipeline", "param",     "source",   "call",  "sink",     "expand", "reduce",
+        "filter",   "broadcast", "as",       "true",  "false",    "and",    "or",
+        "not",      "if",        "then",     "else",  "coalesce", "string", "int",
+        "float",    "ordinal",   "operator", "const", "python",   "exec"})
     add(keyword, CompletionKind::Keyword, "", "");
   return result;
 }
