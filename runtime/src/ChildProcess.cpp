@@ -95,7 +95,11 @@ ChildProcess::ChildProcess(const ChildProcessSpec &spec) {
     ::dup2(output[1], STDOUT_FILENO);
     ::dup2(output[1], STDERR_FILENO);
     ::dup2(sockets[1], kChildChannelFd);
-    // dup2 clears close-on-exec on the copies; reset what the parent blocked.
+    // dup2 onto itself would keep close-on-exec.
+    ::fcntl(kChildChannelFd, F_SETFD, 0);
+    // Nothing else of the worker's (its sockets, the sinks' files) reaches the operator.
+    ::close_range(kChildChannelFd + 1, ~0U, 0);
+    // Reset what the parent blocked.
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
