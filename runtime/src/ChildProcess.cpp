@@ -95,8 +95,9 @@ ChildProcess::ChildProcess(const ChildProcessSpec &spec) {
     ::dup2(output[1], STDOUT_FILENO);
     ::dup2(output[1], STDERR_FILENO);
     ::dup2(sockets[1], kChildChannelFd);
-    // dup2 onto itself would keep close-on-exec.
-    ::fcntl(kChildChannelFd, F_SETFD, 0);
+    // dup2 onto itself (a worker started with a standard stream closed) keeps close-on-exec.
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, kChildChannelFd})
+      ::fcntl(fd, F_SETFD, 0);
     // Nothing else of the worker's (its sockets, the sinks' files) reaches the operator.
     ::close_range(kChildChannelFd + 1, ~0U, 0);
     // Reset what the parent blocked.
