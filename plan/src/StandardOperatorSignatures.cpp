@@ -59,15 +59,22 @@ OperatorSignature sink(std::string name, std::vector<OperatorParam> params, std:
 
 void addSources(OperatorCatalog &catalog) {
   const Type string = scalar(TypeKind::String);
-  catalog.add(source("files", {constant("glob", string, std::nullopt, "a path pattern")},
+  catalog.add(source("files",
+                     {constant("glob", string, std::nullopt, "a path pattern"),
+                      constant("optional", scalar(TypeKind::Bool), StaticValue(false),
+                               "whether matching no file is an empty source")},
                      scalar(TypeKind::File),
                      "one row per file matching the pattern, sorted by path",
-                     "no matching file is an empty source, not an error"));
+                     "a pattern that matches no file stops the run before anything is written, "
+                     "unless `optional: true`"));
   catalog.add(source("jsonl", {constant("path", string, std::nullopt, "a JSON Lines file")},
                      scalar(TypeKind::Json), "one row per line of a JSON Lines manifest",
-                     "a malformed line is a failed row with its line number"));
+                     "a malformed line is a failed row with its line number; a missing or "
+                     "unreadable file, or a directory, stops the run with the cause"));
   catalog.add(source("lines", {constant("path", string, std::nullopt, "a text file")}, string,
-                     "one row per line of a text file", "an unreadable file fails the run"));
+                     "one row per line of a text file",
+                     "a missing or unreadable file, or a directory, stops the run with the "
+                     "cause"));
 }
 
 void addDocumentOperators(OperatorCatalog &catalog) {

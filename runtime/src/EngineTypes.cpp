@@ -79,6 +79,8 @@ const char *failureKindName(FailureKind kind) {
     return "aborted";
   case FailureKind::Interrupted:
     return "interrupted";
+  case FailureKind::OutputFailure:
+    return "output-failure";
   }
   return "?";
 }

@@ -14,6 +14,8 @@ std::string describeSink(const plan::PlanSink &sink, size_t index) {
 /// Sources read lazily, one after the other, into the engine.
 class Admission {
 public:
+  static constexpr size_t kAdmissionStep = 1024;
+
   explicit Admission(std::vector<std::unique_ptr<RowSource>> sources)
       : sources_(std::move(sources)) {
     uint64_t rows = 0;
@@ -26,9 +28,11 @@ public:
     total_ = rows;
   }
 
-  /// `onAdmitted(admission)` for each admitted row.
+  /// `onAdmitted(admission)` for each admitted row; at most kAdmissionStep at a time, so that
+  /// rows that finish at once (no Calls) are delivered between steps.
   template <typename OnAdmitted> void admit(LineageEngine &engine, OnAdmitted &&onAdmitted) {
-    while (current_ < sources_.size() && engine.canAdmit()) {
+    for (size_t step = 0; current_ < sources_.size() && engine.canAdmit() && step < kAdmissionStep;
+         ++step) {
       std::optional<SourceRow> row;
       try {
         row = sources_[current_]->next();
@@ -57,7 +61,9 @@ private:
   size_t current_ = 0;
 };
 
-/// Writes finished roots to the sinks and keeps the account.
+/// Writes finished roots to the sinks and keeps the account. A root's rows are one transaction
+/// across the sinks: all committed, or, when one cannot be written, all rolled back and the root
+/// failed with the cause (docs/outputs.md).
 class Outputs {
 public:
   Outputs(const plan::Plan &plan, std::vector<std::unique_ptr<RowSink>> sinks,
@@ -67,18 +73,10 @@ public:
   void deliver(std::vector<RootResult> roots, double now) {
     for (RootResult &root : roots) {
       ++summary_.rows;
+      // A failed root's rows that did not fail are written too (a page that worked).
+      writeRows(root);
       if (options_.recorder)
         options_.recorder->rootFinished(root, now);
-      for (const SinkRow &row : root.rows) {
-        if (row.status != RowStatus::Written)
-          continue;
-        try {
-          sinks_[row.sink]->write(row.values);
-          ++summary_.sinkRows;
-        } catch (const std::exception &error) {
-          noteError(describeSink(plan_.sinks[row.sink], row.sink) + ": " + error.what());
-        }
-      }
       switch (root.status) {
       case RootStatus::Written:
         ++summary_.written;
@@ -95,6 +93,15 @@ public:
     }
   }
 
+  /// Roots whose rows could not be written one after the other: after
+  /// kConsecutiveOutputFailures the run stops rather than burn the rest of its input.
+  std::optional<std::string> tooManyOutputFailures() const {
+    if (consecutiveFailures_ < kConsecutiveOutputFailures)
+      return std::nullopt;
+    return "stopped after " + std::to_string(consecutiveFailures_) +
+           " source rows in a row could not be written (" + lastFailure_ + ")";
+  }
+
   void close() {
     for (size_t s = 0; s < sinks_.size(); ++s) {
       try {
@@ -105,7 +112,52 @@ public:
     }
   }
 
+  static constexpr uint64_t kConsecutiveOutputFailures = 10;
+
 private:
+  void writeRows(RootResult &root) {
+    std::string cause;
+    uint32_t failedSink = 0;
+    try {
+      for (const SinkRow &row : root.rows)
+        if (row.status == RowStatus::Written) {
+          failedSink = row.sink;
+          sinks_[row.sink]->write(row.values);
+        }
+      for (size_t s = 0; s < sinks_.size(); ++s) {
+        failedSink = uint32_t(s);
+        sinks_[s]->commit();
+      }
+    } catch (const std::exception &error) {
+      cause = error.what();
+    }
+    if (cause.empty()) {
+      uint64_t written = 0;
+      for (const SinkRow &row : root.rows)
+        written += row.status == RowStatus::Written;
+      summary_.sinkRows += written;
+      if (written)
+        consecutiveFailures_ = 0;
+      return;
+    }
+    for (auto &sink : sinks_)
+      sink->rollback();
+    // The root failed: none of its rows is in any output.
+    const uint32_t failure = uint32_t(root.failures.size());
+    root.failures.push_back(Failure{FailureKind::OutputFailure,
+                                    describeSink(plan_.sinks[failedSink], failedSink), {},
+                                    cause});
+    for (SinkRow &row : root.rows)
+      if (row.status == RowStatus::Written) {
+        row.status = RowStatus::Failed;
+        row.failure = failure;
+        row.values.clear();
+      }
+    root.status = RootStatus::Failed;
+    ++consecutiveFailures_;
+    lastFailure_ = describeSink(plan_.sinks[failedSink], failedSink) + ": " + cause;
+  }
+
   void noteError(std::string message) {
     if (!summary_.error)
       summary_.error = std::move(message);
@@ -115,6 +167,8 @@ private:
   std::vector<std::unique_ptr<RowSink>> sinks_;
   const RunOptions &options_;
   RunSummary &summary_;
+  uint64_t consecutiveFailures_ = 0;
+  std::string lastFailure_;
 };
 
 /// Timeouts of outstanding batches of Calls with a `timeout`: each counts from the moment its
@@ -269,6 +323,11 @@ private:
         summary_.error =
             "interrupted: " + std::to_string(engine.liveRoots()) + " source rows were unfinished";
         engine.interrupt("the run was interrupted");
+        return;
+      }
+      if (std::optional<std::string> stop = outputs_->tooManyOutputFailures()) {
+        summary_.error = *stop;
+        engine.interrupt(*stop);
         return;
       }
       admission_->admit(engine, [&](uint64_t index) {

@@ -1,16 +1,25 @@
 // Sinks to local files: `jsonl(path, record)` appends one JSON line per row as its root
-// finishes; `files(dir, name, ext, content)` writes one file per row, atomically.
+// finishes; `files(dir, name, ext, content)` writes one file per row. Each root's rows are a
+// transaction (RowSink): a row that cannot be written (disk full, a name too long or taken)
+// fails its root, and what the root wrote is taken back, so outputs never hold a partial line,
+// a partial file or half of a root (docs/outputs.md).
 #include "FileIo.h"
 #include "JsonValue.h"
 #include "OperatorGroups.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
+#include <set>
+#include <unistd.h>
 
 namespace orch::stdlib {
 namespace {
 
+namespace fs = std::filesystem;
 using runtime::OperatorConfig;
 using runtime::OperatorError;
 using runtime::Value;
@@ -23,46 +32,110 @@ size_t labelIndex(const OperatorConfig &config, const std::string &label) {
   return static_cast<size_t>(found - labels.begin());
 }
 
-void createParentDirectory(const std::filesystem::path &path, const OperatorConfig &config) {
+void createDirectory(const fs::path &dir, const OperatorConfig &config) {
   std::error_code error;
-  if (path.has_parent_path())
-    std::filesystem::create_directories(path.parent_path(), error);
-  if (error)
-    throw OperatorError(config.name() + ": cannot create \"" + path.parent_path().string() +
-                        "\": " + error.message());
+  if (!dir.empty())
+    fs::create_directories(dir, error);
+  if (error || (!dir.empty() && !fs::is_directory(dir)))
+    throw OperatorError(config.name() + ": cannot create directory \"" + dir.string() +
+                        "\": " + (error ? error.message() : "a file of that name is in the way"));
+}
+
+/// Writes all of `bytes` at the end of `fd`; false with errno set otherwise.
+bool writeAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t written = ::write(fd, bytes.data(), bytes.size());
+    if (written < 0 && errno == EINTR)
+      continue;
+    if (written <= 0) {
+      if (written == 0)
+        errno = EIO;
+      return false;
+    }
+    bytes.remove_prefix(size_t(written));
+  }
+  return true;
 }
 
 class JsonlSink : public runtime::RowSink {
 public:
   explicit JsonlSink(const OperatorConfig &config)
       : path_(config.stringConstant("path")), record_(labelIndex(config, "record")) {
-    createParentDirectory(path_, config);
-    output_.open(path_, std::ios::out | std::ios::trunc);
-    if (!output_)
-      throw OperatorError(config.name() + ": cannot write \"" + path_ + "\"");
+    createDirectory(fs::path(path_).parent_path(), config);
+    const bool resume = config.resume() != nullptr;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resume ? 0 : O_TRUNC), 0644);
+    if (fd_ < 0)
+      throw OperatorError(config.name() + ": cannot write \"" + path_ +
+                          "\": " + std::strerror(errno));
+    if (resume) {
+      // Everything after the last committed row belongs to rows that run again.
+      committed_ = config.resume()->size;
+      if (::ftruncate(fd_, off_t(committed_)) != 0)
+        throw OperatorError(config.name() + ": cannot resume \"" + path_ +
+                            "\": " + std::strerror(errno));
+    }
+    if (::lseek(fd_, off_t(committed_), SEEK_SET) < 0)
+      throw OperatorError(config.name() + ": cannot write \"" + path_ +
+                          "\": " + std::strerror(errno));
+    size_ = committed_;
+  }
+
+  ~JsonlSink() override {
+    if (fd_ >= 0)
+      ::close(fd_);
   }
 
   void write(std::span<const Value> values) override {
-    output_ << jsonFromValue(values[record_]).dump() << '\n';
-    // Rows become visible as their root finishes, not at the end of the run.
-    output_.flush();
-    if (!output_)
-      throw OperatorError("cannot write \"" + path_ + "\"");
+    // One write per line: rows become visible as their root finishes, never half a line.
+    const std::string line = jsonFromValue(values[record_]).dump() + '\n';
+    if (!writeAll(fd_, line)) {
+      const std::string cause = std::strerror(errno);
+      rollback();
+      throw OperatorError("cannot write \"" + path_ + "\": " + cause);
+    }
+    size_ += line.size();
   }
 
-  void close() override { output_.close(); }
+  void commit() override { committed_ = size_; }
+
+  void rollback() override {
+    if (size_ == committed_)
+      return;
+    if (::ftruncate(fd_, off_t(committed_)) == 0)
+      ::lseek(fd_, off_t(committed_), SEEK_SET);
+    size_ = committed_;
+  }
+
+  uint64_t committedSize() const override { return committed_; }
+
+  void sync() override { ::fdatasync(fd_); }
+
+  void close() override {
+    if (fd_ < 0)
+      return;
+    const int status = ::close(fd_);
+    fd_ = -1;
+    if (status != 0)
+      throw OperatorError("cannot write \"" + path_ + "\": " + std::strerror(errno));
+  }
 
 private:
   std::string path_;
   size_t record_;
-  std::ofstream output_;
+  int fd_ = -1;
+  /// The output's size after the last commit, and now.
+  uint64_t committed_ = 0;
+  uint64_t size_ = 0;
 };
 
-/// A file name that stays inside the output directory.
+/// A file name that stays inside the output directory: separators, control characters and NUL
+/// become `_`, and it never starts with a dot (no hidden files, no `..`).
 std::string sanitizeFileName(const std::string &name) {
   std::string safe;
-  for (char c : name)
-    safe += (c == '/' || c == '\\' || c == '\0') ? '_' : c;
+  for (char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    safe += (c == '/' || c == '\\' || byte < 0x20 || byte == 0x7f) ? '_' : c;
+  }
   if (safe.empty() || safe == "." || safe == "..")
     safe = "_" + safe;
   if (safe.front() == '.')
@@ -70,39 +143,117 @@ std::string sanitizeFileName(const std::string &name) {
   return safe;
 }
 
+/// Where a file being written waits until its root commits: hidden, and named so that a
+/// resumed run can tell its own leftovers from the user's files.
+constexpr std::string_view kPartialSuffix = ".orch-partial";
+
 class FilesSink : public runtime::RowSink {
 public:
   explicit FilesSink(const OperatorConfig &config)
       : dir_(config.stringConstant("dir")), ext_(config.stringConstant("ext")),
         name_(labelIndex(config, "name")), content_(labelIndex(config, "content")) {
-    std::error_code error;
-    std::filesystem::create_directories(dir_, error);
-    if (error || !std::filesystem::is_directory(dir_))
-      throw OperatorError(config.name() + ": cannot create directory \"" + dir_.string() + "\"");
+    createDirectory(dir_, config);
+    removeLeftovers();
+    probeWritable(config);
+    if (config.resume())
+      taken_.insert(config.resume()->names.begin(), config.resume()->names.end());
   }
+
+  ~FilesSink() override { rollback(); }
 
   void write(std::span<const Value> values) override {
-    const std::filesystem::path target = dir_ / (sanitizeFileName(values[name_].asString()) + ext_);
-    const std::filesystem::path partial = target.string() + ".partial";
+    const std::string name = sanitizeFileName(values[name_].asString()) + ext_;
+    if (name.size() > NAME_MAX)
+      throw OperatorError("the file name \"" + name.substr(0, 40) + "...\" is " +
+                          std::to_string(name.size()) + " bytes long; names may have at most " +
+                          std::to_string(NAME_MAX));
+    if (taken_.count(name) || std::any_of(pending_.begin(), pending_.end(),
+                                          [&](const Pending &p) { return p.name == name; }))
+      throw OperatorError("\"" + (dir_ / name).string() +
+                          "\" was already written by another row of this run");
+    const fs::path partial = dir_ / ("." + name + std::string(kPartialSuffix));
     const Value &content = values[content_];
-    {
-      std::ofstream output(partial, std::ios::binary | std::ios::trunc);
-      if (content.kind() == Value::Kind::String)
-        output << content.asString();
-      else if (content.kind() == Value::Kind::Bytes)
-        output << content.asBytes();
-      else
-        output << jsonFromValue(content).dump() << '\n';
-      if (!output)
-        throw OperatorError("cannot write \"" + partial.string() + "\"");
+    std::string bytes;
+    if (content.kind() == Value::Kind::String)
+      bytes = content.asString();
+    else if (content.kind() == Value::Kind::Bytes)
+      bytes = content.asBytes();
+    else
+      bytes = jsonFromValue(content).dump() + '\n';
+    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw OperatorError("cannot write \"" + partial.string() + "\": " + std::strerror(errno));
+    const bool ok = writeAll(fd, bytes);
+    const int error = errno;
+    if (::close(fd) != 0 || !ok) {
+      std::error_code ignored;
+      fs::remove(partial, ignored);
+      throw OperatorError("cannot write \"" + (dir_ / name).string() +
+                          "\": " + std::strerror(ok ? errno : error));
     }
-    std::filesystem::rename(partial, target);
+    pending_.push_back(Pending{name, partial});
   }
 
+  void commit() override {
+    lastCommitted_.clear();
+    for (const Pending &file : pending_) {
+      std::error_code error;
+      fs::rename(file.partial, dir_ / file.name, error);
+      if (error)
+        throw OperatorError("cannot write \"" + (dir_ / file.name).string() +
+                            "\": " + error.message());
+      taken_.insert(file.name);
+      lastCommitted_.push_back(file.name);
+    }
+    pending_.clear();
+  }
+
+  void rollback() override {
+    for (const Pending &file : pending_) {
+      std::error_code ignored;
+      fs::remove(file.partial, ignored);
+    }
+    pending_.clear();
+  }
+
+  std::vector<std::string> committedNames() const override { return lastCommitted_; }
+
 private:
-  std::filesystem::path dir_;
+  struct Pending {
+    std::string name;
+    fs::path partial;
+  };
+
+  /// Files of rows that were never committed (a run that was killed) go.
+  void removeLeftovers() {
+    std::error_code error;
+    for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > kPartialSuffix.size() && name.front() == '.' &&
+          name.compare(name.size() - kPartialSuffix.size(), kPartialSuffix.size(),
+                       kPartialSuffix) == 0)
+        fs::remove(entry.path(), error);
+    }
+  }
+
+  /// A directory the run cannot write in stops it before the first row.
+  void probeWritable(const OperatorConfig &config) {
+    const fs::path probe = dir_ / (".orch-probe-" + std::to_string(::getpid()));
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw OperatorError(config.name() + ": cannot write in directory \"" + dir_.string() +
+                          "\": " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+
+  fs::path dir_;
   std::string ext_;
   size_t name_, content_;
+  /// Names committed by this run (and, resumed, by the run it resumes).
+  std::set<std::string> taken_;
+  std::vector<Pending> pending_;
+  std::vector<std::string> lastCommitted_;
 };
 
 } // namespace

@@ -5,6 +5,8 @@
 #include "OperatorGroups.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <glob.h>
@@ -29,6 +31,10 @@ public:
     ::globfree(&matches);
     if (status != 0 && status != GLOB_NOMATCH)
       throw OperatorError("files: cannot expand \"" + pattern + "\"");
+    // A mistyped pattern must not look like an empty input (and empty the outputs).
+    if (paths_.empty() && !config.boolConstant("optional"))
+      throw OperatorError("files: no file matches \"" + pattern +
+                          "\" (write `files(\"...\", optional: true)` if that can happen)");
     std::sort(paths_.begin(), paths_.end());
   }
 
@@ -49,9 +55,14 @@ private:
 class LineSource : public runtime::RowSource {
 public:
   LineSource(const OperatorConfig &config, bool json)
-      : path_(config.stringConstant("path")), json_(json), input_(path_) {
+      : path_(config.stringConstant("path")), json_(json) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path_, error))
+      throw OperatorError(config.op() + ": \"" + path_ + "\" is a directory, not a file");
+    input_.open(path_);
     if (!input_)
-      throw OperatorError(config.op() + ": cannot read \"" + path_ + "\"");
+      throw OperatorError(config.op() + ": cannot read \"" + path_ + "\": " +
+                          std::strerror(errno));
   }
 
   std::optional<SourceRow> next() override {

@@ -12,7 +12,11 @@
 #include <poppler-page-renderer.h>
 #include <poppler-page.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <memory>
+#include <unistd.h>
 
 namespace orch::stdlib {
 namespace {
@@ -40,7 +44,14 @@ public:
     document_.reset(poppler::document::load_from_file(path));
     path_ = path;
     if (!document_) {
-      problem = "cannot read PDF \"" + path + "\" (missing, corrupt or not a PDF)";
+      // Say why when the file system knows: poppler only says it could not load.
+      std::error_code error;
+      if (std::filesystem::is_directory(path, error))
+        problem = "cannot read PDF \"" + path + "\": it is a directory";
+      else if (::access(path.c_str(), R_OK) != 0)
+        problem = "cannot read PDF \"" + path + "\": " + std::strerror(errno);
+      else
+        problem = "cannot read PDF \"" + path + "\" (corrupt or not a PDF)";
       return nullptr;
     }
     if (document_->is_locked()) {

@@ -139,6 +139,9 @@ enum class FailureKind {
   SourceError,
   Aborted,
   Interrupted,
+  /// The root's rows could not be written (disk full, a file name taken): taken back from
+  /// every sink.
+  OutputFailure,
 };
 const char *failureKindName(FailureKind kind);
 

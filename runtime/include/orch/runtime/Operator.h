@@ -56,6 +56,15 @@ struct RowResult {
   }
 };
 
+/// Where a sink takes up a run that was interrupted (docs/outputs.md): its output as the last
+/// committed source row left it.
+struct SinkResume {
+  /// jsonl: the size of the output to cut back to.
+  uint64_t size = 0;
+  /// files: the names committed rows wrote (taken, for collisions).
+  std::vector<std::string> names;
+};
+
 /// The static configuration of one Call, source or sink: its constants (defaults filled in by
 /// the compiler) and dataflow input names.
 class OperatorConfig {
@@ -89,6 +98,12 @@ public:
   }
   int64_t gpuDevice() const { return gpuDevice_; }
   /// Which replica of its Call this instance is (0 for sources and sinks).
+  /// A sink that takes up an interrupted run's output instead of starting it afresh.
+  OperatorConfig &withResume(const SinkResume *resume) {
+    resume_ = resume;
+    return *this;
+  }
+  const SinkResume *resume() const { return resume_; }
   OperatorConfig &withReplica(uint32_t replica) {
     replica_ = replica;
     return *this;
@@ -121,6 +136,7 @@ private:
   const plan::CallOptions *options_ = nullptr;
   int64_t gpuDevice_ = -1;
   uint32_t replica_ = 0;
+  const SinkResume *resume_ = nullptr;
   std::function<void(const std::string &)> log_;
 };
 
@@ -151,11 +167,26 @@ public:
   virtual std::optional<uint64_t> total() const { return std::nullopt; }
 };
 
-/// A sink receives the rows of finished roots; values follow the sink's input labels.
+/// A sink receives the rows of finished roots; values follow the sink's input labels. The rows of
+/// one root are a transaction: written, then committed in every sink, or rolled back in every
+/// sink when one of them cannot be written.
 class RowSink {
 public:
   virtual ~RowSink() = default;
+  /// Writes one row. OperatorError when it cannot (disk full, a name another row took): the
+  /// root fails with that cause and its rows are rolled back in every sink.
   virtual void write(std::span<const Value> values) = 0;
+  /// The rows written since the last commit become part of the output (files: renamed into
+  /// place). OperatorError when that fails (the caller rolls back).
+  virtual void commit() {}
+  /// Takes back the rows written since the last commit; never leaves a partial row.
+  virtual void rollback() {}
+  /// What the run journal records after a commit, to resume from (SinkResume).
+  virtual uint64_t committedSize() const { return 0; }
+  /// The names the last commit added (files), for the run journal.
+  virtual std::vector<std::string> committedNames() const { return {}; }
+  /// Makes what was committed durable (fsync); called periodically and at the end.
+  virtual void sync() {}
   /// Flushes; called once at the end of the run.
   virtual void close() {}
 };
