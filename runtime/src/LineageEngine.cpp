@@ -918,6 +918,13 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   return admission;
 }
 
+void LineageEngine::skipSourceRow(uint32_t source) {
+  State &s = *state_;
+  if (source >= s.plan.sources.size())
+    engineInvariantFailed("skipping a row of source " + std::to_string(source));
+  ++s.nextSourceRow[source];
+}
+
 uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
   State &s = *state_;
   const uint64_t admission = s.nextAdmission++;

@@ -16,8 +16,8 @@ class Admission {
 public:
   static constexpr size_t kAdmissionStep = 1024;
 
-  explicit Admission(std::vector<std::unique_ptr<RowSource>> sources)
-      : sources_(std::move(sources)) {
+  Admission(std::vector<std::unique_ptr<RowSource>> sources, const RunJournal *journal)
+      : sources_(std::move(sources)), journal_(journal), rowsRead_(sources_.size(), 0) {
     uint64_t rows = 0;
     for (const auto &source : sources_) {
       std::optional<uint64_t> count = source->total();
@@ -43,6 +43,11 @@ public:
         ++current_;
         continue;
       }
+      // A row an earlier run of this journal finished is not run again.
+      if (journal_ && journal_->isDone(uint32_t(current_), rowsRead_[current_]++)) {
+        engine.skipSourceRow(uint32_t(current_));
+        continue;
+      }
       if (row->value)
         onAdmitted(engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value)));
       else
@@ -57,6 +62,9 @@ public:
 
 private:
   std::vector<std::unique_ptr<RowSource>> sources_;
+  const RunJournal *journal_;
+  /// Per source: rows read so far (their indexes).
+  std::vector<uint64_t> rowsRead_;
   std::optional<uint64_t> total_;
   size_t current_ = 0;
 };
@@ -67,8 +75,9 @@ private:
 class Outputs {
 public:
   Outputs(const plan::Plan &plan, std::vector<std::unique_ptr<RowSink>> sinks,
-          const RunOptions &options, RunSummary &summary)
-      : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary) {}
+          const RunOptions &options, RunSummary &summary, RunJournal *journal)
+      : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary),
+        journal_(journal), ranges_(sinks_.size()), lastSync_(SteadyClock::now()) {}
 
   void deliver(std::vector<RootResult> roots, double now) {
     for (RootResult &root : roots) {
@@ -90,7 +99,26 @@ public:
       }
       if (options_.onRootFinished)
         options_.onRootFinished(root);
+      // Committed: a resumed run will not run this source row again, unless the run, not
+      // the row, stopped it (interrupted, aborted).
+      const bool stoppedByRun = root.status == RootStatus::Failed && !root.failures.empty() &&
+                                (root.failures.front().kind == FailureKind::Interrupted ||
+                                 root.failures.front().kind == FailureKind::Aborted);
+      if (journal_ && !stoppedByRun)
+        journal_->commit(root, ranges_,
+                         options_.errorsJournalSize ? options_.errorsJournalSize() : 0);
     }
+    if (journal_ && SteadyClock::now() - lastSync_ > kSyncInterval)
+      sync();
+  }
+
+  /// What was committed becomes durable: the sinks first, then the journal that points at it.
+  void sync() {
+    lastSync_ = SteadyClock::now();
+    for (auto &sink : sinks_)
+      sink->sync();
+    if (journal_)
+      journal_->sync();
   }
 
   /// Roots whose rows could not be written one after the other: after
@@ -116,6 +144,8 @@ public:
 
 private:
   void writeRows(RootResult &root) {
+    for (size_t s = 0; s < sinks_.size(); ++s)
+      ranges_[s] = SinkRange{sinks_[s]->committedSize(), sinks_[s]->committedSize(), {}};
     std::string cause;
     uint32_t failedSink = 0;
     try {
@@ -132,6 +162,10 @@ private:
       cause = error.what();
     }
     if (cause.empty()) {
+      for (size_t s = 0; s < sinks_.size(); ++s) {
+        ranges_[s].end = sinks_[s]->committedSize();
+        ranges_[s].names = sinks_[s]->committedNames();
+      }
       uint64_t written = 0;
       for (const SinkRow &row : root.rows)
         written += row.status == RowStatus::Written;
@@ -144,9 +178,8 @@ private:
       sink->rollback();
     // The root failed: none of its rows is in any output.
     const uint32_t failure = uint32_t(root.failures.size());
-    root.failures.push_back(Failure{FailureKind::OutputFailure,
-                                    describeSink(plan_.sinks[failedSink], failedSink), {},
-                                    cause});
+    root.failures.push_back(Failure{
+        FailureKind::OutputFailure, describeSink(plan_.sinks[failedSink], failedSink), {}, cause});
     for (SinkRow &row : root.rows)
       if (row.status == RowStatus::Written) {
         row.status = RowStatus::Failed;
@@ -169,6 +202,11 @@ private:
   RunSummary &summary_;
   uint64_t consecutiveFailures_ = 0;
   std::string lastFailure_;
+  RunJournal *journal_;
+  /// Where the root being delivered left each sink.
+  std::vector<SinkRange> ranges_;
+  SteadyClock::time_point lastSync_;
+  static constexpr std::chrono::seconds kSyncInterval{1};
 };
 
 /// Timeouts of outstanding batches of Calls with a `timeout`: each counts from the moment its
@@ -246,8 +284,12 @@ public:
     outputs_->deliver(engine_->takeFinishedRoots(), elapsed());
     if (options_.onProgress)
       options_.onProgress(progress());
+    outputs_->sync();
     outputs_->close();
     account();
+    // A run that ended without an error is finished: the next one starts afresh.
+    if (journal_ && !summary_.error)
+      journal_->complete();
     return std::move(summary_);
   }
 
@@ -270,18 +312,35 @@ private:
     std::vector<std::unique_ptr<RowSource>> sources;
     std::vector<std::unique_ptr<RowSink>> sinks;
     try {
-      for (const plan::PlanSource &source : plan_.sources)
+      std::string inputs;
+      for (const plan::PlanSource &source : plan_.sources) {
         sources.push_back((*registry_.source(source.op))(
             OperatorConfig(source.op, source.op, source.constants, {})));
+        inputs += sources.back()->fingerprint() + "\n";
+      }
+      // The journal decides whether the sinks start afresh or take up an unfinished run.
+      if (!options_.journal.dir.empty()) {
+        std::string problem;
+        journal_ = RunJournal::open(options_.journal, plan_, inputs, problem);
+        if (!journal_) {
+          summary_.error = problem;
+          return false;
+        }
+        summary_.resumed = journal_->resuming();
+        summary_.resumedRows = journal_->done();
+      }
       for (size_t s = 0; s < plan_.sinks.size(); ++s) {
         const plan::PlanSink &sink = plan_.sinks[s];
         sinks.push_back((*registry_.sink(sink.op))(
-            OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)));
+            OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)
+                .withResume(journal_ ? journal_->sinkResume(s) : nullptr)));
       }
     } catch (const std::exception &error) {
       summary_.error = error.what();
       return false;
     }
+    if (options_.openErrorsJournal)
+      options_.openErrorsJournal(journal_ ? journal_->errorsJournalKeep() : 0);
     std::vector<std::vector<std::string>> inputLabels;
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       inputLabels.push_back(engine_->callInputLabels(c));
@@ -308,8 +367,8 @@ private:
     if (startsProcesses)
       summary_.startupSeconds = elapsed();
     summary_.started = true;
-    admission_.emplace(std::move(sources));
-    outputs_.emplace(plan_, std::move(sinks), options_, summary_);
+    admission_.emplace(std::move(sources), journal_.get());
+    outputs_.emplace(plan_, std::move(sinks), options_, summary_, journal_.get());
     return true;
   }
 
@@ -470,6 +529,7 @@ private:
   const SteadyClock::time_point start_ = SteadyClock::now();
   RunSummary summary_;
   std::optional<LineageEngine> engine_;
+  std::unique_ptr<RunJournal> journal_;
   std::optional<Admission> admission_;
   std::optional<Outputs> outputs_;
   CallDeadlines deadlines_;

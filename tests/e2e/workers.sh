@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the distributed runtime on one machine: worker processes killed with
 # SIGKILL at random moments, a hung worker, and `orch run` itself interrupted or killed: the
-# outputs match a clean run, and no worker process is ever left behind.
+# outputs match a clean run, and no worker process is ever left behind. Each run starts afresh
+# (--restart): resuming from the run journal is tests/e2e/outputs.sh's.
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
 # shellcheck source=lib/checks.bash
@@ -20,7 +21,7 @@ pages = expand(split(rows)) as Page;
 sink jsonl(path: "out/docs.jsonl", record: { id: rows.id, pages: reduce(work(pages)) });
 ORCH
 
-"$ORCH_BIN/orch" run pages.orch --in-process --quiet 2>/dev/null
+"$ORCH_BIN/orch" run pages.orch --restart --in-process --quiet 2>/dev/null
 expected=$(sort out/docs.jsonl)
 check "the clean run writes every row" test "$(wc -l <out/docs.jsonl)" = 60
 
@@ -40,7 +41,7 @@ socket_dirs_of() { ls -d "${TMPDIR:-/tmp}/orch-$1-"* 2>/dev/null || true; }
 
 # SIGKILL three workers at random moments while the run goes on.
 rm -rf out
-"$ORCH_BIN/orch" run pages.orch --workers 4 --heartbeat-ms 100 >run.log 2>&1 &
+"$ORCH_BIN/orch" run pages.orch --restart --workers 4 --heartbeat-ms 100 >run.log 2>&1 &
 run=$!
 kills=0
 for rows in 3 15 27; do
@@ -58,7 +59,7 @@ check "no worker outlives the run" test -z "$(leftover_workers "$run")"
 
 # A hung worker keeps its socket but stops answering: it is detected, killed and replaced.
 rm -rf out
-"$ORCH_BIN/orch" run pages.orch --workers 3 --heartbeat-ms 100 --liveness 4 >hung.log 2>&1 &
+"$ORCH_BIN/orch" run pages.orch --restart --workers 3 --heartbeat-ms 100 --liveness 4 >hung.log 2>&1 &
 run=$!
 wait_for_rows 3
 hung=$(oldest_worker "$run")
@@ -72,7 +73,7 @@ check "the hung worker does not outlive the run" test ! -e "/proc/$hung/status" 
 # SIGTERM and SIGINT stop the run cleanly; SIGKILL takes the workers along.
 for signal in TERM INT KILL; do
   rm -rf out
-  "$ORCH_BIN/orch" run pages.orch --workers 3 >signal.log 2>&1 &
+  "$ORCH_BIN/orch" run pages.orch --restart --workers 3 >signal.log 2>&1 &
   run=$!
   sleep 0.5
   kill -"$signal" "$run"
@@ -90,7 +91,7 @@ for signal in TERM INT KILL; do
 done
 
 rm -rf out
-"$ORCH_BIN/orch" run pages.orch --workers 1 --quiet 2>/dev/null
+"$ORCH_BIN/orch" run pages.orch --restart --workers 1 --quiet 2>/dev/null
 check "the next run removes the socket directory of the killed one" test -z "$(socket_dirs_of "$killed")"
 
 # A Call that aborts early: every row of the source is still accounted for (5,000 rows, the
@@ -105,7 +106,7 @@ sink jsonl(path: "out/abort.jsonl", record: { id: rows.id, pages: reduce(checked
 ORCH
 for mode in --in-process --workers=2; do
   status=0
-  "$ORCH_BIN/orch" run abort.orch "$mode" --max-live-roots 64 --errors aborted.jsonl >abort.log 2>&1 || status=$?
+  "$ORCH_BIN/orch" run abort.orch --restart "$mode" --max-live-roots 64 --errors aborted.jsonl >abort.log 2>&1 || status=$?
   check "an aborted run ($mode) exits 1" test "$status" = 1
   check "... says why" grep -q "run aborted: call 'checked' failed a batch" abort.log
   check "... and accounts for all 5000 rows in its summary" grep -q "5000 rows in .*5000 failed" abort.log
@@ -121,7 +122,7 @@ slow = test.sleep(rows, ms: 60000) { batch: 60 };
 sink jsonl(path: "out/stuck.jsonl", record: { row: slow });
 ORCH
 for mode in --in-process --workers=1; do
-  "$ORCH_BIN/orch" run stuck.orch "$mode" --errors stuck.errors.jsonl >stuck.log 2>&1 &
+  "$ORCH_BIN/orch" run stuck.orch --restart "$mode" --errors stuck.errors.jsonl >stuck.log 2>&1 &
   run=$!
   sleep 1
   kill -INT "$run"
@@ -143,7 +144,7 @@ checked = test.fail(rows, kind: "hang", ordinals: "7", attempts: 1, marks: "$wor
 sink jsonl(path: "out/hang.jsonl", record: { id: checked.id });
 ORCH
 rm -rf out
-"$ORCH_BIN/orch" run hang.orch --listen "ipc://$workdir/cluster.sock" --heartbeat-ms 100 >cluster.log 2>&1 &
+"$ORCH_BIN/orch" run hang.orch --restart --listen "ipc://$workdir/cluster.sock" --heartbeat-ms 100 >cluster.log 2>&1 &
 run=$!
 "$ORCH_BIN/orch" worker --connect "ipc://$workdir/cluster.sock" --name steady >steady.log 2>&1 &
 steady=$!

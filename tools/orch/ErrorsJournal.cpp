@@ -1,6 +1,11 @@
 // Writes failed source rows with their causes as JSON lines.
 #include "ErrorsJournal.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace orch {
 namespace {
 
@@ -38,9 +43,33 @@ void ErrorsJournal::record(const runtime::RootResult &root) {
   fields.emplace_back("failures", Value::integer(static_cast<int64_t>(root.failures.size())));
   fields.emplace_back("failed_rows", Value::integer(static_cast<int64_t>(failedRows.size())));
   fields.emplace_back("rows", Value::list(std::move(failedRows)));
-  output_ << Value::record(std::move(fields)).str() << '\n';
-  output_.flush();
+  const std::string line = Value::record(std::move(fields)).str() + '\n';
+  // One write per line, so that a run killed meanwhile leaves whole lines.
+  for (size_t done = 0; fd_ >= 0 && done < line.size();) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
+    size_ += uint64_t(n);
+  }
   ++recorded_;
+}
+
+ErrorsJournal::~ErrorsJournal() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool ErrorsJournal::open(uint64_t keep, std::string &error) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0 || ::ftruncate(fd_, off_t(keep)) != 0 || ::lseek(fd_, off_t(keep), SEEK_SET) < 0) {
+    error = "cannot write the errors journal \"" + path_ + "\": " + std::strerror(errno);
+    return false;
+  }
+  size_ = keep;
+  return true;
 }
 
 runtime::RecordFields ErrorsJournal::describe(const runtime::Failure &failure) {

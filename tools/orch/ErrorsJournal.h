@@ -4,7 +4,6 @@
 #include "orch/plan/Plan.h"
 #include "orch/runtime/EngineTypes.h"
 
-#include <fstream>
 #include <string>
 
 namespace orch {
@@ -14,20 +13,26 @@ namespace orch {
 /// nothing failed), so a stale journal is never mistaken for this run's.
 class ErrorsJournal {
 public:
-  ErrorsJournal(const plan::Plan &plan, std::string path)
-      : plan_(plan), path_(std::move(path)), output_(path_, std::ios::out | std::ios::trunc) {}
+  ErrorsJournal(const plan::Plan &plan, std::string path) : plan_(plan), path_(std::move(path)) {}
+  ~ErrorsJournal();
 
+  /// Opens it, keeping its first `keep` bytes (the lines of a resumed run's source rows that
+  /// stay failed; 0 for a fresh run). False with the reason when it cannot.
+  bool open(uint64_t keep, std::string &error);
   void record(const runtime::RootResult &root);
 
   const std::string &path() const { return path_; }
   size_t recorded() const { return recorded_; }
+  /// Its size in bytes now.
+  uint64_t size() const { return size_; }
 
 private:
   static runtime::RecordFields describe(const runtime::Failure &failure);
 
   const plan::Plan &plan_;
   std::string path_;
-  std::ofstream output_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
   size_t recorded_ = 0;
 };
 

@@ -147,6 +147,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << summary.dropped << " dropped, " << summary.failed << " failed";
   if (errors.recorded())
     out << " (see " << errors.path() << ")";
+  if (summary.resumed)
+    out << "; resumed: " << summary.resumedRows << " source rows done by an earlier run were "
+        << "skipped";
   out << "\n";
   if (quiet)
     return;
@@ -232,6 +235,14 @@ int runPipeline(const RunCommandOptions &options) {
   runtime::RunOptions runOptions;
   runOptions.engine = options.engine;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
+  std::string errorsProblem;
+  runOptions.openErrorsJournal = [&](uint64_t keep) { errors.open(keep, errorsProblem); };
+  runOptions.errorsJournalSize = [&] { return errors.size(); };
+  if (!options.noJournal)
+    runOptions.journal.dir =
+        options.journalDir.empty() ? plan->pipelineName + ".run" : options.journalDir;
+  runOptions.journal.restart = options.restart;
+  runOptions.journal.retryFailed = options.retryFailed;
   runOptions.stopRequested = &stopRequested;
   ProgressDisplay display(llvm::errs().is_displayed());
   if (!options.quiet) {
@@ -265,6 +276,8 @@ int runPipeline(const RunCommandOptions &options) {
     return kRunCannotRun;
   }
   display.finish();
+  if (!errorsProblem.empty())
+    llvm::errs() << "orch: error: " << errorsProblem << "\n";
   printSummary(*plan, summary, recorder, errors, options.quiet);
   std::string reportError;
   if (summary.started && !options.metricsPath.empty() &&

@@ -28,6 +28,11 @@ struct RunCommandOptions {
   runtime::EngineOptions engine;
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;
+  /// The run journal (docs/outputs.md): its directory ("" = "<pipeline>.run"), or none.
+  std::string journalDir;
+  bool noJournal = false;
+  bool restart = false;
+  bool retryFailed = false;
   /// No live progress and only the summary's first line.
   bool quiet = false;
   /// Machine-readable account of the run, and a Chrome trace of it ("" = none).

@@ -88,6 +88,21 @@ static cl::opt<std::string>
     errorsPath("errors",
                cl::desc("Where failed source rows are journaled (default <pipeline>.errors.jsonl)"),
                cl::value_desc("path"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string>
+    journalDir("journal",
+               cl::desc("The run journal, from which a killed run resumes (default "
+                        "<pipeline>.run; docs/outputs.md)"),
+               cl::value_desc("dir"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> noJournal("no-journal",
+                               cl::desc("Keep no run journal: a killed run cannot be resumed"),
+                               cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> restart("restart",
+                             cl::desc("Start afresh even if an unfinished run could be resumed"),
+                             cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> retryFailed("retry-failed",
+                                 cl::desc("Run the source rows that failed in the journaled run "
+                                          "again (and only those, after a finished run)"),
+                                 cl::sub(run), cl::cat(orchCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("No live progress; print only the one-line summary"),
                            cl::sub(run), cl::cat(orchCategory));
 static cl::opt<std::string> metricsPath("metrics",
@@ -170,6 +185,10 @@ static int runCommand() {
   options.engine.gather = gather;
   options.engine.probeFirst = probeFirst;
   options.errorsPath = errorsPath;
+  options.journalDir = journalDir;
+  options.noJournal = noJournal;
+  options.restart = restart;
+  options.retryFailed = retryFailed;
   options.quiet = quiet;
   options.metricsPath = metricsPath;
   options.tracePath = tracePath;

@@ -7,6 +7,9 @@
 
 namespace orch::stdlib {
 
+/// "PATH SIZE MTIME" (or "PATH missing"): what a resumed run checks its inputs against.
+std::string fileFingerprint(const std::string &path);
+
 /// The File value of `path`: {path, name, stem, size}.
 runtime::Value fileValue(const std::string &path);
 

@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace orch::stdlib {
@@ -62,17 +64,30 @@ public:
   explicit JsonlSink(const OperatorConfig &config)
       : path_(config.stringConstant("path")), record_(labelIndex(config, "record")) {
     createDirectory(fs::path(path_).parent_path(), config);
-    const bool resume = config.resume() != nullptr;
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resume ? 0 : O_TRUNC), 0644);
-    if (fd_ < 0)
-      throw OperatorError(config.name() + ": cannot write \"" + path_ +
-                          "\": " + std::strerror(errno));
+    openLocked(config);
+    const runtime::SinkResume *resume = config.resume();
     if (resume) {
-      // Everything after the last committed row belongs to rows that run again.
-      committed_ = config.resume()->size;
+      // The rows the journal counts as written must still be there.
+      struct stat info {};
+      if (::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode) &&
+          uint64_t(info.st_size) < resume->size)
+        throw OperatorError(config.name() + ": cannot resume: \"" + path_ + "\" has " +
+                            std::to_string(info.st_size) + " bytes where the run journal counts " +
+                            std::to_string(resume->size) +
+                            " (it was removed or changed); run with --restart to start over");
+      // Everything after the last committed row belongs to rows that run again, and so do the
+      // rows of source rows that failed and are retried.
+      committed_ = resume->size;
       if (::ftruncate(fd_, off_t(committed_)) != 0)
         throw OperatorError(config.name() + ": cannot resume \"" + path_ +
                             "\": " + std::strerror(errno));
+      if (!resume->dropRanges.empty())
+        cutOut(resume->dropRanges, config);
+    } else if (struct stat info{};
+               ::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode) && ::ftruncate(fd_, 0) != 0) {
+      // (Not a regular file, such as /dev/stdout: nothing to empty.)
+      throw OperatorError(config.name() + ": cannot write \"" + path_ +
+                          "\": " + std::strerror(errno));
     }
     if (::lseek(fd_, off_t(committed_), SEEK_SET) < 0)
       throw OperatorError(config.name() + ": cannot write \"" + path_ +
@@ -90,7 +105,10 @@ public:
     const std::string line = jsonFromValue(values[record_]).dump() + '\n';
     if (!writeAll(fd_, line)) {
       const std::string cause = std::strerror(errno);
-      rollback();
+      // Part of the line may have been written: cut it off (the rest of the root's rows go
+      // with rollback).
+      if (::ftruncate(fd_, off_t(size_)) == 0)
+        ::lseek(fd_, off_t(size_), SEEK_SET);
       throw OperatorError("cannot write \"" + path_ + "\": " + cause);
     }
     size_ += line.size();
@@ -120,6 +138,36 @@ public:
   }
 
 private:
+  /// Opens the output for this run alone: another run writing it would interleave lines.
+  void openLocked(const OperatorConfig &config) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw OperatorError(config.name() + ": cannot write \"" + path_ +
+                          "\": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0)
+      throw OperatorError(config.name() + ": \"" + path_ +
+                          "\" is being written by another orch run; wait for it, or stop it");
+  }
+
+  /// Rewrites the output without `ranges` (sorted byte ranges of source rows that run again).
+  void cutOut(const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
+              const OperatorConfig &config) {
+    std::string content(committed_, '\0');
+    if (::pread(fd_, content.data(), content.size(), 0) != ssize_t(content.size()))
+      throw OperatorError(config.name() + ": cannot read \"" + path_ + "\" to resume it");
+    std::string kept;
+    uint64_t at = 0;
+    for (const auto &[begin, end] : ranges) {
+      kept.append(content, at, begin - at);
+      at = end;
+    }
+    kept.append(content, at, std::string::npos);
+    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) < 0 || !writeAll(fd_, kept))
+      throw OperatorError(config.name() + ": cannot rewrite \"" + path_ +
+                          "\": " + std::strerror(errno));
+    committed_ = kept.size();
+  }
+
   std::string path_;
   size_t record_;
   int fd_ = -1;
@@ -153,13 +201,31 @@ public:
       : dir_(config.stringConstant("dir")), ext_(config.stringConstant("ext")),
         name_(labelIndex(config, "name")), content_(labelIndex(config, "content")) {
     createDirectory(dir_, config);
+    lock(config);
     removeLeftovers();
     probeWritable(config);
-    if (config.resume())
-      taken_.insert(config.resume()->names.begin(), config.resume()->names.end());
+    if (const runtime::SinkResume *resume = config.resume()) {
+      for (const std::string &name : resume->names) {
+        std::error_code error;
+        if (!fs::exists(dir_ / name, error))
+          throw OperatorError(config.name() + ": cannot resume: \"" + (dir_ / name).string() +
+                              "\", which the run journal counts as written, is missing (it was "
+                              "removed); run with --restart to start over");
+      }
+      taken_.insert(resume->names.begin(), resume->names.end());
+      // Files of source rows that failed and are retried go; the retry writes them again.
+      for (const std::string &name : resume->dropNames) {
+        std::error_code ignored;
+        fs::remove(dir_ / name, ignored);
+      }
+    }
   }
 
-  ~FilesSink() override { rollback(); }
+  ~FilesSink() override {
+    rollback();
+    if (lockFd_ >= 0)
+      ::close(lockFd_);
+  }
 
   void write(std::span<const Value> values) override {
     const std::string name = sanitizeFileName(values[name_].asString()) + ext_;
@@ -224,6 +290,15 @@ private:
     fs::path partial;
   };
 
+  /// One run at a time writes in the directory (a flock on the directory itself: no file of
+  /// ours among the outputs).
+  void lock(const OperatorConfig &config) {
+    lockFd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lockFd_ < 0 || ::flock(lockFd_, LOCK_EX | LOCK_NB) != 0)
+      throw OperatorError(config.name() + ": \"" + dir_.string() +
+                          "\" is being written by another orch run; wait for it, or stop it");
+  }
+
   /// Files of rows that were never committed (a run that was killed) go.
   void removeLeftovers() {
     std::error_code error;
@@ -254,6 +329,7 @@ private:
   std::set<std::string> taken_;
   std::vector<Pending> pending_;
   std::vector<std::string> lastCommitted_;
+  int lockFd_ = -1;
 };
 
 } // namespace

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <glob.h>
+#include <sys/stat.h>
 
 namespace orch::stdlib {
 namespace {
@@ -46,6 +47,13 @@ public:
 
   std::optional<uint64_t> total() const override { return paths_.size(); }
 
+  std::string fingerprint() const override {
+    std::string text;
+    for (const std::string &path : paths_)
+      text += fileFingerprint(path) + "\n";
+    return text;
+  }
+
 private:
   std::vector<std::string> paths_;
   size_t next_ = 0;
@@ -61,8 +69,7 @@ public:
       throw OperatorError(config.op() + ": \"" + path_ + "\" is a directory, not a file");
     input_.open(path_);
     if (!input_)
-      throw OperatorError(config.op() + ": cannot read \"" + path_ + "\": " +
-                          std::strerror(errno));
+      throw OperatorError(config.op() + ": cannot read \"" + path_ + "\": " + std::strerror(errno));
   }
 
   std::optional<SourceRow> next() override {
@@ -85,6 +92,8 @@ public:
     return std::nullopt;
   }
 
+  std::string fingerprint() const override { return fileFingerprint(path_); }
+
 private:
   std::string path_;
   bool json_;
@@ -93,6 +102,14 @@ private:
 };
 
 } // namespace
+
+std::string fileFingerprint(const std::string &path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    return path + " missing";
+  return path + " " + std::to_string(info.st_size) + " " + std::to_string(info.st_mtim.tv_sec) +
+         "." + std::to_string(info.st_mtim.tv_nsec);
+}
 
 Value fileValue(const std::string &path) {
   const std::filesystem::path file(path);

@@ -35,6 +35,9 @@ public:
   uint64_t admitRoot(uint32_t source, Value row);
   /// Accounts for a row the source could not produce (a malformed line): a failed root.
   uint64_t admitFailedRow(uint32_t source, std::string message);
+  /// The next row of `source` is not admitted (an earlier run finished it; see RunJournal): it
+  /// keeps its index, and the rows after it theirs.
+  void skipSourceRow(uint32_t source);
   /// No more roots will come; the run completes once the live ones finish.
   void closeAdmission();
   /// The run stops now (a user's interruption): admission closes and every unfinished root is

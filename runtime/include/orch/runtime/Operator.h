@@ -63,6 +63,10 @@ struct SinkResume {
   uint64_t size = 0;
   /// files: the names committed rows wrote (taken, for collisions).
   std::vector<std::string> names;
+  /// What the source rows that run again (`--retry-failed`) had written: jsonl byte ranges
+  /// (sorted, within `size`) to cut out after cutting back, and files to remove.
+  std::vector<std::pair<uint64_t, uint64_t>> dropRanges;
+  std::vector<std::string> dropNames;
 };
 
 /// The static configuration of one Call, source or sink: its constants (defaults filled in by
@@ -165,6 +169,9 @@ public:
   virtual std::optional<SourceRow> next() = 0;
   /// How many rows there are in all, when known up front (for progress and ETA).
   virtual std::optional<uint64_t> total() const { return std::nullopt; }
+  /// What the rows come from, so that a run is resumed only on the same inputs (the run
+  /// journal): paths with sizes and modification times. Empty: nothing to check.
+  virtual std::string fingerprint() const { return {}; }
 };
 
 /// A sink receives the rows of finished roots; values follow the sink's input labels. The rows of

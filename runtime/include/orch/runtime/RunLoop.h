@@ -7,6 +7,7 @@
 #include "orch/runtime/BatchExecutor.h"
 #include "orch/runtime/LineageEngine.h"
 #include "orch/runtime/Operator.h"
+#include "orch/runtime/RunJournal.h"
 #include "orch/runtime/RunRecorder.h"
 
 #include <atomic>
@@ -56,6 +57,13 @@ struct RunOptions {
   RunRecorder *recorder = nullptr;
   /// Set (by a signal handler) to stop the run early.
   const std::atomic<bool> *stopRequested = nullptr;
+  /// The run journal (docs/outputs.md): where, and whether to restart or retry failed rows.
+  JournalOptions journal;
+  /// Called once the run knows whether it resumes, before the first row: how many bytes of the
+  /// errors journal to keep (0: start it afresh). The errors journal is the caller's.
+  std::function<void(uint64_t keep)> openErrorsJournal;
+  /// The errors journal's size now (recorded with each committed source row).
+  std::function<uint64_t()> errorsJournalSize;
 };
 
 struct CallSummary {
@@ -90,6 +98,9 @@ struct RunSummary {
   std::string executor;
   /// Seconds until declared operators' processes were ready (0 without any).
   double startupSeconds = 0;
+  /// Source rows an earlier run of this journal had finished, not run again.
+  uint64_t resumedRows = 0;
+  bool resumed = false;
   /// False when the run could not start (then `error` says why and nothing ran).
   bool started = false;
   /// Set when the run could not start (an operator without implementation, an unwritable

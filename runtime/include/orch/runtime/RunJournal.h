@@ -1,0 +1,77 @@
+// The run journal (docs/outputs.md): a directory beside a run's outputs that records, for every
+// finished source row, where its rows ended in each sink, once they are committed there. A run
+// that was killed is resumed from it: committed rows are skipped at admission, sinks are cut
+// back to their last committed state, and each source row's rows end up in the outputs exactly
+// once. The journal also makes a run the only writer of its outputs (a lock).
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/EngineTypes.h"
+#include "orch/runtime/Operator.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::runtime {
+
+struct JournalOptions {
+  /// The journal's directory ("" = no journal: outputs start afresh, nothing is resumed).
+  std::string dir;
+  /// Start afresh even when an unfinished run of the same plan and inputs could be resumed.
+  bool restart = false;
+  /// Resuming (or re-running a finished run), run the source rows that failed again.
+  bool retryFailed = false;
+};
+
+/// What one source row left in one sink: the bytes it appended (jsonl) and the files it wrote.
+struct SinkRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::vector<std::string> names;
+};
+
+class RunJournal {
+public:
+  /// Opens (creating) the journal for `plan`, whose sources' inputs fingerprint as `inputs`,
+  /// and takes its lock. Resumes when the journal holds an unfinished run of the same plan and
+  /// inputs (or a finished one and `retryFailed`); refuses an unfinished run of another plan or
+  /// other inputs unless `restart`. Nullptr with `error` when it cannot.
+  static std::unique_ptr<RunJournal> open(const JournalOptions &options, const plan::Plan &plan,
+                                          const std::string &inputs, std::string &error);
+  ~RunJournal();
+
+  bool resuming() const { return resuming_; }
+  /// Source rows the resumed run does not run again.
+  uint64_t done() const { return done_.size(); }
+  bool isDone(uint32_t source, uint64_t row) const;
+  /// How sink `sink` takes up the outputs (nullptr: afresh).
+  const SinkResume *sinkResume(size_t sink) const;
+  /// How much of the errors journal to keep (0 afresh).
+  uint64_t errorsJournalKeep() const { return errorsKeep_; }
+  const std::string &dir() const { return dir_; }
+
+  /// Records that the source row's rows are committed in every sink.
+  void commit(const RootResult &root, const std::vector<SinkRange> &ranges, uint64_t errorsSize);
+  /// Makes the records durable (after the sinks synced theirs).
+  void sync();
+  /// The run ended without an error: a later run starts afresh.
+  void complete();
+
+private:
+  RunJournal() = default;
+
+  std::string dir_;
+  int lockFd_ = -1;
+  int commitsFd_ = -1;
+  bool resuming_ = false;
+  std::unordered_map<uint64_t, bool> done_;
+  std::vector<SinkResume> sinkResume_;
+  uint64_t errorsKeep_ = 0;
+  std::string header_;
+};
+
+} // namespace orch::runtime

@@ -1,0 +1,310 @@
+// The run journal's files: `lock` (held with flock while a run writes), `run` (the fingerprint
+// of the plan and its inputs, and whether the run finished) and `commits` (one line per
+// committed source row: where its rows ended in each sink). Lines are written whole with one
+// write each; a line cut short by a crash is ignored and cut off when the run resumes.
+#include "orch/runtime/RunJournal.h"
+
+#include "orch/plan/PlanCodec.h"
+#include "orch/plan/Sha256.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace orch::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kMagic = "orch-run-journal 1";
+
+uint64_t key(uint32_t source, uint64_t row) { return uint64_t(source) << 48 | row; }
+
+/// Names are written with %-escapes for what would split a line or a field.
+std::string escapeName(const std::string &name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c <= 0x20 || c == '%' || c == 0x7f) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
+std::string unescapeName(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      out += char(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+bool writeWhole(int fd, const std::string &text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += size_t(n);
+  }
+  return true;
+}
+
+/// Replaces `path` with `text` atomically (a crash leaves the old or the new file).
+bool replaceFile(const fs::path &path, const std::string &text) {
+  const fs::path temporary = path.string() + ".new";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return false;
+  const bool ok = writeWhole(fd, text) && ::fdatasync(fd) == 0;
+  ::close(fd);
+  std::error_code error;
+  if (ok)
+    fs::rename(temporary, path, error);
+  return ok && !error;
+}
+
+struct Commit {
+  uint32_t source = 0;
+  uint64_t row = 0;
+  char status = 'w';
+  uint64_t errorsSize = 0;
+  std::vector<SinkRange> ranges;
+};
+
+std::string formatCommit(const Commit &commit) {
+  std::string line = std::to_string(commit.source) + " " + std::to_string(commit.row) + " " +
+                     commit.status + " " + std::to_string(commit.errorsSize) + " " +
+                     std::to_string(commit.ranges.size());
+  for (const SinkRange &range : commit.ranges) {
+    line += " " + std::to_string(range.begin) + " " + std::to_string(range.end) + " " +
+            std::to_string(range.names.size());
+    for (const std::string &name : range.names)
+      line += " " + escapeName(name);
+  }
+  return line + "\n";
+}
+
+std::optional<Commit> parseCommit(const std::string &line, size_t sinks) {
+  std::istringstream in(line);
+  Commit commit;
+  size_t count = 0;
+  if (!(in >> commit.source >> commit.row >> commit.status >> commit.errorsSize >> count) ||
+      count != sinks)
+    return std::nullopt;
+  for (size_t s = 0; s < count; ++s) {
+    SinkRange range;
+    size_t names = 0;
+    if (!(in >> range.begin >> range.end >> names))
+      return std::nullopt;
+    for (size_t n = 0; n < names; ++n) {
+      std::string name;
+      if (!(in >> name))
+        return std::nullopt;
+      range.names.push_back(unescapeName(name));
+    }
+    commit.ranges.push_back(std::move(range));
+  }
+  return commit;
+}
+
+std::map<std::string, std::string> readHeader(const fs::path &path) {
+  std::map<std::string, std::string> fields;
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line) || line != kMagic)
+    return fields;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    if (space != std::string::npos)
+      fields[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return fields;
+}
+
+} // namespace
+
+std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, const plan::Plan &plan,
+                                             const std::string &inputs, std::string &error) {
+  std::unique_ptr<RunJournal> journal(new RunJournal);
+  journal->dir_ = options.dir;
+  const fs::path dir(options.dir);
+  std::error_code fsError;
+  fs::create_directories(dir, fsError);
+  if (fsError) {
+    error = "cannot create the run journal \"" + options.dir + "\": " + fsError.message();
+    return nullptr;
+  }
+  // One run at a time writes these outputs.
+  const fs::path lockPath = dir / "lock";
+  journal->lockFd_ = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (journal->lockFd_ < 0) {
+    error = "cannot open \"" + lockPath.string() + "\": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (::flock(journal->lockFd_, LOCK_EX | LOCK_NB) != 0) {
+    std::string holder;
+    std::ifstream(lockPath) >> holder;
+    error = "another orch run (pid " + (holder.empty() ? std::string("?") : holder) +
+            ") is writing the outputs of pipeline '" + plan.pipelineName + "' (its journal \"" +
+            options.dir + "\" is locked); wait for it, or stop it";
+    return nullptr;
+  }
+  if (::ftruncate(journal->lockFd_, 0) == 0)
+    writeWhole(journal->lockFd_, std::to_string(::getpid()) + "\n");
+
+  const std::string planHash = plan::sha256Hex(plan::encodePlan(plan));
+  const std::string inputsHash = plan::sha256Hex(inputs);
+  const fs::path runPath = dir / "run";
+  const fs::path commitsPath = dir / "commits";
+  std::map<std::string, std::string> previous = readHeader(runPath);
+  // A run that committed nothing (it could not start) leaves nothing to resume.
+  std::error_code sizeError;
+  const bool committedSome = fs::file_size(commitsPath, sizeError) > 0 && !sizeError;
+  const bool exists = !previous.empty() && committedSome;
+  const bool same = exists && previous["plan"] == planHash && previous["inputs"] == inputsHash;
+  const bool finished = previous["state"] == "complete";
+  if (exists && !finished && !same && !options.restart) {
+    error = "\"" + options.dir + "\" holds an unfinished run of " +
+            (previous["plan"] != planHash ? std::string("another version of this pipeline")
+                                          : std::string("this pipeline on other inputs")) +
+            "; run with --restart to start over (its outputs are replaced), or restore the " +
+            (previous["plan"] != planHash ? "program" : "inputs") + " to resume it";
+    return nullptr;
+  }
+  journal->resuming_ = same && !options.restart && (!finished || options.retryFailed);
+  journal->sinkResume_.assign(plan.sinks.size(), SinkResume{});
+
+  if (journal->resuming_) {
+    // Read the committed rows; a last line cut short by a crash is dropped.
+    std::ifstream in(commitsPath, std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t good = 0;
+    for (size_t at = 0; at < content.size();) {
+      const size_t newline = content.find('\n', at);
+      if (newline == std::string::npos)
+        break;
+      std::optional<Commit> commit =
+          parseCommit(content.substr(at, newline - at), plan.sinks.size());
+      if (!commit)
+        break;
+      good = newline + 1;
+      at = newline + 1;
+      const bool retry = options.retryFailed && commit->status == 'f';
+      for (size_t s = 0; s < plan.sinks.size(); ++s) {
+        SinkResume &sink = journal->sinkResume_[s];
+        const SinkRange &range = commit->ranges[s];
+        sink.size = std::max(sink.size, range.end);
+        if (retry) {
+          if (range.end > range.begin)
+            sink.dropRanges.emplace_back(range.begin, range.end);
+          sink.dropNames.insert(sink.dropNames.end(), range.names.begin(), range.names.end());
+        } else {
+          sink.names.insert(sink.names.end(), range.names.begin(), range.names.end());
+        }
+      }
+      if (!retry)
+        journal->done_[key(commit->source, commit->row)] = true;
+      journal->errorsKeep_ = options.retryFailed ? 0 : commit->errorsSize;
+    }
+    if (good < content.size())
+      fs::resize_file(commitsPath, good, fsError);
+  }
+
+  // A fresh run (or one that retries failed rows) gets a fresh header; commits are appended.
+  std::ostringstream header;
+  header << kMagic << "\nplan " << planHash << "\ninputs " << inputsHash << "\nstate running\n";
+  journal->header_ = header.str();
+  if (!replaceFile(runPath, journal->header_)) {
+    error = "cannot write the run journal \"" + runPath.string() + "\": " + std::strerror(errno);
+    return nullptr;
+  }
+  journal->commitsFd_ =
+      ::open(commitsPath.c_str(),
+             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (journal->resuming_ ? 0 : O_TRUNC), 0644);
+  if (journal->commitsFd_ < 0) {
+    error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (!journal->resuming_) {
+    journal->sinkResume_.clear();
+  } else if (options.retryFailed) {
+    // The failed rows run again: their old records go, and the sinks cut their rows out, so
+    // the records kept move back by what was cut out before them.
+    std::ifstream in(commitsPath);
+    std::string kept, line;
+    while (std::getline(in, line)) {
+      std::optional<Commit> commit = parseCommit(line, plan.sinks.size());
+      if (!commit || commit->status == 'f')
+        continue;
+      for (size_t s = 0; s < plan.sinks.size(); ++s) {
+        uint64_t before = 0;
+        for (const auto &[begin, end] : journal->sinkResume_[s].dropRanges)
+          if (end <= commit->ranges[s].begin)
+            before += end - begin;
+        commit->ranges[s].begin -= before;
+        commit->ranges[s].end -= before;
+      }
+      kept += formatCommit(*commit);
+    }
+    in.close();
+    if (::ftruncate(journal->commitsFd_, 0) != 0 || !writeWhole(journal->commitsFd_, kept)) {
+      error = "cannot rewrite \"" + commitsPath.string() + "\": " + std::strerror(errno);
+      return nullptr;
+    }
+  }
+  return journal;
+}
+
+RunJournal::~RunJournal() {
+  if (commitsFd_ >= 0)
+    ::close(commitsFd_);
+  if (lockFd_ >= 0)
+    ::close(lockFd_); // releases the lock
+}
+
+bool RunJournal::isDone(uint32_t source, uint64_t row) const {
+  return done_.count(key(source, row)) != 0;
+}
+
+const SinkResume *RunJournal::sinkResume(size_t sink) const {
+  return sink < sinkResume_.size() ? &sinkResume_[sink] : nullptr;
+}
+
+void RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ranges,
+                        uint64_t errorsSize) {
+  const char status = root.status == RootStatus::Written   ? 'w'
+                      : root.status == RootStatus::Dropped ? 'd'
+                                                           : 'f';
+  writeWhole(commitsFd_,
+             formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges}));
+}
+
+void RunJournal::sync() { ::fdatasync(commitsFd_); }
+
+void RunJournal::complete() {
+  std::string header = header_;
+  const std::string running = "state running\n";
+  header.replace(header.find(running), running.size(), "state complete\n");
+  ::fdatasync(commitsFd_);
+  replaceFile(fs::path(dir_) / "run", header);
+}
+
+} // namespace orch::runtime
