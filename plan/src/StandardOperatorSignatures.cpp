@@ -221,18 +221,26 @@ void addTestOperators(OperatorCatalog &catalog) {
 
 void addSinks(OperatorCatalog &catalog) {
   const Type string = scalar(TypeKind::String);
+  const auto order = [&] {
+    return constant("order", string, std::string("finish"),
+                    "\"finish\": each source row's rows as soon as it finishes; \"source\": in "
+                    "source order, through a bounded reorder buffer (docs/outputs.md)");
+  };
   catalog.add(sink("jsonl",
                    {constant("path", string, std::nullopt, "output file"),
-                    input("record", Type::var(), "the row to write")},
-                   "appends one JSON line per root entity as soon as it finishes",
-                   "an unwritable path fails the run at start"));
+                    input("record", Type::var(), "the row to write"), order()},
+                   "appends one JSON line per row as soon as its source row finishes",
+                   "an unwritable path fails the run at start; a row that cannot be written "
+                   "(disk full) fails its source row, whose rows are taken back from every sink"));
   catalog.add(sink("files",
                    {constant("dir", string, std::nullopt, "output directory"),
                     input("name", string, "file name (sanitized; never escapes dir)"),
                     constant("ext", string, std::string(), "extension, e.g. \".md\""),
-                    input("content", Type::var(), "file contents")},
-                   "writes one file per root entity, atomically",
-                   "an unwritable directory fails the run at start"));
+                    input("content", Type::var(), "file contents"), order()},
+                   "writes one file per row, atomically (renamed into place when its source row "
+                   "commits)",
+                   "an unwritable directory fails the run at start; a name too long or already "
+                   "written by another row, or a full disk, fails the row's source row"));
 }
 
 OperatorCatalog buildStandardCatalog() {

@@ -2,6 +2,7 @@
 #include "orch/runtime/RunLoop.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 namespace orch::runtime {
@@ -77,10 +78,92 @@ public:
   Outputs(const plan::Plan &plan, std::vector<std::unique_ptr<RowSink>> sinks,
           const RunOptions &options, RunSummary &summary, RunJournal *journal)
       : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary),
-        journal_(journal), ranges_(sinks_.size()), lastSync_(SteadyClock::now()) {}
+        journal_(journal), ranges_(sinks_.size()), lastSync_(SteadyClock::now()) {
+    // One sink in source order puts every sink in source order: a root's rows stay one
+    // transaction across the sinks.
+    for (const plan::PlanSink &sink : plan.sinks)
+      ordered_ = ordered_ || inSourceOrder(sink);
+  }
 
   void deliver(std::vector<RootResult> roots, double now) {
-    for (RootResult &root : roots) {
+    if (!ordered_) {
+      for (RootResult &root : roots)
+        deliverOne(root, now);
+    } else {
+      // Source order: a root waits until every root admitted before it was delivered.
+      for (RootResult &root : roots) {
+        waitingBytes_ += approximateBytes(root);
+        const uint64_t admission = root.admission;
+        waiting_.emplace(admission, std::move(root));
+      }
+      summary_.reorderPeakRows = std::max<uint64_t>(summary_.reorderPeakRows, waiting_.size());
+      summary_.reorderPeakBytes = std::max(summary_.reorderPeakBytes, waitingBytes_);
+      while (!waiting_.empty() && waiting_.begin()->first == nextInOrder_) {
+        waitingBytes_ -= approximateBytes(waiting_.begin()->second);
+        deliverOne(waiting_.begin()->second, now);
+        waiting_.erase(waiting_.begin());
+        ++nextInOrder_;
+      }
+    }
+    if (journal_ && SteadyClock::now() - lastSync_ > kSyncInterval)
+      sync();
+  }
+
+  /// Delivers the roots still waiting, in order, whatever they wait for.
+  void flushWaiting(double now) {
+    for (auto &[admission, root] : waiting_)
+      deliverOne(root, now);
+    waiting_.clear();
+    waitingBytes_ = 0;
+  }
+
+  /// Finished roots waiting for an earlier one (with `order: "source"`): admission pauses
+  /// while there are as many as live roots may be, which bounds the buffer.
+  size_t waiting() const { return waiting_.size(); }
+
+private:
+  static uint64_t approximateBytes(const Value &value) {
+    switch (value.kind()) {
+    case Value::Kind::String:
+      return 32 + value.asString().size();
+    case Value::Kind::Bytes:
+      return 32 + value.asBytes().size();
+    case Value::Kind::List: {
+      uint64_t bytes = 32;
+      for (const Value &element : value.asList())
+        bytes += approximateBytes(element);
+      return bytes;
+    }
+    case Value::Kind::Record: {
+      uint64_t bytes = 32;
+      for (const auto &[name, field] : value.asRecord())
+        bytes += 32 + name.size() + approximateBytes(field);
+      return bytes;
+    }
+    default:
+      return 16;
+    }
+  }
+
+  static uint64_t approximateBytes(const RootResult &root) {
+    uint64_t bytes = 64;
+    for (const SinkRow &row : root.rows)
+      for (const Value &value : row.values)
+        bytes += approximateBytes(value);
+    return bytes;
+  }
+
+  static bool inSourceOrder(const plan::PlanSink &sink) {
+    for (const plan::NamedConstant &constant : sink.constants)
+      if (constant.name == "order")
+        if (auto *text = std::get_if<std::string>(&constant.value))
+          return *text == "source";
+    return false;
+  }
+
+public:
+  void deliverOne(RootResult &root, double now) {
+    {
       ++summary_.rows;
       // A failed root's rows that did not fail are written too (a page that worked).
       writeRows(root);
@@ -108,8 +191,6 @@ public:
         journal_->commit(root, ranges_,
                          options_.errorsJournalSize ? options_.errorsJournalSize() : 0);
     }
-    if (journal_ && SteadyClock::now() - lastSync_ > kSyncInterval)
-      sync();
   }
 
   /// What was committed becomes durable: the sinks first, then the journal that points at it.
@@ -207,6 +288,10 @@ private:
   std::vector<SinkRange> ranges_;
   SteadyClock::time_point lastSync_;
   static constexpr std::chrono::seconds kSyncInterval{1};
+  bool ordered_ = false;
+  std::map<uint64_t, RootResult> waiting_;
+  uint64_t waitingBytes_ = 0;
+  uint64_t nextInOrder_ = 0;
 };
 
 /// Timeouts of outstanding batches of Calls with a `timeout`: each counts from the moment its
@@ -282,6 +367,8 @@ public:
     loop();
     executor_.stop();
     outputs_->deliver(engine_->takeFinishedRoots(), elapsed());
+    // A run that stopped early may leave roots waiting for one that never finished.
+    outputs_->flushWaiting(elapsed());
     if (options_.onProgress)
       options_.onProgress(progress());
     outputs_->sync();
@@ -389,10 +476,11 @@ private:
         engine.interrupt(*stop);
         return;
       }
-      admission_->admit(engine, [&](uint64_t index) {
-        if (options_.recorder)
-          options_.recorder->rootAdmitted(index, elapsed());
-      });
+      if (outputs_->waiting() < options_.engine.maxLiveRoots)
+        admission_->admit(engine, [&](uint64_t index) {
+          if (options_.recorder)
+            options_.recorder->rootAdmitted(index, elapsed());
+        });
       dispatch();
       outputs_->deliver(engine.takeFinishedRoots(), elapsed());
       if (options_.onProgress && SteadyClock::now() >= nextProgress) {
@@ -403,7 +491,8 @@ private:
       if (engine.complete() && (executor_.inFlight() == 0 || engine.abortReason()))
         return;
       if (executor_.inFlight() == 0 && !engine.hasReadyWork()) {
-        if (engine.canAdmit() && !admission_->exhausted())
+        if (engine.canAdmit() && !admission_->exhausted() &&
+            outputs_->waiting() < options_.engine.maxLiveRoots)
           continue;
         summary_.error = engine.deadlockReport().value_or(
             "the run stopped with unfinished rows and nothing to run");

@@ -196,6 +196,11 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.staleReports << " stale reports\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
+  if (summary.reorderPeakRows > 0)
+    out << "orch:   source order: at most " << summary.reorderPeakRows
+        << " finished source rows waited for an earlier one (about "
+        << llvm::format("%.1f", double(summary.reorderPeakBytes) / (1024 * 1024))
+        << " MiB of rows)\n";
   if (summary.startupSeconds > 0)
     out << "orch:   operator processes ready after " << llvm::format("%.2f", summary.startupSeconds)
         << " s (loading models)\n";

@@ -26,6 +26,14 @@ using runtime::OperatorConfig;
 using runtime::OperatorError;
 using runtime::Value;
 
+/// `order` is "finish" or "source" (the run loop orders rows; docs/outputs.md).
+void checkOrder(const OperatorConfig &config) {
+  const std::string order = config.stringConstant("order");
+  if (order != "finish" && order != "source")
+    throw OperatorError(config.name() + ": order must be \"finish\" or \"source\", not \"" + order +
+                        "\"");
+}
+
 size_t labelIndex(const OperatorConfig &config, const std::string &label) {
   const std::vector<std::string> &labels = config.inputLabels();
   auto found = std::find(labels.begin(), labels.end(), label);
@@ -63,6 +71,7 @@ class JsonlSink : public runtime::RowSink {
 public:
   explicit JsonlSink(const OperatorConfig &config)
       : path_(config.stringConstant("path")), record_(labelIndex(config, "record")) {
+    checkOrder(config);
     createDirectory(fs::path(path_).parent_path(), config);
     openLocked(config);
     const runtime::SinkResume *resume = config.resume();
@@ -200,6 +209,7 @@ public:
   explicit FilesSink(const OperatorConfig &config)
       : dir_(config.stringConstant("dir")), ext_(config.stringConstant("ext")),
         name_(labelIndex(config, "name")), content_(labelIndex(config, "content")) {
+    checkOrder(config);
     createDirectory(dir_, config);
     lock(config);
     removeLeftovers();

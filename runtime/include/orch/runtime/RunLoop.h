@@ -98,6 +98,10 @@ struct RunSummary {
   std::string executor;
   /// Seconds until declared operators' processes were ready (0 without any).
   double startupSeconds = 0;
+  /// With a sink in source order: the most finished source rows that waited for an earlier one
+  /// at once, and about how much memory their rows took.
+  uint64_t reorderPeakRows = 0;
+  uint64_t reorderPeakBytes = 0;
   /// Source rows an earlier run of this journal had finished, not run again.
   uint64_t resumedRows = 0;
   bool resumed = false;
