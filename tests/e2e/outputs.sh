@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Outputs under faults (docs/outputs.md): the coordinator and its workers SIGKILLed at 20 random
-# moments, resumed each time, end with exactly an undisturbed run's outputs; a full disk fails
-# rows with the cause and leaves no partial line or file; a second run on the same outputs is
-# refused; a mistyped input empties nothing; colliding and unsafe file names; --retry-failed,
-# --restart and a changed input.
+# moments of a 2,240-grain run, resumed each time, end with exactly an undisturbed run's
+# outputs; Ctrl-C and the same command again; a full disk fails rows with the cause and leaves
+# no partial line or file; a read-only file system is found before the first row; a second run
+# on the same outputs is refused; a mistyped input empties nothing; colliding and unsafe file
+# names; source order; --retry-failed, --restart, outputs removed and a changed input.
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
 # shellcheck source=lib/checks.bash
@@ -26,7 +27,7 @@ for line in data.splitlines():
 }
 
 # --- chaos: SIGKILL everything at 20 random moments, resume each time ------------------------
-for i in $(seq 0 299); do echo "{\"id\": $i, \"n\": $((i % 9 + 1))}"; done >rows.jsonl
+for i in $(seq 0 449); do echo "{\"id\": $i, \"n\": $((i % 9 + 1))}"; done >rows.jsonl
 cat >pages.orch <<'ORCH'
 pipeline pages;
 source rows = jsonl("rows.jsonl") as Doc;
@@ -121,7 +122,7 @@ status=0; orch run slow.orch --in-process --quiet 2>second.log || status=$?
 wait "$first"
 check "a second run of the same pipeline is refused (exit 1)" test "$status" = 1
 check "... saying another run writes its outputs" grep -q "another orch run (pid [0-9]*) is writing the outputs of pipeline 'slow'" second.log
-check "... and the first run's output is whole and complete" test "$(wc -l <out/slow.jsonl)" = 300
+check "... and the first run's output is whole and complete" test "$(wc -l <out/slow.jsonl)" = 450
 sed 's/pipeline slow/pipeline other/' slow.orch >other.orch
 "$ORCH_BIN/orch" run slow.orch --in-process --quiet 2>/dev/null &
 first=$!
@@ -129,7 +130,7 @@ sleep 0.5
 status=0; orch run other.orch --in-process --quiet 2>other.log || status=$?
 wait "$first"
 check "another pipeline writing the same file is refused" grep -q '"out/slow.jsonl" is being written by another orch run' other.log
-check "... and the file is not interleaved" test "$(sort -u out/slow.jsonl | wc -l)" = 300
+check "... and the file is not interleaved" test "$(sort -u out/slow.jsonl | wc -l)" = 450
 
 # --- inputs that are not there ----------------------------------------------------------------
 cat >glob.orch <<'ORCH'
@@ -187,12 +188,12 @@ if $python -c 'import msgpack' 2>/dev/null; then
   touch broken
   status=0; orch run flaky.orch --quiet 2>/dev/null || status=$?
   check "a run with failing rows ends (exit 2)" test "$status" = 2
-  check "... 6 of them" test "$(wc -l <flaky.errors.jsonl)" = 6
+  check "... 9 of them" test "$(wc -l <flaky.errors.jsonl)" = 9
   rm broken
   status=0; orch run flaky.orch --retry-failed 2>retry.log || status=$?
   check "--retry-failed runs them again, and they succeed" test "$status" = 0
-  check "... only them" grep -q "resumed: 294 source rows done by an earlier run were skipped" retry.log
-  check "... every row is written once" test "$(sort -u out/flaky.jsonl | wc -l)" = 300 -a "$(wc -l <out/flaky.jsonl)" = 300
+  check "... only them" grep -q "resumed: 441 source rows done by an earlier run were skipped" retry.log
+  check "... every row is written once" test "$(sort -u out/flaky.jsonl | wc -l)" = 450 -a "$(wc -l <out/flaky.jsonl)" = 450
   check "... and the errors journal is empty" test ! -s flaky.errors.jsonl
 fi
 
@@ -213,12 +214,12 @@ first=$!
 sleep 0.5
 kill -9 "$first" 2>/dev/null || true
 wait "$first" 2>/dev/null || true
-echo '{"id": 300, "n": 1}' >>rows.jsonl
+echo '{"id": 450, "n": 1}' >>rows.jsonl
 status=0; orch run slow.orch --in-process 2>changed.log || status=$?
 check "an unfinished run on other inputs is not resumed (exit 1)" test "$status" = 1
 check "... saying what to do" grep -q "holds an unfinished run of this pipeline on other inputs; run with --restart" changed.log
 check "--restart starts over" orch run slow.orch --in-process --restart --quiet
-check "... and writes every row once" test "$(wc -l <out/slow.jsonl)" = 301
+check "... and writes every row once" test "$(wc -l <out/slow.jsonl)" = 451
 
 # --- a disk that is always full: the run stops after 10 rows in a row -----------------------
 seq 1 5000 >many.txt
@@ -258,6 +259,15 @@ ORCH
     grep -qE "'full': [0-9]+ rows in .*: $(wc -l <full.rows) written, 0 dropped, [1-9][0-9]* failed" full.log
   check "... with the cause in the errors journal" grep -q "No space left on device" full.errors.jsonl
   check "... and no partial file" test "$(cat full.partials)" = 0
+  mkdir -p readonly
+  sed 's|"disk/|"readonly/|g; s/pipeline full;/pipeline readonly;/' full.orch >readonly.orch
+  unshare -m bash -c '
+    mount -t tmpfs -o ro tmpfs readonly
+    status=0; "$0" run readonly.orch --in-process --no-journal 2>readonly.log || status=$?
+    echo "$status" >readonly.status' "$ORCH_BIN/orch"
+  check "a read-only file system stops the run before its first row (exit 1)" \
+    test "$(cat readonly.status)" = 1
+  check "... saying why" grep -q 'cannot write "readonly/rows.jsonl": Read-only file system' readonly.log
 else
   echo "note: the full-disk checks need root and mount namespaces"
 fi
