@@ -121,7 +121,67 @@ public:
   /// while there are as many as live roots may be, which bounds the buffer.
   size_t waiting() const { return waiting_.size(); }
 
+  /// What was committed becomes durable: the sinks first, then the journal that points at it.
+  void sync() {
+    lastSync_ = SteadyClock::now();
+    for (auto &sink : sinks_)
+      sink->sync();
+    if (journal_)
+      journal_->sync();
+  }
+
+  /// Roots whose rows could not be written one after the other: after
+  /// kConsecutiveOutputFailures the run stops rather than burn the rest of its input.
+  std::optional<std::string> tooManyOutputFailures() const {
+    if (consecutiveFailures_ < kConsecutiveOutputFailures)
+      return std::nullopt;
+    return "stopped after " + std::to_string(consecutiveFailures_) +
+           " source rows in a row could not be written (" + lastFailure_ + ")";
+  }
+
+  void close() {
+    for (size_t s = 0; s < sinks_.size(); ++s) {
+      try {
+        sinks_[s]->close();
+      } catch (const std::exception &error) {
+        noteError(describeSink(plan_.sinks[s], s) + ": " + error.what());
+      }
+    }
+  }
+
+  static constexpr uint64_t kConsecutiveOutputFailures = 10;
+
 private:
+  /// Writes one finished root, keeps the account and commits it to the journal.
+  void deliverOne(RootResult &root, double now) {
+    ++summary_.rows;
+    // A failed root's rows that did not fail are written too (a page that worked).
+    writeRows(root);
+    if (options_.recorder)
+      options_.recorder->rootFinished(root, now);
+    switch (root.status) {
+    case RootStatus::Written:
+      ++summary_.written;
+      break;
+    case RootStatus::Dropped:
+      ++summary_.dropped;
+      break;
+    case RootStatus::Failed:
+      ++summary_.failed;
+      break;
+    }
+    if (options_.onRootFinished)
+      options_.onRootFinished(root);
+    // Committed: a resumed run will not run this source row again, unless the run, not
+    // the row, stopped it (interrupted, aborted).
+    const bool stoppedByRun = root.status == RootStatus::Failed && !root.failures.empty() &&
+                              (root.failures.front().kind == FailureKind::Interrupted ||
+                               root.failures.front().kind == FailureKind::Aborted);
+    if (journal_ && !stoppedByRun)
+      journal_->commit(root, ranges_,
+                       options_.errorsJournalSize ? options_.errorsJournalSize() : 0);
+  }
+
   static uint64_t approximateBytes(const Value &value) {
     switch (value.kind()) {
     case Value::Kind::String:
@@ -161,69 +221,6 @@ private:
     return false;
   }
 
-public:
-  void deliverOne(RootResult &root, double now) {
-    {
-      ++summary_.rows;
-      // A failed root's rows that did not fail are written too (a page that worked).
-      writeRows(root);
-      if (options_.recorder)
-        options_.recorder->rootFinished(root, now);
-      switch (root.status) {
-      case RootStatus::Written:
-        ++summary_.written;
-        break;
-      case RootStatus::Dropped:
-        ++summary_.dropped;
-        break;
-      case RootStatus::Failed:
-        ++summary_.failed;
-        break;
-      }
-      if (options_.onRootFinished)
-        options_.onRootFinished(root);
-      // Committed: a resumed run will not run this source row again, unless the run, not
-      // the row, stopped it (interrupted, aborted).
-      const bool stoppedByRun = root.status == RootStatus::Failed && !root.failures.empty() &&
-                                (root.failures.front().kind == FailureKind::Interrupted ||
-                                 root.failures.front().kind == FailureKind::Aborted);
-      if (journal_ && !stoppedByRun)
-        journal_->commit(root, ranges_,
-                         options_.errorsJournalSize ? options_.errorsJournalSize() : 0);
-    }
-  }
-
-  /// What was committed becomes durable: the sinks first, then the journal that points at it.
-  void sync() {
-    lastSync_ = SteadyClock::now();
-    for (auto &sink : sinks_)
-      sink->sync();
-    if (journal_)
-      journal_->sync();
-  }
-
-  /// Roots whose rows could not be written one after the other: after
-  /// kConsecutiveOutputFailures the run stops rather than burn the rest of its input.
-  std::optional<std::string> tooManyOutputFailures() const {
-    if (consecutiveFailures_ < kConsecutiveOutputFailures)
-      return std::nullopt;
-    return "stopped after " + std::to_string(consecutiveFailures_) +
-           " source rows in a row could not be written (" + lastFailure_ + ")";
-  }
-
-  void close() {
-    for (size_t s = 0; s < sinks_.size(); ++s) {
-      try {
-        sinks_[s]->close();
-      } catch (const std::exception &error) {
-        noteError(describeSink(plan_.sinks[s], s) + ": " + error.what());
-      }
-    }
-  }
-
-  static constexpr uint64_t kConsecutiveOutputFailures = 10;
-
-private:
   void writeRows(RootResult &root) {
     for (size_t s = 0; s < sinks_.size(); ++s)
       ranges_[s] = SinkRange{sinks_[s]->committedSize(), sinks_[s]->committedSize(), {}};
