@@ -63,9 +63,9 @@ public:
     child_.reset();
   }
 
-  void awaitStarted() override {
+  void awaitStarted(const std::atomic<bool> *stop) override {
     if (!ready_)
-      handshake();
+      handshake(stop);
   }
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
@@ -179,9 +179,10 @@ private:
     }
   }
 
-  /// hello -> init -> ready: the constructor ran. OperatorError with its traceback otherwise.
-  void handshake() {
-    ChildMessage hello = receive("its hello");
+  /// hello -> init -> ready: the constructor ran. OperatorError with its traceback otherwise,
+  /// or when `stop` is set while it waits.
+  void handshake(const std::atomic<bool> *stop = nullptr) {
+    ChildMessage hello = receive("its hello", stop);
     auto *greeting = std::get_if<ChildHello>(&hello);
     if (!greeting)
       startFailure("it did not begin with hello");
@@ -191,7 +192,7 @@ private:
     BridgeInit init{&op_, config_.name(), config_.replica(), &config_.constants()};
     if (writeFrame(child_->channel(), encodeInit(init), std::nullopt) != FrameStatus::Ok)
       startFailure("its process " + ended());
-    ChildMessage answer = receive("its answer to init");
+    ChildMessage answer = receive("its answer to init", stop);
     if (auto *error = std::get_if<ChildError>(&answer))
       startFailure(error->message);
     if (!std::holds_alternative<ChildReady>(answer))
@@ -202,7 +203,11 @@ private:
                 std::to_string(child_->pid()) + ") in " + seconds(took));
   }
 
-  ChildMessage receive(const std::string &what) {
+  ChildMessage receive(const std::string &what, const std::atomic<bool> *stop) {
+    // A model may load for minutes: an interrupted run does not wait for it.
+    while (!waitReadable(child_->channel(), std::chrono::milliseconds(200)))
+      if (stop && stop->load())
+        startFailure("the run was interrupted while it started");
     size_t size = 0;
     if (FrameStatus status = readFrame(child_->channel(), frame_, size, std::nullopt);
         status != FrameStatus::Ok)

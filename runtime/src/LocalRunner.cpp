@@ -213,6 +213,20 @@ public:
     return std::nullopt;
   }
 
+  std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) override {
+    // No batch runs yet: the instances are only touched here.
+    try {
+      for (Replicas &pool : state_->replicas)
+        for (std::unique_ptr<Operator> &instance : pool.instances)
+          if (instance)
+            instance->awaitStarted(stop);
+    } catch (const std::exception &error) {
+      dropInstances();
+      return std::string(error.what());
+    }
+    return std::nullopt;
+  }
+
   // `idle` lists are only touched on the run loop's thread.
   bool canRun(uint32_t call) const override {
     return busy_.size() < threads_ && !state_->replicas[call].idle.empty();
@@ -272,8 +286,9 @@ public:
   }
 
 private:
-  /// Replicas of declared operators start now, all at once, so that a script that cannot load
-  /// stops the run before any row is admitted. The first failure, or nullopt.
+  /// Replicas of declared operators start now, all at once (awaitStarted waits for them), so
+  /// that a script that cannot load stops the run before any row is admitted. The first
+  /// failure, or nullopt.
   std::optional<std::string> startEagerReplicas() {
     std::vector<Replicas> &replicas = state_->replicas;
     try {
@@ -283,17 +298,17 @@ private:
             replicas[c].instances[i] = (*replicas[c].factory)(replicas[c].instanceConfigs.empty()
                                                                   ? replicas[c].config
                                                                   : replicas[c].instanceConfigs[i]);
-      for (Replicas &pool : replicas)
-        for (std::unique_ptr<Operator> &instance : pool.instances)
-          if (instance)
-            instance->awaitStarted();
     } catch (const std::exception &error) {
-      for (Replicas &pool : replicas)
-        for (std::unique_ptr<Operator> &instance : pool.instances)
-          instance.reset();
+      dropInstances();
       return std::string(error.what());
     }
     return std::nullopt;
+  }
+
+  void dropInstances() {
+    for (Replicas &pool : state_->replicas)
+      for (std::unique_ptr<Operator> &instance : pool.instances)
+        instance.reset();
   }
 
   /// The batch's replica is free again (a fresh instance is made if its thread was abandoned).

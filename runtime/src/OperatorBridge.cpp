@@ -171,6 +171,10 @@ ChildMessage readChildMessage(const Object &root) {
 
 } // namespace
 
+bool waitReadable(int fd, std::chrono::milliseconds timeout) {
+  return await(fd, POLLIN, Clock::now() + timeout);
+}
+
 FrameStatus writeFrame(int fd, std::string_view body, BridgeDeadline deadline) {
   const uint32_t size = uint32_t(body.size());
   const unsigned char header[4] = {

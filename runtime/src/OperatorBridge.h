@@ -31,6 +31,8 @@ enum class FrameStatus { Ok, TimedOut, Closed, Malformed };
 
 /// Writes one frame; Closed when the peer is gone, TimedOut at the deadline.
 FrameStatus writeFrame(int fd, std::string_view body, BridgeDeadline deadline);
+/// Whether `fd` has something to read (or was closed) within `timeout`.
+bool waitReadable(int fd, std::chrono::milliseconds timeout);
 /// Reads one frame into the first `size` bytes of `buffer`, which only grows (a batch of
 /// images would otherwise cost fresh pages every time); Malformed for a length over
 /// kMaxBridgeFrameBytes.

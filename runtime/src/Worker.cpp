@@ -78,7 +78,7 @@ private:
     started.replica = id_;
     try {
       instance_ = factory_(config_);
-      instance_->awaitStarted();
+      instance_->awaitStarted(nullptr);
     } catch (const std::exception &error) {
       instance_.reset();
       started.error = error.what();

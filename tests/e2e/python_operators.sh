@@ -152,6 +152,23 @@ check "... before any row was admitted" test ! -s out/broken.jsonl
 status=0; orch run broken.orch --in-process >broken-in-process.log 2>&1 || status=$?
 check "... in-process too" grep -q "FileNotFoundError: weights.pt is missing" broken-in-process.log
 
+# Ctrl-C while a model loads: the run stops at once, in-process and with workers.
+program slow SlowStart "{ batch: 8 }"
+sed -i 's/, const log: String = "", const delay: Float = 0.0//' slow.orch
+for mode in --in-process "--workers 1"; do
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  "$ORCH_BIN/orch" run slow.orch $mode >slow.log 2>&1 &
+  run=$!
+  sleep 1.5
+  kill -INT "$run"
+  status=0; wait "$run" || status=$?
+  check "Ctrl-C while a model loads stops the run ($mode, exit 130)" test "$status" = 130
+  check "... at once" test $(($(date +%s) - start)) -lt 10
+  check "... saying so" grep -q "interrupted" slow.log
+done
+check "... and leaves no operator process" test -z "$(operator_processes measure)"
+
 cp "$models/syntax_error.py" .
 cat >syntax.orch <<'ORCH'
 pipeline syntax;
@@ -168,7 +185,7 @@ check "... before any row was admitted" test ! -s out/syntax.jsonl
 sed -i 's/class: "Scorer"/class: "Scorer"/; s/syntax_error.py/behaviours.py/' syntax.orch
 status=0; orch run syntax.orch >noclass.log 2>&1 || status=$?
 check "a class the script does not define is named, with the ones it does" \
-  grep -q "defines no class 'Scorer' (it defines: BrokenConstructor, Environment, Measure, WrongType)" noclass.log
+  grep -q "defines no class 'Scorer' (it defines: BrokenConstructor, Environment, Measure, SlowStart, WrongType)" noclass.log
 
 cat >missing.orch <<'ORCH'
 pipeline missing;

@@ -278,7 +278,7 @@ int runPipeline(const RunCommandOptions &options) {
   executor.reset();
   if (!summary.started) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
-    return kRunCannotRun;
+    return stopRequested.load() ? kRunInterrupted : kRunCannotRun;
   }
   display.finish();
   if (!errorsProblem.empty())

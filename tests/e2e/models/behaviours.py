@@ -53,6 +53,16 @@ class WrongType:
         return ["not a number" for _ in texts]
 
 
+class SlowStart:
+    """A model that takes a minute to load."""
+
+    def __init__(self, **constants):
+        time.sleep(60)
+
+    def __call__(self, texts):
+        return [len(text) for text in texts]
+
+
 class BrokenConstructor:
     def __init__(self, **constants):
         raise FileNotFoundError("weights.pt is missing")

@@ -6,6 +6,7 @@
 #include "orch/plan/Plan.h"
 #include "orch/runtime/EngineTypes.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -151,8 +152,9 @@ public:
   virtual void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) = 0;
   /// Operators that start slowly (a model loading in a child process) begin in their factory
   /// and finish here; executors call it for every replica before the first row is admitted, so
-  /// that starting them overlaps. OperatorError: the operator cannot start (the run stops).
-  virtual void awaitStarted() {}
+  /// that starting them overlaps. OperatorError: the operator cannot start (the run stops), or
+  /// `stop` was set meanwhile (an interrupted run).
+  virtual void awaitStarted(const std::atomic<bool> *stop) { (void)stop; }
 };
 
 /// A source yields rows lazily; each becomes one root entity.
