@@ -255,34 +255,6 @@ std::string encodeInit(const BridgeInit &init) {
   return finish(buffer);
 }
 
-namespace {
-
-/// About how many bytes `value` packs to: strings and binaries dominate.
-size_t packedSizeEstimate(const Value &value) {
-  switch (value.kind()) {
-  case Value::Kind::String:
-    return value.asString().size() + 5;
-  case Value::Kind::Bytes:
-    return value.asBytes().size() + 5;
-  case Value::Kind::List: {
-    size_t size = 5;
-    for (const Value &element : value.asList())
-      size += packedSizeEstimate(element);
-    return size;
-  }
-  case Value::Kind::Record: {
-    size_t size = 5;
-    for (const auto &[name, field] : value.asRecord())
-      size += name.size() + 1 + packedSizeEstimate(field);
-    return size;
-  }
-  default:
-    return 9;
-  }
-}
-
-} // namespace
-
 void encodeBatch(uint64_t id, const std::vector<std::vector<const Value *>> &columns,
                  BatchBuffer &buffer) {
   // Grown to size up front: a batch of images would otherwise be copied again at every
@@ -290,7 +262,7 @@ void encodeBatch(uint64_t id, const std::vector<std::vector<const Value *>> &col
   size_t estimate = 64;
   for (const std::vector<const Value *> &column : columns)
     for (const Value *value : column)
-      estimate += packedSizeEstimate(*value);
+      estimate += approximateBytes(*value);
   if (estimate > buffer.capacity) {
     buffer.capacity = std::max(estimate, 2 * buffer.capacity);
     buffer.bytes = msgpack::sbuffer(buffer.capacity);

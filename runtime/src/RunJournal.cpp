@@ -221,7 +221,7 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
         }
       }
       if (!retry)
-        journal->done_[key(commit->source, commit->row)] = true;
+        journal->done_.insert(key(commit->source, commit->row));
       journal->errorsKeep_ = options.retryFailed ? 0 : commit->errorsSize;
     }
     if (good < content.size())

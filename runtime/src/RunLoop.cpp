@@ -92,14 +92,14 @@ public:
     } else {
       // Source order: a root waits until every root admitted before it was delivered.
       for (RootResult &root : roots) {
-        waitingBytes_ += approximateBytes(root);
+        waitingBytes_ += rootBytes(root);
         const uint64_t admission = root.admission;
         waiting_.emplace(admission, std::move(root));
       }
       summary_.reorderPeakRows = std::max<uint64_t>(summary_.reorderPeakRows, waiting_.size());
       summary_.reorderPeakBytes = std::max(summary_.reorderPeakBytes, waitingBytes_);
       while (!waiting_.empty() && waiting_.begin()->first == nextInOrder_) {
-        waitingBytes_ -= approximateBytes(waiting_.begin()->second);
+        waitingBytes_ -= rootBytes(waiting_.begin()->second);
         deliverOne(waiting_.begin()->second, now);
         waiting_.erase(waiting_.begin());
         ++nextInOrder_;
@@ -182,30 +182,7 @@ private:
                        options_.errorsJournalSize ? options_.errorsJournalSize() : 0);
   }
 
-  static uint64_t approximateBytes(const Value &value) {
-    switch (value.kind()) {
-    case Value::Kind::String:
-      return 32 + value.asString().size();
-    case Value::Kind::Bytes:
-      return 32 + value.asBytes().size();
-    case Value::Kind::List: {
-      uint64_t bytes = 32;
-      for (const Value &element : value.asList())
-        bytes += approximateBytes(element);
-      return bytes;
-    }
-    case Value::Kind::Record: {
-      uint64_t bytes = 32;
-      for (const auto &[name, field] : value.asRecord())
-        bytes += 32 + name.size() + approximateBytes(field);
-      return bytes;
-    }
-    default:
-      return 16;
-    }
-  }
-
-  static uint64_t approximateBytes(const RootResult &root) {
+  static uint64_t rootBytes(const RootResult &root) {
     uint64_t bytes = 64;
     for (const SinkRow &row : root.rows)
       for (const Value &value : row.values)

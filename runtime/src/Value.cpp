@@ -63,6 +63,30 @@ bool operator==(const Value &a, const Value &b) {
   return false;
 }
 
+uint64_t approximateBytes(const Value &value) {
+  constexpr uint64_t kPerValue = 16;
+  switch (value.kind()) {
+  case Value::Kind::String:
+    return kPerValue + value.asString().size();
+  case Value::Kind::Bytes:
+    return kPerValue + value.asBytes().size();
+  case Value::Kind::List: {
+    uint64_t bytes = kPerValue;
+    for (const Value &element : value.asList())
+      bytes += approximateBytes(element);
+    return bytes;
+  }
+  case Value::Kind::Record: {
+    uint64_t bytes = kPerValue;
+    for (const auto &[name, field] : value.asRecord())
+      bytes += name.size() + approximateBytes(field);
+    return bytes;
+  }
+  default:
+    return kPerValue;
+  }
+}
+
 const char *valueKindName(Value::Kind kind) {
   switch (kind) {
   case Value::Kind::Null:

@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace orch::runtime {
@@ -68,7 +68,7 @@ private:
   int lockFd_ = -1;
   int commitsFd_ = -1;
   bool resuming_ = false;
-  std::unordered_map<uint64_t, bool> done_;
+  std::unordered_set<uint64_t> done_;
   std::vector<SinkResume> sinkResume_;
   uint64_t errorsKeep_ = 0;
   std::string header_;

@@ -76,6 +76,10 @@ private:
 
 const char *valueKindName(Value::Kind kind);
 
+/// About how many bytes `value` takes: its strings' and binaries' bytes, its field names, and a
+/// few bytes per element. For sizing message buffers and reporting memory, not for limits.
+uint64_t approximateBytes(const Value &value);
+
 /// Checks that `value` has the shape `type` promises (an Int where Float is expected is fine;
 /// Json and the type variable accept anything; domain objects must be records). Returns the
 /// first mismatch as "expected List<Int>, got 3 at [2]", or nullopt.
