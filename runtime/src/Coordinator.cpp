@@ -2,6 +2,7 @@
 // dispatch with pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
 #include "orch/runtime/Coordinator.h"
 
+#include "ConnectionGuard.h"
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
 #include "orch/runtime/ReplicaPlacement.h"
@@ -19,6 +20,7 @@
 #include <stdexcept>
 #include <unistd.h>
 #include <unordered_map>
+#include <zmq.h>
 
 namespace orch::runtime {
 namespace {
@@ -46,6 +48,13 @@ std::filesystem::path makeSocketDirectory() {
   return pattern;
 }
 
+/// "4", "0.5": a worker's CPUs as people write them.
+std::string formatCpus(double cpus) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", cpus);
+  return text;
+}
+
 class Coordinator : public BatchExecutor {
 public:
   explicit Coordinator(CoordinatorOptions options)
@@ -69,7 +78,31 @@ public:
                std::filesystem::temp_directory_path().string();
       options_.endpoint = "ipc://" + (socketDirectory_ / "coordinator.sock").string();
     }
+    // Hostile peers: no message beyond the protocol's size, no handshake left half done.
+    router_.set(zmq::sockopt::maxmsgsize, int64_t(ProtocolLimits::kMessageBytes));
+    // (The guard's hello deadline comes first and counts them; this is the backstop.)
+    router_.set(zmq::sockopt::handshake_ivl,
+                int(2 * options_.connectionLimits.helloDeadline.count()));
+    std::optional<AuthorizedKeys> admitted;
+    std::vector<std::string> workerEnvironment;
+    if (options_.curveKey) {
+      admitted = options_.authorizedKeys;
+      if (options_.localWorkers > 0) {
+        // Local workers authenticate with a key made for this run, handed to them in their
+        // environment (readable only by this user).
+        const CurveKeyPair local = generateCurveKeyPair("local");
+        (*admitted)[local.publicKey] = local.name;
+        workerEnvironment.push_back(std::string(kWorkerCurveEnvironment) + "=" + local.publicKey +
+                                    " " + local.secretKey + " " + options_.curveKey->publicKey);
+      }
+      router_.set(zmq::sockopt::curve_server, 1);
+      router_.set(zmq::sockopt::curve_secretkey, options_.curveKey->secretKey);
+      router_.set(zmq::sockopt::zap_domain, "orch");
+    }
     try {
+      guard_ = std::make_unique<ConnectionGuard>(context_, router_, std::move(admitted),
+                                                 options_.connectionLimits,
+                                                 [this](const std::string &line) { log(line); });
       router_.bind(options_.endpoint);
     } catch (const zmq::error_t &error) {
       return "cannot listen on " + options_.endpoint + ": " + error.what();
@@ -80,7 +113,7 @@ public:
     if (options_.localWorkers > 0) {
       processes_ = std::make_unique<LocalWorkerProcesses>(
           options_.workerProgram, endpoint_, options_.localWorkers, options_.localGpuDevices,
-          [this](const std::string &line) { log(line); });
+          std::move(workerEnvironment), [this](const std::string &line) { log(line); });
       processes_->startAll();
     } else if (placement_->replicaCount() > 0) {
       log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
@@ -181,6 +214,9 @@ public:
         sendTo(w, ByeMessage{"the run is over"});
     if (processes_)
       processes_->stopAll(std::chrono::milliseconds(2000));
+    if (guard_)
+      guardCounts_ = guard_->counts();
+    guard_.reset();
     router_.close();
     std::error_code ignored;
     if (!socketDirectory_.empty())
@@ -196,16 +232,43 @@ public:
     text += ", " + std::to_string(lost_) + " lost";
     if (processes_ && processes_->replaced())
       text += ", " + std::to_string(processes_->replaced()) + " replaced";
+    if (options_.curveKey) {
+      std::set<std::string> keys;
+      for (const Worker &worker : workers_)
+        keys.insert(worker.key);
+      text += "; CURVE keys:";
+      for (const std::string &key : keys)
+        text += " " + key;
+    }
     if (malformed_ || strangers_)
       text += "; " + std::to_string(malformed_) + " malformed and " + std::to_string(strangers_) +
               " unexpected message(s) answered with errors";
+    const ConnectionGuardCounts counts = guard_ ? guard_->counts() : guardCounts_;
+    if (counts.refusedKeys)
+      text += "; " + std::to_string(counts.refusedKeys) + " unlisted key(s) refused";
+    const uint64_t closed = counts.closedLate + counts.closedCrowded + counts.closedViolations;
+    if (closed)
+      text += "; " + std::to_string(closed) + " connection(s) closed (" +
+              std::to_string(counts.closedViolations) + " broke the protocol, " +
+              std::to_string(counts.closedLate) + " said no hello in time, " +
+              std::to_string(counts.closedCrowded) + " over the limits)";
     return text;
+  }
+
+  std::vector<WorkerIdentity> workers() const override {
+    std::vector<WorkerIdentity> identities;
+    for (const Worker &worker : workers_)
+      identities.push_back({worker.name, worker.host, worker.key});
+    return identities;
   }
 
 private:
   struct Worker {
     std::string identity;
     std::string name;
+    std::string host;
+    /// The name of the CURVE key it authenticated with ("" without CURVE).
+    std::string key;
     int64_t pid = 0;
     bool alive = true;
     Clock::time_point lastHeard, lastSent;
@@ -242,30 +305,35 @@ private:
 
   void receive(std::vector<zmq::message_t> &frames) {
     const std::string identity = frames.front().to_string();
+    // The connection it came on, and the key name ZAP gave it (CURVE only).
+    const int fd = ::zmq_msg_get(frames.back().handle(), ZMQ_SRCFD);
+    const char *keyName = ::zmq_msg_gets(frames.back().handle(), "User-Id");
     auto known = byIdentity_.find(identity);
-    if (known != byIdentity_.end() && workers_[known->second].alive)
+    const bool member = known != byIdentity_.end() && workers_[known->second].alive;
+    if (member)
       workers_[known->second].lastHeard = Clock::now();
     if (frames.size() != 2) {
       ++malformed_;
       logProblem(malformed_, "a message of " + std::to_string(frames.size()) +
                                  " frames (expected 2) was refused");
       sendRaw(identity, ErrorMessage{"expected one body frame"});
+      violated(fd, member ? known->second : kNoIndex, "it sent a message of several frames");
       return;
     }
-    auto decoded = decodeMessage(frames.back().to_string());
+    auto decoded = decodeMessage(frames.back().to_string_view());
     if (auto *problem = std::get_if<std::string>(&decoded)) {
       ++malformed_;
       logProblem(malformed_, "malformed message refused: " + *problem);
       sendRaw(identity, ErrorMessage{"malformed message: " + *problem});
       // A worker whose message cannot be read may have sent a result: rather than wait for it
       // forever, its batches run elsewhere.
-      if (known != byIdentity_.end() && workers_[known->second].alive)
-        lose(known->second, "it sent a message that cannot be read (" + *problem + ")");
+      violated(fd, member ? known->second : kNoIndex,
+               "it sent a message that cannot be read (" + *problem + ")");
       return;
     }
     Message &message = std::get<Message>(decoded);
     if (auto *hello = std::get_if<HelloMessage>(&message)) {
-      welcome(identity, *hello);
+      welcome(identity, *hello, fd, keyName ? keyName : "");
       return;
     }
     if (known == byIdentity_.end() || !workers_[known->second].alive) {
@@ -279,6 +347,9 @@ private:
                      " refused");
       sendRaw(identity, ErrorMessage{why, known == byIdentity_.end() ? ErrorCode::Unspecified
                                                                      : ErrorCode::DeclaredLost});
+      // A worker declared lost may still be sending what it had; a stranger is not a worker.
+      if (known == byIdentity_.end())
+        violated(fd, kNoIndex, "");
       return;
     }
     const uint32_t w = known->second;
@@ -295,10 +366,22 @@ private:
       logProblem(strangers_, std::string("a worker sent a coordinator's message (") +
                                  messageTypeName(message) + ")");
       sendTo(w, ErrorMessage{std::string("workers do not send ") + messageTypeName(message)});
+      violated(fd, w,
+               std::string("it sent a coordinator's message (") + messageTypeName(message) + ")");
     }
   }
 
-  void welcome(const std::string &identity, const HelloMessage &hello) {
+  /// A peer broke the protocol: its connection is closed (after its error answer went out),
+  /// and a worker `w` among it is lost first (its batches run elsewhere).
+  void violated(int fd, uint32_t w, const std::string &why) {
+    if (w != kNoIndex)
+      lose(w, why);
+    if (guard_)
+      guard_->disconnect(fd);
+  }
+
+  void welcome(const std::string &identity, const HelloMessage &hello, int fd,
+               const std::string &key) {
     if (hello.version != kProtocolVersion) {
       ++strangers_;
       logProblem(strangers_, "worker " + hello.worker + " speaks protocol " +
@@ -306,8 +389,12 @@ private:
       sendRaw(identity, ErrorMessage{"protocol version " + std::to_string(hello.version) +
                                      " is not supported; this coordinator speaks " +
                                      std::to_string(kProtocolVersion)});
+      if (guard_)
+        guard_->disconnect(fd);
       return;
     }
+    if (guard_)
+      guard_->joined(fd);
     auto known = byIdentity_.find(identity);
     if (known != byIdentity_.end() && workers_[known->second].alive)
       lose(known->second, "it said hello again");
@@ -315,6 +402,8 @@ private:
     worker.identity = identity;
     worker.name = hello.worker;
     worker.pid = hello.pid;
+    worker.host = hello.host;
+    worker.key = key;
     worker.lastHeard = worker.lastSent = Clock::now();
     const uint32_t w = static_cast<uint32_t>(workers_.size());
     // Both number workers in the order they join.
@@ -328,9 +417,9 @@ private:
     welcomeMessage.liveness = options_.liveness;
     welcomeMessage.plan = encodedPlan_;
     sendTo(w, welcomeMessage);
-    if (!options_.localWorkers)
-      log("worker " + hello.worker + " joined (" + std::to_string(hello.cpus) + " cpus, " +
-          std::to_string(hello.gpus.size()) + " gpus)");
+    if (key.empty() ? !options_.localWorkers : key != "local")
+      log("worker " + hello.worker + " joined (" + (key.empty() ? "" : "key " + key + ", ") +
+          formatCpus(hello.cpus) + " cpus, " + std::to_string(hello.gpus.size()) + " gpus)");
     if (!placing()) {
       // Local workers start together: replicas wait for all of them rather than start on the
       // first and move (a model would load twice).
@@ -500,6 +589,9 @@ private:
   size_t pendingEnds_ = 0;
   std::filesystem::path socketDirectory_;
   std::unique_ptr<LocalWorkerProcesses> processes_;
+  std::unique_ptr<ConnectionGuard> guard_;
+  /// The guard's counts when it stopped.
+  ConnectionGuardCounts guardCounts_;
   uint64_t joined_ = 0, lost_ = 0, malformed_ = 0, strangers_ = 0;
   bool stopped_ = false;
   bool warnedGpu_ = false;

@@ -14,9 +14,14 @@ namespace orch::runtime {
 
 LocalWorkerProcesses::LocalWorkerProcesses(std::string program, std::string endpoint,
                                            unsigned slots, int64_t gpuDevices,
+                                           std::vector<std::string> environment,
                                            std::function<void(const std::string &)> log)
     : program_(std::move(program)), endpoint_(std::move(endpoint)), slots_(slots),
-      gpuDevices_(gpuDevices), log_(std::move(log)) {}
+      gpuDevices_(gpuDevices), environment_(std::move(environment)), log_(std::move(log)) {
+  // Tesseract's OpenMP threads would fight over the cores otherwise.
+  if (!::getenv("OMP_THREAD_LIMIT"))
+    environment_.push_back("OMP_THREAD_LIMIT=1");
+}
 
 void LocalWorkerProcesses::startAll() {
   for (unsigned slot = 0; slot < slots_; ++slot)
@@ -46,6 +51,15 @@ void LocalWorkerProcesses::start(unsigned slot) {
     gpus += (gpus.empty() ? "" : ",") + std::to_string(device);
   if (gpus.empty())
     gpus = "none";
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<char *> environment;
+  for (char **variable = environ; *variable; ++variable)
+    environment.push_back(*variable);
+  for (std::string &variable : environment_)
+    environment.push_back(variable.data());
+  environment.push_back(nullptr);
+  const char *argv[] = {program_.c_str(), "--connect",  endpoint_.c_str(), "--name", name.c_str(),
+                        "--gpus",         gpus.c_str(), "--quiet",         "--once", nullptr};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -58,10 +72,7 @@ void LocalWorkerProcesses::start(unsigned slot) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent)
       ::_exit(1);
-    ::setenv("OMP_THREAD_LIMIT", "1", 0);
-    const char *argv[] = {program_.c_str(), "--connect",  endpoint_.c_str(), "--name", name.c_str(),
-                          "--gpus",         gpus.c_str(), "--quiet",         "--once", nullptr};
-    ::execv(program_.c_str(), const_cast<char *const *>(argv));
+    ::execve(program_.c_str(), const_cast<char *const *>(argv), environment.data());
     ::_exit(127);
   }
   children_.push_back(pid);

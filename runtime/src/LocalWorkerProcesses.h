@@ -18,9 +18,11 @@ namespace orch::runtime {
 /// up on). Slot i offers devices i, i + slots, ... (GpuPlacement.h).
 class LocalWorkerProcesses {
 public:
-  /// `log` receives "cannot start a local worker" lines.
+  /// `environment` ("NAME=VALUE") is added to each worker's; `log` receives "cannot start a
+  /// local worker" lines.
   LocalWorkerProcesses(std::string program, std::string endpoint, unsigned slots,
-                       int64_t gpuDevices, std::function<void(const std::string &)> log);
+                       int64_t gpuDevices, std::vector<std::string> environment,
+                       std::function<void(const std::string &)> log);
   ~LocalWorkerProcesses();
 
   /// Starts the worker of every slot.
@@ -46,6 +48,7 @@ private:
   std::string endpoint_;
   unsigned slots_;
   int64_t gpuDevices_;
+  std::vector<std::string> environment_;
   std::function<void(const std::string &)> log_;
   std::vector<pid_t> children_;
   std::map<pid_t, unsigned> slotOf_;

@@ -319,19 +319,41 @@ std::string tooLarge(const std::string &what, const std::string &problem) {
          " (see the limits in docs/protocol.md)";
 }
 
+/// Room in a message for everything but the values (keys, ids, labels).
+constexpr uint64_t kMessageOverhead = 1u << 20;
+
+std::string tooLargeMessage(const std::string &what, uint64_t count, uint64_t bytes) {
+  return what + " of " + std::to_string(count) +
+         " values is too large for one message between "
+         "processes: about " +
+         std::to_string(bytes >> 20) + " MiB (at most " +
+         std::to_string((ProtocolLimits::kMessageBytes - kMessageOverhead) >> 20) +
+         " MiB; see the limits in docs/protocol.md)";
+}
+
 } // namespace
 
 std::optional<std::string> batchExceedsProtocolLimits(const Batch &batch) {
-  for (const Value &input : batch.inputs)
+  uint64_t bytes = 0;
+  for (const Value &input : batch.inputs) {
     if (std::optional<std::string> problem = exceedsProtocolLimits(input))
       return tooLarge("an input", *problem);
+    bytes += approximateBytes(input);
+  }
+  if (bytes > ProtocolLimits::kMessageBytes - kMessageOverhead)
+    return tooLargeMessage("a batch", batch.inputs.size(), bytes);
   return std::nullopt;
 }
 
 std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report) {
-  for (const GrainReport &grain : report.grains)
+  uint64_t bytes = 0;
+  for (const GrainReport &grain : report.grains) {
     if (std::optional<std::string> problem = exceedsProtocolLimits(grain.value))
       return tooLarge("a result", *problem);
+    bytes += approximateBytes(grain.value);
+  }
+  if (bytes > ProtocolLimits::kMessageBytes - kMessageOverhead)
+    return tooLargeMessage("a result", report.grains.size(), bytes);
   return std::nullopt;
 }
 

@@ -559,6 +559,7 @@ private:
       summary_.calls[c].cancelled = load.cancelled;
     }
     summary_.executor = executor_.describe();
+    summary_.workers = executor_.workers();
     summary_.seconds = elapsed();
   }
 

@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <pthread.h>
@@ -109,9 +111,24 @@ public:
       : options_(options), registry_(registry),
         name_(options.name.empty() ? defaultName() : options.name), context_(1),
         coordinator_(context_, zmq::socket_type::dealer),
-        results_(context_, zmq::socket_type::pull) {
+        results_(context_, zmq::socket_type::pull), handshakes_(context_, zmq::socket_type::pair) {
     coordinator_.set(zmq::sockopt::routing_id, name_);
     coordinator_.set(zmq::sockopt::linger, 0);
+    coordinator_.set(zmq::sockopt::maxmsgsize, int64_t(ProtocolLimits::kMessageBytes));
+    if (options_.curveKey) {
+      coordinator_.set(zmq::sockopt::curve_serverkey, options_.coordinatorKey);
+      coordinator_.set(zmq::sockopt::curve_publickey, options_.curveKey->publicKey);
+      coordinator_.set(zmq::sockopt::curve_secretkey, options_.curveKey->secretKey);
+    }
+    // Handshake failures (a refused key, a wrong coordinator key) are otherwise silent.
+    const std::string monitor = "inproc://orch-worker-handshakes";
+    if (::zmq_socket_monitor(coordinator_.handle(), monitor.c_str(),
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0) {
+      handshakes_.set(zmq::sockopt::linger, 0);
+      handshakes_.connect(monitor);
+    }
     results_.set(zmq::sockopt::linger, 0);
     results_.bind(kResultsEndpoint);
   }
@@ -177,8 +194,13 @@ private:
     while (Clock::now() < giveUp) {
       if (options_.stopRequested && options_.stopRequested->load())
         return false;
-      zmq::pollitem_t item{coordinator_.handle(), 0, ZMQ_POLLIN, 0};
-      pollForInput(&item, 1, std::chrono::milliseconds(100));
+      zmq::pollitem_t items[] = {{coordinator_.handle(), 0, ZMQ_POLLIN, 0},
+                                 {handshakes_.handle(), 0, ZMQ_POLLIN, 0}};
+      pollForInput(items, 2, std::chrono::milliseconds(100));
+      if (std::optional<std::string> failure = handshakeFailure()) {
+        log(*failure);
+        return false;
+      }
       while (auto frames = receiveFrames(coordinator_)) {
         auto decoded = decodeMessage(frames->back().to_string());
         if (auto *problem = std::get_if<std::string>(&decoded)) {
@@ -213,6 +235,52 @@ private:
     }
     log("no answer from a coordinator at " + options_.endpoint);
     return false;
+  }
+
+  /// Why the security handshake with the coordinator failed, if it did.
+  std::optional<std::string> handshakeFailure() {
+    std::optional<std::string> failure;
+    while (auto frames = receiveFrames(handshakes_)) {
+      if (frames->front().size() < 6)
+        continue;
+      uint16_t event = 0;
+      uint32_t value = 0;
+      std::memcpy(&event, frames->front().data(), sizeof event);
+      std::memcpy(&value, static_cast<const char *>(frames->front().data()) + 2, sizeof value);
+      failure = describeHandshakeFailure(event, value);
+    }
+    return failure;
+  }
+
+  std::string describeHandshakeFailure(uint16_t event, uint32_t value) const {
+    const std::string prefix = "cannot join the coordinator at " + options_.endpoint + ": ";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      return prefix + "it refused this worker's key" +
+             (options_.curveKey ? " '" + options_.curveKey->name + "'" : std::string()) +
+             " (add the worker's .pub file to the coordinator's --authorized-keys)";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+        value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+      return prefix +
+             (options_.curveKey
+                  ? "it does not use CURVE keys, this worker does (--key, --server-key)"
+                  : "it requires CURVE keys (give this worker --key WORKER.key and --server-key "
+                    "COORDINATOR.pub; see orch keygen)");
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+        value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC)
+      return prefix + "the CURVE handshake failed: the coordinator's key is not the one given "
+                      "with --server-key";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+      // The coordinator hung up mid-handshake: what a CURVE server does to a peer without
+      // keys, or to one that encrypted for another server key.
+      return prefix + "it closed the connection during the security handshake: " +
+             (options_.curveKey ? "--server-key is probably not its public key (or it uses no "
+                                  "keys and this worker does)"
+                                : "it probably requires CURVE keys (give this worker --key "
+                                  "WORKER.key and --server-key COORDINATOR.pub; see orch "
+                                  "keygen)");
+    char code[16];
+    std::snprintf(code, sizeof code, "0x%x", value);
+    return prefix + "the security handshake failed (ZeroMQ protocol error " + code + ")";
   }
 
   /// Handles one message from the coordinator; an exit code when the worker should stop.
@@ -306,6 +374,8 @@ private:
   zmq::context_t context_;
   zmq::socket_t coordinator_;
   zmq::socket_t results_;
+  /// Handshake failures of `coordinator_`, from its socket monitor.
+  zmq::socket_t handshakes_;
   plan::Plan plan_;
   std::optional<CallFactories> factories_;
   uint32_t heartbeatMs_ = kDefaultHeartbeatMs;

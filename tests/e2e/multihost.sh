@@ -49,21 +49,28 @@ ORCH
 "$ORCH_BIN/orch" run pages.orch --in-process --quiet 2>/dev/null
 expected=$(sort out/docs.jsonl)
 rm -rf out
+# Keys, as on a cluster: the coordinator admits w1 and w2 and nobody else (docs/cluster.md).
+for name in coordinator w1 w2; do "$ORCH_BIN/orch" keygen "$name" >/dev/null; done
+cat w1.pub w2.pub >workers.pub
+keys=(--key coordinator.key --authorized-keys workers.pub)
 
-ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:7700 >head.log 2>&1 &
+ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:7700 "${keys[@]}" >head.log 2>&1 &
 run=$!
-ip netns exec "$w1" "$ORCH_BIN/orch" worker --connect tcp://10.77.1.1:7700 --name w1 >w1.log 2>&1 &
+ip netns exec "$w1" "$ORCH_BIN/orch" worker --connect tcp://10.77.1.1:7700 --name w1 \
+  --key w1.key --server-key coordinator.pub >w1.log 2>&1 &
 first=$!
-ip netns exec "$w2" "$ORCH_BIN/orch-worker" --connect tcp://10.77.2.1:7700 --name w2 >w2.log 2>&1 &
+ip netns exec "$w2" "$ORCH_BIN/orch-worker" --connect tcp://10.77.2.1:7700 --name w2 \
+  --key w2.key --server-key coordinator.pub >w2.log 2>&1 &
 second=$!
 status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
 wait "$run" || status=$?
 check "the coordinator in its own namespace completes the run" test "$status" = 0
 check "both workers joined over TCP" grep -q "2 worker(s) joined at tcp://0.0.0.0:7700" head.log
+check "each with its own key" grep -q "CURVE keys: w1 w2" head.log
 check "the rows are the in-process rows" test "$(sort out/docs.jsonl)" = "$expected"
 # Workers outlive a run: the same two serve the next coordinator on the endpoint.
 rm -rf out
-ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:7700 >head2.log 2>&1 &
+ip netns exec "$head" "$ORCH_BIN/orch" run pages.orch --listen tcp://0.0.0.0:7700 "${keys[@]}" >head2.log 2>&1 &
 run=$!
 status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
 wait "$run" || status=$?

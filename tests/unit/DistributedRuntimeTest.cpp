@@ -4,6 +4,7 @@
 #include "RuntimeFixture.h"
 
 #include "orch/runtime/Coordinator.h"
+#include "orch/runtime/CurveKeys.h"
 #include "orch/runtime/LocalRunner.h"
 #include "orch/runtime/Protocol.h"
 #include "orch/runtime/TestOperators.h"
@@ -18,6 +19,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <thread>
 
 namespace orch::runtime {
@@ -46,6 +49,34 @@ std::vector<std::string> normalized(std::vector<RootResult> roots) {
   return lines;
 }
 
+/// test.identity that holds its batches until `open` is set (at most a minute), and sets
+/// `reached` (if given) when the first batch arrives: the run is then in full swing.
+class Gate : public Operator {
+public:
+  explicit Gate(const std::atomic<bool> &open, std::atomic<bool> *reached = nullptr)
+      : open_(open), reached_(reached) {}
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    if (reached_)
+      reached_->store(true);
+    for (int waited = 0; !open_.load() && waited < 60'000; ++waited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (const OperatorRow &row : rows)
+      results.push_back(RowResult::ok(row.inputs[0]));
+  }
+
+private:
+  const std::atomic<bool> &open_;
+  std::atomic<bool> *reached_;
+};
+
+constexpr const char *kGatedProgram = R"(pipeline gated;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+slow = test.sleep(pages, ms: 4) { batch: 4, replicas: 2 };
+gated = test.identity(slow) { batch: 64 };
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) });
+)";
+
 class DistributedRuntimeTest : public orch::testing::RuntimeFixture {
 protected:
   void writeRows(const std::vector<std::pair<int, int>> &rows) {
@@ -68,8 +99,10 @@ protected:
   }
 
   std::vector<std::string> runWithWorkerProcesses(const plan::Plan &plan, unsigned workers,
-                                                  RunSummary *summaryOut = nullptr) {
+                                                  RunSummary *summaryOut = nullptr,
+                                                  std::optional<CurveKeyPair> curveKey = {}) {
     CoordinatorOptions options;
+    options.curveKey = std::move(curveKey);
     options.localWorkers = workers;
     options.workerProgram = ORCH_WORKER_BINARY;
     options.heartbeatMs = 200;
@@ -371,31 +404,12 @@ TEST_F(DistributedRuntimeTest, ALiveCoordinatorSurvivesTenThousandBadMessages) {
   for (int i = 0; i < 40; ++i)
     rows.push_back({i, i % 6});
   writeRows(rows);
-  plan::Plan plan = compile(R"(pipeline flooded;
-source rows = jsonl("$DIR/in.jsonl") as Doc;
-pages = expand(test.split(rows, field: "n")) as Page;
-slow = test.sleep(pages, ms: 4) { batch: 4, replicas: 2 };
-gated = test.identity(slow) { batch: 64 };
-sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) });
-)");
+  plan::Plan plan = compile(kGatedProgram);
   const std::vector<std::string> expected = runInProcess(plan);
 
   // In the distributed run, test.identity holds its batches until the flood is over, so every
   // message reaches a coordinator that is in the middle of the run.
   std::atomic<bool> floodOver{false};
-  class Gate : public Operator {
-  public:
-    explicit Gate(const std::atomic<bool> &open) : open_(open) {}
-    void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-      for (int waited = 0; !open_.load() && waited < 60'000; ++waited)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      for (const OperatorRow &row : rows)
-        results.push_back(RowResult::ok(row.inputs[0]));
-    }
-
-  private:
-    const std::atomic<bool> &open_;
-  };
   OperatorRegistry gatedRegistry = registry_;
   gatedRegistry.addTransform("test.identity", [&floodOver](const OperatorConfig &) {
     return std::make_unique<Gate>(floodOver);
@@ -416,23 +430,36 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) 
       worker.stopRequested = &stopWorkers;
       runWorker(worker, gatedRegistry);
     });
-  size_t sent = 0;
+  size_t sent = 0, answered = 0, disconnected = 0;
   std::thread fuzzer([&] {
+    // A peer that breaks the protocol is answered and then disconnected: each message comes
+    // on a connection of its own, which waits for its answer.
     zmq::context_t context(1);
-    zmq::socket_t known(context, zmq::socket_type::dealer);
-    known.set(zmq::sockopt::routing_id, "fuzzer");
-    known.set(zmq::sockopt::linger, 0);
-    known.connect(endpoint);
     MessageFuzzer fuzz(99);
     for (; sent < 10000; ++sent) {
+      zmq::socket_t stranger(context, zmq::socket_type::dealer);
+      stranger.set(zmq::sockopt::routing_id, "fuzzer-" + std::to_string(sent));
+      stranger.set(zmq::sockopt::linger, 0);
+      stranger.connect(endpoint);
       std::vector<std::string> frames = fuzz.next();
       for (size_t f = 0; f < frames.size(); ++f)
-        known.send(zmq::buffer(frames[f]),
-                   f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-      // Drain the coordinator's error replies so they never pile up.
-      zmq::message_t reply;
-      while (known.recv(reply, zmq::recv_flags::dontwait)) {
+        stranger.send(zmq::buffer(frames[f]),
+                      f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      // The first few also watch for the coordinator closing their connection.
+      const bool watch = sent < 20;
+      zmq::socket_t events(context, zmq::socket_type::pair);
+      if (watch) {
+        const std::string monitor = "inproc://fuzzer-" + std::to_string(sent);
+        ASSERT_EQ(zmq_socket_monitor(stranger.handle(), monitor.c_str(), ZMQ_EVENT_DISCONNECTED),
+                  0);
+        events.connect(monitor);
       }
+      zmq::pollitem_t item{stranger.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, std::chrono::milliseconds(5000)) > 0)
+        ++answered;
+      zmq::pollitem_t closing{events.handle(), 0, ZMQ_POLLIN, 0};
+      if (watch && zmq::poll(&closing, 1, std::chrono::milliseconds(2000)) > 0)
+        ++disconnected;
     }
     // Let the coordinator read the last messages before the gate opens.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -445,6 +472,7 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) 
   for (std::thread &worker : workers)
     worker.join();
   EXPECT_EQ(sent, 10000u);
+  EXPECT_EQ(answered, 10000u);
   EXPECT_FALSE(summary.error) << *summary.error;
   EXPECT_EQ(normalized(roots), expected);
   // Every message reached the live coordinator and was answered with an error.
@@ -456,6 +484,189 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) 
             2)
       << summary.executor;
   EXPECT_EQ(malformed + unexpected, 10000u) << summary.executor;
+  // Strangers that broke the protocol were disconnected; the workers stayed.
+  EXPECT_EQ(disconnected, 20u);
+  EXPECT_NE(summary.executor.find(", 0 lost"), std::string::npos) << summary.executor;
+}
+
+TEST_F(DistributedRuntimeTest, OnlyWorkersWithListedKeysJoinACurveCoordinator) {
+  writeRows({{0, 3}, {1, 0}, {2, 5}, {3, 2}});
+  plan::Plan plan = compile(R"(pipeline keyed;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+work = test.sleep(pages, ms: 1) { batch: 2 };
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(work) });
+)");
+  const std::vector<std::string> expected = runInProcess(plan);
+  const CurveKeyPair coordinatorKey = generateCurveKeyPair("coordinator");
+  const CurveKeyPair listed = generateCurveKeyPair("listed");
+  const CurveKeyPair stranger = generateCurveKeyPair("stranger");
+  CoordinatorOptions options;
+  options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
+  options.heartbeatMs = 100;
+  options.curveKey = coordinatorKey;
+  options.authorizedKeys = {{listed.publicKey, listed.name}};
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+
+  struct Attempt {
+    std::string name;
+    CurveKeyPair key;
+    std::string pinned;
+    int exit = -1;
+    std::vector<std::string> log;
+  };
+  std::vector<Attempt> refused = {
+      {"stranger", stranger, coordinatorKey.publicKey, -1, {}},
+      {"wrong-server-key", listed, stranger.publicKey, -1, {}},
+      {"no-keys", {}, "", -1, {}},
+  };
+  std::mutex logs;
+  auto serve = [&](Attempt &attempt) {
+    WorkerOptions worker;
+    worker.endpoint = options.endpoint;
+    worker.name = attempt.name;
+    worker.connectTimeoutMs = 20'000;
+    if (!attempt.pinned.empty()) {
+      worker.curveKey = attempt.key;
+      worker.coordinatorKey = attempt.pinned;
+    }
+    worker.log = [&](const std::string &line) {
+      std::lock_guard lock(logs);
+      attempt.log.push_back(line);
+    };
+    attempt.exit = runWorker(worker, registry_);
+  };
+  Attempt accepted{"accepted", listed, coordinatorKey.publicKey, -1, {}};
+  std::atomic<bool> stopWorker{false};
+  std::thread workers([&] {
+    // The refused ones first, so that the run cannot end before they tried.
+    std::vector<std::thread> attempts;
+    for (Attempt &attempt : refused)
+      attempts.emplace_back([&] { serve(attempt); });
+    for (std::thread &attempt : attempts)
+      attempt.join();
+    serve(accepted);
+  });
+  std::vector<RootResult> roots;
+  RunSummary summary = runPlan(plan, registry_, *coordinator, collecting(roots));
+  workers.join();
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_EQ(normalized(roots), expected);
+  ASSERT_EQ(summary.workers.size(), 1u) << summary.executor;
+  EXPECT_EQ(summary.workers[0].name, "accepted");
+  EXPECT_EQ(summary.workers[0].key, "listed");
+  EXPECT_NE(summary.executor.find("CURVE keys: listed"), std::string::npos) << summary.executor;
+  EXPECT_NE(summary.executor.find("1 unlisted key(s) refused"), std::string::npos)
+      << summary.executor;
+  const std::map<std::string, std::string> reasons = {
+      {"stranger", "it refused this worker's key 'stranger'"},
+      {"wrong-server-key", "--server-key is probably not its public key"},
+      {"no-keys", "requires CURVE keys"},
+  };
+  for (const Attempt &attempt : refused) {
+    EXPECT_EQ(attempt.exit, kWorkerLost) << attempt.name;
+    std::string log;
+    for (const std::string &line : attempt.log)
+      log += line + "\n";
+    EXPECT_NE(log.find(reasons.at(attempt.name)), std::string::npos) << attempt.name << ": " << log;
+  }
+  EXPECT_EQ(accepted.exit, kWorkerDone);
+}
+
+TEST_F(DistributedRuntimeTest, LocalWorkersJoinACurveCoordinatorWithAKeyMadeForTheRun) {
+  writeRows({{0, 4}, {1, 1}, {2, 6}, {3, 0}, {4, 3}});
+  plan::Plan plan = compile(R"(pipeline local_keys;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+work = test.sleep(pages, ms: 1) { batch: 2, replicas: 2 };
+sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(work) });
+)");
+  RunSummary summary;
+  EXPECT_EQ(runWithWorkerProcesses(plan, 2, &summary, generateCurveKeyPair("coordinator")),
+            runInProcess(plan));
+  ASSERT_EQ(summary.workers.size(), 2u) << summary.executor;
+  for (const WorkerIdentity &worker : summary.workers)
+    EXPECT_EQ(worker.key, "local") << worker.name;
+}
+
+TEST_F(DistributedRuntimeTest, ConnectionsThatSayNoHelloAreClosedAndWorkersStay) {
+  std::vector<std::pair<int, int>> rows;
+  for (int i = 0; i < 20; ++i)
+    rows.push_back({i, i % 4});
+  writeRows(rows);
+  plan::Plan plan = compile(kGatedProgram);
+  const std::vector<std::string> expected = runInProcess(plan);
+  std::atomic<bool> checked{false}, running{false};
+  OperatorRegistry gatedRegistry = registry_;
+  gatedRegistry.addTransform("test.identity", [&](const OperatorConfig &) {
+    return std::make_unique<Gate>(checked, &running);
+  });
+  const fs::path socketPath = dir_ / "coordinator.sock";
+  CoordinatorOptions options;
+  options.endpoint = "ipc://" + socketPath.string();
+  options.heartbeatMs = 100;
+  options.connectionLimits.maxWaiting = 4;
+  options.connectionLimits.helloDeadline = std::chrono::milliseconds(300);
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  std::atomic<bool> stopWorkers{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w)
+    workers.emplace_back([&, w] {
+      WorkerOptions worker;
+      worker.endpoint = options.endpoint;
+      worker.name = "thread-" + std::to_string(w);
+      worker.stopRequested = &stopWorkers;
+      runWorker(worker, gatedRegistry);
+    });
+  // Twelve connections that never say anything, made while the run is in full swing.
+  int closedByCoordinator = 0;
+  std::thread idler([&] {
+    for (int waited = 0; !running.load() && waited < 20'000; ++waited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::vector<int> idle;
+    for (int i = 0; i < 12; ++i) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socketPath.c_str());
+      if (::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0)
+        idle.push_back(fd);
+      else
+        ::close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    for (int fd : idle) {
+      // The coordinator's side greets (ZMTP) and then hangs up: read to the end.
+      char buffer[256];
+      ssize_t got;
+      while ((got = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) {
+      }
+      closedByCoordinator += got == 0;
+      ::close(fd);
+    }
+    checked = true;
+  });
+  std::vector<RootResult> roots;
+  RunSummary summary = runPlan(plan, gatedRegistry, *coordinator, collecting(roots));
+  idler.join();
+  stopWorkers = true;
+  for (std::thread &worker : workers)
+    worker.join();
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_EQ(normalized(roots), expected);
+  EXPECT_EQ(closedByCoordinator, 12);
+  EXPECT_NE(summary.executor.find(", 0 lost"), std::string::npos) << summary.executor;
+  unsigned closed = 0, violations = 0, late = 0, crowded = 0;
+  const size_t at = summary.executor.find("; ", summary.executor.find(" lost"));
+  ASSERT_NE(at, std::string::npos) << summary.executor;
+  ASSERT_EQ(std::sscanf(summary.executor.c_str() + at,
+                        "; %u connection(s) closed (%u broke the protocol, %u said no hello in "
+                        "time, %u over the limits)",
+                        &closed, &violations, &late, &crowded),
+            4)
+      << summary.executor;
+  EXPECT_EQ(late, 4u) << summary.executor;
+  EXPECT_EQ(crowded, 8u) << summary.executor;
 }
 
 } // namespace

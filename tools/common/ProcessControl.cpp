@@ -6,10 +6,12 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace orch::tools {
@@ -60,6 +62,17 @@ void logLine(const std::string &line) {
       return;
     written += size_t(n);
   }
+}
+
+void raiseFileDescriptorLimit(uint64_t ceiling) {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return;
+  const rlim_t wanted = std::min<rlim_t>(limit.rlim_max, rlim_t(ceiling));
+  if (limit.rlim_cur >= wanted)
+    return;
+  limit.rlim_cur = wanted;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 void restartThisProcess() {

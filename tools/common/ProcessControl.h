@@ -34,6 +34,9 @@ void logLine(const std::string &line);
 /// an operator cannot be cleaned up in place). Returns only if that fails.
 void restartThisProcess();
 
+/// Raises this process's soft limit on open files towards its hard limit, to at most `ceiling`.
+void raiseFileDescriptorLimit(uint64_t ceiling);
+
 /// The standard library's operators and the test operators, as every Orch process has them.
 runtime::OperatorRegistry standardRegistry();
 

@@ -4,6 +4,7 @@
 
 #include "ProcessControl.h"
 
+#include "orch/runtime/Protocol.h"
 #include "orch/runtime/Worker.h"
 #include "orch/stdlib/CudaDevices.h"
 
@@ -13,7 +14,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -50,15 +53,54 @@ std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
   return chosen;
 }
 
+/// Sets `worker`'s CURVE keys from --key and --server-key, or from the environment a local
+/// coordinator hands its workers (then removed, so that operators' processes do not inherit
+/// it). False after a message.
+bool chooseWorkerKeys(const WorkerCommandOptions &options, runtime::WorkerOptions &worker) {
+  auto fail = [](const std::string &message) {
+    llvm::errs() << "orch worker: error: " << message << "\n";
+    return false;
+  };
+  if (options.keyPath.empty() != options.serverKeyPath.empty())
+    return fail(std::string("CURVE needs both --key (this worker's .key file) and --server-key "
+                            "(the coordinator's .pub file); ") +
+                (options.keyPath.empty() ? "--key" : "--server-key") + " is missing");
+  if (!options.keyPath.empty()) {
+    auto pair = runtime::readKeyPairFile(options.keyPath);
+    if (auto *problem = std::get_if<std::string>(&pair))
+      return fail(*problem);
+    auto server = runtime::readPublicKeyFile(options.serverKeyPath);
+    if (auto *problem = std::get_if<std::string>(&server))
+      return fail(*problem);
+    worker.curveKey = std::get<runtime::CurveKeyPair>(std::move(pair));
+    worker.coordinatorKey = std::get<runtime::CurvePublicKey>(server).key;
+    return true;
+  }
+  const char *handed = ::getenv(runtime::kWorkerCurveEnvironment);
+  if (!handed)
+    return true;
+  std::istringstream words(handed);
+  runtime::CurveKeyPair pair;
+  pair.name = "local";
+  words >> pair.publicKey >> pair.secretKey >> worker.coordinatorKey;
+  ::unsetenv(runtime::kWorkerCurveEnvironment);
+  if (!runtime::isCurveKey(pair.secretKey) || !runtime::isCurveKey(worker.coordinatorKey))
+    return fail(std::string(runtime::kWorkerCurveEnvironment) + " does not hold CURVE keys");
+  worker.curveKey = std::move(pair);
+  return true;
+}
+
 } // namespace
 
 int runWorkerCommand(const WorkerCommandOptions &options) {
   std::optional<std::vector<int64_t>> gpus = workerGpus(options.gpus);
   if (!gpus)
     return 2;
+  runtime::WorkerOptions worker;
+  if (!chooseWorkerKeys(options, worker))
+    return 2;
   const runtime::OperatorRegistry registry = standardRegistry();
   installStopHandlers(kExitInterrupted);
-  runtime::WorkerOptions worker;
   worker.endpoint = options.connect;
   worker.name = options.name;
   worker.cpus = options.cpus;

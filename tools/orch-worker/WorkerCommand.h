@@ -8,6 +8,9 @@ namespace orch::tools {
 
 struct WorkerCommandOptions {
   std::string connect;
+  /// CURVE: this worker's key pair (NAME.key) and the coordinator's public key (NAME.pub).
+  std::string keyPath;
+  std::string serverKeyPath;
   std::string name;
   double cpus = 1;
   /// "auto" (every usable CUDA device), "none", or device indexes "0,1".

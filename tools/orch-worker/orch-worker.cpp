@@ -13,6 +13,14 @@ static cl::OptionCategory workerCategory("orch-worker options");
 static cl::opt<std::string> connect("connect", cl::Required,
                                     cl::desc("The coordinator's endpoint (tcp://HOST:PORT)"),
                                     cl::value_desc("endpoint"), cl::cat(workerCategory));
+static cl::opt<std::string> keyPath("key",
+                                    cl::desc("This worker's CURVE key pair, for a coordinator "
+                                             "with keys (orch keygen NAME writes NAME.key)"),
+                                    cl::value_desc("NAME.key"), cl::cat(workerCategory));
+static cl::opt<std::string> serverKeyPath("server-key",
+                                          cl::desc("The coordinator's public key (its .pub "
+                                                   "file): only that coordinator is served"),
+                                          cl::value_desc("file.pub"), cl::cat(workerCategory));
 static cl::opt<std::string> workerName("name", cl::desc("This worker's name (default host:pid)"),
                                        cl::cat(workerCategory));
 static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
@@ -43,6 +51,8 @@ int main(int argc, char **argv) {
   }
   orch::tools::WorkerCommandOptions options;
   options.connect = connect;
+  options.keyPath = keyPath;
+  options.serverKeyPath = serverKeyPath;
   options.name = workerName;
   options.cpus = cpus;
   options.gpus = gpus;

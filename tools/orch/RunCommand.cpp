@@ -48,7 +48,16 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
                                                      int64_t gpuCount) {
   if (options.inProcess)
     return runtime::makeThreadExecutor(registry, options.threads, allDevices(gpuCount), logLine);
+  std::optional<ListenSecurity> security = chooseListenSecurity(options.security);
+  if (!security)
+    return nullptr;
+  if (!options.listen.empty())
+    // Peers take file descriptors: allow as many as the hard limit lets us (the coordinator
+    // keeps half for sinks, sources and operators).
+    tools::raiseFileDescriptorLimit(65536);
   runtime::CoordinatorOptions coordinator;
+  coordinator.curveKey = std::move(security->key);
+  coordinator.authorizedKeys = std::move(security->workers);
   coordinator.endpoint = options.listen;
   coordinator.heartbeatMs = options.heartbeatMs;
   coordinator.liveness = options.liveness;

@@ -2,6 +2,8 @@
 // errors journal, print a summary.
 #pragma once
 
+#include "ListenSecurity.h"
+
 #include "orch/frontend/Sema.h"
 #include "orch/runtime/EngineTypes.h"
 #include "orch/runtime/Protocol.h"
@@ -22,6 +24,8 @@ struct RunCommandOptions {
   int workers = -1;
   /// Cluster mode: where workers connect ("" = a private ipc endpoint).
   std::string listen;
+  /// CURVE keys or --insecure for `listen`.
+  ListenSecurityFlags security;
   uint32_t heartbeatMs = runtime::kDefaultHeartbeatMs;
   uint32_t liveness = runtime::kDefaultLiveness;
   uint32_t depth = runtime::kDefaultDepth;

@@ -48,6 +48,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["pipeline"] = plan.pipelineName;
   json["wall_seconds"] = summary.seconds;
   json["executor"] = summary.executor;
+  json["workers"] = Json::array();
+  for (const runtime::WorkerIdentity &worker : summary.workers)
+    json["workers"].push_back({{"name", worker.name}, {"host", worker.host}, {"key", worker.key}});
   json["rows"] = {{"finished", summary.rows},
                   {"written", summary.written},
                   {"dropped", summary.dropped},

@@ -1,5 +1,6 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
+#include "KeygenCommand.h"
 #include "OperatorsCommand.h"
 #include "ProcessControl.h"
 #include "ReportCommand.h"
@@ -41,6 +42,20 @@ static cl::opt<std::string> listen("listen",
                                    cl::desc("Cluster mode: accept workers on this endpoint "
                                             "(tcp://HOST:PORT)"),
                                    cl::value_desc("endpoint"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string> keyPath("key",
+                                    cl::desc("With --listen: the coordinator's CURVE key pair "
+                                             "(orch keygen NAME writes NAME.key)"),
+                                    cl::value_desc("NAME.key"), cl::sub(run),
+                                    cl::cat(orchCategory));
+static cl::opt<std::string>
+    authorizedKeysPath("authorized-keys",
+                       cl::desc("With --listen and --key: the worker keys admitted (their .pub "
+                                "lines)"),
+                       cl::value_desc("file"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<bool> insecure("insecure",
+                              cl::desc("Listen on a network address without keys (any peer "
+                                       "may join as a worker)"),
+                              cl::sub(run), cl::cat(orchCategory));
 static cl::opt<unsigned> heartbeatMs("heartbeat-ms", cl::desc("Heartbeat interval"),
                                      cl::init(orch::runtime::kDefaultHeartbeatMs), cl::sub(run),
                                      cl::cat(orchCategory));
@@ -114,6 +129,17 @@ static cl::opt<std::string> tracePath("trace",
                                       cl::value_desc("file.json"), cl::sub(run),
                                       cl::cat(orchCategory));
 
+static cl::SubCommand keygen("keygen", "Write a CURVE key pair for a coordinator or a worker "
+                                       "(NAME.key, secret; NAME.pub)");
+static cl::opt<std::string> keygenName(cl::Positional, cl::Required, cl::desc("<name>"),
+                                       cl::sub(keygen), cl::cat(orchCategory));
+static cl::opt<std::string> keygenDirectory("output-dir",
+                                            cl::desc("Where to write the files (default: here)"),
+                                            cl::value_desc("dir"), cl::sub(keygen),
+                                            cl::cat(orchCategory));
+static cl::opt<bool> keygenForce("force", cl::desc("Replace existing key files"), cl::sub(keygen),
+                                 cl::cat(orchCategory));
+
 static cl::SubCommand report("report", "Render a run's metrics as an HTML report");
 static cl::opt<std::string> reportInput(cl::Positional, cl::Required, cl::desc("<metrics.json>"),
                                         cl::sub(report), cl::cat(orchCategory));
@@ -176,6 +202,10 @@ static int runCommand() {
   options.threads = threads;
   options.workers = workers;
   options.listen = listen;
+  options.security.listen = listen;
+  options.security.keyPath = keyPath;
+  options.security.authorizedKeysPath = authorizedKeysPath;
+  options.security.insecure = insecure;
   options.heartbeatMs = heartbeatMs;
   options.liveness = liveness;
   options.depth = depth;
@@ -211,6 +241,8 @@ int main(int argc, char **argv) {
     return orch::runOperators();
   if (report)
     return orch::runReport(reportInput, reportOutput);
+  if (keygen)
+    return orch::runKeygen(keygenName, keygenDirectory, keygenForce);
   cl::PrintHelpMessage();
   return 1;
 }

@@ -16,6 +16,15 @@ namespace orch::runtime {
 
 using SteadyClock = std::chrono::steady_clock;
 
+/// A worker that joined the run: its name, host, and the name of the key it authenticated with
+/// ("" without CURVE).
+struct WorkerIdentity {
+  std::string name;
+  std::string host;
+  std::string key;
+  bool operator==(const WorkerIdentity &) const = default;
+};
+
 struct ExecutorEvent {
   enum class Kind {
     /// A report came back (it may still be stale for the engine).
@@ -68,6 +77,8 @@ public:
   virtual void stop() = 0;
   /// Counters and notes for the run's summary ("4 workers, 2 lost, 1 replaced").
   virtual std::string describe() const { return {}; }
+  /// The workers that joined, in the order they joined (none for in-process runs).
+  virtual std::vector<WorkerIdentity> workers() const { return {}; }
 };
 
 } // namespace orch::runtime

@@ -5,14 +5,28 @@
 #pragma once
 
 #include "orch/runtime/BatchExecutor.h"
+#include "orch/runtime/CurveKeys.h"
 #include "orch/runtime/Protocol.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace orch::runtime {
+
+/// How the coordinator bounds the connections of peers that have not joined (ConnectionGuard).
+struct ConnectionLimits {
+  /// Connections that have not said hello yet, at most; the one waiting longest goes first.
+  size_t maxWaiting = 64;
+  /// How long a connection may stay without saying hello.
+  std::chrono::milliseconds helloDeadline{10'000};
+  /// Connections at most (0: half of the file descriptors free when the guard starts, so the
+  /// rest stay for sinks, sources and operators).
+  size_t maxConnections = 0;
+};
 
 struct CoordinatorOptions {
   /// Where the ROUTER binds: "ipc:///tmp/x.sock", "tcp://127.0.0.1:7700" ("" = a fresh ipc
@@ -30,6 +44,12 @@ struct CoordinatorOptions {
   /// CUDA devices on this machine, split between the local workers (GpuPlacement.h).
   int64_t localGpuDevices = 0;
   std::function<void(const std::string &)> log;
+  /// CURVE: the coordinator's key pair; workers must pin its public key, and only
+  /// `authorizedKeys` may join (local workers get a key made for the run). Unset: no
+  /// authentication or encryption (the private ipc socket, or --insecure).
+  std::optional<CurveKeyPair> curveKey;
+  AuthorizedKeys authorizedKeys;
+  ConnectionLimits connectionLimits;
 };
 
 std::unique_ptr<BatchExecutor> makeCoordinator(CoordinatorOptions options);

@@ -116,6 +116,10 @@ std::string encodeMessage(const Message &message);
 /// The message in `bytes`, or a description of what is wrong with them.
 std::variant<Message, std::string> decodeMessage(std::string_view bytes);
 
+/// The environment variable that hands local workers the CURVE keys the coordinator made for
+/// them: "PUBLIC SECRET COORDINATOR-PUBLIC" (Z85). A worker reads and then removes it.
+inline constexpr const char *kWorkerCurveEnvironment = "ORCH_WORKER_CURVE";
+
 /// What decodeMessage accepts at most (a hostile message cannot make the reader allocate
 /// without limit). Senders check values against them first, so that a value too large to
 /// travel fails its own row instead of a batch that nobody can read (docs/protocol.md).
@@ -124,6 +128,9 @@ struct ProtocolLimits {
   static constexpr uint32_t kMapEntries = 1u << 16;
   static constexpr uint32_t kStringBytes = 64u << 20;
   static constexpr uint32_t kBinaryBytes = 256u << 20;
+  /// A whole message (a batch's inputs, a result's values) at most: the sockets refuse and
+  /// disconnect a peer that sends more (ZMQ_MAXMSGSIZE).
+  static constexpr uint64_t kMessageBytes = uint64_t(1) << 30;
   /// Nesting of a whole message; a value inside a batch or result may nest a few levels less.
   static constexpr uint32_t kDepth = 64;
   static constexpr uint32_t kValueDepth = kDepth - 4;

@@ -96,6 +96,7 @@ struct RunSummary {
   std::vector<CallSummary> calls;
   /// The executor's own account (workers started, lost, replaced).
   std::string executor;
+  std::vector<WorkerIdentity> workers;
   /// Seconds until declared operators' processes were ready (0 without any).
   double startupSeconds = 0;
   /// With a sink in source order: the most finished source rows that waited for an earlier one

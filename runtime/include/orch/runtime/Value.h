@@ -77,7 +77,8 @@ private:
 const char *valueKindName(Value::Kind kind);
 
 /// About how many bytes `value` takes: its strings' and binaries' bytes, its field names, and a
-/// few bytes per element. For sizing message buffers and reporting memory, not for limits.
+/// few bytes per element. Never less than its MessagePack encoding (floats as float64), so it
+/// also bounds a message's size.
 uint64_t approximateBytes(const Value &value);
 
 /// Checks that `value` has the shape `type` promises (an Int where Float is expected is fine;

@@ -3,11 +3,13 @@
 // one thread per replica, kept for every batch), runs batches, and heartbeats.
 #pragma once
 
+#include "orch/runtime/CurveKeys.h"
 #include "orch/runtime/Operator.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,10 @@ namespace orch::runtime {
 
 struct WorkerOptions {
   std::string endpoint;
+  /// CURVE: this worker's key pair and the coordinator's public key it pins (unset: a
+  /// coordinator without keys).
+  std::optional<CurveKeyPair> curveKey;
+  std::string coordinatorKey;
   /// Routing identity and name in logs ("" = host:pid).
   std::string name;
   double cpus = 1;

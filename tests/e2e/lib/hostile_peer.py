@@ -1,0 +1,176 @@
+"""Peers that a coordinator must not let in or be disturbed by (tests/e2e/security.sh).
+
+  join ENDPOINT [--key F.key --server-key F.pub] [--seconds S]
+      A ZeroMQ DEALER that speaks the documented protocol: says hello (again every 200 ms) and
+      records every message it receives. Prints {"messages": N, "bytes": B, "types": [...]}.
+  idle HOST PORT --count N [--seconds S] [--ready FILE]
+      Opens N TCP connections that send nothing (then writes FILE), holds them for S seconds
+      and prints how many the coordinator closed.
+  junk HOST PORT --count N --megabytes M
+      N TCP connections, each sending M MB of random bytes (not ZMTP); prints bytes sent.
+  zmtp-junk ENDPOINT --count N --megabytes M [--key F.key --server-key F.pub]
+      A ZeroMQ DEALER sending N messages of M MB of random bytes; prints what came back.
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+import msgpack
+import zmq
+
+
+def read_key_pair(path):
+    fields = {}
+    with open(path) as lines:
+        for line in lines:
+            words = line.split()
+            if len(words) == 2 and not words[0].startswith("#"):
+                fields[words[0]] = words[1]
+    return fields["public"], fields["secret"]
+
+
+def read_public_key(path):
+    with open(path) as lines:
+        for line in lines:
+            words = line.split()
+            if words and words[0] == "curve":
+                return words[1]
+    raise SystemExit(f"{path}: no public key")
+
+
+def dealer(context, endpoint, args):
+    sock = context.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.IDENTITY, b"hostile-%d" % os.getpid())
+    if args.key:
+        public, secret = read_key_pair(args.key)
+        sock.curve_publickey = public.encode()
+        sock.curve_secretkey = secret.encode()
+        sock.curve_serverkey = read_public_key(args.server_key).encode()
+    sock.connect(endpoint)
+    return sock
+
+
+def hello():
+    return msgpack.packb({"type": "hello", "version": 1, "worker": "hostile", "pid": os.getpid(),
+                          "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
+
+
+def join(args):
+    context = zmq.Context()
+    sock = dealer(context, args.endpoint, args)
+    received, size, types = 0, 0, []
+    deadline = time.time() + args.seconds
+    next_hello = 0.0
+    while time.time() < deadline:
+        if time.time() >= next_hello:
+            try:
+                sock.send(hello(), zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+            next_hello = time.time() + 0.2
+        if sock.poll(50):
+            body = sock.recv()
+            received += 1
+            size += len(body)
+            try:
+                types.append(msgpack.unpackb(body, raw=False).get("type", "?"))
+            except Exception:
+                types.append("unreadable")
+    print(json.dumps({"messages": received, "bytes": size, "types": sorted(set(types))}))
+
+
+def idle(args):
+    sockets, refused = [], 0
+    for _ in range(args.count):
+        try:
+            s = socket.create_connection((args.host, args.port), timeout=0.5)
+        except OSError:
+            refused += 1
+            continue
+        s.setblocking(False)
+        sockets.append(s)
+    if args.ready:
+        with open(args.ready, "w") as ready:
+            ready.write("%d\n" % len(sockets))
+    time.sleep(args.seconds)
+    closed = 0
+    for s in sockets:
+        try:
+            # The coordinator greets first (ZMTP); a closed connection then reads as the end.
+            while True:
+                data = s.recv(1 << 16)
+                if not data:
+                    closed += 1
+                    break
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+        s.close()
+    print(json.dumps({"opened": len(sockets), "refused": refused, "closed": closed}))
+
+
+def junk(args):
+    sent = 0
+    chunk = os.urandom(1 << 20)
+    for _ in range(args.count):
+        try:
+            with socket.create_connection((args.host, args.port)) as s:
+                for _ in range(args.megabytes):
+                    s.sendall(chunk)
+                    sent += len(chunk)
+        except OSError:
+            pass  # the coordinator hung up: what it should do
+    print(json.dumps({"bytes_sent": sent}))
+
+
+def zmtp_junk(args):
+    context = zmq.Context()
+    sock = dealer(context, args.endpoint, args)
+    payload = os.urandom(args.megabytes << 20)
+    queued = 0
+    for _ in range(args.count):
+        try:
+            sock.send(payload, zmq.NOBLOCK)
+            queued += 1
+        except zmq.Again:
+            break
+    received = 0
+    deadline = time.time() + args.seconds
+    while time.time() < deadline:
+        if sock.poll(100):
+            sock.recv()
+            received += 1
+    print(json.dumps({"queued": queued, "answers": received}))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="mode", required=True)
+    for name in ("join", "zmtp-junk"):
+        p = sub.add_parser(name)
+        p.add_argument("endpoint")
+        p.add_argument("--key")
+        p.add_argument("--server-key")
+        p.add_argument("--seconds", type=float, default=2.0)
+        p.add_argument("--count", type=int, default=1)
+        p.add_argument("--megabytes", type=int, default=1)
+    for name in ("idle", "junk"):
+        p = sub.add_parser(name)
+        p.add_argument("host")
+        p.add_argument("port", type=int)
+        p.add_argument("--count", type=int, default=1)
+        p.add_argument("--megabytes", type=int, default=1)
+        p.add_argument("--seconds", type=float, default=1.0)
+        p.add_argument("--ready")
+    args = parser.parse_args()
+    {"join": join, "idle": idle, "junk": junk, "zmtp-junk": zmtp_junk}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

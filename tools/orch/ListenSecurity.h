@@ -1,0 +1,34 @@
+// Whether and how `orch run --listen ENDPOINT` authenticates workers: CURVE with --key and
+// --authorized-keys, or nothing on a loopback or ipc endpoint, or with --insecure; listening on
+// a network address without keys is refused (docs/cluster.md, "Security").
+#pragma once
+
+#include "orch/runtime/CurveKeys.h"
+
+#include <optional>
+#include <string>
+
+namespace orch {
+
+struct ListenSecurityFlags {
+  std::string listen;
+  std::string keyPath;
+  std::string authorizedKeysPath;
+  bool insecure = false;
+};
+
+struct ListenSecurity {
+  /// Unset: no authentication.
+  std::optional<runtime::CurveKeyPair> key;
+  runtime::AuthorizedKeys workers;
+};
+
+/// Whether workers on other machines could reach `endpoint` (tcp:// on an address other than
+/// loopback; ipc:// and inproc:// are local).
+bool isNetworkEndpoint(const std::string &endpoint);
+
+/// The security of the coordinator's socket, or nullopt after printing why the flags cannot be
+/// used (a warning is printed for --insecure).
+std::optional<ListenSecurity> chooseListenSecurity(const ListenSecurityFlags &flags);
+
+} // namespace orch
