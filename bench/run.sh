@@ -11,4 +11,5 @@ build/bin/orch_bench --benchmark_min_time=0.2
 bench/language/cleaning.sh build/bin/orch
 bench/python/bridge.sh build/bin/orch
 bench/outputs/journal.sh build/bin/orch
+bench/cluster/curve.sh build/bin/orch
 /usr/bin/python3 bench/experiments/run.py "$PWD/build/bin/orch" build/bench "$@"
