@@ -252,13 +252,16 @@ public:
               std::to_string(counts.closedViolations) + " broke the protocol, " +
               std::to_string(counts.closedLate) + " said no hello in time, " +
               std::to_string(counts.closedCrowded) + " over the limits)";
+    if (counts.failedHandshakes)
+      text += "; " + std::to_string(counts.failedHandshakes) + " failed handshake(s)";
     return text;
   }
 
   std::vector<WorkerIdentity> workers() const override {
     std::vector<WorkerIdentity> identities;
     for (const Worker &worker : workers_)
-      identities.push_back({worker.name, worker.host, worker.key});
+      identities.push_back({worker.name, worker.host, worker.key, worker.joinedAt, worker.lostAt,
+                            worker.lostReason});
     return identities;
   }
 
@@ -269,6 +272,9 @@ private:
     std::string host;
     /// The name of the CURVE key it authenticated with ("" without CURVE).
     std::string key;
+    Clock::time_point joinedAt = Clock::now();
+    std::optional<Clock::time_point> lostAt;
+    std::string lostReason;
     int64_t pid = 0;
     bool alive = true;
     Clock::time_point lastHeard, lastSent;
@@ -504,6 +510,8 @@ private:
     if (!worker.alive)
       return;
     worker.alive = false;
+    worker.lostAt = Clock::now();
+    worker.lostReason = why;
     ++lost_;
     log("worker " + worker.name + " lost: " + why);
     // A worker that can still hear us learns it at once (a remote one reconnects or restarts).

@@ -29,9 +29,11 @@ public:
     total_ = rows;
   }
 
-  /// `onAdmitted(admission)` for each admitted row; at most kAdmissionStep at a time, so that
-  /// rows that finish at once (no Calls) are delivered between steps.
-  template <typename OnAdmitted> void admit(LineageEngine &engine, OnAdmitted &&onAdmitted) {
+  /// `onAdmitted(admission, label)` for each admitted row (`describe`'s label for its value, ""
+  /// without `describe` or for a row that failed at its source); at most kAdmissionStep at a
+  /// time, so that rows that finish at once (no Calls) are delivered between steps.
+  template <typename OnAdmitted>
+  void admit(LineageEngine &engine, bool describe, OnAdmitted &&onAdmitted) {
     for (size_t step = 0; current_ < sources_.size() && engine.canAdmit() && step < kAdmissionStep;
          ++step) {
       std::optional<SourceRow> row;
@@ -49,10 +51,14 @@ public:
         engine.skipSourceRow(uint32_t(current_));
         continue;
       }
-      if (row->value)
-        onAdmitted(engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value)));
-      else
-        onAdmitted(engine.admitFailedRow(static_cast<uint32_t>(current_), row->error));
+      if (row->value) {
+        std::string label = describe ? describeSourceRow(*row->value) : std::string();
+        onAdmitted(engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value)),
+                   std::move(label));
+      } else {
+        onAdmitted(engine.admitFailedRow(static_cast<uint32_t>(current_), row->error),
+                   std::string());
+      }
     }
     if (exhausted())
       engine.closeAdmission();
@@ -70,6 +76,46 @@ private:
   size_t current_ = 0;
 };
 
+/// Where each Call's wall time goes, sampled after each dispatch: the state seen at one sample
+/// lasted until the next. Idle time counts as starved only once the Call has work again.
+class CallTimes {
+public:
+  explicit CallTimes(size_t calls) : state_(calls, State::Idle), idle_(calls, 0) {}
+
+  void sample(const LineageEngine &engine, std::vector<CallSummary> &calls) {
+    const SteadyClock::time_point now = SteadyClock::now();
+    const double lasted = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    for (uint32_t c = 0; c < calls.size(); ++c) {
+      switch (state_[c]) {
+      case State::Idle:
+        idle_[c] += lasted;
+        break;
+      case State::Active:
+        calls[c].activeSeconds += lasted;
+        break;
+      case State::Saturated:
+        calls[c].saturatedSeconds += lasted;
+        break;
+      }
+      const CallLoad &load = engine.callLoad(c);
+      state_[c] = load.ready > 0      ? State::Saturated
+                  : load.inFlight > 0 ? State::Active
+                                      : State::Idle;
+      if (state_[c] != State::Idle) {
+        calls[c].starvedSeconds += idle_[c];
+        idle_[c] = 0;
+      }
+    }
+  }
+
+private:
+  enum class State { Idle, Active, Saturated };
+  std::vector<State> state_;
+  std::vector<double> idle_;
+  SteadyClock::time_point last_ = SteadyClock::now();
+};
+
 /// Writes finished roots to the sinks and keeps the account. A root's rows are one transaction
 /// across the sinks: all committed, or, when one cannot be written, all rolled back and the root
 /// failed with the cause (docs/outputs.md).
@@ -79,6 +125,8 @@ public:
           const RunOptions &options, RunSummary &summary, RunJournal *journal)
       : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary),
         journal_(journal), ranges_(sinks_.size()), lastSync_(SteadyClock::now()) {
+    for (size_t s = 0; s < plan.sinks.size(); ++s)
+      summary_.sinks.push_back(SinkAccount{describeSink(plan.sinks[s], s), 0, 0});
     // One sink in source order puts every sink in source order: a root's rows stay one
     // transaction across the sinks.
     for (const plan::PlanSink &sink : plan.sinks)
@@ -141,6 +189,7 @@ public:
 
   void close() {
     for (size_t s = 0; s < sinks_.size(); ++s) {
+      summary_.sinks[s].bytes = sinks_[s]->bytesCommitted();
       try {
         sinks_[s]->close();
       } catch (const std::exception &error) {
@@ -223,7 +272,10 @@ private:
       }
       uint64_t written = 0;
       for (const SinkRow &row : root.rows)
-        written += row.status == RowStatus::Written;
+        if (row.status == RowStatus::Written) {
+          ++written;
+          ++summary_.sinks[row.sink].rows;
+        }
       summary_.sinkRows += written;
       if (written)
         consecutiveFailures_ = 0;
@@ -336,6 +388,7 @@ public:
   }
 
   RunSummary execute() {
+    summary_.startedAt = start_;
     if (!prepare())
       return std::move(summary_);
     loop();
@@ -408,6 +461,7 @@ private:
       CallSummary call;
       call.name = plan_.calls[c].name;
       call.batchLimit = plan_.calls[c].options.batch;
+      call.replicas = std::max<int64_t>(1, plan_.calls[c].options.replicas);
       summary_.calls.push_back(std::move(call));
     }
     const bool startsProcesses = !plan_.operators.empty();
@@ -436,6 +490,7 @@ private:
   void loop() {
     LineageEngine &engine = *engine_;
     SteadyClock::time_point nextProgress = start_;
+    CallTimes times(plan_.calls.size());
     for (;;) {
       if (options_.stopRequested && options_.stopRequested->load()) {
         // Nothing more is admitted or dispatched; batches still running are abandoned by the
@@ -451,11 +506,13 @@ private:
         return;
       }
       if (outputs_->waiting() < options_.engine.maxLiveRoots)
-        admission_->admit(engine, [&](uint64_t index) {
-          if (options_.recorder)
-            options_.recorder->rootAdmitted(index, elapsed());
-        });
+        admission_->admit(engine, options_.recorder != nullptr,
+                          [&](uint64_t index, std::string label) {
+                            if (options_.recorder)
+                              options_.recorder->rootAdmitted(index, elapsed(), std::move(label));
+                          });
       dispatch();
+      times.sample(engine, summary_.calls);
       outputs_->deliver(engine.takeFinishedRoots(), elapsed());
       if (options_.onProgress && SteadyClock::now() >= nextProgress) {
         nextProgress = SteadyClock::now() + options_.progressInterval;

@@ -29,7 +29,24 @@ void RunRecorder::batchFinished(uint64_t id, double now, double busy, const std:
   record.outcome = outcome;
 }
 
-void RunRecorder::rootAdmitted(uint64_t admission, double now) {
+std::string describeSourceRow(const Value &row) {
+  if (row.kind() != Value::Kind::Record)
+    return {};
+  for (const char *name : {"path", "id", "key", "name", "url"})
+    if (const Value *field = row.field(name)) {
+      if (field->kind() == Value::Kind::String)
+        return std::string(name) == "path" || std::string(name) == "url"
+                   ? field->asString()
+                   : std::string(name) + " " + field->asString();
+      if (field->kind() == Value::Kind::Int)
+        return std::string(name) + " " + field->str();
+    }
+  return {};
+}
+
+void RunRecorder::rootAdmitted(uint64_t admission, double now, std::string label) {
+  if (!label.empty())
+    labels_[admission] = std::move(label);
   rootIndex_[admission] = roots_.size();
   RootRecord record;
   record.admission = admission;
@@ -49,6 +66,15 @@ void RunRecorder::rootFinished(const RootResult &root, double now) {
   record.sourceRow = root.sourceRow;
   record.finished = now;
   record.status = root.status;
+  auto label = labels_.find(root.admission);
+  if (root.status == RootStatus::Failed) {
+    if (label != labels_.end())
+      record.label = std::move(label->second);
+    if (!root.failures.empty())
+      record.cause = root.failures.front();
+  }
+  if (label != labels_.end())
+    labels_.erase(label);
 }
 
 } // namespace orch::runtime

@@ -68,15 +68,89 @@ PY
 
 # The report, rendered by a real browser.
 "$ORCH_BIN/orch" report metrics.json -o report.html 2>/dev/null
-check "the report is one page with three charts and no external resources" \
-  test "$(grep -o '<svg' report.html | wc -l)" = 3 -a -z "$(grep -oE '(src|href)=' report.html)"
+check "the report has its charts and loads nothing (no scripts, no remote resources)" \
+  test "$(grep -o '<svg' report.html | wc -l)" -ge 5 -a -z "$(grep -oiE "<script|src=|href=['\"]?https?:|url\(" report.html)"
 check "orch report refuses a file that is not metrics" \
   test "$(exit_code "$ORCH_BIN/orch" report rows.jsonl -o bad.html)" = 1
+
+# What went wrong and where the time went: failed rows, a worker killed mid-run, two sinks.
+for i in $(seq 0 59); do echo "{\"id\": $i, \"n\": $((i % 7 + 1))}"; done >troubled.jsonl
+cat >troubled.orch <<'ORCH'
+pipeline troubled;
+source rows = jsonl("troubled.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(pages, kind: "group", ordinals: "5") { batch: 8 };
+slow = test.sleep(checked, ms: 15) { batch: 4, replicas: 2 };
+sink jsonl(path: "out/troubled.jsonl", record: { id: rows.id, pages: reduce(slow) });
+sink files(dir: "out/pages", name: format("row-{}", rows.id), ext: ".json", content: { pages: reduce(slow) });
+ORCH
+"$ORCH_BIN/orch" run troubled.orch --workers 2 --no-journal --metrics troubled.json 2>troubled.log &
+run=$!
+# Kill a worker once batches flow; the run replaces it and re-runs what it held.
+for _ in $(seq 200); do grep -q "grains run" troubled.log 2>/dev/null && break; sleep 0.02; done
+sleep 0.3
+pkill -9 -f "orch-worker --connect .*--name local-0 " || true
+wait "$run" || true
+"$ORCH_BIN/orch" report troubled.json -o troubled.html 2>/dev/null
+check "metrics account for failures, workers, outputs and time" $python - <<'PY'
+import json, os, re, sys
+m = json.load(open("troubled.json"))
+summary = open("troubled.log").read()
+problems = []
+def expect(ok, what):
+    if not ok: problems.append(what)
+failures = m["failures"]
+# Rows with at least 6 pages (n = i % 7 + 1 >= 6) have a page 5, which poisons its row.
+failed_ids = sorted(i for i in range(60) if i % 7 + 1 >= 6)
+expect(failures["total"] == m["rows"]["failed"] == len(failed_ids), "failure count")
+expect(sorted(int(f["label"].split()[1]) for f in failures["shown"]) == failed_ids, "failure labels")
+expect(all(f["call"] == "checked" and f["kind"] == "group-failure" and
+           "injected failure at ordinal 5" in f["message"] for f in failures["shown"]), "causes")
+expect(failures["errors_journal"] == "troubled.errors.jsonl", "errors journal")
+lost = [w for w in m["workers"] if "lost" in w]
+expect(len(lost) == 1 and "killed by signal 9" in lost[0]["lost_reason"], "the lost worker")
+expect(len(m["workers"]) == 3 and max(w["joined"] for w in m["workers"]) >= lost[0]["lost"], "replacement")
+expect(sum(w["batches"] for w in m["workers"]) == len([b for b in m["batches"] if b["place"]]), "batches per worker")
+calls = {c["name"]: c for c in m["calls"]}
+lost_grains = sum(b["grains"] for b in m["batches"] if b["outcome"] == "lost")
+expect(sum(c["rerun_grains"] for c in m["calls"]) == lost_grains > 0, "grains run again")
+for c in m["calls"]:
+    spent = c["active_seconds"] + c["saturated_seconds"] + c["starved_seconds"]
+    expect(spent <= m["wall_seconds"] + 0.01, "time of " + c["name"])
+expect(m["bottleneck"]["call"] == "slow", "bottleneck")
+expect(re.search(r"bottleneck: slow \(busy \d+ %", summary), "bottleneck in the summary")
+outputs = {o["target"]: o for o in m["outputs"]}
+expect(outputs["out/troubled.jsonl"]["rows"] == 60 - len(failed_ids), "jsonl rows")
+expect(outputs["out/troubled.jsonl"]["bytes"] == os.path.getsize("out/troubled.jsonl"), "jsonl bytes")
+files = os.listdir("out/pages")
+expect(outputs["out/pages/*.json"]["rows"] == len(files), "files rows")
+expect(outputs["out/pages/*.json"]["bytes"] == sum(os.path.getsize("out/pages/" + f) for f in files), "files bytes")
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+PY
+check "the report lists each failed row with its cause" \
+  test "$(grep -o 'injected failure at ordinal 5' troubled.html | wc -l)" = "$(grep -c '"kind"' troubled.errors.jsonl)"
+check "the report links the errors journal" grep -q "href='troubled.errors.jsonl'" troubled.html
+check "the report marks the lost worker and names the bottleneck" \
+  grep -q "killed by signal 9" troubled.html
+check "... and the bottleneck" grep -q "<b>Bottleneck: slow</b>" troubled.html
+check "the report shows the outputs" grep -q "out/pages/\*.json" troubled.html
+
+# A run of 6,000 pages keeps its report small.
+for i in $(seq 0 999); do echo "{\"id\": $i, \"n\": 6}"; done >big.jsonl
+sed 's/troubled.jsonl/big.jsonl/; s/ordinals: "5"/ordinals: "99"/; s/ms: 15/ms: 0/; s/batch: 4,/batch: 1,/' troubled.orch >big.orch
+"$ORCH_BIN/orch" run big.orch --in-process --no-journal --quiet --metrics big.json 2>/dev/null
+"$ORCH_BIN/orch" report big.json -o big.html 2>/dev/null
+echo "the 6,000-page run's report: $(stat -c %s big.html) bytes"
+check "a 6,000-page run's report stays under 2 MB" test "$(stat -c %s big.html)" -lt 2000000
+
 if command -v chromium >/dev/null; then
   timeout 120 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars \
-    --window-size=1000,1200 --screenshot="$workdir/report.png" "file://$workdir/report.html" \
+    --window-size=1000,2600 --screenshot="$workdir/report.png" "file://$workdir/troubled.html" \
     >chromium.log 2>&1 || true
   check "headless Chromium renders the report" test "$(stat -c %s report.png 2>/dev/null || echo 0)" -gt 20000
+  # ORCH_REPORT_SCREENSHOT=PATH keeps the picture (docs/images/report.png is one).
+  [ -z "${ORCH_REPORT_SCREENSHOT:-}" ] || cp report.png "$ORCH_REPORT_SCREENSHOT"
 else
   echo "skip: chromium is not installed; the report was not rendered"
 fi

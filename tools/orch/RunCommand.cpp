@@ -191,12 +191,18 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
           << llvm::format("%.2f", most->second) << " s on each of " << busyByReplica[c].size()
           << " replicas)";
     }
+    out << "; saturated " << llvm::format("%.2f", call.saturatedSeconds) << " s, starved "
+        << llvm::format("%.2f", call.starvedSeconds) << " s";
     if (call.retries || call.skipped || call.suppressedByBarrier || call.cancelled || stale[c])
       out << ", " << call.retries << " retries, " << stale[c] << " stale, " << call.skipped
           << " skipped, " << call.suppressedByBarrier << " suppressed, " << call.cancelled
           << " cancelled";
     out << "\n";
   }
+  if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
+    out << "orch:   bottleneck: " << summary.calls[bottleneck->call].name << " (busy "
+        << llvm::format("%.0f", 100 * bottleneck->busyShare) << " % of its "
+        << summary.calls[bottleneck->call].replicas << " replica(s)' time)\n";
   const runtime::EngineStats &engine = summary.engine;
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
       << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier
@@ -219,15 +225,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
 std::string describeOutputs(const plan::Plan &plan) {
   std::string text;
   for (const plan::PlanSink &sink : plan.sinks) {
-    auto constant = [&](const char *name) -> std::string {
-      for (const plan::NamedConstant &named : sink.constants)
-        if (named.name == name)
-          if (auto *value = std::get_if<std::string>(&named.value))
-            return *value;
-      return "";
-    };
-    std::string where =
-        sink.op == "files" ? constant("dir") + "/*" + constant("ext") : constant("path");
+    const std::string where = sinkTarget(sink);
     if (!where.empty())
       text += (text.empty() ? "" : ", ") + where;
   }
@@ -295,7 +293,7 @@ int runPipeline(const RunCommandOptions &options) {
   printSummary(*plan, summary, recorder, errors, options.quiet);
   std::string reportError;
   if (summary.started && !options.metricsPath.empty() &&
-      !writeMetrics(options.metricsPath, *plan, summary, recorder, reportError))
+      !writeMetrics(options.metricsPath, *plan, summary, recorder, errors.path(), reportError))
     llvm::errs() << "orch: error: " << reportError << "\n";
   if (summary.started && !options.tracePath.empty() &&
       !writeTrace(options.tracePath, *plan, recorder, reportError))

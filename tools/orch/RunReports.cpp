@@ -22,7 +22,67 @@ bool writeJson(const std::string &path, const Json &json, std::string &error) {
   return true;
 }
 
+/// Failed source rows: the first kShownFailures with their causes, and how many there were.
+constexpr size_t kShownFailures = 100;
+
+Json failuresOf(const plan::Plan &plan, const runtime::RunRecorder &recorder,
+                const std::string &errorsJournal) {
+  Json shown = Json::array();
+  uint64_t total = 0;
+  for (const runtime::RootRecord &root : recorder.roots()) {
+    if (root.status != runtime::RootStatus::Failed)
+      continue;
+    if (++total > kShownFailures)
+      continue;
+    Json entry = {{"source", plan.sources[root.source].op},
+                  {"row", root.sourceRow},
+                  {"label", root.label},
+                  {"finished", root.finished}};
+    if (root.cause) {
+      entry["call"] = root.cause->call;
+      entry["kind"] = runtime::failureKindName(root.cause->kind);
+      entry["message"] = root.cause->message;
+    }
+    shown.push_back(entry);
+  }
+  return {{"total", total}, {"errors_journal", errorsJournal}, {"shown", shown}};
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start,
+                    std::chrono::steady_clock::time_point at) {
+  return std::chrono::duration<double>(at - start).count();
+}
+
 } // namespace
+
+std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary) {
+  std::optional<Bottleneck> busiest;
+  for (size_t c = 0; c < summary.calls.size(); ++c) {
+    const runtime::CallSummary &call = summary.calls[c];
+    if (call.batches == 0 || summary.seconds <= 0)
+      continue;
+    const double share = call.busySeconds / (double(call.replicas) * summary.seconds);
+    if (!busiest || share > busiest->busyShare)
+      busiest = Bottleneck{c, share};
+  }
+  return busiest;
+}
+
+std::string sinkTarget(const plan::PlanSink &sink) {
+  auto constant = [&](const char *name) -> std::string {
+    for (const plan::NamedConstant &named : sink.constants)
+      if (named.name == name)
+        if (auto *value = std::get_if<std::string>(&named.value))
+          return *value;
+    return "";
+  };
+  return sink.op == "files" ? constant("dir") + "/*" + constant("ext") : constant("path");
+}
+
+std::string workerOfPlace(const std::string &place) {
+  const size_t replica = place.find("/replica");
+  return replica == std::string::npos ? place : place.substr(0, replica);
+}
 
 FinishTimes finishTimes(const runtime::RunRecorder &recorder) {
   std::vector<double> times;
@@ -41,21 +101,50 @@ FinishTimes finishTimes(const runtime::RunRecorder &recorder) {
 
 bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   const runtime::RunSummary &summary, const runtime::RunRecorder &recorder,
-                  std::string &error) {
+                  const std::string &errorsJournal, std::string &error) {
   Json json;
   json["format"] = "orch-metrics";
   json["version"] = 1;
   json["pipeline"] = plan.pipelineName;
   json["wall_seconds"] = summary.seconds;
   json["executor"] = summary.executor;
+  if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
+    json["bottleneck"] = {{"call", summary.calls[bottleneck->call].name},
+                          {"busy_share", bottleneck->busyShare}};
+  // Per worker (or thread): its batches and busy time, from the batch records.
+  std::map<std::string, std::pair<uint64_t, double>> byWorker;
+  for (const runtime::BatchRecord &batch : recorder.batches())
+    if (!batch.place.empty()) {
+      auto &[count, busy] = byWorker[workerOfPlace(batch.place)];
+      ++count;
+      busy += batch.busy;
+    }
   json["workers"] = Json::array();
-  for (const runtime::WorkerIdentity &worker : summary.workers)
-    json["workers"].push_back({{"name", worker.name}, {"host", worker.host}, {"key", worker.key}});
+  for (const runtime::WorkerIdentity &worker : summary.workers) {
+    Json entry = {{"name", worker.name},
+                  {"host", worker.host},
+                  {"key", worker.key},
+                  {"joined", std::max(0.0, secondsSince(summary.startedAt, worker.joined))},
+                  {"batches", byWorker[worker.name].first},
+                  {"busy_seconds", byWorker[worker.name].second}};
+    if (worker.lost) {
+      entry["lost"] = secondsSince(summary.startedAt, *worker.lost);
+      entry["lost_reason"] = worker.lostReason;
+    }
+    json["workers"].push_back(entry);
+  }
   json["rows"] = {{"finished", summary.rows},
                   {"written", summary.written},
                   {"dropped", summary.dropped},
                   {"failed", summary.failed},
                   {"sink_rows", summary.sinkRows}};
+  json["failures"] = failuresOf(plan, recorder, errorsJournal);
+  json["outputs"] = Json::array();
+  for (size_t s = 0; s < summary.sinks.size() && s < plan.sinks.size(); ++s)
+    json["outputs"].push_back({{"sink", summary.sinks[s].name},
+                               {"target", sinkTarget(plan.sinks[s])},
+                               {"rows", summary.sinks[s].rows},
+                               {"bytes", summary.sinks[s].bytes}});
   const FinishTimes finish = finishTimes(recorder);
   json["row_finish_seconds"] = {
       {"first", finish.first}, {"median", finish.median}, {"last", finish.last}};
@@ -77,8 +166,12 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   // Per Call, and per replica within it, from the batch records.
   std::vector<std::map<std::string, std::pair<uint64_t, double>>> replicas(plan.calls.size());
   std::vector<std::map<std::string, uint64_t>> outcomes(plan.calls.size());
+  // Grains that ran again: those of batches lost, timed out or failed as a whole (retried).
+  std::vector<uint64_t> rerun(plan.calls.size(), 0);
   for (const runtime::BatchRecord &batch : recorder.batches()) {
     ++outcomes[batch.call][batch.outcome.empty() ? "unfinished" : batch.outcome];
+    if (batch.outcome == "lost" || batch.outcome == "timed-out" || batch.outcome == "batch-error")
+      rerun[batch.call] += batch.grains;
     if (!batch.place.empty()) {
       auto &[count, busy] = replicas[batch.call][batch.place];
       ++count;
@@ -95,22 +188,30 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
     Json outcomeMap = Json::object();
     for (const auto &[outcome, count] : outcomes[c])
       outcomeMap[outcome] = count;
-    calls.push_back({{"name", call.name},
-                     {"op", plan.calls[c].op},
-                     {"batch_limit", call.batchLimit},
-                     {"batches", call.batches},
-                     {"grains", call.grains},
-                     {"mean_fill", call.batches ? double(call.grains) / double(call.batches) /
-                                                      double(std::max<int64_t>(1, call.batchLimit))
-                                                : 0.0},
-                     {"mixed_batches", call.mixedBatches},
-                     {"retries", call.retries},
-                     {"skipped", call.skipped},
-                     {"suppressed_by_barrier", call.suppressedByBarrier},
-                     {"cancelled", call.cancelled},
-                     {"busy_seconds", call.busySeconds},
-                     {"outcomes", outcomeMap},
-                     {"replicas", replicaList}});
+    calls.push_back(
+        {{"name", call.name},
+         {"op", plan.calls[c].op},
+         {"batch_limit", call.batchLimit},
+         {"batches", call.batches},
+         {"grains", call.grains},
+         {"mean_fill", call.batches ? double(call.grains) / double(call.batches) /
+                                          double(std::max<int64_t>(1, call.batchLimit))
+                                    : 0.0},
+         {"mixed_batches", call.mixedBatches},
+         {"retries", call.retries},
+         {"skipped", call.skipped},
+         {"suppressed_by_barrier", call.suppressedByBarrier},
+         {"cancelled", call.cancelled},
+         {"busy_seconds", call.busySeconds},
+         {"replicas", call.replicas},
+         {"rerun_grains", rerun[c]},
+         {"busy_share",
+          summary.seconds > 0 ? call.busySeconds / (double(call.replicas) * summary.seconds) : 0.0},
+         {"active_seconds", call.activeSeconds},
+         {"saturated_seconds", call.saturatedSeconds},
+         {"starved_seconds", call.starvedSeconds},
+         {"outcomes", outcomeMap},
+         {"replicas", replicaList}});
   }
   json["calls"] = calls;
   Json batches = Json::array();

@@ -6,14 +6,16 @@
 #include "orch/runtime/RunLoop.h"
 #include "orch/runtime/RunRecorder.h"
 
+#include <optional>
 #include <string>
 
 namespace orch {
 
-/// False (with `error`) when the file cannot be written.
+/// False (with `error`) when the file cannot be written. `errorsJournal`: where the run's failed
+/// rows are journaled.
 bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   const runtime::RunSummary &summary, const runtime::RunRecorder &recorder,
-                  std::string &error);
+                  const std::string &errorsJournal, std::string &error);
 bool writeTrace(const std::string &path, const plan::Plan &plan,
                 const runtime::RunRecorder &recorder, std::string &error);
 
@@ -22,5 +24,19 @@ struct FinishTimes {
   double first = -1, median = -1, last = -1;
 };
 FinishTimes finishTimes(const runtime::RunRecorder &recorder);
+
+/// The Call whose replicas were busiest (busy seconds over replicas × wall time), and that
+/// share; nullopt when no Call ran.
+struct Bottleneck {
+  size_t call = 0;
+  double busyShare = 0;
+};
+std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary);
+
+/// Where a sink writes, as its user wrote it: "out/docs.jsonl", "out/pages/*.png".
+std::string sinkTarget(const plan::PlanSink &sink);
+
+/// The worker (or thread) in a batch's place: "local-2" of "local-2/replica 5".
+std::string workerOfPlace(const std::string &place);
 
 } // namespace orch

@@ -102,6 +102,7 @@ public:
       throw OperatorError(config.name() + ": cannot write \"" + path_ +
                           "\": " + std::strerror(errno));
     size_ = committed_;
+    resumedAt_ = committed_;
   }
 
   ~JsonlSink() override {
@@ -134,6 +135,7 @@ public:
   }
 
   uint64_t committedSize() const override { return committed_; }
+  uint64_t bytesCommitted() const override { return committed_ - resumedAt_; }
 
   void sync() override { ::fdatasync(fd_); }
 
@@ -183,6 +185,8 @@ private:
   /// The output's size after the last commit, and now.
   uint64_t committed_ = 0;
   uint64_t size_ = 0;
+  /// Where this run started writing (after a resumed run's rows).
+  uint64_t resumedAt_ = 0;
 };
 
 /// A file name that stays inside the output directory: separators, control characters and NUL
@@ -267,7 +271,7 @@ public:
       throw OperatorError("cannot write \"" + (dir_ / name).string() +
                           "\": " + std::strerror(ok ? errno : error));
     }
-    pending_.push_back(Pending{name, partial});
+    pending_.push_back(Pending{name, partial, bytes.size()});
   }
 
   void commit() override {
@@ -280,6 +284,7 @@ public:
                             "\": " + error.message());
       taken_.insert(file.name);
       lastCommitted_.push_back(file.name);
+      bytes_ += file.bytes;
     }
     pending_.clear();
   }
@@ -293,11 +298,13 @@ public:
   }
 
   std::vector<std::string> committedNames() const override { return lastCommitted_; }
+  uint64_t bytesCommitted() const override { return bytes_; }
 
 private:
   struct Pending {
     std::string name;
     fs::path partial;
+    uint64_t bytes;
   };
 
   /// One run at a time writes in the directory (a flock on the directory itself: no file of
@@ -339,6 +346,8 @@ private:
   std::set<std::string> taken_;
   std::vector<Pending> pending_;
   std::vector<std::string> lastCommitted_;
+  /// Bytes of the files this run committed.
+  uint64_t bytes_ = 0;
   int lockFd_ = -1;
 };
 

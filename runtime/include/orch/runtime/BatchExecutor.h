@@ -16,13 +16,15 @@ namespace orch::runtime {
 
 using SteadyClock = std::chrono::steady_clock;
 
-/// A worker that joined the run: its name, host, and the name of the key it authenticated with
-/// ("" without CURVE).
+/// A worker that joined the run: its name, host, the name of the key it authenticated with
+/// ("" without CURVE), when it joined and, if it was lost, when and why.
 struct WorkerIdentity {
   std::string name;
   std::string host;
   std::string key;
-  bool operator==(const WorkerIdentity &) const = default;
+  std::chrono::steady_clock::time_point joined;
+  std::optional<std::chrono::steady_clock::time_point> lost;
+  std::string lostReason;
 };
 
 struct ExecutorEvent {

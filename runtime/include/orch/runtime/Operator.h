@@ -194,6 +194,8 @@ public:
   virtual uint64_t committedSize() const { return 0; }
   /// The names the last commit added (files), for the run journal.
   virtual std::vector<std::string> committedNames() const { return {}; }
+  /// Bytes this run committed (for the run's account of its outputs).
+  virtual uint64_t bytesCommitted() const { return 0; }
   /// Makes what was committed durable (fsync); called periodically and at the end.
   virtual void sync() {}
   /// Flushes; called once at the end of the run.

@@ -80,8 +80,24 @@ struct CallSummary {
   /// Grains cancelled because their source row finished early (or the run was aborted).
   uint64_t cancelled = 0;
   int64_t batchLimit = 1;
+  /// Batches it may run at once.
+  int64_t replicas = 1;
   /// Seconds spent inside the operator, summed over replicas.
   double busySeconds = 0;
+  /// Where its wall time went (docs/observability.md): batches in flight and no input waiting
+  /// (active), input waiting for a free replica (saturated), nothing to do before its last
+  /// batch (starved: waiting for upstream Calls or admission). After its last batch it is done.
+  double activeSeconds = 0;
+  double saturatedSeconds = 0;
+  double starvedSeconds = 0;
+};
+
+/// What one sink wrote in this run.
+struct SinkAccount {
+  /// "sink 0 (jsonl)"
+  std::string name;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
 };
 
 struct RunSummary {
@@ -94,6 +110,9 @@ struct RunSummary {
   double seconds = 0;
   EngineStats engine;
   std::vector<CallSummary> calls;
+  std::vector<SinkAccount> sinks;
+  /// When the run began (times in the summary and the recorder count from here).
+  SteadyClock::time_point startedAt;
   /// The executor's own account (workers started, lost, replaced).
   std::string executor;
   std::vector<WorkerIdentity> workers;

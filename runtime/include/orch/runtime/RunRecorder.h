@@ -6,6 +6,7 @@
 #include "orch/runtime/EngineTypes.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,14 +37,23 @@ struct RootRecord {
   double admitted = 0;
   double finished = -1;
   RootStatus status = RootStatus::Written;
+  /// Failed rows only: what the source row was (its path or key; describeSourceRow) and the
+  /// first failure under it, its cause.
+  std::string label;
+  std::optional<Failure> cause;
 };
+
+/// A short name for a source row, for people: a File's path, a record's string `path`, `id`,
+/// `key`, `name` or `url` (or a number `id`), else "" (the row number identifies it).
+std::string describeSourceRow(const Value &row);
 
 class RunRecorder {
 public:
   void batchDispatched(const Batch &batch, double now);
   void batchFinished(uint64_t id, double now, double busy, const std::string &place,
                      const std::string &outcome);
-  void rootAdmitted(uint64_t admission, double now);
+  /// `label`: describeSourceRow of the row (kept only while it runs, and for failed rows).
+  void rootAdmitted(uint64_t admission, double now, std::string label = {});
   void rootFinished(const RootResult &root, double now);
 
   const std::vector<BatchRecord> &batches() const { return batches_; }
@@ -54,6 +64,8 @@ private:
   std::unordered_map<uint64_t, size_t> batchIndex_;
   std::vector<RootRecord> roots_;
   std::unordered_map<uint64_t, size_t> rootIndex_;
+  /// Labels of rows still running.
+  std::unordered_map<uint64_t, std::string> labels_;
 };
 
 } // namespace orch::runtime

@@ -1,0 +1,98 @@
+// The report's paragraphs and tables (ReportTables.h).
+#include "ReportTables.h"
+
+#include <sstream>
+
+namespace orch::report {
+
+std::string summaryParagraph(const Json &metrics) {
+  std::ostringstream html;
+  const Json &rows = metrics["rows"];
+  html << "<p>" << rows["finished"].get<uint64_t>() << " source rows in "
+       << number(metrics["wall_seconds"].get<double>()) << " s: " << rows["written"].get<uint64_t>()
+       << " written, " << rows["dropped"].get<uint64_t>() << " dropped, "
+       << rows["failed"].get<uint64_t>() << " failed. First row finished at "
+       << number(metrics["row_finish_seconds"]["first"].get<double>()) << " s, median "
+       << number(metrics["row_finish_seconds"]["median"].get<double>()) << " s, last "
+       << number(metrics["row_finish_seconds"]["last"].get<double>()) << " s.";
+  if (metrics.contains("bottleneck"))
+    html << " <b>Bottleneck: " << escape(metrics["bottleneck"]["call"].get<std::string>())
+         << "</b> (busy " << number(100 * metrics["bottleneck"]["busy_share"].get<double>(), 0)
+         << " % of its replicas' time).";
+  html << " Workers: " << escape(metrics["executor"].get<std::string>()) << ".</p>";
+  return html.str();
+}
+
+std::string callsTable(const Json &metrics) {
+  std::ostringstream html;
+  html << "<table class='calls'><tr><th>call</th><th>operator</th><th>batches</th>"
+          "<th>grains run</th><th>ran again</th><th>fill</th><th>mixing</th><th>retried</th>"
+          "<th>lost</th><th>not run: input</th><th>not run: parent</th><th>cancelled</th>"
+          "<th>busy (s)</th></tr>";
+  for (const Json &call : metrics["calls"]) {
+    const Json outcomes = call.value("outcomes", Json::object());
+    const uint64_t lost =
+        field(outcomes, "lost", uint64_t(0)) + field(outcomes, "timed-out", uint64_t(0));
+    html << "<tr><td>" << escape(call["name"].get<std::string>()) << "</td><td>"
+         << escape(call["op"].get<std::string>()) << "</td><td>" << call["batches"] << "</td><td>"
+         << call["grains"] << "</td><td>" << field(call, "rerun_grains", uint64_t(0)) << "</td><td>"
+         << number(100 * call["mean_fill"].get<double>(), 0) << " %</td><td>"
+         << call["mixed_batches"] << "</td><td>" << call["retries"] << "</td><td>" << lost
+         << "</td><td>" << call["skipped"] << "</td><td>" << call["suppressed_by_barrier"]
+         << "</td><td>" << field(call, "cancelled", uint64_t(0)) << "</td><td>"
+         << number(call["busy_seconds"].get<double>()) << "</td></tr>";
+  }
+  html << "</table><p class='note'><i>Grains run</i> counts every time a grain was sent to "
+          "an operator: grains of batches that were lost (a worker or an operator process "
+          "died), timed out or failed as a whole ran again and count again (<i>ran again</i>). "
+          "<i>Fill</i>: grains per batch over the batch size. <i>Mixing</i>: batches with "
+          "grains of more than one source row. <i>Retried</i>, <i>lost</i>: batches retried "
+          "after an operator error, and lost to a worker or timeout. <i>Not run</i>: grains "
+          "sealed without running because an input was dropped (by a filter or an empty "
+          "result) or failed, or because a GroupFailure of their parent suppressed them. "
+          "<i>Cancelled</i>: grains whose source row finished (or the run stopped) first.</p>";
+  return html.str();
+}
+
+std::string failuresSection(const Json &metrics) {
+  auto found = metrics.find("failures");
+  if (found == metrics.end())
+    return "<p>This metrics file does not record failures.</p>";
+  const Json &failures = *found;
+  const uint64_t total = failures["total"].get<uint64_t>();
+  const std::string journal = failures["errors_journal"].get<std::string>();
+  if (total == 0)
+    return "<p>No source row failed.</p>";
+  std::ostringstream html;
+  html << "<p>" << total << " source row(s) failed; each is in the errors journal <a href='"
+       << escape(journal) << "'>" << escape(journal)
+       << "</a> with every failure under it.</p><table class='failures'><tr><th>source row</th>"
+          "<th>path or key</th><th>call</th><th>kind</th><th>message</th></tr>";
+  for (const Json &failure : failures["shown"])
+    html << "<tr><td>" << escape(failure["source"].get<std::string>()) << " #" << failure["row"]
+         << "</td><td>" << escape(failure["label"].get<std::string>()) << "</td><td>"
+         << escape(field(failure, "call", std::string())) << "</td><td>"
+         << escape(field(failure, "kind", std::string())) << "</td><td>"
+         << escape(field(failure, "message", std::string())) << "</td></tr>";
+  html << "</table>";
+  if (total > failures["shown"].size())
+    html << "<p>... and " << total - failures["shown"].size() << " more in " << escape(journal)
+         << ".</p>";
+  return html.str();
+}
+
+std::string outputsTable(const Json &metrics) {
+  auto found = metrics.find("outputs");
+  if (found == metrics.end() || found->empty())
+    return "<p>No outputs recorded.</p>";
+  std::ostringstream html;
+  html << "<table><tr><th>sink</th><th>writes to</th><th>rows</th><th>bytes</th></tr>";
+  for (const Json &sink : *found)
+    html << "<tr><td>" << escape(sink["sink"].get<std::string>()) << "</td><td>"
+         << escape(sink["target"].get<std::string>()) << "</td><td>" << sink["rows"] << "</td><td>"
+         << bytes(sink["bytes"].get<double>()) << "</td></tr>";
+  html << "</table>";
+  return html.str();
+}
+
+} // namespace orch::report

@@ -1,0 +1,19 @@
+// The report's text and tables, drawn from a metrics file (docs/observability.md).
+#pragma once
+
+#include "ReportHtml.h"
+
+#include <string>
+
+namespace orch::report {
+
+/// Rows, times, the bottleneck and the workers in a paragraph.
+std::string summaryParagraph(const Json &metrics);
+/// Per Call: batches, grains (and how many ran again), fill, and what did not run, plainly.
+std::string callsTable(const Json &metrics);
+/// The failed source rows with their causes (the first 100), or a line saying there were none.
+std::string failuresSection(const Json &metrics);
+/// Per sink: where it wrote, rows and bytes.
+std::string outputsTable(const Json &metrics);
+
+} // namespace orch::report
