@@ -31,11 +31,15 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
     std::ostringstream html;
     const std::string title = "Orch run: " + metrics["pipeline"].get<std::string>();
     html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" << escape(title)
-         << "</title><style>body{font-family:sans-serif;margin:24px;max-width:1000px}"
+         << "</title><style>body{font-family:sans-serif;margin:24px;max-width:940px}"
             "table{border-collapse:collapse;margin:8px 0}td,th{border-bottom:1px solid #ddd;"
             "padding:3px 8px;text-align:right}td:first-child,th:first-child,td:nth-child(2),"
             "th:nth-child(2){text-align:left}table.failures td,table.failures th{text-align:left}"
-            "table.calls{font-size:90%}table.calls td{white-space:nowrap}"
+            "table.calls{font-size:90%}table.calls td{white-space:nowrap}table.calls "
+            "td,table.calls th{"
+            "padding:3px 5px}table.failures{width:100%}table.failures td{white-space:nowrap}"
+            "table.failures td:nth-child(2),table.failures td:nth-child(5){white-space:normal;"
+            "overflow-wrap:anywhere}"
             ".note{color:#555;font-size:90%}h2{margin-top:28px}"
             "@media print{body{margin:0;max-width:none}h2{break-after:avoid}svg{break-inside:"
             "avoid}}</style></head><body><h1>"
