@@ -161,8 +161,19 @@ void addMediaOperators(OperatorCatalog &catalog) {
                         image, "bilinear resize", "none", true));
   catalog.add(transform("image.grayscale", {input("image", image, "an image")}, image,
                         "BT.601 luma", "none", true));
-  catalog.add(transform("image.phash", {input("image", image, "an image")}, integer,
-                        "64-bit perceptual hash", "none", true));
+  catalog.add(transform("image.phash", {input("image", image, "an image")},
+                        scalar(TypeKind::String),
+                        "64-bit DCT perceptual hash as 16 hex digits (\"c3a1...\"; a string, so "
+                        "that JSON readers keep every bit); compare two with image.hamming",
+                        "none", true));
+  catalog.add(rowWise(transform(
+      "image.hamming",
+      {input("a", scalar(TypeKind::String), "a hash from image.phash"),
+       input("b", scalar(TypeKind::String), "another")},
+      integer,
+      "the number of bits in which two perceptual hashes differ (0-64): near-duplicate images "
+      "differ in a few (10 or fewer is a common threshold)",
+      "a value that is not 16 hex digits is a RecordFailure")));
   catalog.add(transform(
       "image.tensor",
       {input("image", image, "an image"), constant("width", integer, std::nullopt, "tensor width"),

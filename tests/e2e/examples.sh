@@ -113,7 +113,9 @@ check "every clip has a motion score and its four frames' hashes" $python - <<'P
 import json, sys
 rows = [json.loads(line) for line in open("out/clip_features.jsonl")]
 ok = len(rows) == 5 and all(isinstance(r["motion"], float) and r["motion"] > 0 and
-                            len(r["hashes"]) == 4 and all(isinstance(h, int) for h in r["hashes"])
+                            len(r["hashes"]) == 4 and
+                            all(isinstance(h, str) and len(h) == 16 and int(h, 16) >= 0
+                                for h in r["hashes"])
                             for r in rows)
 ok = ok and sorted(r["video"] for r in rows) == ["bars", "bars", "circles", "circles", "circles"]
 sys.exit(0 if ok else print(rows) or 1)

@@ -1,6 +1,7 @@
 // Standard operators on small, hand-made inputs: images, Unicode text, JSON values, and how
 // bad inputs become RecordFailures instead of errors.
 #include "orch/runtime/Operator.h"
+#include "orch/stdlib/ImageKernels.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +66,36 @@ TEST(StdlibOperatorsTest, ResizeGrayscaleAndHash) {
   Value other =
       image(40, 20, 3, [](int64_t x, int64_t, int64_t) { return uint8_t(x < 20 ? 0 : 255); });
   EXPECT_NE(runOne("image.phash", {other}).value, hash);
+}
+
+TEST(StdlibOperatorsTest, PerceptualHashesAreSixteenHexDigitsAndHammingCountsTheirBits) {
+  // Light on the right half: the hash sets the bits of the horizontal DCT terms above the
+  // median, whatever their number.
+  Value halves =
+      image(64, 64, 1, [](int64_t x, int64_t, int64_t) { return uint8_t(x < 32 ? 0 : 255); });
+  const Value hash = runOne("image.phash", {halves}).value;
+  ASSERT_EQ(hash.kind(), Value::Kind::String);
+  const std::string hex = hash.asString();
+  EXPECT_EQ(hex.size(), 16u);
+  EXPECT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos) << hex;
+  // The kernel's 64-bit integer, every bit of it (an Int above 2^53 loses bits in JSON).
+  EXPECT_EQ(std::stoull(hex, nullptr, 16),
+            uint64_t(stdlib::perceptualHash(stdlib::ImageView{
+                64, 64, 1,
+                reinterpret_cast<const uint8_t *>(halves.field("pixels")->asBytes().data())})));
+
+  auto hamming = [](const char *a, const char *b) {
+    return runOne("image.hamming", {Value::string(a), Value::string(b)});
+  };
+  EXPECT_EQ(hamming("0000000000000000", "0000000000000000").value, Value::integer(0));
+  EXPECT_EQ(hamming("0000000000000000", "000000000000000f").value, Value::integer(4));
+  EXPECT_EQ(hamming("ffffffffffffffff", "0000000000000000").value, Value::integer(64));
+  EXPECT_EQ(hamming("8000000000000001", "0000000000000001").value, Value::integer(1));
+  EXPECT_EQ(hamming(hex.c_str(), hex.c_str()).value, Value::integer(0));
+  RowResult bad = hamming("12345", "0000000000000000");
+  EXPECT_EQ(bad.kind, RowResultKind::RecordFailure);
+  EXPECT_NE(bad.message.find("16 hex digits"), std::string::npos) << bad.message;
+  EXPECT_EQ(hamming("zzzzzzzzzzzzzzzz", "0000000000000000").kind, RowResultKind::RecordFailure);
 }
 
 /// Runs every row through one instance of `op` in one batch, asking for `gpus` per replica.

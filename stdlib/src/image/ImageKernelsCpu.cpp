@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 namespace orch::stdlib {
@@ -119,6 +122,25 @@ int64_t perceptualHash(const ImageView &image) {
   double coefficients[64];
   phashCoefficients(image, coefficients);
   return phashFromCoefficients(coefficients);
+}
+
+std::string phashHex(int64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+int hashDistance(std::string_view a, std::string_view b) {
+  auto parse = [](std::string_view text, uint64_t &value) {
+    if (text.size() != 16)
+      return false;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+    return error == std::errc() && end == text.data() + text.size();
+  };
+  uint64_t x = 0, y = 0;
+  if (!parse(a, x) || !parse(b, y))
+    return -1;
+  return std::popcount(x ^ y);
 }
 
 uint64_t grayDifferenceSum(const ImageView &a, const ImageView &b) {

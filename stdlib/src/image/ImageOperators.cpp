@@ -227,8 +227,25 @@ public:
         stdlib::phashCoefficients(images[i], rows[i]);
     std::vector<Value> values;
     for (size_t i = 0; i < images.size(); ++i)
-      values.push_back(Value::integer(phashFromCoefficients(rows[i])));
+      values.push_back(Value::string(phashHex(phashFromCoefficients(rows[i]))));
     return values;
+  }
+};
+
+/// image.hamming: how many bits two image.phash hashes differ in.
+class HammingOperator : public runtime::Operator {
+public:
+  void process(std::span<const runtime::OperatorRow> rows,
+               std::vector<RowResult> &results) override {
+    for (const runtime::OperatorRow &row : rows) {
+      const int distance = hashDistance(row.inputs[0].asString(), row.inputs[1].asString());
+      results.push_back(distance < 0 ? RowResult::recordFailure(
+                                           "image.hamming: expected two hashes of 16 hex digits "
+                                           "(as image.phash returns), got \"" +
+                                           row.inputs[0].asString().substr(0, 20) + "\" and \"" +
+                                           row.inputs[1].asString().substr(0, 20) + "\"")
+                                     : RowResult::ok(Value::integer(distance)));
+    }
   }
 };
 
@@ -313,6 +330,8 @@ void registerImageOperators(runtime::OperatorRegistry &registry) {
   registry.addTransform("image.phash", [](const OperatorConfig &config) {
     return std::make_unique<PhashOperator>(config);
   });
+  registry.addTransform("image.hamming",
+                        [](const OperatorConfig &) { return std::make_unique<HammingOperator>(); });
   registry.addTransform("image.resize", [](const OperatorConfig &config) {
     const auto [width, height] = targetSize(config, "image.resize");
     return std::make_unique<ResizeOperator>(config, width, height);

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace orch::stdlib {
 
@@ -81,6 +83,10 @@ void phashCoefficients(const ImageView &image, double coefficients[64]);
 /// One bit per coefficient except DC: set when above the median of the 63.
 int64_t phashFromCoefficients(const double coefficients[64]);
 int64_t perceptualHash(const ImageView &image);
+/// A hash as image.phash returns it: 16 lowercase hex digits (exact in every JSON reader).
+std::string phashHex(int64_t hash);
+/// The bits in which two such hashes differ (0-64), or -1 when one is not 16 hex digits.
+int hashDistance(std::string_view a, std::string_view b);
 
 /// Sum over pixels of |gray(a) - gray(b)|; the images have the same width and height.
 uint64_t grayDifferenceSum(const ImageView &a, const ImageView &b);
