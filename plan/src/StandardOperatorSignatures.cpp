@@ -90,8 +90,15 @@ void addDocumentOperators(OperatorCatalog &catalog) {
                          constant("dpi", integer, int64_t(150), "render resolution")},
                         scalar(TypeKind::Image), "renders a page to an RGB image",
                         "a page that cannot be rendered is a RecordFailure"));
-  catalog.add(transform("pdf.text", {input("page", scalar(TypeKind::PdfPage), "a page")},
-                        scalar(TypeKind::Text), "the text layer of a page", "none"));
+  catalog.add(transform(
+      "pdf.text",
+      {input("page", scalar(TypeKind::PdfPage), "a page"),
+       constant("mode", string, std::string("layout"),
+                "\"layout\": reading order, blocks and columns one after the other, no padding "
+                "(as pdftotext without flags; the default, for training data); \"raw\": the "
+                "order of the content stream (pdftotext -raw); \"physical\": lines as they sit "
+                "on the page, padded with spaces (pdftotext -layout)")},
+      scalar(TypeKind::Text), "the text layer of a page", "none"));
   catalog.add(transform("ocr.tesseract",
                         {input("image", scalar(TypeKind::Image), "a page image"),
                          constant("lang", string, std::string("eng"), "tesseract language")},

@@ -164,16 +164,37 @@ private:
   poppler::page_renderer renderer_;
 };
 
+/// pdf.text: the text layer in one of poppler's three orders (pdftotext's default, -raw and
+/// -layout).
 class TextOperator : public runtime::Operator {
 public:
+  explicit TextOperator(const OperatorConfig &config) {
+    const std::string mode = config.constant("mode") ? config.stringConstant("mode") : "layout";
+    if (mode == "layout")
+      layout_ = poppler::page::non_raw_non_physical_layout;
+    else if (mode == "raw")
+      layout_ = poppler::page::raw_order_layout;
+    else if (mode == "physical")
+      layout_ = poppler::page::physical_layout;
+    else
+      throw runtime::OperatorError("pdf.text: mode must be \"layout\", \"raw\" or "
+                                   "\"physical\", not \"" +
+                                   mode + "\"");
+  }
+
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    forEachPage(cache_, rows, results, [](poppler::page &page) {
-      const poppler::byte_array utf8 = page.text().to_utf8();
-      return RowResult::ok(Value::string(std::string(utf8.begin(), utf8.end())));
+    forEachPage(cache_, rows, results, [this](poppler::page &page) {
+      const poppler::byte_array utf8 = page.text(poppler::rectf(), layout_).to_utf8();
+      std::string text(utf8.begin(), utf8.end());
+      // Poppler ends a page with a form feed (a page break for printers): not text.
+      if (!text.empty() && text.back() == '\f')
+        text.pop_back();
+      return RowResult::ok(Value::string(std::move(text)));
     });
   }
 
 private:
+  poppler::page::text_layout_enum layout_ = poppler::page::non_raw_non_physical_layout;
   DocumentCache cache_;
 };
 
@@ -187,8 +208,9 @@ void registerPdfOperators(runtime::OperatorRegistry &registry) {
   registry.addTransform("pdf.render", [](const OperatorConfig &config) {
     return std::make_unique<RenderOperator>(config);
   });
-  registry.addTransform("pdf.text",
-                        [](const OperatorConfig &) { return std::make_unique<TextOperator>(); });
+  registry.addTransform("pdf.text", [](const OperatorConfig &config) {
+    return std::make_unique<TextOperator>(config);
+  });
 }
 
 } // namespace orch::stdlib
