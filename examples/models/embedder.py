@@ -25,5 +25,12 @@ class Embedder:
 
     @torch.no_grad()
     def __call__(self, images):
+        # A lone image would take another path through PyTorch's convolutions, whose float
+        # rounding differs in the last bits: an image's embedding would then depend on how Orch
+        # happened to batch it. Given a partner, it takes the batched path like every other.
+        lone = len(images) == 1
+        if lone:
+            images = [images[0], images[0]]
         batch = torch.from_numpy(numpy.stack(images)).permute(0, 3, 1, 2).float() / 255.0
-        return torch.nn.functional.normalize(self.net(batch), dim=1)
+        embeddings = torch.nn.functional.normalize(self.net(batch), dim=1)
+        return embeddings[:1] if lone else embeddings

@@ -173,6 +173,16 @@ void addMediaOperators(OperatorCatalog &catalog) {
                         "64-bit DCT perceptual hash as 16 hex digits (\"c3a1...\"; a string, so "
                         "that JSON readers keep every bit); compare two with image.hamming",
                         "none", true));
+  catalog.add(transform(
+      "image.encode",
+      {input("image", image, "an image"),
+       constant("format", scalar(TypeKind::String), std::string("png"),
+                "\"png\" (lossless), \"jpeg\" or \"webp\""),
+       constant("quality", integer, int64_t(90), "1-100, for jpeg and webp")},
+      scalar(TypeKind::Bytes),
+      "the image as a PNG, JPEG or WebP file (FFmpeg's encoders); a files sink writes Bytes "
+      "content as they are",
+      "a malformed image is a RecordFailure"));
   catalog.add(rowWise(transform(
       "image.hamming",
       {input("a", scalar(TypeKind::String), "a hash from image.phash"),

@@ -9,6 +9,7 @@ namespace orch::stdlib {
 void registerFileSources(runtime::OperatorRegistry &registry);
 void registerFileSinks(runtime::OperatorRegistry &registry);
 void registerImageOperators(runtime::OperatorRegistry &registry);
+void registerImageEncodeOperator(runtime::OperatorRegistry &registry);
 void registerPdfOperators(runtime::OperatorRegistry &registry);
 void registerOcrOperator(runtime::OperatorRegistry &registry);
 void registerVideoOperators(runtime::OperatorRegistry &registry);

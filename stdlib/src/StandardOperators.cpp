@@ -12,6 +12,7 @@ void registerStandardOperators(runtime::OperatorRegistry &registry) {
   registerFileSources(registry);
   registerFileSinks(registry);
   registerImageOperators(registry);
+  registerImageEncodeOperator(registry);
   registerPdfOperators(registry);
   registerOcrOperator(registry);
   registerVideoOperators(registry);

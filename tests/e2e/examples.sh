@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every example run end to end on the bundled samples, with golden checks: the flagship's
 # Markdown has every page's marker in page order (OCR included), the corrupt files are in the
-# errors journal, pdf_text matches pdftotext page by page, text_or_ocr merges the text layer
+# errors journal, pdf_text matches pdftotext page by page, page_images saves scanned pages as
+# PNG pixel for pixel, text_or_ocr merges the text layer
 # and OCR page by page, clip_quality scores every clip,
 # clip_features gives every clip its motion and frame hashes; quality_score and
 # page_embeddings give what their Python models give when run directly;
@@ -62,6 +63,35 @@ sys.exit(0 if ok else 1)
 PY
 check "pdf_text reads every page of the good PDFs" test "$($python -c '
 import json; print(sum(len(r["pages"]) for r in map(json.loads, open("out/pdf_text.jsonl"))))')" = 48
+rm -rf out
+
+# --- page_images: pages without a text layer saved as PNG --------------------------------------
+orch run page_images.orch --quiet 2>/dev/null || true
+check "page_images saves the scanned PDF's two pages, named after document and page" \
+  test "$(ls out/page_images | tr '\n' ' ')" = "scanned-p1.png scanned-p2.png "
+check "each PNG is the page as poppler renders it at 100 dpi, pixel for pixel" $python - <<'PY'
+import subprocess, sys, tempfile
+for page in (1, 2):
+    png = subprocess.run(["ffmpeg", "-v", "error", "-i", "out/page_images/scanned-p%d.png" % page,
+                          "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True,
+                         check=True).stdout
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height",
+                            "-of", "csv=p=0", "out/page_images/scanned-p%d.png" % page],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    width, height = map(int, probe.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["pdftoppm", "-r", "100", "-f", str(page), "-l", str(page),
+                        "samples/pdfs/scanned.pdf", tmp + "/ref"], check=True)
+        ppm = open(tmp + "/ref-%d.ppm" % page, "rb").read()
+    magic, size, depth, pixels = ppm.split(b"\n", 3)
+    ref_width, ref_height = map(int, size.split())
+    # pdftoppm may round the page height up by one row; the rows both have are compared.
+    rows = min(height, ref_height)
+    if width != ref_width or abs(height - ref_height) > 1 or png[:rows * width * 3] != pixels[:rows * width * 3]:
+        sys.exit("page %d differs (%dx%d vs %dx%d)" % (page, width, height, ref_width, ref_height))
+PY
+check "page_images counts them per document" \
+  grep -q '"path":"samples/pdfs/scanned.pdf","low_text_pages":2' out/page_images.jsonl
 rm -rf out
 
 # --- text_or_ocr: the text layer where it has text, OCR where it does not (expressions) -------
@@ -180,6 +210,8 @@ for row in rows:
 direct = model(images).tolist()  # one batch of every page
 ok = len(direct) == 48 and all(len(e) == 16 for e in expected)
 ok = ok and direct == expected  # exactly: the network computes each image on its own
+# ... whatever the batch: Orch may hand the model a batch of one when a replica is idle.
+ok = ok and [model([image]).tolist()[0] for image in images] == expected
 sys.exit(0 if ok else 1)
 PY
   mv out workers-out
