@@ -26,6 +26,8 @@ packages=(
   # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the
   # PyTorch example and its test (CPU build)
   python3-msgpack python3-numpy python3-torch
+  # the hostile peers of tests/e2e/security.sh speak ZeroMQ (with CURVE)
+  python3-zmq
   # the flat-record peer in bench/ (Dask's bag and distributed scheduler)
   python3-dask python3-distributed
   # `orchc --emit=dot` output is checked by rendering it; `orch report` pages by a headless
