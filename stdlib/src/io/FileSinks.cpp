@@ -6,6 +6,7 @@
 #include "FileIo.h"
 #include "JsonValue.h"
 #include "OperatorGroups.h"
+#include "SinkSupport.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -25,47 +26,6 @@ namespace fs = std::filesystem;
 using runtime::OperatorConfig;
 using runtime::OperatorError;
 using runtime::Value;
-
-/// `order` is "finish" or "source" (the run loop orders rows; docs/outputs.md).
-void checkOrder(const OperatorConfig &config) {
-  const std::string order = config.stringConstant("order");
-  if (order != "finish" && order != "source")
-    throw OperatorError(config.name() + ": order must be \"finish\" or \"source\", not \"" + order +
-                        "\"");
-}
-
-size_t labelIndex(const OperatorConfig &config, const std::string &label) {
-  const std::vector<std::string> &labels = config.inputLabels();
-  auto found = std::find(labels.begin(), labels.end(), label);
-  if (found == labels.end())
-    throw OperatorError(config.op() + ": no input '" + label + "'");
-  return static_cast<size_t>(found - labels.begin());
-}
-
-void createDirectory(const fs::path &dir, const OperatorConfig &config) {
-  std::error_code error;
-  if (!dir.empty())
-    fs::create_directories(dir, error);
-  if (error || (!dir.empty() && !fs::is_directory(dir)))
-    throw OperatorError(config.name() + ": cannot create directory \"" + dir.string() +
-                        "\": " + (error ? error.message() : "a file of that name is in the way"));
-}
-
-/// Writes all of `bytes` at the end of `fd`; false with errno set otherwise.
-bool writeAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t written = ::write(fd, bytes.data(), bytes.size());
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0) {
-      if (written == 0)
-        errno = EIO;
-      return false;
-    }
-    bytes.remove_prefix(size_t(written));
-  }
-  return true;
-}
 
 class JsonlSink : public runtime::RowSink {
 public:
@@ -189,25 +149,6 @@ private:
   uint64_t resumedAt_ = 0;
 };
 
-/// A file name that stays inside the output directory: separators, control characters and NUL
-/// become `_`, and it never starts with a dot (no hidden files, no `..`).
-std::string sanitizeFileName(const std::string &name) {
-  std::string safe;
-  for (char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    safe += (c == '/' || c == '\\' || byte < 0x20 || byte == 0x7f) ? '_' : c;
-  }
-  if (safe.empty() || safe == "." || safe == "..")
-    safe = "_" + safe;
-  if (safe.front() == '.')
-    safe.front() = '_';
-  return safe;
-}
-
-/// Where a file being written waits until its root commits: hidden, and named so that a
-/// resumed run can tell its own leftovers from the user's files.
-constexpr std::string_view kPartialSuffix = ".orch-partial";
-
 class FilesSink : public runtime::RowSink {
 public:
   explicit FilesSink(const OperatorConfig &config)
@@ -215,9 +156,9 @@ public:
         name_(labelIndex(config, "name")), content_(labelIndex(config, "content")) {
     checkOrder(config);
     createDirectory(dir_, config);
-    lock(config);
-    removeLeftovers();
-    probeWritable(config);
+    lockFd_ = lockDirectory(dir_, config);
+    removePartialFiles(dir_);
+    probeWritable(dir_, config);
     if (const runtime::SinkResume *resume = config.resume()) {
       for (const std::string &name : resume->names) {
         std::error_code error;
@@ -306,38 +247,6 @@ private:
     fs::path partial;
     uint64_t bytes;
   };
-
-  /// One run at a time writes in the directory (a flock on the directory itself: no file of
-  /// ours among the outputs).
-  void lock(const OperatorConfig &config) {
-    lockFd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (lockFd_ < 0 || ::flock(lockFd_, LOCK_EX | LOCK_NB) != 0)
-      throw OperatorError(config.name() + ": \"" + dir_.string() +
-                          "\" is being written by another orch run; wait for it, or stop it");
-  }
-
-  /// Files of rows that were never committed (a run that was killed) go.
-  void removeLeftovers() {
-    std::error_code error;
-    for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error)) {
-      const std::string name = entry.path().filename().string();
-      if (name.size() > kPartialSuffix.size() && name.front() == '.' &&
-          name.compare(name.size() - kPartialSuffix.size(), kPartialSuffix.size(),
-                       kPartialSuffix) == 0)
-        fs::remove(entry.path(), error);
-    }
-  }
-
-  /// A directory the run cannot write in stops it before the first row.
-  void probeWritable(const OperatorConfig &config) {
-    const fs::path probe = dir_ / (".orch-probe-" + std::to_string(::getpid()));
-    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-      throw OperatorError(config.name() + ": cannot write in directory \"" + dir_.string() +
-                          "\": " + std::strerror(errno));
-    ::close(fd);
-    ::unlink(probe.c_str());
-  }
 
   fs::path dir_;
   std::string ext_;

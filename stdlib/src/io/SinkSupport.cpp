@@ -1,0 +1,98 @@
+// The sinks' shared helpers (SinkSupport.h).
+#include "SinkSupport.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace orch::stdlib {
+
+namespace fs = std::filesystem;
+using runtime::OperatorConfig;
+using runtime::OperatorError;
+
+void checkOrder(const OperatorConfig &config) {
+  const std::string order = config.stringConstant("order");
+  if (order != "finish" && order != "source")
+    throw OperatorError(config.name() + ": order must be \"finish\" or \"source\", not \"" + order +
+                        "\"");
+}
+
+size_t labelIndex(const OperatorConfig &config, const std::string &label) {
+  const std::vector<std::string> &labels = config.inputLabels();
+  auto found = std::find(labels.begin(), labels.end(), label);
+  if (found == labels.end())
+    throw OperatorError(config.op() + ": no input '" + label + "'");
+  return static_cast<size_t>(found - labels.begin());
+}
+
+void createDirectory(const fs::path &dir, const OperatorConfig &config) {
+  std::error_code error;
+  if (!dir.empty())
+    fs::create_directories(dir, error);
+  if (error || (!dir.empty() && !fs::is_directory(dir)))
+    throw OperatorError(config.name() + ": cannot create directory \"" + dir.string() +
+                        "\": " + (error ? error.message() : "a file of that name is in the way"));
+}
+
+bool writeAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t written = ::write(fd, bytes.data(), bytes.size());
+    if (written < 0 && errno == EINTR)
+      continue;
+    if (written <= 0) {
+      if (written == 0)
+        errno = EIO;
+      return false;
+    }
+    bytes.remove_prefix(size_t(written));
+  }
+  return true;
+}
+
+std::string sanitizeFileName(const std::string &name) {
+  std::string safe;
+  for (char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    safe += (c == '/' || c == '\\' || byte < 0x20 || byte == 0x7f) ? '_' : c;
+  }
+  if (safe.empty() || safe == "." || safe == "..")
+    safe = "_" + safe;
+  if (safe.front() == '.')
+    safe.front() = '_';
+  return safe;
+}
+
+int lockDirectory(const fs::path &dir, const OperatorConfig &config) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    throw OperatorError(config.name() + ": \"" + dir.string() +
+                        "\" is being written by another orch run; wait for it, or stop it");
+  return fd;
+}
+
+void removePartialFiles(const fs::path &dir) {
+  std::error_code error;
+  for (const fs::directory_entry &entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > kPartialSuffix.size() && name.front() == '.' &&
+        name.compare(name.size() - kPartialSuffix.size(), kPartialSuffix.size(), kPartialSuffix) ==
+            0)
+      fs::remove(entry.path(), error);
+  }
+}
+
+void probeWritable(const fs::path &dir, const OperatorConfig &config) {
+  const fs::path probe = dir / (".orch-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw OperatorError(config.name() + ": cannot write in directory \"" + dir.string() +
+                        "\": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+} // namespace orch::stdlib

@@ -1,0 +1,42 @@
+// What the standard library's sinks share: their constants' checks, directories made, locked
+// and probed at start, whole writes, safe names and the hidden files that wait for a commit.
+#pragma once
+
+#include "orch/runtime/Operator.h"
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace orch::stdlib {
+
+/// `order` is "finish" or "source" (the run loop orders rows; docs/outputs.md).
+void checkOrder(const runtime::OperatorConfig &config);
+
+/// The position of input `label` among the sink's values.
+size_t labelIndex(const runtime::OperatorConfig &config, const std::string &label);
+
+void createDirectory(const std::filesystem::path &dir, const runtime::OperatorConfig &config);
+
+/// Writes all of `bytes` at the end of `fd`; false with errno set otherwise.
+bool writeAll(int fd, std::string_view bytes);
+
+/// A file name that stays inside the output directory: separators, control characters and NUL
+/// become `_`, and it never starts with a dot (no hidden files, no `..`).
+std::string sanitizeFileName(const std::string &name);
+
+/// Where a file being written waits until its root commits: hidden, and named so that a
+/// resumed run can tell its own leftovers from the user's files.
+inline constexpr std::string_view kPartialSuffix = ".orch-partial";
+
+/// One run at a time writes in `dir` (a flock on the directory itself: no file of ours among
+/// the outputs); the locked descriptor, kept open by the sink.
+int lockDirectory(const std::filesystem::path &dir, const runtime::OperatorConfig &config);
+
+/// Files of rows that were never committed (a run that was killed) go.
+void removePartialFiles(const std::filesystem::path &dir);
+
+/// A directory the run cannot write in stops it before the first row.
+void probeWritable(const std::filesystem::path &dir, const runtime::OperatorConfig &config);
+
+} // namespace orch::stdlib
