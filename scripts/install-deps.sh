@@ -21,6 +21,8 @@ packages=(
   libpoppler-cpp-dev poppler-utils libtesseract-dev libleptonica-dev tesseract-ocr-eng
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libicu-dev
   ffmpeg ghostscript enscript
+  # WebDataset shards (tar)
+  libarchive-dev
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
   # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the

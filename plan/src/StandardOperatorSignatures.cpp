@@ -71,6 +71,15 @@ void addSources(OperatorCatalog &catalog) {
                      scalar(TypeKind::Json), "one row per line of a JSON Lines manifest",
                      "a malformed line is a failed row with its line number; a missing or "
                      "unreadable file, or a directory, stops the run with the cause"));
+  catalog.add(source(
+      "webdataset",
+      {constant("glob", string, std::nullopt, "the shards, a path pattern (\"out/*.tar\")")},
+      scalar(TypeKind::Json),
+      "one row per sample of WebDataset tar shards, in path order: a record with `__key__`, "
+      "`__shard__` (its shard's path) and one field per member (`json` members parsed, `txt` "
+      "ones as strings, the rest as Bytes)",
+      "a pattern that matches nothing stops the run; a shard that cannot be read is a failed "
+      "row, and the next shard is read"));
   catalog.add(source("lines", {constant("path", string, std::nullopt, "a text file")}, string,
                      "one row per line of a text file",
                      "a missing or unreadable file, or a directory, stops the run with the "
@@ -260,6 +269,24 @@ void addSinks(OperatorCatalog &catalog) {
                    "appends one JSON line per row as soon as its source row finishes",
                    "an unwritable path fails the run at start; a row that cannot be written "
                    "(disk full) fails its source row, whose rows are taken back from every sink"));
+  catalog.add(sink(
+      "webdataset",
+      {constant("dir", string, std::nullopt, "output directory"),
+       input("sample", Type::var(),
+             "a record: `__key__` (the sample's key; default its number) and one field per "
+             "member, named by its extension (png: Bytes, json: a record, txt: a string)"),
+       constant("shard_samples", scalar(TypeKind::Int), int64_t(1000),
+                "samples per shard at most (0: no limit)"),
+       constant("shard_bytes", scalar(TypeKind::Int), int64_t(0),
+                "bytes per shard at most (0: no limit)"),
+       order()},
+      "writes WebDataset tar shards shard-000000.tar, ...: members KEY.FIELD (Bytes as they "
+      "are, strings as UTF-8, anything else as JSON); a shard is renamed into place when full "
+      "(at the first commit after it reaches either limit: a source row's samples stay in one "
+      "shard) or when the run ends; a fresh run removes the directory's earlier shards",
+      "an unwritable directory fails the run at start; a sample that is not a record or has no "
+      "member fails its source row; a killed run resumes into its partial shard, but "
+      "`--retry-failed` is refused (shards are not rewritten)"));
   catalog.add(sink("files",
                    {constant("dir", string, std::nullopt, "output directory"),
                     input("name", string, "file name (sanitized; never escapes dir)"),

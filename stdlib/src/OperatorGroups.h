@@ -8,6 +8,7 @@ namespace orch::stdlib {
 
 void registerFileSources(runtime::OperatorRegistry &registry);
 void registerFileSinks(runtime::OperatorRegistry &registry);
+void registerWebDataset(runtime::OperatorRegistry &registry);
 void registerImageOperators(runtime::OperatorRegistry &registry);
 void registerImageEncodeOperator(runtime::OperatorRegistry &registry);
 void registerPdfOperators(runtime::OperatorRegistry &registry);

@@ -11,6 +11,7 @@ void registerStandardOperators(runtime::OperatorRegistry &registry) {
   registerTextNormalize(registry);
   registerFileSources(registry);
   registerFileSinks(registry);
+  registerWebDataset(registry);
   registerImageOperators(registry);
   registerImageEncodeOperator(registry);
   registerPdfOperators(registry);

@@ -2,7 +2,7 @@
 # Every example run end to end on the bundled samples, with golden checks: the flagship's
 # Markdown has every page's marker in page order (OCR included), the corrupt files are in the
 # errors journal, pdf_text matches pdftotext page by page, page_images saves scanned pages as
-# PNG pixel for pixel, text_or_ocr merges the text layer
+# PNG pixel for pixel, page_dataset writes WebDataset shards, text_or_ocr merges the text layer
 # and OCR page by page, clip_quality scores every clip,
 # clip_features gives every clip its motion and frame hashes; quality_score and
 # page_embeddings give what their Python models give when run directly;
@@ -92,6 +92,29 @@ for page in (1, 2):
 PY
 check "page_images counts them per document" \
   grep -q '"path":"samples/pdfs/scanned.pdf","low_text_pages":2' out/page_images.jsonl
+rm -rf out
+
+# --- page_dataset: every page as PNG, text and metadata in WebDataset shards -------------------
+orch run page_dataset.orch --quiet 2>/dev/null || true
+check "page_dataset's shards hold every page with its PNG, text layer and metadata" $python - <<'PY'
+import json, os, subprocess, sys, tarfile
+shards = sorted(os.listdir("out/page_dataset"))
+samples = {}
+for shard in shards:
+    with tarfile.open("out/page_dataset/" + shard) as tar:
+        for member in tar.getmembers():
+            key, ext = member.name.split(".", 1)
+            samples.setdefault(key, {})[ext] = tar.extractfile(member).read()
+ok = len(samples) == 48 and shards[0] == "shard-000000.tar"
+for key, members in samples.items():
+    doc, page = key.rsplit("-p", 1)
+    ok = ok and members["png"].startswith(b"\x89PNG") and json.loads(members["json"]) == {
+        "document": doc, "page": int(page), "dpi": 50}
+    text = subprocess.run(["pdftotext", "-f", page, "-l", page, "samples/pdfs/%s.pdf" % doc, "-"],
+                          capture_output=True, text=True).stdout.rstrip("\f")
+    ok = ok and members["txt"].decode() == text
+sys.exit(0 if ok else 1)
+PY
 rm -rf out
 
 # --- text_or_ocr: the text layer where it has text, OCR where it does not (expressions) -------

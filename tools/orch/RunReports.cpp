@@ -76,7 +76,11 @@ std::string sinkTarget(const plan::PlanSink &sink) {
           return *value;
     return "";
   };
-  return sink.op == "files" ? constant("dir") + "/*" + constant("ext") : constant("path");
+  if (sink.op == "files")
+    return constant("dir") + "/*" + constant("ext");
+  if (sink.op == "webdataset")
+    return constant("dir") + "/shard-*.tar";
+  return constant("path");
 }
 
 std::string workerOfPlace(const std::string &place) {
