@@ -12,4 +12,5 @@ bench/language/cleaning.sh build/bin/orch
 bench/python/bridge.sh build/bin/orch
 bench/outputs/journal.sh build/bin/orch
 bench/cluster/curve.sh build/bin/orch
+bench/video/frames.sh build/bin/orch
 /usr/bin/python3 bench/experiments/run.py "$PWD/build/bin/orch" build/bench "$@"

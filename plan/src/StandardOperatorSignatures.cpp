@@ -165,9 +165,12 @@ void addMediaOperators(OperatorCatalog &catalog) {
                         {input("clip", scalar(TypeKind::Clip), "a clip"),
                          constant("per_clip", integer, int64_t(4), "frames sampled per clip")},
                         listOf(TypeKind::Frame), "evenly spaced frames of a clip", "none"));
-  catalog.add(transform("video.decode", {input("frame", scalar(TypeKind::Frame), "a frame")}, image,
-                        "decodes a frame to an RGB image",
-                        "an undecodable frame is a RecordFailure"));
+  catalog.add(transform(
+      "video.decode", {input("frame", scalar(TypeKind::Frame), "a frame")}, image,
+      "decodes a frame to an RGB image (the first frame at or after its time); a batch's frames "
+      "are decoded in video and time order, so each clip's frames come out of one seek and one "
+      "forward pass, as `ffmpeg -vf select` would give them",
+      "an undecodable frame is a RecordFailure"));
   catalog.add(transform("image.sharpness", {input("image", image, "an image")},
                         scalar(TypeKind::Float), "variance of the Laplacian", "none", true));
   catalog.add(transform("image.resize",

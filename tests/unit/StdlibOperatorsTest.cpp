@@ -209,5 +209,42 @@ TEST(StdlibOperatorsTest, MissingPdfsAndVideosAreRecordFailures) {
   EXPECT_EQ(clips.kind, RowResultKind::RecordFailure);
 }
 
+TEST(StdlibOperatorsTest, DecodingAClipsFramesInOneBatchGivesWhatSeekingToEachGives) {
+  for (const char *video : {"circles.mp4", "bars.mp4"}) {
+    const Value file = Value::record(
+        {{"path", Value::string(std::string(ORCH_EXAMPLES_DIR "/samples/videos/") + video)}});
+    RowResult clips = runOne("video.clips", {file}, {{"seconds", 1.0}});
+    ASSERT_EQ(clips.kind, RowResultKind::Value) << clips.message;
+    std::vector<Value> frames;
+    for (const Value &clip : clips.value.asList()) {
+      RowResult sampled = runOne("video.frames", {clip}, {{"per_clip", int64_t(5)}});
+      for (const Value &frame : sampled.value.asList())
+        frames.push_back(frame);
+    }
+    ASSERT_GE(frames.size(), 10u);
+    // One batch, in a scrambled order across clips: decoded in time order, one pass per clip.
+    std::vector<Value> scrambled = frames;
+    std::reverse(scrambled.begin(), scrambled.end());
+    std::swap(scrambled[1], scrambled[scrambled.size() / 2]);
+    OperatorRegistry registry;
+    stdlib::registerStandardOperators(registry);
+    OperatorConfig config("video.decode", "video.decode", {}, {});
+    std::unique_ptr<Operator> batched = (*registry.transform("video.decode"))(config);
+    std::vector<OperatorRow> rows;
+    for (const Value &frame : scrambled)
+      rows.push_back(OperatorRow{std::span<const Value>(&frame, 1), GrainLineage{}});
+    std::vector<RowResult> results;
+    batched->process(rows, results);
+    ASSERT_EQ(results.size(), scrambled.size());
+    for (size_t i = 0; i < scrambled.size(); ++i) {
+      // Each frame on its own, by a fresh instance: a seek to its time, as before batching.
+      RowResult alone = runOne("video.decode", {scrambled[i]});
+      ASSERT_EQ(results[i].kind, RowResultKind::Value) << results[i].message;
+      EXPECT_TRUE(results[i].value == alone.value)
+          << video << " frame at " << scrambled[i].field("time")->asFloat() << " s";
+    }
+  }
+}
+
 } // namespace
 } // namespace orch::runtime

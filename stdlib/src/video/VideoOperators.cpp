@@ -13,8 +13,12 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <tuple>
 
 namespace orch::stdlib {
 namespace {
@@ -66,48 +70,76 @@ public:
     return stream->duration > 0 ? double(stream->duration) * av_q2d(stream->time_base) : 0;
   }
 
-  /// The first frame at or after `seconds` (or the last one), as RGB.
+  /// The first frame at or after `seconds` (or the last one), as RGB. Requests in increasing
+  /// time decode forward from where the last one stopped, seeking only when the target's
+  /// keyframe lies beyond that point (or the target is behind it): a clip's frames, asked for
+  /// in order, cost one seek and one pass, as `ffmpeg -ss` does.
   std::optional<Value> frameAt(double seconds, std::string &problem) {
     AVStream *stream = format_->streams[stream_];
     const double timeBase = av_q2d(stream->time_base);
+    if (last_ && lastSeconds_ + 1e-6 >= seconds && seconds >= requested_ - 1e-9) {
+      // The frame decoded last is the first at or after this time too.
+      requested_ = seconds;
+      return last_;
+    }
     const int64_t target = int64_t(seconds / timeBase);
-    av_seek_frame(format_, stream_, target, AVSEEK_FLAG_BACKWARD);
-    avcodec_flush_buffers(decoder_);
-    std::unique_ptr<AVPacket, void (*)(AVPacket *)> packet(av_packet_alloc(),
-                                                           [](AVPacket *p) { av_packet_free(&p); });
-    std::unique_ptr<AVFrame, void (*)(AVFrame *)> frame(av_frame_alloc(),
-                                                        [](AVFrame *f) { av_frame_free(&f); });
-    std::optional<Value> last;
-    bool draining = false;
+    if (!canContinueTo(target, seconds)) {
+      av_seek_frame(format_, stream_, target, AVSEEK_FLAG_BACKWARD);
+      avcodec_flush_buffers(decoder_);
+      last_.reset();
+      draining_ = false;
+      ++seeks_;
+    }
+    requested_ = seconds;
     for (;;) {
-      int status = avcodec_receive_frame(decoder_, frame.get());
+      int status = avcodec_receive_frame(decoder_, frame_.get());
       if (status == 0) {
-        last = toImage(frame.get());
-        const int64_t pts = frame->best_effort_timestamp;
-        if (pts != AV_NOPTS_VALUE && double(pts) * timeBase + 1e-6 >= seconds)
-          return last;
+        const int64_t pts = frame_->best_effort_timestamp;
+        last_ = toImage(frame_.get());
+        lastSeconds_ = pts == AV_NOPTS_VALUE ? seconds : double(pts) * timeBase;
+        if (pts != AV_NOPTS_VALUE && lastSeconds_ + 1e-6 >= seconds)
+          return last_;
         continue;
       }
       if (status == AVERROR_EOF || (status != AVERROR(EAGAIN)))
         break;
-      if (draining)
+      if (draining_)
         break;
-      if (av_read_frame(format_, packet.get()) < 0) {
+      if (av_read_frame(format_, packet_.get()) < 0) {
         // End of file: drain the decoder so the last frames come out.
         avcodec_send_packet(decoder_, nullptr);
-        draining = true;
+        draining_ = true;
         continue;
       }
-      if (packet->stream_index == stream_)
-        avcodec_send_packet(decoder_, packet.get());
-      av_packet_unref(packet.get());
+      if (packet_->stream_index == stream_)
+        avcodec_send_packet(decoder_, packet_.get());
+      av_packet_unref(packet_.get());
     }
-    if (!last)
+    if (!last_)
       problem = "no frame decodes at " + std::to_string(seconds) + " s of \"" + path_ + "\"";
-    return last;
+    // At the end: the last frame answers every later time; an earlier one needs a seek.
+    lastSeconds_ = std::numeric_limits<double>::infinity();
+    return last_;
   }
 
+  /// Seeks made so far (for tests: a clip's frames in order make one).
+  uint64_t seeks() const { return seeks_; }
+
 private:
+  /// Whether decoding on from the last frame reaches `target` at least as soon as a seek would:
+  /// the target lies ahead, and its keyframe (from the container's index) is not beyond where
+  /// the decoder stands.
+  bool canContinueTo(int64_t target, double seconds) const {
+    if (!last_ || seconds < requested_ || draining_)
+      return false;
+    AVStream *stream = format_->streams[stream_];
+    const int keyframe = av_index_search_timestamp(stream, target, AVSEEK_FLAG_BACKWARD);
+    if (keyframe < 0)
+      return false;
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, keyframe);
+    return entry && double(entry->timestamp) * av_q2d(stream->time_base) <= lastSeconds_ + 1e-6;
+  }
+
   Value toImage(const AVFrame *frame) {
     scaler_ = sws_getCachedContext(scaler_, frame->width, frame->height,
                                    AVPixelFormat(frame->format), frame->width, frame->height,
@@ -128,10 +160,22 @@ private:
     if (format_)
       avformat_close_input(&format_);
     path_.clear();
+    last_.reset();
+    draining_ = false;
   }
 
   AVFormatContext *format_ = nullptr;
   AVCodecContext *decoder_ = nullptr;
+  std::unique_ptr<AVPacket, void (*)(AVPacket *)> packet_{av_packet_alloc(),
+                                                          [](AVPacket *p) { av_packet_free(&p); }};
+  std::unique_ptr<AVFrame, void (*)(AVFrame *)> frame_{av_frame_alloc(),
+                                                       [](AVFrame *f) { av_frame_free(&f); }};
+  /// The frame decoded last, its time, and the time asked for last.
+  std::optional<Value> last_;
+  double lastSeconds_ = 0;
+  double requested_ = 0;
+  bool draining_ = false;
+  uint64_t seeks_ = 0;
   SwsContext *scaler_ = nullptr;
   int stream_ = -1;
   std::string path_;
@@ -199,21 +243,40 @@ private:
   int64_t perClip_;
 };
 
+/// video.decode: a batch's frames are decoded in (video, time) order, whatever clips they
+/// come from, so that each clip's frames come out of one forward pass; results go back in the
+/// batch's order.
 class DecodeOperator : public runtime::Operator {
 public:
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    for (const OperatorRow &row : rows) {
-      const std::string *path = stringField(row.inputs[0], "path");
-      std::optional<double> time = numberField(row.inputs[0], "time");
-      std::string problem = "not a frame: " + row.inputs[0].str().substr(0, 80);
-      if (!path || !time || (video_.path() != *path && !video_.open(*path, problem))) {
-        results.push_back(RowResult::recordFailure(problem));
+    struct Request {
+      size_t row;
+      const std::string *path;
+      std::optional<double> time;
+    };
+    std::vector<Request> requests;
+    for (size_t r = 0; r < rows.size(); ++r)
+      requests.push_back(Request{r, stringField(rows[r].inputs[0], "path"),
+                                 numberField(rows[r].inputs[0], "time")});
+    std::stable_sort(requests.begin(), requests.end(), [](const Request &a, const Request &b) {
+      if (!a.path || !b.path || !a.time || !b.time)
+        return bool(a.path && a.time) > bool(b.path && b.time);
+      return std::tie(*a.path, *a.time) < std::tie(*b.path, *b.time);
+    });
+    std::vector<RowResult> decoded(rows.size());
+    for (const Request &request : requests) {
+      std::string problem = "not a frame: " + rows[request.row].inputs[0].str().substr(0, 80);
+      if (!request.path || !request.time ||
+          (video_.path() != *request.path && !video_.open(*request.path, problem))) {
+        decoded[request.row] = RowResult::recordFailure(problem);
         continue;
       }
-      std::optional<Value> image = video_.frameAt(*time, problem);
-      results.push_back(image ? RowResult::ok(std::move(*image))
-                              : RowResult::recordFailure(problem));
+      std::optional<Value> image = video_.frameAt(*request.time, problem);
+      decoded[request.row] =
+          image ? RowResult::ok(std::move(*image)) : RowResult::recordFailure(problem);
     }
+    for (RowResult &result : decoded)
+      results.push_back(std::move(result));
   }
 
 private:
