@@ -126,13 +126,11 @@ void ConnectionGuard::answerAuthentication() {
 
 void ConnectionGuard::readMonitorEvent() {
   while (auto frames = receiveFrames(monitor_)) {
-    if (frames->empty() || frames->front().size() < 6)
+    const std::optional<MonitorEvent> parsed = parseMonitorEvent(*frames);
+    if (!parsed)
       continue;
-    uint16_t event = 0;
-    uint32_t value = 0;
-    std::memcpy(&event, frames->front().data(), sizeof event);
-    std::memcpy(&value, static_cast<const char *>(frames->front().data()) + 2, sizeof value);
-    const int fd = static_cast<int>(value);
+    const uint16_t event = parsed->event;
+    const int fd = static_cast<int>(parsed->value);
     if (event == ZMQ_EVENT_ACCEPTED) {
       accepted(fd);
     } else if (event == ZMQ_EVENT_DISCONNECTED) {

@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +51,23 @@ inline std::optional<std::vector<zmq::message_t>> receiveFrames(zmq::socket_t &s
     if (!more)
       return frames;
   }
+}
+
+/// One event of a ZeroMQ socket monitor (zmq_socket_monitor): its kind (ZMQ_EVENT_*) and its
+/// value (a connection's descriptor, or an error code), from the first of its two frames.
+struct MonitorEvent {
+  uint16_t event = 0;
+  uint32_t value = 0;
+};
+
+inline std::optional<MonitorEvent> parseMonitorEvent(const std::vector<zmq::message_t> &frames) {
+  if (frames.empty() || frames.front().size() < 6)
+    return std::nullopt;
+  MonitorEvent parsed;
+  std::memcpy(&parsed.event, frames.front().data(), sizeof parsed.event);
+  std::memcpy(&parsed.value, static_cast<const char *>(frames.front().data()) + 2,
+              sizeof parsed.value);
+  return parsed;
 }
 
 } // namespace orch::runtime

@@ -240,15 +240,9 @@ private:
   /// Why the security handshake with the coordinator failed, if it did.
   std::optional<std::string> handshakeFailure() {
     std::optional<std::string> failure;
-    while (auto frames = receiveFrames(handshakes_)) {
-      if (frames->front().size() < 6)
-        continue;
-      uint16_t event = 0;
-      uint32_t value = 0;
-      std::memcpy(&event, frames->front().data(), sizeof event);
-      std::memcpy(&value, static_cast<const char *>(frames->front().data()) + 2, sizeof value);
-      failure = describeHandshakeFailure(event, value);
-    }
+    while (auto frames = receiveFrames(handshakes_))
+      if (const std::optional<MonitorEvent> parsed = parseMonitorEvent(*frames))
+        failure = describeHandshakeFailure(parsed->event, parsed->value);
     return failure;
   }
 
