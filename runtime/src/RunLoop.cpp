@@ -189,12 +189,13 @@ public:
 
   void close() {
     for (size_t s = 0; s < sinks_.size(); ++s) {
-      summary_.sinks[s].bytes = sinks_[s]->bytesCommitted();
       try {
         sinks_[s]->close();
       } catch (const std::exception &error) {
         noteError(describeSink(plan_.sinks[s], s) + ": " + error.what());
       }
+      // After closing: a sink may write its last bytes then (a shard's end-of-archive blocks).
+      summary_.sinks[s].bytes = sinks_[s]->bytesCommitted();
     }
   }
 

@@ -34,8 +34,15 @@ ORCH
 
 # The expected samples: every good PDF's pages (the broken one fails its row).
 status=0
-"$ORCH_BIN/orch" run shards.orch --workers 2 --no-journal --quiet 2>run.log || status=$?
+"$ORCH_BIN/orch" run shards.orch --workers 2 --no-journal --quiet --metrics metrics.json 2>run.log ||
+  status=$?
 check "the run writes every good document (the corrupt PDF fails, exit 2)" test "$status" = 2
+check "the metrics count the shards' samples and bytes" $python -c '
+import json, os, sys
+sink = json.load(open("metrics.json"))["outputs"][0]
+size = sum(os.path.getsize("out/shards/" + f) for f in os.listdir("out/shards"))
+sys.exit(0 if sink["rows"] == 48 and sink["bytes"] == size else 1)'
+
 check "every member of every shard is its page's PNG or metadata" $python - <<'PY'
 import json, os, sys, tarfile
 shards = sorted(os.listdir("out/shards"))

@@ -116,8 +116,11 @@ public:
   }
 
   ~WebDatasetSink() override {
-    if (archive_)
-      archive_write_fail(archive_), archive_write_free(archive_);
+    // Not closed: a partial shard stays as it is, without end-of-archive blocks, for a resume.
+    if (archive_) {
+      archive_write_fail(archive_);
+      archive_write_free(archive_);
+    }
     if (fd_ >= 0)
       ::close(fd_);
     if (lockFd_ >= 0)
