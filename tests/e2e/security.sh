@@ -32,7 +32,7 @@ check "keygen writes the secret key with mode 0600" test "$(stat -c %a coordinat
 check "keygen writes the public key as one 'curve KEY NAME' line" \
   grep -Eq '^curve .{40} coordinator$' coordinator.pub
 check "keygen prints the public key it wrote" \
-  grep -qF "$(cut -d' ' -f2 coordinator.pub)" keygen.out
+  grep -qF -e "$(cut -d' ' -f2 coordinator.pub)" keygen.out
 before=$(cat w1.key)
 status=$(exit_code "$ORCH_BIN/orch" keygen w1)
 check "keygen refuses to replace a key (exit 1)" test "$status" = 1
@@ -114,7 +114,7 @@ status=0; wait "$run" || status=$?
 check "the run with keys completes" test "$status" = 0
 check "the keyed run's outputs are the in-process outputs" diff -r expected out
 check "the coordinator names the refused key" \
-  grep -qF "refused a peer at 127.0.0.1: its key $(cut -d' ' -f2 stranger.pub) is not in the authorized keys" curve.log
+  grep -qF -e "refused a peer at 127.0.0.1: its key $(cut -d' ' -f2 stranger.pub) is not in the authorized keys" curve.log
 check "the coordinator logs the worker's key" grep -q "worker w1 joined (key w1," curve.log
 check "the summary names the keys" grep -q "CURVE keys: w1" curve.log
 check "the metrics name each worker's key" \

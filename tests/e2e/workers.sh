@@ -11,6 +11,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 cd "$workdir"
+# A temporary directory of its own: runs of tests alongside (ctest -j) would otherwise clean
+# up the socket directory of the coordinator this test kills before it looks.
+mkdir tmp
+export TMPDIR="$workdir/tmp"
 for i in $(seq 0 59); do echo "{\"id\": $i, \"n\": $((i % 9 + 1))}"; done >rows.jsonl
 cat >pages.orch <<'ORCH'
 pipeline pages;
