@@ -135,7 +135,9 @@ std::string timeChart(const Json &metrics) {
   const Json &calls = metrics["calls"];
   const double wall = std::max(1e-6, metrics["wall_seconds"].get<double>());
   const std::string bottleneck =
-      metrics.contains("bottleneck") ? metrics["bottleneck"]["call"].get<std::string>() : "";
+      metrics.contains("bottleneck") && field(metrics["bottleneck"], "bounds_the_run", true)
+          ? metrics["bottleneck"]["call"].get<std::string>()
+          : "";
   struct Part {
     const char *key, *label, *color;
   };

@@ -15,10 +15,14 @@ std::string summaryParagraph(const Json &metrics) {
        << number(metrics["row_finish_seconds"]["first"].get<double>()) << " s, median "
        << number(metrics["row_finish_seconds"]["median"].get<double>()) << " s, last "
        << number(metrics["row_finish_seconds"]["last"].get<double>()) << " s.";
-  if (metrics.contains("bottleneck"))
-    html << " <b>Bottleneck: " << escape(metrics["bottleneck"]["call"].get<std::string>())
-         << "</b> (busy " << number(100 * metrics["bottleneck"]["busy_share"].get<double>(), 0)
-         << " % of its replicas' time).";
+  if (metrics.contains("bottleneck")) {
+    const Json &busiest = metrics["bottleneck"];
+    const bool bounds = field(busiest, "bounds_the_run", true);
+    html << (bounds ? " <b>Bottleneck: " : " Busiest Call: <b>")
+         << escape(busiest["call"].get<std::string>()) << "</b> (busy "
+         << number(100 * busiest["busy_share"].get<double>(), 0) << " % of its replicas' time"
+         << (bounds ? "" : "; no Call was busy half the run") << ").";
+  }
   html << " Workers: " << escape(metrics["executor"].get<std::string>()) << ".</p>";
   return html.str();
 }

@@ -200,9 +200,11 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     out << "\n";
   }
   if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
-    out << "orch:   bottleneck: " << summary.calls[bottleneck->call].name << " (busy "
+    out << "orch:   " << (bottleneck->boundsTheRun() ? "bottleneck: " : "busiest call: ")
+        << summary.calls[bottleneck->call].name << " (busy "
         << llvm::format("%.0f", 100 * bottleneck->busyShare) << " % of its "
-        << summary.calls[bottleneck->call].replicas << " replica(s)' time)\n";
+        << summary.calls[bottleneck->call].replicas << " replica(s)' time"
+        << (bottleneck->boundsTheRun() ? "" : "; no Call was busy half the run") << ")\n";
   const runtime::EngineStats &engine = summary.engine;
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
       << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier

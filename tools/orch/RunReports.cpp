@@ -114,7 +114,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["executor"] = summary.executor;
   if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
     json["bottleneck"] = {{"call", summary.calls[bottleneck->call].name},
-                          {"busy_share", bottleneck->busyShare}};
+                          {"busy_share", bottleneck->busyShare},
+                          {"bounds_the_run", bottleneck->boundsTheRun()}};
   // Per worker (or thread): its batches and busy time, from the batch records.
   std::map<std::string, std::pair<uint64_t, double>> byWorker;
   for (const runtime::BatchRecord &batch : recorder.batches())

@@ -26,10 +26,12 @@ struct FinishTimes {
 FinishTimes finishTimes(const runtime::RunRecorder &recorder);
 
 /// The Call whose replicas were busiest (busy seconds over replicas × wall time), and that
-/// share; nullopt when no Call ran.
+/// share; nullopt when no Call ran. It bounded the run when it was busy at least half the run
+/// (below that, the run waited on its input, its start or the runtime more than on any Call).
 struct Bottleneck {
   size_t call = 0;
   double busyShare = 0;
+  bool boundsTheRun() const { return busyShare >= 0.5; }
 };
 std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary);
 
