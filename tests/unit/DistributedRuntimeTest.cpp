@@ -77,6 +77,33 @@ gated = test.identity(slow) { batch: 64 };
 sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) });
 )";
 
+/// Worker sessions on threads of this process ("thread-0", ...), serving `endpoint` until
+/// stop() (or the destructor) tells them to leave.
+class ThreadWorkers {
+public:
+  ThreadWorkers(const std::string &endpoint, const OperatorRegistry &registry, int count) {
+    for (int w = 0; w < count; ++w)
+      threads_.emplace_back([this, endpoint, &registry, w] {
+        WorkerOptions worker;
+        worker.endpoint = endpoint;
+        worker.name = "thread-" + std::to_string(w);
+        worker.stopRequested = &stop_;
+        runWorker(worker, registry);
+      });
+  }
+  ~ThreadWorkers() { stop(); }
+  void stop() {
+    stop_ = true;
+    for (std::thread &thread : threads_)
+      if (thread.joinable())
+        thread.join();
+  }
+
+private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 class DistributedRuntimeTest : public orch::testing::RuntimeFixture {
 protected:
   void writeRows(const std::vector<std::pair<int, int>> &rows) {
@@ -420,16 +447,7 @@ TEST_F(DistributedRuntimeTest, ALiveCoordinatorSurvivesTenThousandBadMessages) {
   options.endpoint = endpoint;
   options.heartbeatMs = 100;
   std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
-  std::atomic<bool> stopWorkers{false};
-  std::vector<std::thread> workers;
-  for (int w = 0; w < 2; ++w)
-    workers.emplace_back([&, w] {
-      WorkerOptions worker;
-      worker.endpoint = endpoint;
-      worker.name = "thread-" + std::to_string(w);
-      worker.stopRequested = &stopWorkers;
-      runWorker(worker, gatedRegistry);
-    });
+  ThreadWorkers workers(endpoint, gatedRegistry, 2);
   size_t sent = 0, answered = 0, disconnected = 0;
   std::thread fuzzer([&] {
     // A peer that breaks the protocol is answered and then disconnected: each message comes
@@ -468,9 +486,7 @@ TEST_F(DistributedRuntimeTest, ALiveCoordinatorSurvivesTenThousandBadMessages) {
   std::vector<RootResult> roots;
   RunSummary summary = runPlan(plan, gatedRegistry, *coordinator, collecting(roots));
   fuzzer.join();
-  stopWorkers = true;
-  for (std::thread &worker : workers)
-    worker.join();
+  workers.stop();
   EXPECT_EQ(sent, 10000u);
   EXPECT_EQ(answered, 10000u);
   EXPECT_FALSE(summary.error) << *summary.error;
@@ -608,16 +624,7 @@ TEST_F(DistributedRuntimeTest, ConnectionsThatSayNoHelloAreClosedAndWorkersStay)
   options.connectionLimits.maxWaiting = 4;
   options.connectionLimits.helloDeadline = std::chrono::milliseconds(300);
   std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
-  std::atomic<bool> stopWorkers{false};
-  std::vector<std::thread> workers;
-  for (int w = 0; w < 2; ++w)
-    workers.emplace_back([&, w] {
-      WorkerOptions worker;
-      worker.endpoint = options.endpoint;
-      worker.name = "thread-" + std::to_string(w);
-      worker.stopRequested = &stopWorkers;
-      runWorker(worker, gatedRegistry);
-    });
+  ThreadWorkers workers(options.endpoint, gatedRegistry, 2);
   // Twelve connections that never say anything, made while the run is in full swing.
   int closedByCoordinator = 0;
   std::thread idler([&] {
@@ -649,9 +656,7 @@ TEST_F(DistributedRuntimeTest, ConnectionsThatSayNoHelloAreClosedAndWorkersStay)
   std::vector<RootResult> roots;
   RunSummary summary = runPlan(plan, gatedRegistry, *coordinator, collecting(roots));
   idler.join();
-  stopWorkers = true;
-  for (std::thread &worker : workers)
-    worker.join();
+  workers.stop();
   EXPECT_FALSE(summary.error) << *summary.error;
   EXPECT_EQ(normalized(roots), expected);
   EXPECT_EQ(closedByCoordinator, 12);

@@ -24,19 +24,11 @@ class FilesSource : public runtime::RowSource {
 public:
   explicit FilesSource(const OperatorConfig &config) {
     const std::string pattern = config.stringConstant("glob");
-    glob_t matches{};
-    const int status = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches);
-    if (status == 0)
-      for (size_t i = 0; i < matches.gl_pathc; ++i)
-        paths_.emplace_back(matches.gl_pathv[i]);
-    ::globfree(&matches);
-    if (status != 0 && status != GLOB_NOMATCH)
-      throw OperatorError("files: cannot expand \"" + pattern + "\"");
+    paths_ = expandGlob(pattern, "files");
     // A mistyped pattern must not look like an empty input (and empty the outputs).
     if (paths_.empty() && !config.boolConstant("optional"))
       throw OperatorError("files: no file matches \"" + pattern +
                           "\" (write `files(\"...\", optional: true)` if that can happen)");
-    std::sort(paths_.begin(), paths_.end());
   }
 
   std::optional<SourceRow> next() override {
@@ -47,12 +39,7 @@ public:
 
   std::optional<uint64_t> total() const override { return paths_.size(); }
 
-  std::string fingerprint() const override {
-    std::string text;
-    for (const std::string &path : paths_)
-      text += fileFingerprint(path) + "\n";
-    return text;
-  }
+  std::string fingerprint() const override { return filesFingerprint(paths_); }
 
 private:
   std::vector<std::string> paths_;
@@ -109,6 +96,27 @@ std::string fileFingerprint(const std::string &path) {
     return path + " missing";
   return path + " " + std::to_string(info.st_size) + " " + std::to_string(info.st_mtim.tv_sec) +
          "." + std::to_string(info.st_mtim.tv_nsec);
+}
+
+std::string filesFingerprint(const std::vector<std::string> &paths) {
+  std::string text;
+  for (const std::string &path : paths)
+    text += fileFingerprint(path) + "\n";
+  return text;
+}
+
+std::vector<std::string> expandGlob(const std::string &pattern, const std::string &op) {
+  std::vector<std::string> paths;
+  glob_t matches{};
+  const int status = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches);
+  if (status == 0)
+    for (size_t i = 0; i < matches.gl_pathc; ++i)
+      paths.emplace_back(matches.gl_pathv[i]);
+  ::globfree(&matches);
+  if (status != 0 && status != GLOB_NOMATCH)
+    throw OperatorError(op + ": cannot expand \"" + pattern + "\"");
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 Value fileValue(const std::string &path) {

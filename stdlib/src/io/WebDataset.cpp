@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <glob.h>
 #include <regex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -343,12 +342,7 @@ class WebDatasetSource : public runtime::RowSource {
 public:
   explicit WebDatasetSource(const OperatorConfig &config) {
     const std::string pattern = config.stringConstant("glob");
-    glob_t matches{};
-    const int status = ::glob(pattern.c_str(), 0, nullptr, &matches);
-    if (status == 0)
-      for (size_t i = 0; i < matches.gl_pathc; ++i)
-        paths_.emplace_back(matches.gl_pathv[i]);
-    ::globfree(&matches);
+    paths_ = expandGlob(pattern, "webdataset");
     if (paths_.empty())
       throw OperatorError("webdataset: no shard matches \"" + pattern + "\"");
   }
@@ -415,12 +409,7 @@ public:
     }
   }
 
-  std::string fingerprint() const override {
-    std::string text;
-    for (const std::string &path : paths_)
-      text += fileFingerprint(path) + "\n";
-    return text;
-  }
+  std::string fingerprint() const override { return filesFingerprint(paths_); }
 
 private:
   static Value memberValue(const std::string &extension, const std::string &content) {
