@@ -19,6 +19,8 @@ packages=(
   # operators: PDF, OCR (with English), video, Unicode; the tools that make the samples and
   # check the PDF text (pdftotext)
   libpoppler-cpp-dev poppler-utils libtesseract-dev libleptonica-dev tesseract-ocr-eng
+  # tesseract's command line: the reference of the OCR test, the peer of bench/real/
+  tesseract-ocr
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libicu-dev
   ffmpeg ghostscript enscript
   # WebDataset shards (tar)

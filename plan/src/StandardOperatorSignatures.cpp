@@ -112,7 +112,8 @@ void addDocumentOperators(OperatorCatalog &catalog) {
                         {input("image", scalar(TypeKind::Image), "a page image"),
                          constant("lang", string, std::string("eng"), "tesseract language")},
                         scalar(TypeKind::Text),
-                        "OCR with tesseract (engine loaded once per replica)",
+                        "OCR with tesseract, reading the page's layout (columns one after the other) as "
+                        "tesseract's command line does; engine loaded once per replica",
                         "an image tesseract cannot read is a RecordFailure"));
 }
 

@@ -23,6 +23,9 @@ public:
     if (engine_.Init(nullptr, lang.c_str(), tesseract::OEM_LSTM_ONLY) != 0)
       throw runtime::OperatorError("ocr.tesseract: cannot load language \"" + lang +
                                    "\" (is tesseract-ocr-" + lang + " installed?)");
+    // Page layout analysis, as tesseract's command line does: the library's default reads a
+    // page as one block of text, which runs columns and captions into each other.
+    engine_.SetPageSegMode(tesseract::PSM_AUTO);
   }
   ~TesseractOperator() override { engine_.End(); }
 
