@@ -15,7 +15,7 @@ endif
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build test demo bench fuzz vsix clean
+.PHONY: all deps configure build test demo bench bench-real fuzz vsix clean
 
 all: build
 
@@ -48,6 +48,11 @@ demo: build
 # Microbenchmarks, then the paper's experiments in simulation (BENCH_ARGS=--quick: 1/8 scale).
 bench: build
 	bench/run.sh $(BENCH_ARGS)
+
+# Real operators on real data (PDF text, OCR, video frames) against pdftotext, tesseract and
+# ffmpeg command lines; downloads Debian's texlive-pictures-doc once (233 MB, cached).
+bench-real: build
+	bench/real/run.sh
 
 # Fuzzes the compiler with libFuzzer for FUZZ_SECONDS, starting from every .orch file in the
 # repository; new inputs that find new coverage collect in $(FUZZ_DIR)/corpus, and an input
