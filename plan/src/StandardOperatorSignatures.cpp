@@ -108,13 +108,14 @@ void addDocumentOperators(OperatorCatalog &catalog) {
                 "order of the content stream (pdftotext -raw); \"physical\": lines as they sit "
                 "on the page, padded with spaces (pdftotext -layout)")},
       scalar(TypeKind::Text), "the text layer of a page", "none"));
-  catalog.add(transform("ocr.tesseract",
-                        {input("image", scalar(TypeKind::Image), "a page image"),
-                         constant("lang", string, std::string("eng"), "tesseract language")},
-                        scalar(TypeKind::Text),
-                        "OCR with tesseract, reading the page's layout (columns one after the other) as "
-                        "tesseract's command line does; engine loaded once per replica",
-                        "an image tesseract cannot read is a RecordFailure"));
+  catalog.add(
+      transform("ocr.tesseract",
+                {input("image", scalar(TypeKind::Image), "a page image"),
+                 constant("lang", string, std::string("eng"), "tesseract language")},
+                scalar(TypeKind::Text),
+                "OCR with tesseract, reading the page's layout (columns one after the other) as "
+                "tesseract's command line does; engine loaded once per replica",
+                "an image tesseract cannot read is a RecordFailure"));
 }
 
 /// Cheap row-wise functions: their Calls take this many rows per batch unless told otherwise.
@@ -258,6 +259,17 @@ void addTestOperators(OperatorCatalog &catalog) {
       any, "fails chosen grains, for tests", "the failures it is told to inject"));
   catalog.add(transform("test.identity", {input("value", any, "passed through")}, any,
                         "passes values through", "none"));
+  catalog.add(transform("test.blob",
+                        {input("value", any, "what the bytes are made from"),
+                         constant("bytes", integer, int64_t(1 << 20), "the value's size")},
+                        scalar(TypeKind::Bytes),
+                        "a value of the given size made from its input (a stand-in for a "
+                        "rendered page), for memory tests",
+                        "none"));
+  catalog.add(transform("test.checksum", {input("value", any, "any value")}, integer,
+                        "a 64-bit FNV-1a hash of the value's text or bytes (a small result "
+                        "from a big input, for memory tests)",
+                        "none"));
 }
 
 void addSinks(OperatorCatalog &catalog) {

@@ -31,10 +31,13 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
     // Retries first, then fresh work, then deferred recovery; then the oldest admission.
     CallId bestCall;
     Lane bestLane = Lane::None;
+    BudgetRank bestRank = BudgetRank::HeldBack;
     uint64_t bestAdmission = UINT64_MAX;
     for (CallId c : queues.ids()) {
-      if (mayRun && !mayRun(c.index))
+      if (mayRun && !mayRun(c.index)) {
+        loads[c].heldBackNow = false;
         continue;
+      }
       CallQueues &queue = queues[c];
       Lane lane;
       uint64_t admission;
@@ -48,10 +51,18 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         lane = Lane::Deferred;
         admission = queue.deferred.front().admission;
       } else {
+        loads[c].heldBackNow = false;
         continue;
       }
-      if (lane < bestLane || (lane == bestLane && admission < bestAdmission)) {
+      uint64_t growth = 0;
+      const BudgetRank rank = budgetRank(c, pendingGrains(queue, lane, c), growth);
+      loads[c].heldBackNow = rank == BudgetRank::HeldBack;
+      if (loads[c].heldBackNow)
+        continue;
+      if (rank < bestRank || (rank == bestRank && lane < bestLane) ||
+          (rank == bestRank && lane == bestLane && admission < bestAdmission)) {
         bestCall = c;
+        bestRank = rank;
         bestLane = lane;
         bestAdmission = admission;
       }
@@ -59,22 +70,80 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
     if (!bestCall.valid())
       return std::nullopt;
     CallQueues &queue = queues[bestCall];
+    std::optional<Batch> batch;
     if (bestLane == Lane::Fresh) {
       std::vector<QueuedGrain> taken;
       const size_t limit =
           static_cast<size_t>(std::max<int64_t>(1, planCall(bestCall).options.batch));
       taken.reserve(limit);
       queue.fresh.pop(limit, live, taken);
-      return dispatch(bestCall, std::move(taken), BatchRecovery{});
+      batch = dispatch(bestCall, std::move(taken), BatchRecovery{});
+    } else {
+      std::deque<PendingBatch> &lane = bestLane == Lane::Retry ? queue.retry : queue.deferred;
+      PendingBatch pending = std::move(lane.front());
+      lane.pop_front();
+      // Grains sealed by a barrier while they waited are no longer part of the batch.
+      std::erase_if(pending.grains, [&](const QueuedGrain &grain) { return !isLive(grain); });
+      if (pending.grains.empty())
+        continue;
+      batch = dispatch(bestCall, std::move(pending.grains), pending.recovery);
     }
-    std::deque<PendingBatch> &lane = bestLane == Lane::Retry ? queue.retry : queue.deferred;
-    PendingBatch pending = std::move(lane.front());
-    lane.pop_front();
-    // Grains sealed by a barrier while they waited are no longer part of the batch.
-    std::erase_if(pending.grains, [&](const QueuedGrain &grain) { return !isLive(grain); });
-    if (!pending.grains.empty())
-      return dispatch(bestCall, std::move(pending.grains), pending.recovery);
+    OutstandingBatch &record = outstanding.at(batch->id);
+    uint64_t growth = 0;
+    budgetRank(bestCall, batch->grains.size(), growth);
+    record.reservedBytes = growth;
+    memory.reserved += growth;
+    return batch;
   }
+}
+
+size_t LineageEngine::State::pendingGrains(const CallQueues &queue, Lane lane, CallId call) const {
+  switch (lane) {
+  case Lane::Retry:
+    return queue.retry.front().grains.size();
+  case Lane::Deferred:
+    return queue.deferred.front().grains.size();
+  default:
+    return static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(1, planCall(call).options.batch),
+                                                 int64_t(loads[call].ready)));
+  }
+}
+
+BudgetRank LineageEngine::State::budgetRank(CallId call, size_t grainCount,
+                                            uint64_t &growth) const {
+  growth = 0;
+  if (memory.limit == 0)
+    return BudgetRank::Fits;
+  const CallLoad &load = loads[call];
+  const uint64_t committed = memory.held() + memory.reserved;
+  // Over the budget a batch that may add bytes waits for the batches in flight (they may give
+  // bytes back); when nothing at all is in flight one runs, so that the run never stalls, and
+  // a Call not measured yet goes before one known to add bytes (it may be the consumer).
+  const bool idle = outstanding.empty();
+  if (load.measuredGrains == 0) {
+    // Until its first batch is back a Call runs one batch at a time, unless the budget is
+    // nearly empty: its first wave could be any size.
+    if (committed < memory.limit / 8 || (committed < memory.limit && load.inFlight == 0))
+      return BudgetRank::Fits;
+    return idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack;
+  }
+  const double in = double(load.inputBytes) / double(load.measuredGrains);
+  const double out = double(load.outputBytes) / double(load.measuredGrains);
+  bool releasesInputs = false;
+  for (NodeId node : layout.calls[call].nodes)
+    releasesInputs = releasesInputs || !nodeLayout(node).releasedWhenDone.empty();
+  const double perGrain = out - (releasesInputs ? in : 0.0);
+  // A Call that gives back more than it takes drains the budget: it always runs.
+  if (perGrain <= 0)
+    return BudgetRank::Fits;
+  growth = static_cast<uint64_t>(perGrain * double(grainCount));
+  return committed + growth <= memory.limit ? BudgetRank::Fits
+         : idle                             ? BudgetRank::Grows
+                                            : BudgetRank::HeldBack;
+}
+
+void LineageEngine::State::unreserve(const OutstandingBatch &batch) {
+  memory.reserved -= std::min(memory.reserved, batch.reservedBytes);
 }
 
 Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queued,
@@ -103,6 +172,9 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
       batch.inputs.push_back(inputItem(entry.entity, NodeId(node.inputs[position])).value);
     record.generations.push_back(grain.generation);
   }
+  if (memory.limit > 0)
+    for (const Value &input : batch.inputs)
+      record.inputBytes += heldBytes(input);
   record.grains = std::move(queued);
   outstanding.emplace(batch.id, std::move(record));
   ++stats.batchesDispatched;
@@ -132,6 +204,7 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   }
   OutstandingBatch batch = std::move(found->second);
   outstanding.erase(found);
+  unreserve(batch);
   const std::string &callName = planCall(batch.call).name;
   if (report.batchError) {
     ++stats.batchErrors;
@@ -200,7 +273,15 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     causes[j] = recordFailure(entity, FailureKind::GroupFailure, batch.call, entry.message);
     installBarrier(entity, batch.call, causes[j]);
   }
-  // 4. Publish, then propagate once.
+  // 4. Publish, then propagate once. What the grains gave back is measured for the budget.
+  if (memory.limit > 0) {
+    CallLoad &load = loads[batch.call];
+    load.measuredGrains += count;
+    load.inputBytes += batch.inputBytes;
+    for (size_t j = 0; j < count; ++j)
+      if (report.grains[entryOf[j]].kind == RowResultKind::Value)
+        load.outputBytes += heldBytes(report.grains[entryOf[j]].value);
+  }
   for (size_t j = 0; j < count; ++j) {
     if (!current[j])
       continue;
@@ -340,6 +421,7 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
     return false;
   OutstandingBatch batch = std::move(found->second);
   outstanding.erase(found);
+  unreserve(batch);
   ++stats.infrastructureFailures;
   if (batch.recovery.infrastructureAttempts >= options.infrastructureRetries) {
     failGrains(batch, FailureKind::Infrastructure,

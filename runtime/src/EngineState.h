@@ -113,10 +113,18 @@ struct OutstandingBatch {
   BatchRecovery recovery;
   std::vector<QueuedGrain> grains;
   std::vector<uint32_t> generations;
+  /// Bytes of its inputs, and the growth of the bytes held reserved for it (MemoryAccount).
+  uint64_t inputBytes = 0;
+  uint64_t reservedBytes = 0;
 };
 
 /// A Call's dispatch lanes, in priority order (None: nothing to dispatch).
 enum class Lane : uint8_t { Retry, Fresh, Deferred, None };
+
+/// What the byte budget says of a Call's next batch, best first: it fits (or gives bytes back);
+/// over the budget with nothing in flight, a Call not measured yet, then one that adds bytes;
+/// held back.
+enum class BudgetRank : uint8_t { Fits, Unmeasured, Grows, HeldBack };
 
 struct CallQueues {
   ReadyQueue fresh;
@@ -132,6 +140,20 @@ std::optional<std::string> evaluateDomainFreeNodes(const plan::Plan &plan, const
 /// An expression's failure for the errors journal: "file.orch:LINE:COL: why", naming the Json
 /// field a cast checked.
 std::string describeComputeFailure(const plan::Plan &plan, NodeId node, const std::string &why);
+
+/// What a value counts for in the byte budget (nothing for an absent value).
+inline uint64_t heldBytes(const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::Null:
+    return 0;
+  case Value::Kind::Bool:
+  case Value::Kind::Int:
+  case Value::Kind::Float:
+    return 16; // as approximateBytes counts a scalar, without the call
+  default:
+    return approximateBytes(value);
+  }
+}
 
 /// A slot of `pool`: a freed one when there is one, else a new one at the end.
 template <typename IdT, typename T>
@@ -236,6 +258,7 @@ struct LineageEngine::State {
   IdVector<DomainId, std::vector<ParkedReduce>> parked;
 
   EngineStats stats;
+  MemoryAccount memory;
 
   // Plan and layout tables by typed id.
   const plan::PlanNode &planNode(NodeId node) const { return plan.nodes[node.index]; }
@@ -259,6 +282,10 @@ struct LineageEngine::State {
   /// Records a failure under `entity`'s root (no Call: `call` is none); returns its index there.
   uint32_t recordFailure(EntityId entity, FailureKind kind, CallId call, std::string message);
   void setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value, uint32_t cause);
+  /// Drops the values of `node`'s inputs that nothing else reads (NodeLayout::releasedWhenDone).
+  void releaseConsumedInputs(EntityId entity, NodeId node);
+  void holdBytes(uint64_t bytes);
+  void releaseBytes(uint64_t bytes);
   void setPhase(Grain &grain, NodeId node, GrainPhase to);
 
   // Propagation (LineageEngine.cpp).
@@ -305,6 +332,13 @@ struct LineageEngine::State {
   /// The grain is still the one dispatched: its root did not finish early since.
   bool isStillInFlight(const QueuedGrain &queued) const;
   std::optional<Batch> reserve(const std::function<bool(uint32_t)> &mayRun);
+  /// How many grains `call`'s next batch from `lane` would hold, at most.
+  size_t pendingGrains(const CallQueues &queue, Lane lane, CallId call) const;
+  /// Whether the byte budget lets `call` dispatch a batch of up to `grains` grains now, and how
+  /// urgently; the growth to reserve for it in `growth`.
+  BudgetRank budgetRank(CallId call, size_t grains, uint64_t &growth) const;
+  /// A committed or lost batch no longer needs its reserved growth.
+  void unreserve(const OutstandingBatch &batch);
   Batch dispatch(CallId call, std::vector<QueuedGrain> grains, BatchRecovery recovery);
   CommitResult commit(const BatchReport &report);
   CommitResult handleBatchError(OutstandingBatch batch, const std::string &message);

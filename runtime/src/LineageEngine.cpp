@@ -76,6 +76,7 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
     queues.push_back(
         CallQueues{ReadyQueue(options.readyOrder, options.batching, options.seed + c), {}, {}});
   loads.resize(plan.calls.size());
+  memory.limit = options.memoryLimitBytes;
   domainFree.resize(plan.nodes.size());
   if (std::optional<std::string> problem = evaluateDomainFreeNodes(plan, layout, domainFree))
     engineInvariantFailed("a constant expression failed after checkPlanRunnable: " + *problem);
@@ -272,8 +273,30 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   item.outcome = outcome;
   item.value = std::move(value);
   item.cause = cause;
+  holdBytes(heldBytes(item.value));
+  if (planNode(node).kind == NodeKind::Invoke)
+    releaseConsumedInputs(entity, node);
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
+}
+
+void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
+  for (NodeId input : nodeLayout(node).releasedWhenDone) {
+    Item &item = itemOf(entity, input);
+    releaseBytes(heldBytes(item.value));
+    item.value = Value();
+  }
+}
+
+void LineageEngine::State::holdBytes(uint64_t bytes) {
+  memory.items += bytes;
+  memory.peak = std::max(memory.peak, memory.held());
+}
+
+void LineageEngine::State::releaseBytes(uint64_t bytes) {
+  if (bytes > memory.items)
+    engineInvariantFailed("more bytes released than held");
+  memory.items -= bytes;
 }
 
 void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
@@ -787,8 +810,11 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
       expansions[expansion] = Expansion{};
       freeExpansions.push_back(expansion);
     }
-    for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i)
-      items[entity.items + i].value = Value();
+    for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
+      Value &value = items[entity.items + i].value;
+      releaseBytes(heldBytes(value));
+      value = Value();
+    }
     for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
       Grain &grain = grains[entity.grains + g];
       const NodeId node = shape.invokes[g];
@@ -847,6 +873,7 @@ void LineageEngine::State::abortRun(const std::string &reason) {
 
 void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &reason) {
   outstanding.clear();
+  memory.reserved = 0;
   for (CallQueues &queue : queues) {
     queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
     queue.retry.clear();
@@ -877,9 +904,22 @@ bool LineageEngine::canAdmit() const {
   const State &s = *state_;
   if (s.admissionClosed)
     return false;
-  if (s.abortReason)
+  // The flat-record baseline admits everything: its reduces wait for the whole child domain.
+  if (s.abortReason || s.options.gather == GatherMode::GlobalBarrier)
     return true;
-  return s.options.gather == GatherMode::GlobalBarrier || s.liveRootCount < s.options.maxLiveRoots;
+  // Over the byte budget the roots already started finish first (one always runs).
+  if (s.memory.limit > 0 && s.liveRootCount > 0 &&
+      s.memory.held() + s.memory.reserved >= s.memory.limit)
+    return false;
+  return s.liveRootCount < s.options.maxLiveRoots;
+}
+
+const MemoryAccount &LineageEngine::memory() const { return state_->memory; }
+
+void LineageEngine::setExternalBytes(uint64_t bytes) {
+  State &s = *state_;
+  s.memory.external = bytes;
+  s.memory.peak = std::max(s.memory.peak, s.memory.held());
 }
 
 uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {

@@ -86,6 +86,22 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
   for (NodeId n : layout.nodes.ids())
     if (layout.nodes[n].sinkInput)
       ++layout.domains[DomainId(plan.nodes[n.index].domain)].pendingSinkInputs;
+  for (NodeId n : layout.nodes.ids()) {
+    const plan::PlanNode &node = plan.nodes[n.index];
+    if (node.kind != NodeKind::Invoke)
+      continue;
+    for (uint32_t input : node.inputs) {
+      const plan::PlanNode &read = plan.nodes[input];
+      const bool onlyThisGrain = read.consumers.size() == 1 && read.consumers[0] == n.index &&
+                                 read.sinks.empty() && !layout.nodes[NodeId(input)].sinkInput;
+      // A source row stays: it names its row in failure reports.
+      if (onlyThisGrain && read.domain == node.domain && read.kind != NodeKind::Source &&
+          std::find(layout.nodes[n].releasedWhenDone.begin(),
+                    layout.nodes[n].releasedWhenDone.end(),
+                    NodeId(input)) == layout.nodes[n].releasedWhenDone.end())
+        layout.nodes[n].releasedWhenDone.push_back(NodeId(input));
+    }
+  }
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;

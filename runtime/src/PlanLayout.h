@@ -50,6 +50,10 @@ struct NodeLayout {
   bool sinkInput = false;
   /// Compute: its operation.
   plan::ComputeOp compute = plan::ComputeOp::Add;
+  /// Invoke: inputs whose values nothing else reads (this grain is their only consumer, in its
+  /// own domain, and no sink reads them): dropped once this grain's item is set, so that a
+  /// rendered page does not outlive its OCR.
+  std::vector<NodeId> releasedWhenDone;
 };
 
 struct CallLayout {

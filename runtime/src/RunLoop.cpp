@@ -97,11 +97,15 @@ public:
       case State::Saturated:
         calls[c].saturatedSeconds += lasted;
         break;
+      case State::HeldBack:
+        calls[c].heldBackSeconds += lasted;
+        break;
       }
       const CallLoad &load = engine.callLoad(c);
-      state_[c] = load.ready > 0      ? State::Saturated
-                  : load.inFlight > 0 ? State::Active
-                                      : State::Idle;
+      state_[c] = load.ready > 0 && load.heldBackNow ? State::HeldBack
+                  : load.ready > 0                   ? State::Saturated
+                  : load.inFlight > 0                ? State::Active
+                                                     : State::Idle;
       if (state_[c] != State::Idle) {
         calls[c].starvedSeconds += idle_[c];
         idle_[c] = 0;
@@ -110,7 +114,7 @@ public:
   }
 
 private:
-  enum class State { Idle, Active, Saturated };
+  enum class State { Idle, Active, Saturated, HeldBack };
   std::vector<State> state_;
   std::vector<double> idle_;
   SteadyClock::time_point last_ = SteadyClock::now();
@@ -164,6 +168,9 @@ public:
     waiting_.clear();
     waitingBytes_ = 0;
   }
+
+  /// Bytes of the rows of finished roots waiting for an earlier one.
+  uint64_t waitingBytes() const { return waitingBytes_; }
 
   /// Finished roots waiting for an earlier one (with `order: "source"`): admission pauses
   /// while there are as many as live roots may be, which bounds the buffer.
@@ -515,6 +522,8 @@ private:
       dispatch();
       times.sample(engine, summary_.calls);
       outputs_->deliver(engine.takeFinishedRoots(), elapsed());
+      engine.setExternalBytes(outputs_->waitingBytes());
+      sampleBytesHeld();
       if (options_.onProgress && SteadyClock::now() >= nextProgress) {
         nextProgress = SteadyClock::now() + options_.progressInterval;
         options_.onProgress(progress());
@@ -603,9 +612,27 @@ private:
     }
   }
 
+  /// Bytes held over time for the report, every 100 ms at most; every other point goes when
+  /// there are too many, and the interval doubles.
+  void sampleBytesHeld() {
+    const double now = elapsed();
+    if (!summary_.bytesHeld.empty() && now - summary_.bytesHeld.back().first < bytesInterval_)
+      return;
+    summary_.bytesHeld.emplace_back(now, engine_->memory().held());
+    if (summary_.bytesHeld.size() > kBytesHeldPoints) {
+      size_t kept = 0;
+      for (size_t i = 0; i < summary_.bytesHeld.size(); i += 2)
+        summary_.bytesHeld[kept++] = summary_.bytesHeld[i];
+      summary_.bytesHeld.resize(kept);
+      bytesInterval_ *= 2;
+    }
+  }
+
   /// The engine's counters and the executor's account into the summary.
   void account() {
     const LineageEngine &engine = *engine_;
+    summary_.memoryLimit = engine.memory().limit;
+    summary_.peakBytesHeld = engine.memory().peak;
     if (engine.abortReason() && !summary_.error)
       summary_.error = "run aborted: " + *engine.abortReason();
     summary_.engine = engine.stats();
@@ -655,6 +682,8 @@ private:
   std::optional<Admission> admission_;
   std::optional<Outputs> outputs_;
   CallDeadlines deadlines_;
+  static constexpr size_t kBytesHeldPoints = 2000;
+  double bytesInterval_ = 0.1;
 };
 
 } // namespace

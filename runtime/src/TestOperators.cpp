@@ -227,6 +227,56 @@ private:
   std::shared_ptr<TestOperatorLog> log_;
 };
 
+/// A Bytes value of `bytes` bytes: its input's text repeated (so that a checksum tells inputs
+/// apart).
+class BlobOperator : public Operator {
+public:
+  BlobOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), bytes_(std::max<int64_t>(0, config.intConstant("bytes"))),
+        log_(std::move(log)) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    for (const OperatorRow &row : rows) {
+      const std::string seed = row.inputs[0].str() + ";";
+      std::string data(static_cast<size_t>(bytes_), '\0');
+      for (size_t i = 0; i < data.size(); ++i)
+        data[i] = seed[i % seed.size()];
+      results.push_back(RowResult::ok(Value::bytes(std::move(data))));
+    }
+  }
+
+private:
+  std::string name_;
+  int64_t bytes_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
+class ChecksumOperator : public Operator {
+public:
+  ChecksumOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), log_(std::move(log)) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    for (const OperatorRow &row : rows) {
+      const Value &value = row.inputs[0];
+      const std::string text = value.kind() == Value::Kind::Bytes    ? value.asBytes()
+                               : value.kind() == Value::Kind::String ? value.asString()
+                                                                     : value.str();
+      uint64_t hash = 14695981039346656037ull;
+      for (unsigned char c : text)
+        hash = (hash ^ c) * 1099511628211ull;
+      // Positive, so that JSON readers in any language read it exactly.
+      results.push_back(RowResult::ok(Value::integer(int64_t(hash >> 11))));
+    }
+  }
+
+private:
+  std::string name_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
 template <typename T> OperatorFactory factoryOf(std::shared_ptr<TestOperatorLog> log) {
   return [log](const OperatorConfig &config) { return std::make_unique<T>(config, log); };
 }
@@ -240,6 +290,8 @@ void registerTestOperators(OperatorRegistry &registry, std::shared_ptr<TestOpera
   registry.addTransform("test.sleep", factoryOf<SleepOperator>(log));
   registry.addTransform("test.fail", factoryOf<FailOperator>(log));
   registry.addTransform("test.identity", factoryOf<IdentityOperator>(log));
+  registry.addTransform("test.blob", factoryOf<BlobOperator>(log));
+  registry.addTransform("test.checksum", factoryOf<ChecksumOperator>(log));
 }
 
 } // namespace orch::runtime

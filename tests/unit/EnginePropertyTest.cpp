@@ -360,7 +360,7 @@ void checkOrdinalOrder(const RootResult &root, const std::string &where) {
 TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   constexpr int kPlans = 600;
   int compared = 0, withFailures = 0, withLosses = 0, nested = 0, withFilters = 0,
-      withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0;
+      withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0, withBudget = 0;
   for (int seed = 1; seed <= kPlans; ++seed) {
     Random random(static_cast<uint64_t>(seed) * 7919);
     const std::string program = ProgramGenerator(random).generate();
@@ -390,6 +390,10 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     engineOptions.probeFirst = chance(random, 0.3);
     engineOptions.infrastructureRetries = 1000;
     engineOptions.seed = static_cast<uint64_t>(seed);
+    // A byte budget, often smaller than one value: outputs never depend on it, nor does the
+    // run stall.
+    engineOptions.memoryLimitBytes = chance(random, 0.4) ? uint64_t(pick(random, 1, 2048)) : 0;
+    withBudget += engineOptions.memoryLimitBytes > 0;
     testing::DriverOptions driverOptions;
     driverOptions.seed = static_cast<uint64_t>(seed);
     driverOptions.maxInFlight = static_cast<size_t>(pick(random, 1, 8));
@@ -427,6 +431,7 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   }
   // The generator must actually exercise what the property is about.
   EXPECT_GT(compared, 1000);
+  EXPECT_GT(withBudget, 150);
   EXPECT_GT(withFailures, 100);
   EXPECT_GT(withLosses, 100);
   EXPECT_GT(nested, 100);

@@ -143,7 +143,8 @@ std::string timeChart(const Json &metrics) {
   };
   const Part parts[] = {{"active_seconds", "active", "#59a14f"},
                         {"saturated_seconds", "saturated", "#e15759"},
-                        {"starved_seconds", "starved", "#edc948"}};
+                        {"starved_seconds", "starved", "#edc948"},
+                        {"held_back_seconds", "held back (memory)", "#b07aa1"}};
   const int left = 170, width = 560, lane = 26, top = 28;
   std::ostringstream svg;
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 200 << "' height='"

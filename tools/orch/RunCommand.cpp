@@ -3,6 +3,7 @@
 #include "RunCommand.h"
 
 #include "ErrorsJournal.h"
+#include "MemoryLimit.h"
 #include "ProcessControl.h"
 #include "ProgressDisplay.h"
 #include "RunReports.h"
@@ -193,6 +194,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     }
     out << "; saturated " << llvm::format("%.2f", call.saturatedSeconds) << " s, starved "
         << llvm::format("%.2f", call.starvedSeconds) << " s";
+    if (call.heldBackSeconds >= 0.005)
+      out << ", held back by the memory limit " << llvm::format("%.2f", call.heldBackSeconds)
+          << " s";
     if (call.retries || call.skipped || call.suppressedByBarrier || call.cancelled || stale[c])
       out << ", " << call.retries << " retries, " << stale[c] << " stale, " << call.skipped
           << " skipped, " << call.suppressedByBarrier << " suppressed, " << call.cancelled
@@ -213,6 +217,10 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.staleReports << " stale reports\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
+  out << "orch:   memory: at most " << formatMemory(summary.peakBytesHeld) << " of values held";
+  if (summary.memoryLimit > 0)
+    out << " (limit " << formatMemory(summary.memoryLimit) << ")";
+  out << "\n";
   if (summary.reorderPeakRows > 0)
     out << "orch:   source order: at most " << summary.reorderPeakRows
         << " finished source rows waited for an earlier one (about "

@@ -153,6 +153,11 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   const FinishTimes finish = finishTimes(recorder);
   json["row_finish_seconds"] = {
       {"first", finish.first}, {"median", finish.median}, {"last", finish.last}};
+  json["memory"] = {{"limit_bytes", summary.memoryLimit},
+                    {"peak_bytes_held", summary.peakBytesHeld}};
+  json["bytes_held"] = Json::array();
+  for (const auto &[seconds, bytes] : summary.bytesHeld)
+    json["bytes_held"].push_back({seconds, bytes});
   const runtime::EngineStats &engine = summary.engine;
   json["engine"] = {{"grain_transitions", engine.grainTransitions},
                     {"grains_run", engine.grainsRun},
@@ -215,6 +220,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
          {"active_seconds", call.activeSeconds},
          {"saturated_seconds", call.saturatedSeconds},
          {"starved_seconds", call.starvedSeconds},
+         {"held_back_seconds", call.heldBackSeconds},
          {"outcomes", outcomeMap},
          {"replicas", replicaList}});
   }

@@ -1,6 +1,7 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
 #include "KeygenCommand.h"
+#include "MemoryLimit.h"
 #include "OperatorsCommand.h"
 #include "ProcessControl.h"
 #include "ReportCommand.h"
@@ -76,6 +77,11 @@ static cl::list<std::string> setParams("set", cl::desc("Override a param: --set 
 static cl::opt<unsigned> maxLiveRoots("max-live-roots",
                                       cl::desc("Source rows admitted but unfinished at most"),
                                       cl::init(4096), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string>
+    memoryLimit("memory-limit",
+                cl::desc("Bytes of values the run holds at most, e.g. 2GiB, 0 for no limit "
+                         "(default: half the machine's memory; docs/runtime.md)"),
+                cl::value_desc("size"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<ReadyOrder>
     readyOrder("ready-order", cl::desc("Order of each Call's ready queue"),
                cl::init(ReadyOrder::Fifo),
@@ -210,6 +216,15 @@ static int runCommand() {
   options.liveness = liveness;
   options.depth = depth;
   options.engine.maxLiveRoots = maxLiveRoots;
+  if (memoryLimit.getNumOccurrences() == 0) {
+    options.engine.memoryLimitBytes = orch::defaultMemoryLimit();
+  } else if (std::optional<uint64_t> bytes = orch::parseMemoryLimit(memoryLimit)) {
+    options.engine.memoryLimitBytes = *bytes;
+  } else {
+    llvm::errs() << "orch: error: --memory-limit expects a size such as 2GiB, 512MiB or 0, got '"
+                 << memoryLimit << "'\n";
+    return orch::kRunCannotRun;
+  }
   options.engine.readyOrder = readyOrder;
   options.engine.batching = batching;
   options.engine.gather = gather;

@@ -203,6 +203,9 @@ struct EngineOptions {
   uint32_t maxLiveRoots = 4096;
   /// Re-runs of a batch after infrastructure failures (lost worker, timeout).
   uint32_t infrastructureRetries = 3;
+  /// The byte budget of values held for the run (0: none). Above it nothing is admitted and a
+  /// Call whose batches would add bytes waits unless it has none in flight (docs/runtime.md).
+  uint64_t memoryLimitBytes = 0;
   /// Seed of the Unordered ready order.
   uint64_t seed = 1;
 };
@@ -243,6 +246,29 @@ struct CallLoad {
   uint64_t suppressedByBarrier = 0;
   /// Grains cancelled because their root finished early or the run was aborted.
   uint64_t cancelled = 0;
+  /// Bytes its grains took in and gave back, over the grains committed with a value: what a
+  /// batch of it is expected to add to the bytes held.
+  uint64_t measuredGrains = 0;
+  uint64_t inputBytes = 0;
+  uint64_t outputBytes = 0;
+  /// At the last reservation it had work and the byte budget held it back (docs/runtime.md).
+  bool heldBackNow = false;
+};
+
+/// Bytes of values the run holds (EngineOptions::memoryLimitBytes): engine items, plus what the
+/// caller adds (rows waiting to be written in order).
+struct MemoryAccount {
+  uint64_t limit = 0;
+  /// Values of engine items (each item's value counted whole: a payload two items share
+  /// counts twice, so the account errs on the safe side).
+  uint64_t items = 0;
+  /// What the caller holds and reports (setExternalBytes).
+  uint64_t external = 0;
+  /// Expected growth of the batches in flight, reserved when they were dispatched.
+  uint64_t reserved = 0;
+  /// The most `held()` has been.
+  uint64_t peak = 0;
+  uint64_t held() const { return items + external; }
 };
 
 } // namespace orch::runtime

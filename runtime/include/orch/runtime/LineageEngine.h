@@ -79,6 +79,11 @@ public:
   size_t liveRoots() const;
   const EngineStats &stats() const;
   const CallLoad &callLoad(uint32_t call) const;
+  /// The bytes of values held, against the byte budget (EngineOptions::memoryLimitBytes).
+  const MemoryAccount &memory() const;
+  /// Bytes the caller holds for the run (rows waiting to be written in order): they count
+  /// against the budget too.
+  void setExternalBytes(uint64_t bytes);
   /// Approximate bytes of engine state held now (entities, items, grains, expansions, queues),
   /// not counting value payloads.
   size_t stateBytes() const;

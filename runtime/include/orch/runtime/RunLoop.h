@@ -90,6 +90,8 @@ struct CallSummary {
   double activeSeconds = 0;
   double saturatedSeconds = 0;
   double starvedSeconds = 0;
+  /// Input waiting and a replica free, but the byte budget held it back (docs/runtime.md).
+  double heldBackSeconds = 0;
 };
 
 /// What one sink wrote in this run.
@@ -122,6 +124,11 @@ struct RunSummary {
   /// at once, and about how much memory their rows took.
   uint64_t reorderPeakRows = 0;
   uint64_t reorderPeakBytes = 0;
+  /// The byte budget (0: none), the most bytes of values held at once, and bytes held over
+  /// time: (seconds, bytes) at most every 100 ms (thinned to at most 2,000 points).
+  uint64_t memoryLimit = 0;
+  uint64_t peakBytesHeld = 0;
+  std::vector<std::pair<double, uint64_t>> bytesHeld;
   /// Source rows an earlier run of this journal had finished, not run again.
   uint64_t resumedRows = 0;
   bool resumed = false;

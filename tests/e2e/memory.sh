@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `orch run --memory-limit` with worker processes: a fast producer of 256 KiB values (a stand-in
+# for rendered pages) and a slow consumer; the same outputs with and without a budget smaller
+# than the values of a few parents, the bytes held within the budget (plus the first wave of
+# batches), and the account in the summary, the metrics and the report.
+set -euo pipefail
+: "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
+# shellcheck source=lib/checks.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
+python=/usr/bin/python3
+
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+cd "$workdir"
+for i in $(seq 0 11); do echo "{\"id\": $i, \"n\": 30}"; done >rows.jsonl
+cat >blobs.orch <<'ORCH'
+pipeline blobs;
+source rows = jsonl("rows.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+images = test.blob(pages, bytes: 262144) { batch: 4, replicas: 3 };
+sums = test.checksum(test.sleep(images, ms: 2)) { batch: 2 };
+sink jsonl(path: "out/sums.jsonl", record: { id: rows.id, sums: reduce(sums) });
+ORCH
+
+"$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --memory-limit 0 \
+  --metrics unbounded.json 2>unbounded.log
+sort out/sums.jsonl >unbounded.jsonl
+"$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --memory-limit 3MiB \
+  --metrics bounded.json 2>bounded.log
+sort out/sums.jsonl >bounded.jsonl
+check "the same outputs with and without the budget" cmp unbounded.jsonl bounded.jsonl
+check "... one line per source row" test "$(wc -l <bounded.jsonl)" = 12
+check "the bytes held stay within the budget, and without it they do not" $python - <<'PY'
+import json, sys
+bounded, unbounded = (json.load(open(f))["memory"] for f in ("bounded.json", "unbounded.json"))
+print(bounded, unbounded)
+# The first wave of the producer's batches runs before their size is known: 3 x 4 x 256 KiB;
+# the sleep passes its input through, so a value may be counted twice while it sleeps.
+wave = 3 * 4 * 262144
+ok = bounded["limit_bytes"] == 3 * 1048576 and bounded["peak_bytes_held"] <= 2 * (3 * 1048576 + wave)
+ok = ok and unbounded["limit_bytes"] == 0 and unbounded["peak_bytes_held"] > 2 * bounded["peak_bytes_held"]
+sys.exit(0 if ok else 1)
+PY
+check "the summary says how much was held and which Call the budget held back" \
+  grep -qE "memory: at most [0-9.]+ MiB of values held \(limit 3.0 MiB\)" bounded.log
+check "... the producer" grep -qE "call 'images'.*held back by the memory limit [0-9.]+ s" bounded.log
+check "the metrics have bytes held over time, within the peak" $python - <<'PY'
+import json, sys
+m = json.load(open("bounded.json"))
+series = m["bytes_held"]
+images = next(c for c in m["calls"] if c["name"] == "images")
+ok = len(series) >= 2 and all(b <= m["memory"]["peak_bytes_held"] for _, b in series)
+ok = ok and all(t1 <= t2 for (t1, _), (t2, _) in zip(series, series[1:]))
+ok = ok and images["held_back_seconds"] > 0
+sys.exit(0 if ok else 1)
+PY
+"$ORCH_BIN/orch" report bounded.json -o report.html
+check "the report plots the bytes held and the time held back" \
+  grep -q "held back (memory)" report.html
+check "... with the bytes chart" grep -q "#b07aa1' stroke-width" report.html
+
+"$ORCH_BIN/orch" run blobs.orch --in-process --no-journal --metrics default.json 2>default.log
+check "the default budget is half the machine's memory" $python - <<'PY'
+import json, os, sys
+limit = json.load(open("default.json"))["memory"]["limit_bytes"]
+machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+try:
+    cgroup = open("/sys/fs/cgroup/memory.max").read().strip()
+    machine = min(machine, int(cgroup)) if cgroup != "max" else machine
+except OSError:
+    pass
+sys.exit(0 if limit == machine // 2 else 1)
+PY
+
+status=0
+"$ORCH_BIN/orch" run blobs.orch --in-process --memory-limit 2XB >bad.log 2>&1 || status=$?
+check "a malformed size is refused with the forms it accepts" \
+  grep -q "memory-limit expects a size such as 2GiB, 512MiB or 0, got '2XB'" bad.log
+check "... and nothing runs" test "$status" = 1
+finish_checks
