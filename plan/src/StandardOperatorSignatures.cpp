@@ -266,10 +266,14 @@ void addTestOperators(OperatorCatalog &catalog) {
                         "a value of the given size made from its input (a stand-in for a "
                         "rendered page), for memory tests",
                         "none"));
-  catalog.add(transform("test.checksum", {input("value", any, "any value")}, integer,
-                        "a 64-bit FNV-1a hash of the value's text or bytes (a small result "
-                        "from a big input, for memory tests)",
-                        "none"));
+  catalog.add(transform(
+      "test.checksum",
+      {input("value", any, "any value"),
+       constant("ms", real, 0.0, "sleep per grain before answering (a simulated OCR kernel)")},
+      integer,
+      "a 64-bit FNV-1a hash of the value's text or bytes (a small result "
+      "from a big input, for memory tests)",
+      "none"));
 }
 
 void addSinks(OperatorCatalog &catalog) {

@@ -413,7 +413,7 @@ private:
     worker.lastHeard = worker.lastSent = Clock::now();
     const uint32_t w = static_cast<uint32_t>(workers_.size());
     // Both number workers in the order they join.
-    if (placement_->addWorker(hello.cpus, !hello.gpus.empty()) != w)
+    if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes) != w)
       throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;

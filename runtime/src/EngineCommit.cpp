@@ -144,6 +144,7 @@ BudgetRank LineageEngine::State::budgetRank(CallId call, size_t grainCount,
 
 void LineageEngine::State::unreserve(const OutstandingBatch &batch) {
   memory.reserved -= std::min(memory.reserved, batch.reservedBytes);
+  memory.inFlight -= std::min(memory.inFlight, batch.inputBytes);
 }
 
 Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queued,
@@ -172,9 +173,12 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
       batch.inputs.push_back(inputItem(entry.entity, NodeId(node.inputs[position])).value);
     record.generations.push_back(grain.generation);
   }
-  if (memory.limit > 0)
+  if (memory.limit > 0) {
     for (const Value &input : batch.inputs)
       record.inputBytes += heldBytes(input);
+    memory.inFlight += record.inputBytes;
+    memory.peak = std::max(memory.peak, memory.held());
+  }
   record.grains = std::move(queued);
   outstanding.emplace(batch.id, std::move(record));
   ++stats.batchesDispatched;

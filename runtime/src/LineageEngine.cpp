@@ -874,6 +874,7 @@ void LineageEngine::State::abortRun(const std::string &reason) {
 void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &reason) {
   outstanding.clear();
   memory.reserved = 0;
+  memory.inFlight = 0;
   for (CallQueues &queue : queues) {
     queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
     queue.retry.clear();

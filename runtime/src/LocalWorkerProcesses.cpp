@@ -2,6 +2,7 @@
 #include "LocalWorkerProcesses.h"
 
 #include "orch/runtime/GpuPlacement.h"
+#include "orch/runtime/MemorySize.h"
 
 #include <algorithm>
 #include <csignal>
@@ -51,6 +52,8 @@ void LocalWorkerProcesses::start(unsigned slot) {
     gpus += (gpus.empty() ? "" : ",") + std::to_string(device);
   if (gpus.empty())
     gpus = "none";
+  // The workers share this machine's memory.
+  const std::string memory = std::to_string(machineMemory() / std::max(1u, slots_));
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   std::vector<char *> environment;
   for (char **variable = environ; *variable; ++variable)
@@ -58,8 +61,9 @@ void LocalWorkerProcesses::start(unsigned slot) {
   for (std::string &variable : environment_)
     environment.push_back(variable.data());
   environment.push_back(nullptr);
-  const char *argv[] = {program_.c_str(), "--connect",  endpoint_.c_str(), "--name", name.c_str(),
-                        "--gpus",         gpus.c_str(), "--quiet",         "--once", nullptr};
+  const char *argv[] = {program_.c_str(), "--connect", endpoint_.c_str(), "--name",
+                        name.c_str(),     "--gpus",    gpus.c_str(),      "--memory",
+                        memory.c_str(),   "--quiet",   "--once",          nullptr};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -34,7 +34,7 @@ public:
   MessageWriter(Packer &out) : out_(out) {}
 
   void operator()(const HelloMessage &hello) {
-    begin("hello", 7);
+    begin("hello", 8);
     field("version", hello.version);
     field("worker", hello.worker);
     field("pid", hello.pid);
@@ -42,6 +42,7 @@ public:
     field("cpus", hello.cpus);
     field("gpus", hello.gpus);
     field("operators", hello.operators);
+    field("memory", hello.memoryBytes);
   }
   void operator()(const WelcomeMessage &welcome) {
     begin("welcome", 4);
@@ -228,6 +229,9 @@ Message readMessage(const Object &root) {
     for (uint32_t i = 0; i < gpus.via.array.size; ++i)
       hello.gpus.push_back(int64_t(u32(gpus.via.array.ptr[i], "a GPU index")));
     hello.operators = map.strings("operators");
+    // Optional: a worker of an earlier version does not say.
+    if (map.optional("memory"))
+      hello.memoryBytes = uint64_t(std::max<int64_t>(0, map.integer("memory")));
     return hello;
   }
   if (type == "welcome") {

@@ -14,9 +14,24 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
     }
 }
 
-uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus) {
-  workers_.push_back(Worker{cpus > 0 ? cpus : 1, hasGpus, true, {}});
+uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus, uint64_t memoryBytes) {
+  workers_.push_back(Worker{cpus > 0 ? cpus : 1, hasGpus, true, {}, memoryBytes, 0});
   return static_cast<uint32_t>(workers_.size() - 1);
+}
+
+uint64_t ReplicaPlacement::memoryHint(uint32_t replica) const {
+  return uint64_t(std::max<int64_t>(0, plan_.calls[replicas_[replica].call].options.memoryBytes));
+}
+
+bool ReplicaPlacement::hasRoomFor(uint32_t w, uint32_t replica) const {
+  const Worker &worker = workers_[w];
+  return worker.memory == 0 || worker.memoryPromised + memoryHint(replica) <= worker.memory;
+}
+
+void ReplicaPlacement::assign(uint32_t replica, uint32_t w) {
+  replicas_[replica].worker = w;
+  workers_[w].replicas.push_back(replica);
+  workers_[w].memoryPromised += memoryHint(replica);
 }
 
 void ReplicaPlacement::removeWorker(uint32_t w) {
@@ -27,6 +42,7 @@ void ReplicaPlacement::removeWorker(uint32_t w) {
     replicas_[r].queued.clear();
   }
   worker.replicas.clear();
+  worker.memoryPromised = 0;
 }
 
 std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingForGpu) {
@@ -42,6 +58,9 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
       const bool gpuB = wantsGpu && workers_[b].hasGpus;
       if (gpuA != gpuB)
         return gpuA;
+      const bool roomA = hasRoomFor(a, r), roomB = hasRoomFor(b, r);
+      if (roomA != roomB)
+        return roomA;
       return load(a) < load(b);
     };
     uint32_t best = kNoIndex;
@@ -56,8 +75,7 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
         *waitingForGpu = replicas_[r].call;
       continue;
     }
-    replicas_[r].worker = best;
-    workers_[best].replicas.push_back(r);
+    assign(r, best);
     moves.push_back(Move{r, best});
   }
   return moves;
@@ -75,14 +93,15 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
         workers_[busiest].replicas.size() < workers_[newcomer].replicas.size() + 2)
       return moves;
     std::vector<uint32_t> &hosted = workers_[busiest].replicas;
-    auto idle = std::find_if(hosted.begin(), hosted.end(),
-                             [&](uint32_t r) { return replicas_[r].queued.empty(); });
+    auto idle = std::find_if(hosted.begin(), hosted.end(), [&](uint32_t r) {
+      return replicas_[r].queued.empty() && hasRoomFor(newcomer, r);
+    });
     if (idle == hosted.end())
       return moves;
     const uint32_t r = *idle;
     hosted.erase(idle);
-    replicas_[r].worker = newcomer;
-    workers_[newcomer].replicas.push_back(r);
+    workers_[busiest].memoryPromised -= memoryHint(r);
+    assign(r, newcomer);
     moves.push_back(Move{r, newcomer, busiest});
   }
 }

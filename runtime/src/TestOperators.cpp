@@ -255,10 +255,14 @@ private:
 class ChecksumOperator : public Operator {
 public:
   ChecksumOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
-      : name_(config.name()), log_(std::move(log)) {}
+      : name_(config.name()), perRowMs_(config.constant("ms") ? config.floatConstant("ms") : 0.0),
+        log_(std::move(log)) {}
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     log_->recordBatch(name_, rows);
+    if (perRowMs_ > 0)
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(perRowMs_ * static_cast<double>(rows.size())));
     for (const OperatorRow &row : rows) {
       const Value &value = row.inputs[0];
       const std::string text = value.kind() == Value::Kind::Bytes    ? value.asBytes()
@@ -274,6 +278,7 @@ public:
 
 private:
   std::string name_;
+  double perRowMs_;
   std::shared_ptr<TestOperatorLog> log_;
 };
 

@@ -149,6 +149,7 @@ public:
     ::gethostname(host, sizeof host - 1);
     hello.host = host;
     hello.cpus = options_.cpus;
+    hello.memoryBytes = options_.memoryBytes;
     hello.gpus = options_.gpus;
     hello.operators = registry_.transformNames();
     send(hello);

@@ -77,4 +77,9 @@ status=0
 check "a malformed size is refused with the forms it accepts" \
   grep -q "memory-limit expects a size such as 2GiB, 512MiB or 0, got '2XB'" bad.log
 check "... and nothing runs" test "$status" = 1
+status=0
+"$ORCH_BIN/orch" worker --connect ipc:///nonexistent --memory lots >worker.log 2>&1 || status=$?
+check "a worker refuses a malformed --memory" \
+  grep -q "memory expects a size such as 16GiB or 512MiB, got 'lots'" worker.log
+check "... before connecting" test "$status" = 2
 finish_checks

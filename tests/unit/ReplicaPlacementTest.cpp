@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace orch::runtime {
 namespace {
 
@@ -37,6 +39,39 @@ TEST(ReplicaPlacementTest, ReplicasGoToTheWorkerWithTheFewestPerCpu) {
   placement.addWorker(2, false);
   EXPECT_EQ(placement.place().size(), 6u);
   EXPECT_EQ(loads(placement, 2), (std::vector<size_t>{2, 4})) << "two CPUs take twice as many";
+}
+
+TEST(ReplicaPlacementTest, AMemoryHintPrefersWorkersWithThatMuchMemoryLeft) {
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  plan::Plan plan = planWith({{3, false}, {2, false}});
+  plan.calls[0].options.memoryBytes = int64_t(3 * kGiB);
+  ReplicaPlacement placement(plan);
+  const uint32_t small = placement.addWorker(4, false, 4 * kGiB);
+  const uint32_t large = placement.addWorker(1, false, 8 * kGiB);
+  placement.place();
+  // By CPUs alone the small worker would take most; by memory it holds one 3 GiB replica and
+  // the large one the other two.
+  std::vector<uint32_t> where;
+  for (uint32_t r = 0; r < 3; ++r)
+    where.push_back(placement.replica(r).worker);
+  EXPECT_EQ(std::count(where.begin(), where.end(), large), 2);
+  EXPECT_EQ(std::count(where.begin(), where.end(), small), 1);
+  EXPECT_EQ(placement.memoryPromised(large), 6 * kGiB);
+  EXPECT_EQ(placement.memoryPromised(small), 3 * kGiB);
+  // Replicas without a hint are placed by CPUs as before.
+  EXPECT_EQ(placement.replica(3).worker, small);
+  EXPECT_EQ(placement.replica(4).worker, small);
+
+  // A newcomer takes idle replicas only if it has room for them.
+  const uint32_t tiny = placement.addWorker(8, false, 1 * kGiB);
+  for (const ReplicaPlacement::Move &move : placement.rebalance(tiny))
+    EXPECT_EQ(placement.replica(move.replica).call, 1u) << "a 3 GiB replica went to a 1 GiB worker";
+  placement.removeWorker(large);
+  EXPECT_EQ(placement.memoryPromised(large), 0u);
+  // Where no worker has room, the hint gives way: the replicas are placed all the same.
+  placement.place();
+  for (uint32_t r = 0; r < 5; ++r)
+    EXPECT_NE(placement.replica(r).worker, kNoIndex);
 }
 
 TEST(ReplicaPlacementTest, GpuCallsPreferGpuWorkersAndRequiredGpusWait) {

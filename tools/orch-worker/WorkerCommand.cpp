@@ -104,6 +104,7 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.endpoint = options.connect;
   worker.name = options.name;
   worker.cpus = options.cpus;
+  worker.memoryBytes = options.memoryBytes;
   worker.gpus = *gpus;
   worker.stopRequested = &stopRequested;
   worker.verbose = !options.quiet;

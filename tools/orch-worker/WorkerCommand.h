@@ -2,6 +2,7 @@
 // operator batches. It carries the runtime and the standard library, not the compiler.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace orch::tools {
@@ -13,6 +14,8 @@ struct WorkerCommandOptions {
   std::string serverKeyPath;
   std::string name;
   double cpus = 1;
+  /// Bytes of memory offered to replicas.
+  uint64_t memoryBytes = 0;
   /// "auto" (every usable CUDA device), "none", or device indexes "0,1".
   std::string gpus = "auto";
   unsigned connectTimeoutSeconds = 60;

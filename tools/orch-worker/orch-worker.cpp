@@ -2,6 +2,8 @@
 // and hands over to WorkerCommand.cpp. `orch worker ARGS` runs this program with ARGS.
 #include "WorkerCommand.h"
 
+#include "orch/runtime/MemorySize.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,6 +27,11 @@ static cl::opt<std::string> workerName("name", cl::desc("This worker's name (def
                                        cl::cat(workerCategory));
 static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
                             cl::cat(workerCategory));
+static cl::opt<std::string>
+    memory("memory",
+           cl::desc("Memory this worker offers replicas, e.g. 16GiB, against the Calls' `memory` "
+                    "hints (default: the machine's, or its cgroup's limit)"),
+           cl::value_desc("size"), cl::cat(workerCategory));
 static cl::opt<std::string> gpus("gpus",
                                  cl::desc("CUDA devices this worker offers: auto (every usable "
                                           "one), none, or indexes (0,1)"),
@@ -49,7 +56,16 @@ int main(int argc, char **argv) {
                  << " must be greater than 0\n";
     return 2;
   }
+  std::optional<uint64_t> memoryBytes = orch::runtime::machineMemory();
+  if (memory.getNumOccurrences() > 0)
+    memoryBytes = orch::runtime::parseMemorySize(memory);
+  if (!memoryBytes || *memoryBytes == 0) {
+    llvm::errs() << "orch worker: error: --memory expects a size such as 16GiB or 512MiB, got '"
+                 << memory << "'\n";
+    return 2;
+  }
   orch::tools::WorkerCommandOptions options;
+  options.memoryBytes = *memoryBytes;
   options.connect = connect;
   options.keyPath = keyPath;
   options.serverKeyPath = serverKeyPath;

@@ -3,7 +3,6 @@
 #include "RunCommand.h"
 
 #include "ErrorsJournal.h"
-#include "MemoryLimit.h"
 #include "ProcessControl.h"
 #include "ProgressDisplay.h"
 #include "RunReports.h"
@@ -13,6 +12,7 @@
 #include "orch/plan/PlanCodec.h"
 #include "orch/runtime/Coordinator.h"
 #include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/MemorySize.h"
 #include "orch/stdlib/CudaDevices.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -217,9 +217,10 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.staleReports << " stale reports\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
-  out << "orch:   memory: at most " << formatMemory(summary.peakBytesHeld) << " of values held";
+  out << "orch:   memory: at most " << runtime::formatMemory(summary.peakBytesHeld)
+      << " of values held";
   if (summary.memoryLimit > 0)
-    out << " (limit " << formatMemory(summary.memoryLimit) << ")";
+    out << " (limit " << runtime::formatMemory(summary.memoryLimit) << ")";
   out << "\n";
   if (summary.reorderPeakRows > 0)
     out << "orch:   source order: at most " << summary.reorderPeakRows

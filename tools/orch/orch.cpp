@@ -1,11 +1,12 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
 #include "KeygenCommand.h"
-#include "MemoryLimit.h"
 #include "OperatorsCommand.h"
 #include "ProcessControl.h"
 #include "ReportCommand.h"
 #include "RunCommand.h"
+
+#include "orch/runtime/MemorySize.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -217,8 +218,8 @@ static int runCommand() {
   options.depth = depth;
   options.engine.maxLiveRoots = maxLiveRoots;
   if (memoryLimit.getNumOccurrences() == 0) {
-    options.engine.memoryLimitBytes = orch::defaultMemoryLimit();
-  } else if (std::optional<uint64_t> bytes = orch::parseMemoryLimit(memoryLimit)) {
+    options.engine.memoryLimitBytes = orch::runtime::machineMemory() / 2;
+  } else if (std::optional<uint64_t> bytes = orch::runtime::parseMemorySize(memoryLimit)) {
     options.engine.memoryLimitBytes = *bytes;
   } else {
     llvm::errs() << "orch: error: --memory-limit expects a size such as 2GiB, 512MiB or 0, got '"

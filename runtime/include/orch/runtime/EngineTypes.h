@@ -255,20 +255,22 @@ struct CallLoad {
   bool heldBackNow = false;
 };
 
-/// Bytes of values the run holds (EngineOptions::memoryLimitBytes): engine items, plus what the
-/// caller adds (rows waiting to be written in order).
+/// Bytes of values the run holds (EngineOptions::memoryLimitBytes): engine items, the inputs of
+/// batches in flight, and what the caller adds (rows waiting to be written in order).
 struct MemoryAccount {
   uint64_t limit = 0;
   /// Values of engine items (each item's value counted whole: a payload two items share
   /// counts twice, so the account errs on the safe side).
   uint64_t items = 0;
+  /// Inputs of the batches in flight: copies of them travel to the workers.
+  uint64_t inFlight = 0;
   /// What the caller holds and reports (setExternalBytes).
   uint64_t external = 0;
   /// Expected growth of the batches in flight, reserved when they were dispatched.
   uint64_t reserved = 0;
   /// The most `held()` has been.
   uint64_t peak = 0;
-  uint64_t held() const { return items + external; }
+  uint64_t held() const { return items + inFlight + external; }
 };
 
 } // namespace orch::runtime

@@ -32,6 +32,8 @@ struct HelloMessage {
   double cpus = 1;
   std::vector<int64_t> gpus;
   std::vector<std::string> operators;
+  /// Bytes of memory it offers replicas (0: not said), against the Calls' `memory` hints.
+  uint64_t memoryBytes = 0;
 };
 
 /// Coordinator -> worker, the answer to HELLO: timing and the plan the replicas come from.

@@ -1,8 +1,10 @@
 // Where each Call replica lives in a distributed run: the coordinator's placement rules without
 // sockets or clocks, so that they are unit tested. Replicas go to the live worker with the
 // fewest replicas per CPU it offers; GPU Calls prefer workers with GPUs and Calls that require a
-// GPU wait for one; a newcomer takes idle replicas from the busiest workers; batches go to the
-// replica of their Call with the fewest in flight, up to `depth` each.
+// GPU wait for one; a Call's `memory` (per replica) prefers workers with that much memory left
+// of what they offer (a hint: when none has, the rules above decide); a newcomer takes idle
+// replicas from the busiest workers; batches go to the replica of their Call with the fewest in
+// flight, up to `depth` each.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -36,7 +38,10 @@ public:
 
   /// A worker joined; its index (workers are numbered in the order they join, as the
   /// coordinator numbers them).
-  uint32_t addWorker(double cpus, bool hasGpus);
+  /// `memoryBytes`: what it offers replicas (0: not said, any hint fits).
+  uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0);
+  /// The `memory` hints of the replicas on `worker`, summed.
+  uint64_t memoryPromised(uint32_t worker) const { return workers_[worker].memoryPromised; }
   /// The worker is gone: its replicas have no worker and nothing queued.
   void removeWorker(uint32_t worker);
 
@@ -64,7 +69,13 @@ private:
     bool hasGpus = false;
     bool alive = true;
     std::vector<uint32_t> replicas;
+    uint64_t memory = 0;
+    uint64_t memoryPromised = 0;
   };
+  uint64_t memoryHint(uint32_t replica) const;
+  /// `worker` has room for `replica`'s memory hint.
+  bool hasRoomFor(uint32_t worker, uint32_t replica) const;
+  void assign(uint32_t replica, uint32_t worker);
   const plan::Plan &plan_;
   std::vector<Replica> replicas_;
   std::vector<std::vector<uint32_t>> replicasOfCall_;

@@ -24,6 +24,8 @@ struct WorkerOptions {
   /// Routing identity and name in logs ("" = host:pid).
   std::string name;
   double cpus = 1;
+  /// Bytes of memory it offers replicas (0: not said), against the Calls' `memory` hints.
+  uint64_t memoryBytes = 0;
   /// The CUDA devices it offers; GPU replicas it hosts get them as GpuPlacement.h says.
   std::vector<int64_t> gpus;
   /// How long to wait for the coordinator's WELCOME before giving up.

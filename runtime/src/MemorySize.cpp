@@ -1,15 +1,16 @@
-// The byte budget's flag: parsing sizes, the default from the machine's (or cgroup's) memory.
-#include "MemoryLimit.h"
+// Memory sizes: parsing them, the machine's (or cgroup's) memory, writing them for people.
+#include "orch/runtime/MemorySize.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <unistd.h>
 
-namespace orch {
+namespace orch::runtime {
 
-std::optional<uint64_t> parseMemoryLimit(std::string_view text) {
+std::optional<uint64_t> parseMemorySize(std::string_view text) {
   struct Unit {
     std::string_view suffix;
     double scale;
@@ -46,7 +47,7 @@ std::optional<uint64_t> parseMemoryLimit(std::string_view text) {
   return std::nullopt;
 }
 
-uint64_t defaultMemoryLimit() {
+uint64_t machineMemory() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long pageSize = ::sysconf(_SC_PAGE_SIZE);
   uint64_t memory = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
@@ -54,9 +55,9 @@ uint64_t defaultMemoryLimit() {
   std::ifstream cgroup("/sys/fs/cgroup/memory.max");
   std::string limit;
   if (cgroup >> limit && limit != "max")
-    if (std::optional<uint64_t> bytes = parseMemoryLimit(limit); bytes && *bytes > 0)
+    if (std::optional<uint64_t> bytes = parseMemorySize(limit); bytes && *bytes > 0)
       memory = memory == 0 ? *bytes : std::min(memory, *bytes);
-  return memory / 2;
+  return memory;
 }
 
 std::string formatMemory(uint64_t bytes) {
@@ -72,4 +73,4 @@ std::string formatMemory(uint64_t bytes) {
   return text;
 }
 
-} // namespace orch
+} // namespace orch::runtime
