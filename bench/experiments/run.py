@@ -73,7 +73,12 @@ def batch_work(counts, per_batch, per_row, size):
     return batches * per_batch + total * per_row
 
 
-report = [f"Workload: {PARENTS} parents, {CHILDREN} children"
+MACHINE = (f"{os.cpu_count()} cores, "
+           f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB")
+results["machine"] = MACHINE
+report = [f"Machine: {MACHINE}. Date: {results['date'][:10]}. Command: `bench/experiments/run.py "
+          f"build/bin/orch OUT_DIR{' --quick' if QUICK else ''}` (`make bench`).\n",
+          f"Workload: {PARENTS} parents, {CHILDREN} children"
           + (" (--quick: 1/8 of the corpus)" if QUICK else " (the full MinerU corpus shape)") + ".\n"]
 
 # --- 1. Engine overhead -------------------------------------------------------------------
@@ -284,7 +289,9 @@ for name, label, when, flags in [("clean", "failure-free", "never", []),
             FAIL.replace("WHEN", when), ["--in-process", "--threads", "40"] + flags)
     ocr = call(m, "texts")
     never_ran = CHILDREN - ocr["grains"] if when == "poison" else 0
-    discarded = ocr["suppressed_by_barrier"] - never_ran if when == "poison" else 0
+    # Siblings sealed by the barrier or cancelled when their parent finished early, less those
+    # that never ran: the ones whose reports came back and were thrown away.
+    discarded = ocr["suppressed_by_barrier"] + ocr["cancelled"] - never_ran if when == "poison" else 0
     rows.append([label, f"{m['wall_seconds']:.2f}", f"{containment_ideal:.2f}",
                  f"{never_ran} ({100 * never_ran / siblings:.1f}%)" if when == "poison" else "-",
                  max(0, discarded) if when == "poison" else "-", m["rows"]["failed"]])

@@ -14,7 +14,10 @@ Systems alternate round by round and the median is reported.
 usage: run.py ORCH OUT_DIR   (environment: ORCH_BENCH_CACHE, default ~/.cache/orch-bench;
                               ORCH_BENCH_ROUNDS, default 3; ORCH_BENCH_ONLY, some of
                               pdf_text,ocr,video_frames: only those)"""
-import datetime, glob, json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+import datetime, difflib, glob, json, os, platform, shutil, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from texlive import texlive_pdfs  # noqa: E402
 
 ORCH, OUT = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -52,28 +55,6 @@ def timed(command, **options):
     return wall
 
 
-def texlive_pdfs():
-    """The PDFs of texlive-pictures-doc, flattened into one directory (cached)."""
-    pdfs = os.path.join(CACHE, "texlive-pictures-doc")
-    if not os.path.isdir(pdfs):
-        with tempfile.TemporaryDirectory(dir=os.path.dirname(pdfs) if os.path.isdir(CACHE) else None) as work:
-            subprocess.run(["apt-get", "download", "texlive-pictures-doc"], cwd=work, check=True,
-                           stderr=subprocess.DEVNULL)
-            deb = glob.glob(os.path.join(work, "*.deb"))[0]
-            subprocess.run(["dpkg-deb", "-x", deb, os.path.join(work, "x")], check=True)
-            staging = os.path.join(work, "pdfs")
-            os.makedirs(staging)
-            root = os.path.join(work, "x", "usr", "share", "doc", "texlive-doc")
-            for folder, _, names in os.walk(root):
-                for name in names:
-                    if name.endswith(".pdf"):
-                        relative = os.path.relpath(os.path.join(folder, name), root)
-                        shutil.move(os.path.join(folder, name), os.path.join(staging, relative.replace("/", "_")))
-            os.makedirs(CACHE, exist_ok=True)
-            shutil.move(staging, pdfs)
-    return sorted(glob.glob(os.path.join(pdfs, "*.pdf")))
-
-
 def orch_run(program, name, flags, env=None):
     path = os.path.join(OUT, name + ".orch")
     with open(path, "w") as f:
@@ -85,6 +66,7 @@ def orch_run(program, name, flags, env=None):
 
 
 def table(title, header, rows, note, command):
+    """The table's Markdown (printed too), with the machine, the date and the command."""
     lines = [f"### {title}", "", note, "",
              f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. Orch {commit()}.",
              f"Command: `{command}`", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -96,7 +78,13 @@ def table(title, header, rows, note, command):
 
 results = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "machine": machine(), "commit": commit(), "rounds": ROUNDS, "experiments": {}, "headers": {}}
-report = []
+results["markdown"] = {}
+# With ORCH_BENCH_ONLY the other benchmarks' figures of the last run are kept.
+previous = os.path.join(OUT, "results.json")
+if ONLY and os.path.exists(previous):
+    kept = json.load(open(previous))
+    for key in ("experiments", "headers", "markdown"):
+        results[key].update({k: v for k, v in kept.get(key, {}).items() if not wanted(k)})
 COMMAND = "bench/real/run.sh"
 
 # --- 1. The text layer of every page ------------------------------------------------------
@@ -145,11 +133,11 @@ def pdf_text(pdfs):
     results["headers"]["pdf_text"] = header = ["system", "median wall (s)", "rounds (s)", "pages/s",
                                                "speed vs xargs"]
     results["pdf_text_same_documents"] = [same, len(orch_pages)]
-    report.append(table("1. Text layer of every page", header, rows,
+    results["markdown"]["pdf_text"] = table("1. Text layer of every page", header, rows,
                         f"{len(pdfs)} PDFs, {pages} pages (Debian's texlive-pictures-doc: median 9 pages, "
                         f"the longest 1,321). Orch: pdf.pages → pdf.text (batch 32, {CORES} replicas) → "
                         f"reduce → JSON Lines. pdftotext writes one text file per PDF. The same text "
-                        f"page by page for {same} of {len(orch_pages)} documents.", COMMAND))
+                        f"page by page for {same} of {len(orch_pages)} documents.", COMMAND)
     return same == len(orch_pages)
 
 
@@ -208,6 +196,12 @@ def ocr(pdfs):
                 for line in open(f"{OUT}/orch_ocr.jsonl")}
     same_ocr = sum(1 for name, text in orch_ocr.items()
                    if words(open(os.path.join(ocr_texts, name + ".txt")).read()) == words(text))
+    matching = total = 0
+    for name, text in orch_ocr.items():
+        theirs = words(open(os.path.join(ocr_texts, name + ".txt")).read())
+        matcher = difflib.SequenceMatcher(None, words(text), theirs, autojunk=False)
+        matching += sum(block.size for block in matcher.get_matching_blocks())
+        total += max(len(words(text)), len(theirs))
     baseline = statistics.median(runs[f"pdftoppm + tesseract, xargs -P{CORES}"])
     rows = []
     for label, walls in runs.items():
@@ -218,13 +212,13 @@ def ocr(pdfs):
     results["headers"]["ocr"] = header = ["system", "median wall (s)", "rounds (s)", "pages/s",
                                           "speed vs xargs"]
     results["ocr_same_pages"] = [same_ocr, len(orch_ocr)]
-    report.append(table("2. OCR of rendered pages", header, rows,
+    results["markdown"]["ocr"] = table("2. OCR of rendered pages", header, rows,
                         f"{len(ocr_pages)} pages (the first {OCR_PAGES_EACH} of {OCR_DOCUMENTS} of the PDFs "
                         f"above, one PDF per page), rendered at 150 dpi and read by tesseract 5 (English, "
                         f"LSTM), OMP_THREAD_LIMIT=1. Orch: pdf.render ({CORES} replicas) → ocr.tesseract "
                         f"({CORES} replicas, one engine each, loaded once). The command line renders "
                         f"with pdftoppm and starts tesseract per page. The same words on {same_ocr} of "
-                        f"{len(orch_ocr)} pages.", COMMAND))
+                        f"{len(orch_ocr)} pages ({100 * matching / max(1, total):.2f} % of all words).", COMMAND)
     return len(orch_ocr) == len(ocr_pages)
 
 
@@ -237,22 +231,22 @@ def video_frames():
         if "median:" in line:
             video, rest = line.split("median:")
             figures = rest.replace(",", "").split()
-            rows.append([video.strip(), figures[1], figures[5], figures[-1] + "×"])
+            rows.append([video.strip(), figures[1], figures[4], figures[-1] + "×"])
     results["experiments"]["video_frames"] = rows
     results["headers"]["video_frames"] = header = ["video", "Orch frames/s", "ffmpeg frames/s",
                                                    "Orch time / ffmpeg time"]
-    report.append(table("3. Video frames", header, rows,
+    results["markdown"]["video_frames"] = table("3. Video frames", header, rows,
                         "bench/video/frames.sh: two 60 s 640x360 H.264 videos (libx264 defaults, and a "
                         "750-frame GOP), 2 s clips, 4 frames each (120 frames). Orch: video.clips → "
                         "video.frames → video.decode (batch 16, 2 replicas) → image.sharpness; ffmpeg: one "
                         "`-vf select` pass decoding the same frames to raw RGB. Below 1× Orch is faster.",
-                        COMMAND))
+                        COMMAND)
     return bool(rows)
 
 
 ok = True
 if wanted("pdf_text") or wanted("ocr"):
-    pdfs = texlive_pdfs()
+    pdfs = texlive_pdfs(CACHE)
     ok = (not wanted("pdf_text") or pdf_text(pdfs)) and ok
     ok = (not wanted("ocr") or ocr(pdfs)) and ok
 if wanted("video_frames"):
@@ -261,5 +255,6 @@ if wanted("video_frames"):
 with open(os.path.join(OUT, "results.json"), "w") as f:
     json.dump(results, f, indent=1)
 with open(os.path.join(OUT, "results.md"), "w") as f:
-    f.write("\n".join(report))
+    f.write("\n".join(results["markdown"][k] for k in ("pdf_text", "ocr", "video_frames")
+                       if k in results["markdown"]))
 sys.exit(0 if ok else 1)

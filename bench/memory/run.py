@@ -1,0 +1,138 @@
+"""What the byte budget (`orch run --memory-limit`, docs/runtime.md) holds on real data, with the
+peak resident memory of every process of the run (the coordinator and its workers, sampled
+every 20 ms from /proc):
+
+  1. pdf.render at 300 dpi -> an OCR-like consumer (test.checksum sleeping per page, slower than
+     the render) over the longest real PDF at hand, pgfmanual.pdf (1,321 pages, from Debian's
+     texlive-pictures-doc): with --memory-limit 2GiB and without a limit.
+  2. 1 parent -> 1,000,000 children through one Call, in process and with 2 worker processes.
+
+usage: run.py ORCH OUT_DIR   (environment: ORCH_BENCH_CACHE, default ~/.cache/orch-bench)"""
+import datetime, json, os, subprocess, sys, threading, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "real"))
+from texlive import texlive_pdfs  # noqa: E402
+
+ORCH, OUT = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+CACHE = os.environ.get("ORCH_BENCH_CACHE", os.path.expanduser("~/.cache/orch-bench"))
+os.makedirs(OUT, exist_ok=True)
+MiB = 1 << 20
+
+
+def tree_rss(root):
+    """Resident bytes of `root` and its descendants now."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(entry))
+            except OSError:
+                pass
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        pending += children.get(pid, [])
+        try:
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def run(name, program, flags):
+    """Runs a pipeline; returns (wall seconds, peak RSS of its process tree, metrics)."""
+    path = os.path.join(OUT, name + ".orch")
+    with open(path, "w") as f:
+        f.write(program)
+    metrics = os.path.join(OUT, name + ".metrics.json")
+    start = time.monotonic()
+    process = subprocess.Popen([ORCH, "run", path, "--quiet", "--no-journal", "--metrics", metrics] + flags,
+                               cwd=OUT, stderr=subprocess.DEVNULL)
+    peak = [0]
+
+    def sample():
+        while process.poll() is None:
+            peak[0] = max(peak[0], tree_rss(process.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    process.wait()
+    sampler.join()
+    wall = time.monotonic() - start
+    print(f"  {name}: {wall:.1f} s, peak RSS {peak[0] / MiB:.0f} MiB", file=sys.stderr, flush=True)
+    return wall, peak[0], json.load(open(metrics))
+
+
+report = [f"Machine: {os.cpu_count()} cores, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB. "
+          f"Date: {datetime.date.today().isoformat()}. Command: `bench/memory/run.sh`.\n"]
+results = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "experiments": {}, "headers": {}}
+
+# --- 1. Render at 300 dpi, an OCR-like consumer ----------------------------------------------
+manual = next(p for p in texlive_pdfs(CACHE) if p.endswith("_pgf_pgfmanual.pdf"))
+RENDER = f"""pipeline render_ocr;
+source docs = files("{manual}") as Doc;
+pages = expand(pdf.pages(docs)) as Page;
+images = pdf.render(pages, dpi: 300) {{ replicas: 2 }};
+texts = test.checksum(images, ms: 250) {{ replicas: 2 }};
+sink jsonl(path: "OUTPUT", record: {{ path: docs.path, pages: reduce(texts) }});
+"""
+header = ["run", "makespan (s)", "peak RSS, all processes", "peak bytes held", "render held back (s)",
+          "pages"]
+rows, outputs = [], {}
+for label, name, limit in [("--memory-limit 2GiB", "render_budget", "2GiB"),
+                           ("no limit", "render_unbounded", "0")]:
+    wall, rss, m = run(name, RENDER.replace("OUTPUT", os.path.join(OUT, name + ".jsonl")),
+                       ["--workers", "2", "--memory-limit", limit])
+    render = next(c for c in m["calls"] if c["name"] == "images")
+    outputs[name] = open(os.path.join(OUT, name + ".jsonl")).read()
+    rows.append([label, f"{wall:.1f}", f"{rss / MiB:,.0f} MiB", f"{m['memory']['peak_bytes_held'] / MiB:,.0f} MiB",
+                 f"{render.get('held_back_seconds', 0):.1f}", render["grains"]])
+same = outputs["render_budget"] == outputs["render_unbounded"]
+ratio = float(rows[0][1]) / float(rows[1][1])
+results["experiments"]["render_ocr"] = rows
+results["headers"]["render_ocr"] = header
+results["render_ocr_same_outputs"] = same
+report.append("### 1. Render at 300 dpi, an OCR-like consumer\n\n"
+              f"pgfmanual.pdf, {rows[0][5]} pages rendered at 300 dpi (2 replicas; about 25 MB per page) and "
+              "read by an OCR-like consumer (test.checksum sleeping 250 ms per page, 2 replicas: "
+              "slower than the render); 2 worker processes. Same outputs: "
+              f"{'yes' if same else 'NO'}; makespan with the budget / without: {ratio:.2f}.\n\n"
+              "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" +
+              "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows) + "\n")
+
+# --- 2. One parent, a million children ------------------------------------------------------
+with open(os.path.join(OUT, "million.jsonl"), "w") as f:
+    f.write('{"id": 1, "n": 1000000}\n')
+MILLION = f"""pipeline million;
+source docs = jsonl("{OUT}/million.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+done = test.identity(pages) {{ batch: 256 }};
+sink jsonl(path: "{OUT}/million_out.jsonl", record: {{ id: docs.id, pages: len(reduce(done)) }});
+"""
+header = ["executor", "wall (s)", "peak RSS, all processes", "children written"]
+rows = []
+for label, name, flags in [("in-process", "million_in_process", ["--in-process", "--threads", "2"]),
+                           ("2 worker processes", "million_workers", ["--workers", "2"])]:
+    wall, rss, m = run(name, MILLION, flags)
+    written = json.loads(open(os.path.join(OUT, "million_out.jsonl")).read())["pages"]
+    rows.append([label, f"{wall:.2f}", f"{rss / MiB:,.0f} MiB", written])
+results["experiments"]["million_children"] = rows
+results["headers"]["million_children"] = header
+report.append("### 2. One parent, a million children\n\n"
+              "test.split into 1,000,000 children, test.identity in batches of 256, reduce, "
+              "list length (the target: at most 300 MB).\n\n"
+              "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" +
+              "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows) + "\n")
+
+text = "\n".join(report)
+print(text)
+with open(os.path.join(OUT, "results.md"), "w") as f:
+    f.write(text)
+with open(os.path.join(OUT, "results.json"), "w") as f:
+    json.dump(results, f, indent=1)
+sys.exit(0 if same else 1)
