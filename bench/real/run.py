@@ -65,6 +65,20 @@ def orch_run(program, name, flags, env=None):
     return wall, json.load(open(metrics))
 
 
+SPEED_HEADER = ["system", "median wall (s)", "rounds (s)", "pages/s", "speed vs xargs"]
+
+
+def speed_rows(runs, baseline, pages, rate_format):
+    """One row per system: its median and rounds, pages/s and its speed against `baseline`."""
+    reference = statistics.median(runs[baseline])
+    rows = []
+    for label, walls in runs.items():
+        median = statistics.median(walls)
+        rows.append([label, f"{median:.2f}", " ".join(f"{w:.2f}" for w in walls),
+                     rate_format.format(pages / median), f"{reference / median:.2f}×"])
+    return rows
+
+
 def table(title, header, rows, note, command):
     """The table's Markdown (printed too), with the machine, the date and the command."""
     lines = [f"### {title}", "", note, "",
@@ -123,15 +137,9 @@ def pdf_text(pdfs):
     same = sum(1 for path, p in orch_pages.items()
                if open(os.path.join(texts, os.path.basename(path) + ".txt"), errors="replace").read()
                .split("\f")[:-1] == p)
-    xargs_median = statistics.median(runs[f"pdftotext, xargs -P{CORES}"])
-    rows = []
-    for label, walls in runs.items():
-        median = statistics.median(walls)
-        rows.append([label, f"{median:.2f}", " ".join(f"{w:.2f}" for w in walls), f"{pages / median:.0f}",
-                     f"{xargs_median / median:.2f}×"])
+    rows = speed_rows(runs, f"pdftotext, xargs -P{CORES}", pages, "{:.0f}")
     results["experiments"]["pdf_text"] = rows
-    results["headers"]["pdf_text"] = header = ["system", "median wall (s)", "rounds (s)", "pages/s",
-                                               "speed vs xargs"]
+    results["headers"]["pdf_text"] = header = SPEED_HEADER
     results["pdf_text_same_documents"] = [same, len(orch_pages)]
     results["markdown"]["pdf_text"] = table("1. Text layer of every page", header, rows,
                         f"{len(pdfs)} PDFs, {pages} pages (Debian's texlive-pictures-doc: median 9 pages, "
@@ -202,15 +210,9 @@ def ocr(pdfs):
         matcher = difflib.SequenceMatcher(None, words(text), theirs, autojunk=False)
         matching += sum(block.size for block in matcher.get_matching_blocks())
         total += max(len(words(text)), len(theirs))
-    baseline = statistics.median(runs[f"pdftoppm + tesseract, xargs -P{CORES}"])
-    rows = []
-    for label, walls in runs.items():
-        median = statistics.median(walls)
-        rows.append([label, f"{median:.2f}", " ".join(f"{w:.2f}" for w in walls),
-                     f"{len(ocr_pages) / median:.2f}", f"{baseline / median:.2f}×"])
+    rows = speed_rows(runs, f"pdftoppm + tesseract, xargs -P{CORES}", len(ocr_pages), "{:.2f}")
     results["experiments"]["ocr"] = rows
-    results["headers"]["ocr"] = header = ["system", "median wall (s)", "rounds (s)", "pages/s",
-                                          "speed vs xargs"]
+    results["headers"]["ocr"] = header = SPEED_HEADER
     results["ocr_same_pages"] = [same_ocr, len(orch_ocr)]
     results["markdown"]["ocr"] = table("2. OCR of rendered pages", header, rows,
                         f"{len(ocr_pages)} pages (the first {OCR_PAGES_EACH} of {OCR_DOCUMENTS} of the PDFs "
