@@ -664,6 +664,8 @@ void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
   if (count == 0)
     for (NodeId reduce : reduces)
       resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
+  // The children hold their elements: the list goes if nothing else reads it.
+  releaseConsumedInputs(parent, expandNode);
   if (addsSinkRows)
     sinkInputResolved(root);
 }

@@ -88,14 +88,18 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
       ++layout.domains[DomainId(plan.nodes[n.index].domain)].pendingSinkInputs;
   for (NodeId n : layout.nodes.ids()) {
     const plan::PlanNode &node = plan.nodes[n.index];
-    if (node.kind != NodeKind::Invoke)
+    if (node.kind != NodeKind::Invoke && node.kind != NodeKind::Expand)
       continue;
+    // An invoke reads items of its own entity; an expand, its parent's.
+    const uint32_t readDomain = node.kind == NodeKind::Invoke
+                                    ? node.domain
+                                    : layout.domains[DomainId(node.domain)].parent.index;
     for (uint32_t input : node.inputs) {
       const plan::PlanNode &read = plan.nodes[input];
       const bool onlyThisGrain = read.consumers.size() == 1 && read.consumers[0] == n.index &&
                                  read.sinks.empty() && !layout.nodes[NodeId(input)].sinkInput;
       // A source row stays: it names its row in failure reports.
-      if (onlyThisGrain && read.domain == node.domain && read.kind != NodeKind::Source &&
+      if (onlyThisGrain && read.domain == readDomain && read.kind != NodeKind::Source &&
           std::find(layout.nodes[n].releasedWhenDone.begin(),
                     layout.nodes[n].releasedWhenDone.end(),
                     NodeId(input)) == layout.nodes[n].releasedWhenDone.end())

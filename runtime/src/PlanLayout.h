@@ -52,7 +52,8 @@ struct NodeLayout {
   plan::ComputeOp compute = plan::ComputeOp::Add;
   /// Invoke: inputs whose values nothing else reads (this grain is their only consumer, in its
   /// own domain, and no sink reads them): dropped once this grain's item is set, so that a
-  /// rendered page does not outlive its OCR.
+  /// rendered page does not outlive its OCR. Expand: the list it expands, in the parent, when
+  /// nothing else reads it: dropped once the children hold their elements.
   std::vector<NodeId> releasedWhenDone;
 };
 

@@ -276,41 +276,61 @@ Message readMessage(const Object &root) {
 
 } // namespace
 
+namespace {
+
+/// A string's or binary's size against the limits (other scalars have none).
+std::optional<std::string> leafExceedsProtocolLimits(const Value &value) {
+  using L = ProtocolLimits;
+  if (value.kind() == Value::Kind::String && value.asString().size() > L::kStringBytes)
+    return "a string of " + std::to_string(value.asString().size()) + " bytes (at most " +
+           std::to_string(L::kStringBytes) + ")";
+  if (value.kind() == Value::Kind::Bytes && value.asBytes().size() > L::kBinaryBytes)
+    return "a byte string of " + std::to_string(value.asBytes().size()) + " bytes (at most " +
+           std::to_string(L::kBinaryBytes) + ")";
+  return std::nullopt;
+}
+
+bool isContainer(const Value &value) {
+  return value.kind() == Value::Kind::List || value.kind() == Value::Kind::Record;
+}
+
+} // namespace
+
 std::optional<std::string> exceedsProtocolLimits(const Value &root) {
   using L = ProtocolLimits;
-  std::vector<std::pair<const Value *, uint32_t>> pending{{&root, 1}};
+  const std::string tooDeep =
+      "a value nested deeper than " + std::to_string(L::kValueDepth) + " levels";
+  // Only containers wait in the work list (a list of a million numbers needs no copy of it);
+  // scalars are checked where they are met.
+  auto visit =
+      [&](const Value &value, uint32_t depth,
+          std::vector<std::pair<const Value *, uint32_t>> &pending) -> std::optional<std::string> {
+    if (depth > L::kValueDepth)
+      return tooDeep;
+    if (isContainer(value))
+      pending.emplace_back(&value, depth);
+    return leafExceedsProtocolLimits(value);
+  };
+  std::vector<std::pair<const Value *, uint32_t>> pending;
+  if (auto problem = visit(root, 1, pending))
+    return problem;
   while (!pending.empty()) {
     auto [value, depth] = pending.back();
     pending.pop_back();
-    if (depth > L::kValueDepth)
-      return "a value nested deeper than " + std::to_string(L::kValueDepth) + " levels";
-    switch (value->kind()) {
-    case Value::Kind::String:
-      if (value->asString().size() > L::kStringBytes)
-        return "a string of " + std::to_string(value->asString().size()) + " bytes (at most " +
-               std::to_string(L::kStringBytes) + ")";
-      break;
-    case Value::Kind::Bytes:
-      if (value->asBytes().size() > L::kBinaryBytes)
-        return "a byte string of " + std::to_string(value->asBytes().size()) + " bytes (at most " +
-               std::to_string(L::kBinaryBytes) + ")";
-      break;
-    case Value::Kind::List:
+    if (value->kind() == Value::Kind::List) {
       if (value->asList().size() > L::kArrayElements)
         return "a list of " + std::to_string(value->asList().size()) + " elements (at most " +
                std::to_string(L::kArrayElements) + ")";
       for (const Value &element : value->asList())
-        pending.emplace_back(&element, depth + 1);
-      break;
-    case Value::Kind::Record:
+        if (auto problem = visit(element, depth + 1, pending))
+          return problem;
+    } else {
       if (value->asRecord().size() > L::kMapEntries)
         return "a record of " + std::to_string(value->asRecord().size()) + " fields (at most " +
                std::to_string(L::kMapEntries) + ")";
       for (const auto &[name, field] : value->asRecord())
-        pending.emplace_back(&field, depth + 1);
-      break;
-    default:
-      break;
+        if (auto problem = visit(field, depth + 1, pending))
+          return problem;
     }
   }
   return std::nullopt;

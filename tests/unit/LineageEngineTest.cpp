@@ -130,6 +130,44 @@ BatchReport splitReport(const Batch &batch, int64_t children) {
   });
 }
 
+TEST(LineageEngineTest, ValuesAreHeldOnlyUntilTheirOnlyReaderIsDone) {
+  plan::Plan plan = compile(R"(
+pipeline pages;
+source docs = jsonl("in.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+texts = test.checksum(test.blob(pages, bytes: 1000) { batch: 100 }) { batch: 100 };
+sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(texts) });
+)");
+  LineageEngine engine(plan);
+  engine.admitRoot(0, row(1, 100));
+  engine.closeAdmission();
+  const uint64_t rowBytes = engine.memory().items;
+  std::optional<Batch> split = engine.reserveBatch();
+  ASSERT_TRUE(split);
+  ASSERT_EQ(engine.commit(splitReport(*split, 100)).status, CommitStatus::Committed);
+  // The list of 100 ordinals went once the 100 pages held their own: 16 bytes each.
+  EXPECT_EQ(engine.memory().items, rowBytes + 100 * 16);
+  std::optional<Batch> blobs = engine.reserveBatch();
+  ASSERT_TRUE(blobs);
+  ASSERT_EQ(
+      engine.commit(reportFor(*blobs, [](size_t) { return Value::bytes(std::string(1000, 'x')); }))
+          .status,
+      CommitStatus::Committed);
+  ASSERT_EQ(blobs->grains.size(), 100u);
+  // Each page went when its blob was made; the blobs are held.
+  EXPECT_EQ(engine.memory().items, rowBytes + 100 * (16 + 1000));
+  std::optional<Batch> sums = engine.reserveBatch();
+  ASSERT_TRUE(sums);
+  ASSERT_EQ(
+      engine.commit(reportFor(*sums, [](size_t i) { return Value::integer(int64_t(i)); })).status,
+      CommitStatus::Committed);
+  // The checksums are reduced into the row's sink row and the root finishes: nothing is held.
+  ASSERT_EQ(engine.takeFinishedRoots().size(), 1u);
+  EXPECT_EQ(engine.memory().items, 0u);
+  // At the peak the last page was still held while its blob was set.
+  EXPECT_EQ(engine.memory().peak, rowBytes + 100 * (16 + 1000) + 16);
+}
+
 TEST(LineageEngineTest, StepsThroughEveryLegalTransition) {
   plan::Plan plan = compile(kSplitJoin);
   LineageEngine engine(plan);
