@@ -55,6 +55,14 @@ def timed(command, **options):
     return wall
 
 
+def write_listing(name, paths):
+    """One path per line in OUT/name, for xargs; its path."""
+    listing = os.path.join(OUT, name)
+    with open(listing, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    return listing
+
+
 def orch_run(program, name, flags, env=None):
     path = os.path.join(OUT, name + ".orch")
     with open(path, "w") as f:
@@ -103,9 +111,7 @@ COMMAND = "bench/real/run.sh"
 
 # --- 1. The text layer of every page ------------------------------------------------------
 def pdf_text(pdfs):
-    listing = os.path.join(OUT, "pdfs.txt")
-    with open(listing, "w") as f:
-        f.write("\n".join(pdfs) + "\n")
+    listing = write_listing("pdfs.txt", pdfs)
     texts = os.path.join(OUT, "pdftotext")
     PDF_TEXT = f"""pipeline pdf_text;
     source docs = files("{os.path.dirname(pdfs[0])}/*.pdf") as Doc;
@@ -171,9 +177,7 @@ def ocr(pdfs):
                     os.remove(partial)
         os.rename(staging, ocr_dir)
     ocr_pages = sorted(glob.glob(os.path.join(ocr_dir, "*.pdf")))
-    ocr_listing = os.path.join(OUT, "ocr_pages.txt")
-    with open(ocr_listing, "w") as f:
-        f.write("\n".join(ocr_pages) + "\n")
+    ocr_listing = write_listing("ocr_pages.txt", ocr_pages)
     ocr_texts = os.path.join(OUT, "tesseract")
     OCR = f"""pipeline ocr;
     source docs = files("{ocr_dir}/*.pdf") as Doc;
