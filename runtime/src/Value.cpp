@@ -72,8 +72,9 @@ uint64_t approximateBytes(const Value &value) {
     return kPerValue + value.asBytes().size();
   case Value::Kind::List: {
     uint64_t bytes = kPerValue;
+    // Lists of numbers are common and long (a document's page ordinals): no call per number.
     for (const Value &element : value.asList())
-      bytes += approximateBytes(element);
+      bytes += element.kind() <= Value::Kind::Float ? kPerValue : approximateBytes(element);
     return bytes;
   }
   case Value::Kind::Record: {
