@@ -33,6 +33,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
     Lane bestLane = Lane::None;
     BudgetRank bestRank = BudgetRank::HeldBack;
     uint64_t bestAdmission = UINT64_MAX;
+    uint64_t bestGrowth = 0;
     for (CallId c : queues.ids()) {
       if (mayRun && !mayRun(c.index)) {
         loads[c].heldBackNow = false;
@@ -65,6 +66,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         bestRank = rank;
         bestLane = lane;
         bestAdmission = admission;
+        bestGrowth = growth;
       }
     }
     if (!bestCall.valid())
@@ -88,11 +90,9 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         continue;
       batch = dispatch(bestCall, std::move(pending.grains), pending.recovery);
     }
-    OutstandingBatch &record = outstanding.at(batch->id);
-    uint64_t growth = 0;
-    budgetRank(bestCall, batch->grains.size(), growth);
-    record.reservedBytes = growth;
-    memory.reserved += growth;
+    // Reserved as estimated for the batch chosen (at most as many grains as it took).
+    outstanding.at(batch->id).reservedBytes = bestGrowth;
+    memory.reserved += bestGrowth;
     return batch;
   }
 }
@@ -129,10 +129,7 @@ BudgetRank LineageEngine::State::budgetRank(CallId call, size_t grainCount,
   }
   const double in = double(load.inputBytes) / double(load.measuredGrains);
   const double out = double(load.outputBytes) / double(load.measuredGrains);
-  bool releasesInputs = false;
-  for (NodeId node : layout.calls[call].nodes)
-    releasesInputs = releasesInputs || !nodeLayout(node).releasedWhenDone.empty();
-  const double perGrain = out - (releasesInputs ? in : 0.0);
+  const double perGrain = out - (layout.calls[call].releasesInputs ? in : 0.0);
   // A Call that gives back more than it takes drains the budget: it always runs.
   if (perGrain <= 0)
     return BudgetRank::Fits;

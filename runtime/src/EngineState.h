@@ -167,6 +167,13 @@ IdT allocateSlot(IdVector<IdT, T> &pool, std::vector<IdT> &freed) {
   return IdT(static_cast<uint32_t>(pool.size() - 1));
 }
 
+/// Makes room for `needed` elements in `pool`: exactly that when it is more than twice the
+/// capacity (a big expansion at once), else by doubling as usual.
+template <typename Vector> void growFor(Vector &pool, size_t needed) {
+  if (needed > pool.capacity())
+    pool.reserve(std::max(needed, 2 * pool.capacity()));
+}
+
 /// Fixed-size blocks of T, one size per domain, recycled when roots finish.
 template <typename T> class BlockPool {
 public:
@@ -182,6 +189,13 @@ public:
     uint32_t start = static_cast<uint32_t>(slots_.size());
     slots_.resize(slots_.size() + size);
     return start;
+  }
+  /// Room for `blocks` more blocks of `size` without a reallocation on the way: one expansion
+  /// into a million children grows the pool once, to what it needs, not by doublings that
+  /// leave it up to twice as large (and hold the old and new copies at once).
+  void reserveFor(DomainId domain, size_t blocks, uint32_t size) {
+    const size_t fresh = blocks > free_[domain].size() ? blocks - free_[domain].size() : 0;
+    growFor(slots_, slots_.size() + fresh * size);
   }
   void release(DomainId domain, uint32_t start, uint32_t size) {
     if (size != 0)

@@ -650,6 +650,11 @@ void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
     progress.pending = count;
   const RootId root = entities[parent].root;
   const uint64_t parentKey = entities[parent].key;
+  if (count > freeEntities.size())
+    growFor(entities, entities.size() + (count - freeEntities.size()));
+  items.reserveFor(childDomain, count, itemsPerDomain[childDomain]);
+  grains.reserveFor(childDomain, count, grainsPerDomain[childDomain]);
+  expansionRefs.reserveFor(childDomain, count, childrenPerDomain[childDomain]);
   for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
     const EntityId child =
         createEntity(childDomain, parent, ordinal, root, mixKey(parentKey ^ (ordinal + 1)));

@@ -105,6 +105,8 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
                     NodeId(input)) == layout.nodes[n].releasedWhenDone.end())
         layout.nodes[n].releasedWhenDone.push_back(NodeId(input));
     }
+    if (node.kind == NodeKind::Invoke && !layout.nodes[n].releasedWhenDone.empty())
+      layout.calls[layout.nodes[n].call].releasesInputs = true;
   }
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)

@@ -61,6 +61,9 @@ struct CallLayout {
   /// The operator's dataflow inputs in the order batches carry them.
   std::vector<std::string> inputLabels;
   std::vector<NodeId> nodes;
+  /// Some node of it drops inputs once its grain is done (NodeLayout::releasedWhenDone): its
+  /// batches give their inputs' bytes back.
+  bool releasesInputs = false;
 };
 
 struct PlanLayout {
