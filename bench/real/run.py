@@ -87,15 +87,18 @@ def speed_rows(runs, baseline, pages, rate_format):
     return rows
 
 
-def table(title, header, rows, note, command):
-    """The table's Markdown (printed too), with the machine, the date and the command."""
+def table(key, title, header, rows, note):
+    """Prints a table with the machine, the date and the command, and keeps its rows, header
+    and Markdown in results.json under `key`."""
     lines = [f"### {title}", "", note, "",
              f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. Orch {commit()}.",
-             f"Command: `{command}`", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+             f"Command: `{COMMAND}`", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     text = "\n".join(lines) + "\n"
     print(text, flush=True)
-    return text
+    results["experiments"][key] = rows
+    results["headers"][key] = header
+    results["markdown"][key] = text
 
 
 results = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -144,14 +147,12 @@ def pdf_text(pdfs):
                if open(os.path.join(texts, os.path.basename(path) + ".txt"), errors="replace").read()
                .split("\f")[:-1] == p)
     rows = speed_rows(runs, f"pdftotext, xargs -P{CORES}", pages, "{:.0f}")
-    results["experiments"]["pdf_text"] = rows
-    results["headers"]["pdf_text"] = header = SPEED_HEADER
     results["pdf_text_same_documents"] = [same, len(orch_pages)]
-    results["markdown"]["pdf_text"] = table("1. Text layer of every page", header, rows,
+    table("pdf_text", "1. Text layer of every page", SPEED_HEADER, rows,
                         f"{len(pdfs)} PDFs, {pages} pages (Debian's texlive-pictures-doc: median 9 pages, "
                         f"the longest 1,321). Orch: pdf.pages → pdf.text (batch 32, {CORES} replicas) → "
                         f"reduce → JSON Lines. pdftotext writes one text file per PDF. The same text "
-                        f"page by page for {same} of {len(orch_pages)} documents.", COMMAND)
+                        f"page by page for {same} of {len(orch_pages)} documents.")
     return same == len(orch_pages)
 
 
@@ -200,31 +201,24 @@ def ocr(pdfs):
             runs[label].append(wall)
 
 
-    def words(text):
-        return text.split()
-
-
     orch_ocr = {os.path.basename(json.loads(line)["path"]): json.loads(line)["text"]
                 for line in open(f"{OUT}/orch_ocr.jsonl")}
-    same_ocr = sum(1 for name, text in orch_ocr.items()
-                   if words(open(os.path.join(ocr_texts, name + ".txt")).read()) == words(text))
-    matching = total = 0
+    same_ocr = matching = total = 0
     for name, text in orch_ocr.items():
-        theirs = words(open(os.path.join(ocr_texts, name + ".txt")).read())
-        matcher = difflib.SequenceMatcher(None, words(text), theirs, autojunk=False)
+        ours, theirs = text.split(), open(os.path.join(ocr_texts, name + ".txt")).read().split()
+        same_ocr += ours == theirs
+        matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
         matching += sum(block.size for block in matcher.get_matching_blocks())
-        total += max(len(words(text)), len(theirs))
+        total += max(len(ours), len(theirs))
     rows = speed_rows(runs, f"pdftoppm + tesseract, xargs -P{CORES}", len(ocr_pages), "{:.2f}")
-    results["experiments"]["ocr"] = rows
-    results["headers"]["ocr"] = header = SPEED_HEADER
     results["ocr_same_pages"] = [same_ocr, len(orch_ocr)]
-    results["markdown"]["ocr"] = table("2. OCR of rendered pages", header, rows,
+    table("ocr", "2. OCR of rendered pages", SPEED_HEADER, rows,
                         f"{len(ocr_pages)} pages (the first {OCR_PAGES_EACH} of {OCR_DOCUMENTS} of the PDFs "
                         f"above, one PDF per page), rendered at 150 dpi and read by tesseract 5 (English, "
                         f"LSTM), OMP_THREAD_LIMIT=1. Orch: pdf.render ({CORES} replicas) → ocr.tesseract "
                         f"({CORES} replicas, one engine each, loaded once). The command line renders "
                         f"with pdftoppm and starts tesseract per page. The same words on {same_ocr} of "
-                        f"{len(orch_ocr)} pages ({100 * matching / max(1, total):.2f} % of all words).", COMMAND)
+                        f"{len(orch_ocr)} pages ({100 * matching / max(1, total):.2f} % of all words).")
     return len(orch_ocr) == len(ocr_pages)
 
 
@@ -238,15 +232,12 @@ def video_frames():
             video, rest = line.split("median:")
             figures = rest.replace(",", "").split()
             rows.append([video.strip(), figures[1], figures[4], figures[-1] + "×"])
-    results["experiments"]["video_frames"] = rows
-    results["headers"]["video_frames"] = header = ["video", "Orch frames/s", "ffmpeg frames/s",
-                                                   "Orch time / ffmpeg time"]
-    results["markdown"]["video_frames"] = table("3. Video frames", header, rows,
+    table("video_frames", "3. Video frames",
+          ["video", "Orch frames/s", "ffmpeg frames/s", "Orch time / ffmpeg time"], rows,
                         "bench/video/frames.sh: two 60 s 640x360 H.264 videos (libx264 defaults, and a "
                         "750-frame GOP), 2 s clips, 4 frames each (120 frames). Orch: video.clips → "
                         "video.frames → video.decode (batch 16, 2 replicas) → image.sharpness; ffmpeg: one "
-                        "`-vf select` pass decoding the same frames to raw RGB. Below 1× Orch is faster.",
-                        COMMAND)
+                        "`-vf select` pass decoding the same frames to raw RGB. Below 1× Orch is faster.",)
     return bool(rows)
 
 
