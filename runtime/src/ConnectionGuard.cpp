@@ -99,17 +99,15 @@ void ConnectionGuard::answerAuthentication() {
   const std::string address = request.size() > 3 ? request[3].to_string() : "";
   if (request.size() == 7 && request[5].to_string() == "CURVE" && request[6].size() == 32) {
     const std::string key = z85(request[6].data<uint8_t>());
+    std::unique_lock lock(mutex_);
     auto found = keys_->find(key);
     if (found != keys_->end()) {
       status = "200";
       text = "OK";
       user = found->second;
     } else {
-      uint64_t refused;
-      {
-        std::lock_guard lock(mutex_);
-        refused = ++counts_.refusedKeys;
-      }
+      const uint64_t refused = ++counts_.refusedKeys;
+      lock.unlock();
       logProblem(refused, "refused a peer at " + address + ": its key " + key +
                               " is not in the authorized keys");
     }
@@ -220,6 +218,12 @@ void ConnectionGuard::disconnect(int fd) {
     std::lock_guard lock(mutex_);
     violations_.push_back({fd, *id, Clock::now() + kViolationGrace});
   }
+}
+
+void ConnectionGuard::admit(AuthorizedKeys keys) {
+  std::lock_guard lock(mutex_);
+  if (keys_)
+    keys_ = std::move(keys);
 }
 
 ConnectionGuardCounts ConnectionGuard::counts() const {

@@ -55,6 +55,8 @@ public:
   /// error it was answered with reaches it. The socket is identified now, so a reused
   /// descriptor is never touched.
   void disconnect(int fd);
+  /// Replaces the keys admitted from now on (a guard made with keys only).
+  void admit(AuthorizedKeys keys);
   ConnectionGuardCounts counts() const;
   size_t maxConnections() const { return limits_.maxConnections; }
 

@@ -3,8 +3,10 @@
 #include "orch/runtime/Coordinator.h"
 
 #include "ConnectionGuard.h"
+#include "KeptValueLedger.h"
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
+#include "orch/runtime/MemorySize.h"
 #include "orch/runtime/ReplicaPlacement.h"
 
 #include "orch/plan/PlanCodec.h"
@@ -71,6 +73,7 @@ public:
     plan_ = &plan;
     inputLabels_ = inputLabels;
     encodedPlan_ = plan::encodePlan(plan);
+    keepOver_ = keptResultSizes(plan, options_.keepValuesOver);
     if (options_.endpoint.empty()) {
       socketDirectory_ = makeSocketDirectory();
       if (socketDirectory_.empty())
@@ -92,9 +95,12 @@ public:
         // environment (readable only by this user).
         const CurveKeyPair local = generateCurveKeyPair("local");
         (*admitted)[local.publicKey] = local.name;
+        peerKeys_.push_back(local.publicKey);
         workerEnvironment.push_back(std::string(kWorkerCurveEnvironment) + "=" + local.publicKey +
                                     " " + local.secretKey + " " + options_.curveKey->publicKey);
       }
+      for (const auto &[key, name] : options_.authorizedKeys)
+        peerKeys_.push_back(key);
       router_.set(zmq::sockopt::curve_server, 1);
       router_.set(zmq::sockopt::curve_secretkey, options_.curveKey->secretKey);
       router_.set(zmq::sockopt::zap_domain, "orch");
@@ -149,24 +155,17 @@ public:
   bool canRun(uint32_t call) const override { return placement_->canRun(call, options_.depth); }
 
   void submit(Batch batch) override {
+    forgetDroppedValues();
     if (std::optional<std::string> problem = batchExceedsProtocolLimits(batch)) {
       // No worker could read it: a batch error, as in-process (runOperatorBatch).
-      ExecutorEvent event;
-      event.call = batch.call;
-      event.report.batchId = batch.id;
-      event.report.batchError = std::move(problem);
-      pending_.push_back(std::move(event));
-      ++pendingEnds_;
+      endWithError(batch, std::move(*problem));
       return;
     }
-    const uint32_t best = placement_->pick(batch.call, options_.depth);
-    ReplicaPlacement::Replica &replica = placement_->replica(best);
-    replica.queued.push_back(batch.id);
-    outstanding_[batch.id] = Sent{best, replica.worker, batch.call};
-    const uint64_t id = batch.id;
-    sendTo(replica.worker, BatchMessage{best, std::move(batch)});
-    if (replica.queued.size() == 1)
-      started(id);
+    Waiting waiting{std::move(batch), std::nullopt};
+    if (!sendOrWait(waiting)) {
+      waiting_.push_back(std::move(waiting));
+      ++waitingBatches_;
+    }
   }
 
   void abandon(uint64_t batchId, const std::string &why) override {
@@ -180,8 +179,11 @@ public:
     lose(w, why, ErrorCode::Restart);
   }
 
-  // A batch whose end (a result, a loss, a refusal) waits in pending_ is still in flight.
-  size_t inFlight() const override { return outstanding_.size() + pendingEnds_; }
+  // A batch whose end (a result, a loss, a refusal) waits in pending_, or that waits for a
+  // value being computed again, is still in flight; recomputations are not the engine's.
+  size_t inFlight() const override {
+    return outstanding_.size() - recomputesOut_ + pendingEnds_ + waitingBatches_;
+  }
 
   std::vector<ExecutorEvent> wait(Clock::time_point deadline) override {
     const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
@@ -196,6 +198,8 @@ public:
       while (auto frames = receiveFrames(router_))
         receive(*frames);
       tick();
+      forgetDroppedValues();
+      sendWaiting();
       if (!pending_.empty() || Clock::now() >= deadline) {
         std::vector<ExecutorEvent> events;
         events.swap(pending_);
@@ -254,7 +258,24 @@ public:
               std::to_string(counts.closedCrowded) + " over the limits)";
     if (counts.failedHandshakes)
       text += "; " + std::to_string(counts.failedHandshakes) + " failed handshake(s)";
+    text += "; " + formatMemory(batchBytes_ + resultBytes_) + " through the coordinator";
+    if (kept_.valuesKept())
+      text += ", " + std::to_string(kept_.valuesKept()) + " value(s) (" +
+              formatMemory(kept_.bytesKept()) + ") kept on workers, " +
+              std::to_string(fetchedFromPeers_) + " fetched by another worker";
+    if (kept_.valuesRecomputed())
+      text += ", " + std::to_string(kept_.valuesRecomputed()) +
+              " computed again after their worker was lost";
     return text;
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> counters() const override {
+    return {{"batch_bytes_sent", batchBytes_},
+            {"result_bytes_received", resultBytes_},
+            {"values_kept_on_workers", kept_.valuesKept()},
+            {"values_fetched_between_workers", fetchedFromPeers_},
+            {"bytes_kept_on_workers", kept_.bytesKept()},
+            {"values_recomputed", kept_.valuesRecomputed()}};
   }
 
   std::vector<WorkerIdentity> workers() const override {
@@ -278,12 +299,28 @@ private:
     int64_t pid = 0;
     bool alive = true;
     Clock::time_point lastHeard, lastSent;
+    /// Where other workers fetch the values it keeps ("": it keeps none).
+    PeerAddress peer;
   };
+  using KeptKey = KeptValueLedger::Key;
   struct Sent {
     uint32_t replica;
     uint32_t worker;
     uint32_t call;
+    /// For a Call whose results may be kept: its grains and inputs, the recipe to compute a
+    /// kept result again.
+    std::vector<BatchGrain> grains;
+    std::vector<Value> inputs;
+    /// Set for a recomputation of that kept value (not the engine's batch).
+    std::optional<KeptKey> recomputes;
   };
+  /// A batch that waits for a value being computed again (or, a recomputation, for a replica).
+  struct Waiting {
+    Batch batch;
+    std::optional<KeptKey> recomputes;
+  };
+  /// Recomputations' batch ids, apart from the engine's.
+  static constexpr uint64_t kFirstRecomputeBatch = uint64_t(1) << 62;
 
   void log(const std::string &line) {
     if (options_.log)
@@ -297,15 +334,18 @@ private:
   }
 
   void sendTo(uint32_t w, const Message &message) {
-    sendRaw(workers_[w].identity, message);
+    const size_t bytes = sendRaw(workers_[w].identity, message);
+    if (std::holds_alternative<BatchMessage>(message))
+      batchBytes_ += bytes;
     workers_[w].lastSent = Clock::now();
   }
 
-  void sendRaw(const std::string &identity, const Message &message) {
+  size_t sendRaw(const std::string &identity, const Message &message) {
     try {
-      sendMessageTo(router_, identity, message);
+      return sendMessageTo(router_, identity, message);
     } catch (const zmq::error_t &) {
       // A peer that cannot take a message is handled by the heartbeat.
+      return 0;
     }
   }
 
@@ -360,6 +400,7 @@ private:
     }
     const uint32_t w = known->second;
     if (auto *result = std::get_if<ResultMessage>(&message)) {
+      resultBytes_ += frames.back().size();
       finish(w, std::move(*result));
     } else if (auto *started = std::get_if<StartedMessage>(&message)) {
       noteStarted(w, *started);
@@ -411,17 +452,20 @@ private:
     worker.host = hello.host;
     worker.key = key;
     worker.lastHeard = worker.lastSent = Clock::now();
+    worker.peer = PeerAddress{hello.worker, hello.peerEndpoint, hello.peerKey};
     const uint32_t w = static_cast<uint32_t>(workers_.size());
     // Both number workers in the order they join.
     if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes) != w)
       throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;
+    byName_[hello.worker] = w;
     ++joined_;
     WelcomeMessage welcomeMessage;
     welcomeMessage.heartbeatMs = options_.heartbeatMs;
     welcomeMessage.liveness = options_.liveness;
     welcomeMessage.plan = encodedPlan_;
+    welcomeMessage.peerKeys = peerKeys_;
     sendTo(w, welcomeMessage);
     if (key.empty() ? !options_.localWorkers : key != "local")
       log("worker " + hello.worker + " joined (" + (key.empty() ? "" : "key " + key + ", ") +
@@ -446,13 +490,15 @@ private:
       // The worker it leaves stops hosting it (a declared operator's process would idle).
       if (move.from != kNoIndex && workers_[move.from].alive)
         sendTo(move.from, ReleaseMessage{move.replica});
-      sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call]});
+      const uint64_t keepOver = workers_[move.worker].peer.endpoint.empty() ? 0 : keepOver_[call];
+      sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver});
     }
   }
 
   void finish(uint32_t w, ResultMessage result) {
     ExecutorEvent event;
     auto sent = outstanding_.find(result.report.batchId);
+    std::optional<Sent> recipe;
     if (sent != outstanding_.end()) {
       if (sent->second.worker != w) {
         ++strangers_;
@@ -463,12 +509,23 @@ private:
       }
       ReplicaPlacement::Replica &replica = placement_->replica(sent->second.replica);
       event.call = sent->second.call;
+      recipe = std::move(sent->second);
       outstanding_.erase(sent);
       const bool wasRunning =
           !replica.queued.empty() && replica.queued.front() == result.report.batchId;
       std::erase(replica.queued, result.report.batchId);
-      if (wasRunning && !replica.queued.empty())
+      if (wasRunning && !replica.queued.empty() && replica.queued.front() < kFirstRecomputeBatch)
         started(replica.queued.front());
+    }
+    std::optional<KeptValueLedger::Recipe> madeFrom;
+    if (recipe)
+      madeFrom.emplace(KeptValueLedger::Recipe{recipe->call, recipe->grains, recipe->inputs});
+    kept_.track(w, workers_[w].name, result.report, madeFrom);
+    if (recipe && recipe->recomputes) {
+      --recomputesOut_;
+      if (kept_.recomputed(*recipe->recomputes, result.report))
+        recompute(*recipe->recomputes);
+      return;
     }
     // A report for a batch no longer outstanding still goes to the engine, which counts it as
     // stale.
@@ -517,9 +574,18 @@ private:
     // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
     sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
     placement_->removeWorker(w);
+    // Its kept values are gone: each is computed again from its recipe, upstream first (a
+    // recipe that reads another lost value waits for it).
+    std::vector<KeptKey> lostValues = kept_.lose(w);
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       if (it->second.worker != w) {
         ++it;
+        continue;
+      }
+      if (it->second.recomputes) {
+        lostValues.push_back(*it->second.recomputes);
+        --recomputesOut_;
+        it = outstanding_.erase(it);
         continue;
       }
       ExecutorEvent event;
@@ -536,6 +602,153 @@ private:
       processes_->kill(static_cast<pid_t>(worker.pid));
     }
     place();
+    for (const KeptKey &key : lostValues)
+      recompute(key);
+  }
+
+  /// Which Calls' results may stay on workers: those that only other Calls read (not a sink,
+  /// an expression, a filter or a gather, which the coordinator evaluates itself).
+  static std::vector<uint64_t> keptResultSizes(const plan::Plan &plan, uint64_t threshold) {
+    std::vector<uint64_t> keepOver(plan.calls.size(), 0);
+    if (threshold == 0)
+      return keepOver;
+    std::vector<bool> keepable(plan.calls.size(), true), invoked(plan.calls.size(), false);
+    for (const plan::PlanNode &node : plan.nodes) {
+      if (node.kind != plan::NodeKind::Invoke || node.index >= plan.calls.size())
+        continue;
+      invoked[node.index] = true;
+      bool onlyCalls = node.sinks.empty();
+      for (uint32_t consumer : node.consumers)
+        onlyCalls = onlyCalls && plan.nodes[consumer].kind == plan::NodeKind::Invoke;
+      keepable[node.index] = keepable[node.index] && onlyCalls;
+    }
+    for (size_t c = 0; c < plan.calls.size(); ++c)
+      if (invoked[c] && keepable[c])
+        keepOver[c] = threshold;
+    return keepOver;
+  }
+
+  /// Ends `batch` with a batch error without sending it.
+  void endWithError(const Batch &batch, std::string message) {
+    ExecutorEvent event;
+    event.call = batch.call;
+    event.report.batchId = batch.id;
+    event.report.batchError = std::move(message);
+    pending_.push_back(std::move(event));
+    ++pendingEnds_;
+  }
+
+  /// Sends a batch to a replica of its Call (preferably on the worker that keeps most of its
+  /// referenced inputs, telling it where the others are), or ends it when an input is lost for
+  /// good. False when it must wait: an input is being computed again, or (a recomputation) no
+  /// replica has room.
+  bool sendOrWait(Waiting &waiting) {
+    Batch &batch = waiting.batch;
+    std::map<uint32_t, uint64_t> bytesByOwner, referencesByOwner;
+    for (Value &input : batch.inputs) {
+      if (input.kind() != Value::Kind::Ref)
+        continue;
+      const KeptValueLedger::Record *record = kept_.resolve(input);
+      if (!record)
+        continue;
+      if (record->state == KeptValueLedger::Record::State::Recomputing)
+        return false;
+      if (record->state == KeptValueLedger::Record::State::Failed) {
+        const std::string why =
+            "an input kept by worker " + input.asRef().owner +
+            " was lost with it and could not be computed again: " + record->failure;
+        if (waiting.recomputes)
+          recomputeFailed(*waiting.recomputes, why);
+        else
+          endWithError(batch, why);
+        return true;
+      }
+      bytesByOwner[record->worker] += input.asRef().bytes;
+      ++referencesByOwner[record->worker];
+    }
+    uint32_t preferred = kNoIndex;
+    uint64_t most = 0;
+    for (const auto &[w, bytes] : bytesByOwner)
+      if (bytes > most) {
+        preferred = w;
+        most = bytes;
+      }
+    const uint32_t r = placement_->pick(batch.call, options_.depth, preferred);
+    if (r == kNoIndex)
+      return false;
+    ReplicaPlacement::Replica &replica = placement_->replica(r);
+    std::vector<PeerAddress> peers;
+    for (const auto &[w, bytes] : bytesByOwner)
+      if (w != replica.worker) {
+        peers.push_back(workers_[w].peer);
+        fetchedFromPeers_ += referencesByOwner[w];
+      }
+    Sent sent{r, replica.worker, batch.call, {}, {}, waiting.recomputes};
+    if (keepOver_[batch.call] > 0) {
+      sent.grains = batch.grains;
+      sent.inputs = batch.inputs;
+    }
+    replica.queued.push_back(batch.id);
+    outstanding_[batch.id] = std::move(sent);
+    if (waiting.recomputes)
+      ++recomputesOut_;
+    const uint64_t id = batch.id;
+    const uint32_t worker = replica.worker;
+    sendTo(worker, BatchMessage{r, std::move(batch), std::move(peers)});
+    // A recomputation is not the engine's batch: its start is nobody's business but the
+    // replica's next batch starts after it.
+    if (replica.queued.size() == 1 && !waiting.recomputes)
+      started(id);
+    return true;
+  }
+
+  /// Retries the batches that wait, in order.
+  void sendWaiting() {
+    if (waiting_.empty())
+      return;
+    std::deque<Waiting> still;
+    while (!waiting_.empty()) {
+      Waiting waiting = std::move(waiting_.front());
+      waiting_.pop_front();
+      const bool engineBatch = !waiting.recomputes;
+      if (sendOrWait(waiting)) {
+        if (engineBatch)
+          --waitingBatches_;
+      } else {
+        still.push_back(std::move(waiting));
+      }
+    }
+    waiting_.swap(still);
+  }
+
+  /// Computes a lost kept value again: its recipe runs on a replica of its Call as a batch of
+  /// its own (once the recipe's own inputs are there).
+  void recompute(const KeptKey &key) {
+    std::optional<Batch> batch = kept_.recomputation(key, nextRecomputeBatch_++);
+    if (!batch)
+      return;
+    Waiting waiting{std::move(*batch), key};
+    if (!sendOrWait(waiting))
+      waiting_.push_back(std::move(waiting));
+  }
+
+  void recomputeFailed(const KeptKey &key, const std::string &why) {
+    if (kept_.recomputeFailed(key, why))
+      recompute(key);
+    else
+      log("a value kept by worker " + key.first + " could not be computed again: " + why);
+  }
+
+  /// Forgets the kept values the engine let go of and tells their owners to drop them.
+  void forgetDroppedValues() {
+    std::map<uint32_t, std::vector<uint64_t>> byWorker;
+    for (const KeptKey &key : kept_.takeDropped()) {
+      auto owner = byName_.find(key.first);
+      if (owner != byName_.end() && workers_[owner->second].alive)
+        byWorker[owner->second].push_back(key.second);
+    }
+    for (auto &[w, ids] : byWorker)
+      sendTo(w, DropMessage{std::move(ids)});
   }
 
   /// Places the replicas that have no worker (a Call that requires a GPU waits for a worker
@@ -592,6 +805,17 @@ private:
   std::map<std::string, uint32_t> byIdentity_;
   std::unique_ptr<ReplicaPlacement> placement_;
   std::unordered_map<uint64_t, Sent> outstanding_;
+  std::map<std::string, uint32_t> byName_;
+  /// Per Call: results of at least this many bytes stay on their worker (0: none).
+  std::vector<uint64_t> keepOver_;
+  /// With CURVE: the worker keys that may fetch from each other.
+  std::vector<std::string> peerKeys_;
+  KeptValueLedger kept_;
+  std::deque<Waiting> waiting_;
+  /// Engine batches in waiting_, and recomputations in outstanding_.
+  size_t waitingBatches_ = 0, recomputesOut_ = 0;
+  uint64_t nextRecomputeBatch_ = kFirstRecomputeBatch;
+  uint64_t batchBytes_ = 0, resultBytes_ = 0, fetchedFromPeers_ = 0;
   std::vector<ExecutorEvent> pending_;
   /// Finished and lost events waiting in pending_.
   size_t pendingEnds_ = 0;

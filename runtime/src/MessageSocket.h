@@ -17,9 +17,21 @@
 
 namespace orch::runtime {
 
-/// One body frame, on a DEALER or PUSH socket.
-inline void sendBody(zmq::socket_t &socket, const std::string &body) {
-  socket.send(zmq::buffer(body), zmq::send_flags::none);
+/// `message` encoded into a frame that owns the encoding (no copy of a large value's bytes
+/// between the encoder and ZeroMQ).
+inline zmq::message_t messageFrame(const Message &message) {
+  EncodedMessage encoded = encodeMessageBuffer(message);
+  const size_t size = encoded.size;
+  return zmq::message_t(
+      encoded.bytes.release(), size, [](void *bytes, void *) { std::free(bytes); }, nullptr);
+}
+
+/// `message` as one body frame on a DEALER or PUSH socket; its size.
+inline size_t sendMessage(zmq::socket_t &socket, const Message &message) {
+  zmq::message_t frame = messageFrame(message);
+  const size_t size = frame.size();
+  socket.send(frame, zmq::send_flags::none);
+  return size;
 }
 
 /// Waits up to `timeout` for input on `items`; a signal only cuts the wait short.
@@ -32,11 +44,14 @@ inline void pollForInput(zmq::pollitem_t *items, size_t count, std::chrono::mill
   }
 }
 
-inline void sendMessageTo(zmq::socket_t &router, const std::string &identity,
-                          const Message &message) {
-  const std::string body = encodeMessage(message);
+/// Sends [identity, body] on a ROUTER; the body's size.
+inline size_t sendMessageTo(zmq::socket_t &router, const std::string &identity,
+                            const Message &message) {
+  zmq::message_t body = messageFrame(message);
+  const size_t size = body.size();
   router.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-  router.send(zmq::buffer(body), zmq::send_flags::dontwait);
+  router.send(body, zmq::send_flags::dontwait);
+  return size;
 }
 
 /// All frames of the next message, or nullopt when none is waiting.

@@ -1,6 +1,6 @@
 // Protocol messages <-> MessagePack maps. Values travel inline as native MessagePack (nil,
-// bool, integers, float64, str, bin, array, map); ext type 1 is reserved for references to
-// blobs held by workers, which protocol version 1 does not use.
+// bool, integers, float64, str, bin, array, map); a whole item's value may instead be ext
+// type 1, a reference to a value its producing worker keeps (ValueRef).
 #include "orch/runtime/Protocol.h"
 
 #include "ValueCodec.h"
@@ -34,7 +34,7 @@ public:
   MessageWriter(Packer &out) : out_(out) {}
 
   void operator()(const HelloMessage &hello) {
-    begin("hello", 8);
+    begin("hello", 10);
     field("version", hello.version);
     field("worker", hello.worker);
     field("pid", hello.pid);
@@ -43,25 +43,29 @@ public:
     field("gpus", hello.gpus);
     field("operators", hello.operators);
     field("memory", hello.memoryBytes);
+    field("peer_endpoint", hello.peerEndpoint);
+    field("peer_key", hello.peerKey);
   }
   void operator()(const WelcomeMessage &welcome) {
-    begin("welcome", 4);
+    begin("welcome", 5);
     field("version", welcome.version);
     field("heartbeat_ms", welcome.heartbeatMs);
     field("liveness", welcome.liveness);
+    field("peer_keys", welcome.peerKeys);
     out_.pack("plan");
     out_.pack_bin(static_cast<uint32_t>(welcome.plan.size()));
     out_.pack_bin_body(welcome.plan.data(), static_cast<uint32_t>(welcome.plan.size()));
   }
   void operator()(const InitMessage &init) {
-    begin("init", 3);
+    begin("init", 4);
     field("replica", init.replica);
     field("call", init.call);
     field("inputs", init.inputs);
+    field("keep_over", init.keepOver);
   }
   void operator()(const BatchMessage &message) {
     const Batch &batch = message.batch;
-    begin("batch", 7);
+    begin("batch", message.peers.empty() ? 7 : 8);
     field("batch", batch.id);
     field("replica", message.replica);
     field("call", batch.call);
@@ -83,6 +87,16 @@ public:
     out_.pack_array(static_cast<uint32_t>(batch.inputs.size()));
     for (const Value &input : batch.inputs)
       packValue(out_, input);
+    if (!message.peers.empty()) {
+      out_.pack("peers");
+      out_.pack_array(static_cast<uint32_t>(message.peers.size()));
+      for (const PeerAddress &peer : message.peers) {
+        out_.pack_array(3);
+        out_.pack(peer.worker);
+        out_.pack(peer.endpoint);
+        out_.pack(peer.key);
+      }
+    }
   }
   void operator()(const ResultMessage &result) {
     const BatchReport &report = result.report;
@@ -121,6 +135,22 @@ public:
   void operator()(const ReleaseMessage &release) {
     begin("release", 1);
     field("replica", release.replica);
+  }
+  void operator()(const DropMessage &drop) {
+    begin("drop", 1);
+    field("ids", drop.ids);
+  }
+  void operator()(const FetchMessage &fetch) {
+    begin("fetch", 1);
+    field("ids", fetch.ids);
+  }
+  void operator()(const BlobsMessage &blobs) {
+    begin("blobs", 2);
+    field("ids", blobs.ids);
+    out_.pack("values");
+    out_.pack_array(static_cast<uint32_t>(blobs.values.size()));
+    for (const Value &value : blobs.values)
+      packValue(out_, value);
   }
   void operator()(const StartedMessage &started) {
     begin("started", started.error ? 3 : 2);
@@ -161,6 +191,21 @@ const Object &tuple(const Object &object, uint32_t size, const char *what) {
   return object;
 }
 
+std::string text(const Object &object, const char *what) {
+  if (object.type != msgpack::type::STR)
+    throw MessagePackError(std::string(what) + " is not a string");
+  return std::string(object.via.str.ptr, object.via.str.size);
+}
+
+std::vector<uint64_t> ids(const MapReader &map) {
+  const Object &array = map.get("ids", msgpack::type::ARRAY);
+  std::vector<uint64_t> result;
+  result.reserve(array.via.array.size);
+  for (uint32_t i = 0; i < array.via.array.size; ++i)
+    result.push_back(u64(array.via.array.ptr[i], "an id"));
+  return result;
+}
+
 Message readBatch(const MapReader &map) {
   BatchMessage message;
   Batch &batch = message.batch;
@@ -183,7 +228,16 @@ Message readBatch(const MapReader &map) {
   if (uint64_t(batch.inputsPerGrain) * batch.grains.size() != inputs.via.array.size)
     throw MessagePackError("a batch's inputs do not match its grains");
   for (uint32_t i = 0; i < inputs.via.array.size; ++i)
-    batch.inputs.push_back(readValue(inputs.via.array.ptr[i]));
+    batch.inputs.push_back(readItemValue(inputs.via.array.ptr[i]));
+  if (map.optional("peers")) {
+    const Object &peers = map.get("peers", msgpack::type::ARRAY);
+    for (uint32_t i = 0; i < peers.via.array.size; ++i) {
+      const Object *at = tuple(peers.via.array.ptr[i], 3, "a peer").via.array.ptr;
+      message.peers.push_back(PeerAddress{text(at[0], "a peer's name"),
+                                          text(at[1], "a peer's endpoint"),
+                                          text(at[2], "a peer's key")});
+    }
+  }
   return message;
 }
 
@@ -209,7 +263,7 @@ Message readResult(const MapReader &map) {
       throw MessagePackError("a row message is not a string");
     result.report.grains.push_back(
         GrainReport{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
-                    u32(at[2], "generation"), RowResultKind(kind), readValue(at[4]),
+                    u32(at[2], "generation"), RowResultKind(kind), readItemValue(at[4]),
                     std::string(at[5].via.str.ptr, at[5].via.str.size)});
   }
   return result;
@@ -232,6 +286,10 @@ Message readMessage(const Object &root) {
     // Optional: a worker of an earlier version does not say.
     if (map.optional("memory"))
       hello.memoryBytes = uint64_t(std::max<int64_t>(0, map.integer("memory")));
+    if (map.optional("peer_endpoint"))
+      hello.peerEndpoint = map.string("peer_endpoint");
+    if (map.optional("peer_key"))
+      hello.peerKey = map.string("peer_key");
     return hello;
   }
   if (type == "welcome") {
@@ -241,10 +299,16 @@ Message readMessage(const Object &root) {
     welcome.liveness = uint32_t(map.integer("liveness"));
     const Object &plan = map.get("plan", msgpack::type::BIN);
     welcome.plan.assign(plan.via.bin.ptr, plan.via.bin.size);
+    if (map.optional("peer_keys"))
+      welcome.peerKeys = map.strings("peer_keys");
     return welcome;
   }
-  if (type == "init")
-    return InitMessage{map.index("replica"), map.index("call"), map.strings("inputs")};
+  if (type == "init") {
+    InitMessage init{map.index("replica"), map.index("call"), map.strings("inputs")};
+    if (map.optional("keep_over"))
+      init.keepOver = uint64_t(std::max<int64_t>(0, map.integer("keep_over")));
+    return init;
+  }
   if (type == "batch")
     return readBatch(map);
   if (type == "result")
@@ -265,6 +329,19 @@ Message readMessage(const Object &root) {
   }
   if (type == "release")
     return ReleaseMessage{map.index("replica")};
+  if (type == "drop")
+    return DropMessage{ids(map)};
+  if (type == "fetch")
+    return FetchMessage{ids(map)};
+  if (type == "blobs") {
+    BlobsMessage blobs{ids(map), {}};
+    const Object &values = map.get("values", msgpack::type::ARRAY);
+    if (values.via.array.size != blobs.ids.size())
+      throw MessagePackError("blobs: not one value per id");
+    for (uint32_t i = 0; i < values.via.array.size; ++i)
+      blobs.values.push_back(readValue(values.via.array.ptr[i]));
+    return blobs;
+  }
   if (type == "started") {
     StartedMessage started{map.index("replica"), map.real("seconds"), std::nullopt};
     if (map.optional("error"))
@@ -357,12 +434,17 @@ std::string tooLargeMessage(const std::string &what, uint64_t count, uint64_t by
 
 } // namespace
 
+uint64_t messageBytes(const Value &value) {
+  return value.kind() == Value::Kind::Ref ? 32 + value.asRef().owner.size()
+                                          : approximateBytes(value);
+}
+
 std::optional<std::string> batchExceedsProtocolLimits(const Batch &batch) {
   uint64_t bytes = 0;
   for (const Value &input : batch.inputs) {
     if (std::optional<std::string> problem = exceedsProtocolLimits(input))
       return tooLarge("an input", *problem);
-    bytes += approximateBytes(input);
+    bytes += messageBytes(input);
   }
   if (bytes > ProtocolLimits::kMessageBytes - kMessageOverhead)
     return tooLargeMessage("a batch", batch.inputs.size(), bytes);
@@ -374,7 +456,7 @@ std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report
   for (const GrainReport &grain : report.grains) {
     if (std::optional<std::string> problem = exceedsProtocolLimits(grain.value))
       return tooLarge("a result", *problem);
-    bytes += approximateBytes(grain.value);
+    bytes += messageBytes(grain.value);
   }
   if (bytes > ProtocolLimits::kMessageBytes - kMessageOverhead)
     return tooLargeMessage("a result", report.grains.size(), bytes);
@@ -383,7 +465,8 @@ std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report
 
 const char *messageTypeName(const Message &message) {
   static const char *names[] = {"hello",     "welcome", "init",  "batch",   "result",
-                                "heartbeat", "bye",     "error", "started", "release"};
+                                "heartbeat", "bye",     "error", "started", "release",
+                                "drop",      "fetch",   "blobs"};
   return names[message.index()];
 }
 
@@ -392,6 +475,17 @@ std::string encodeMessage(const Message &message) {
   Packer packer(buffer);
   std::visit(MessageWriter(packer), message);
   return std::string(buffer.data(), buffer.size());
+}
+
+EncodedMessage encodeMessageBuffer(const Message &message) {
+  msgpack::sbuffer buffer;
+  Packer packer(buffer);
+  std::visit(MessageWriter(packer), message);
+  EncodedMessage encoded;
+  encoded.size = buffer.size();
+  // sbuffer's storage comes from malloc (msgpack-c's sbuffer.hpp).
+  encoded.bytes.reset(buffer.release());
+  return encoded;
 }
 
 std::variant<Message, std::string> decodeMessage(std::string_view bytes) {

@@ -106,12 +106,20 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
   }
 }
 
-uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth) const {
+uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferredWorker) const {
   uint32_t best = kNoIndex;
-  for (uint32_t r : replicasOfCall_[call])
-    if (replicas_[r].worker != kNoIndex && replicas_[r].queued.size() < depth &&
-        (best == kNoIndex || replicas_[r].queued.size() < replicas_[best].queued.size()))
+  bool bestPreferred = false;
+  for (uint32_t r : replicasOfCall_[call]) {
+    if (replicas_[r].worker == kNoIndex || replicas_[r].queued.size() >= depth)
+      continue;
+    const bool preferred = replicas_[r].worker == preferredWorker;
+    if (best == kNoIndex || (preferred && !bestPreferred) ||
+        (preferred == bestPreferred &&
+         replicas_[r].queued.size() < replicas_[best].queued.size())) {
       best = r;
+      bestPreferred = preferred;
+    }
+  }
   return best;
 }
 

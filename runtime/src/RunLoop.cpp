@@ -644,6 +644,7 @@ private:
       summary_.calls[c].cancelled = load.cancelled;
     }
     summary_.executor = executor_.describe();
+    summary_.executorCounters = executor_.counters();
     summary_.workers = executor_.workers();
     summary_.seconds = elapsed();
   }

@@ -24,6 +24,10 @@ Value Value::record(RecordFields fields) {
   return Value(Storage(std::make_shared<const RecordFields>(std::move(fields))));
 }
 
+Value Value::ref(std::shared_ptr<const ValueRef> reference) {
+  return Value(Storage(std::move(reference)));
+}
+
 double Value::asFloat() const {
   if (const int64_t *integer = std::get_if<int64_t>(&storage_))
     return static_cast<double>(*integer);
@@ -59,6 +63,8 @@ bool operator==(const Value &a, const Value &b) {
     return a.asList() == b.asList();
   case Value::Kind::Record:
     return a.asRecord() == b.asRecord();
+  case Value::Kind::Ref:
+    return a.asRef() == b.asRef();
   }
   return false;
 }
@@ -83,6 +89,8 @@ uint64_t approximateBytes(const Value &value) {
       bytes += name.size() + approximateBytes(field);
     return bytes;
   }
+  case Value::Kind::Ref:
+    return value.asRef().bytes;
   default:
     return kPerValue;
   }
@@ -106,6 +114,8 @@ const char *valueKindName(Value::Kind kind) {
     return "List";
   case Value::Kind::Record:
     return "Record";
+  case Value::Kind::Ref:
+    return "Ref";
   }
   return "?";
 }
@@ -159,6 +169,10 @@ void appendValue(std::string &out, const Value &value) {
     out += '}';
     return;
   }
+  case Value::Kind::Ref:
+    out +=
+        "<" + std::to_string(value.asRef().bytes) + " bytes kept by " + value.asRef().owner + ">";
+    return;
   }
 }
 
@@ -247,6 +261,9 @@ std::string Value::str() const {
 }
 
 std::optional<std::string> checkValueType(const Value &value, const plan::Type &type) {
+  // The worker that keeps a referenced value checked it before it made the reference.
+  if (value.kind() == Value::Kind::Ref)
+    return std::nullopt;
   return checkAt(value, type, "");
 }
 

@@ -55,6 +55,19 @@ void packValue(Packer &out, const Value &value) {
       packValue(out, field);
     }
     return;
+  case Value::Kind::Ref: {
+    // ext type 1 around [owner, id, bytes]
+    msgpack::sbuffer payload;
+    msgpack::packer<msgpack::sbuffer> inner(payload);
+    const ValueRef &ref = value.asRef();
+    inner.pack_array(3);
+    inner.pack(ref.owner);
+    inner.pack(ref.id);
+    inner.pack(ref.bytes);
+    out.pack_ext(payload.size(), kValueRefExtType);
+    out.pack_ext_body(payload.data(), static_cast<uint32_t>(payload.size()));
+    return;
+  }
   }
 }
 
@@ -97,9 +110,33 @@ Value readValue(const Object &object) {
     return Value::record(std::move(fields));
   }
   case msgpack::type::EXT:
-    throw MessagePackError("blob references are not part of protocol version 1");
+    throw MessagePackError("a value reference (MessagePack ext) inside a list or record, or "
+                           "where only plain values may be");
   }
   throw MessagePackError("unknown value type");
+}
+
+Value readItemValue(const Object &object) {
+  if (object.type != msgpack::type::EXT)
+    return readValue(object);
+  if (object.via.ext.type() != kValueRefExtType)
+    throw MessagePackError("unknown MessagePack ext type " +
+                           std::to_string(int(object.via.ext.type())));
+  msgpack::object_handle handle;
+  try {
+    handle = msgpack::unpack(object.via.ext.data(), object.via.ext.size);
+  } catch (const std::exception &) {
+    throw MessagePackError("a value reference that cannot be read");
+  }
+  const Object &payload = handle.get();
+  if (payload.type != msgpack::type::ARRAY || payload.via.array.size != 3 ||
+      payload.via.array.ptr[0].type != msgpack::type::STR ||
+      payload.via.array.ptr[1].type != msgpack::type::POSITIVE_INTEGER ||
+      payload.via.array.ptr[2].type != msgpack::type::POSITIVE_INTEGER)
+    throw MessagePackError("a value reference is not [owner, id, bytes]");
+  const Object *at = payload.via.array.ptr;
+  return Value::ref(std::make_shared<const ValueRef>(
+      ValueRef{std::string(at[0].via.str.ptr, at[0].via.str.size), at[1].via.u64, at[2].via.u64}));
 }
 
 } // namespace orch::runtime

@@ -64,4 +64,10 @@ std::variant<Result, std::string> decodeWhole(std::string_view bytes,
 /// The value `object` holds; MessagePackError for an ext type or a map key that is not a string.
 Value readValue(const msgpack::object &object);
 
+/// The MessagePack ext type of a ValueRef (docs/protocol.md): its body is [owner, id, bytes].
+inline constexpr int8_t kValueRefExtType = 1;
+
+/// An item's whole value in a batch or result: like readValue, but a ValueRef may stand for it.
+Value readItemValue(const msgpack::object &object);
+
 } // namespace orch::runtime

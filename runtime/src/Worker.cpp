@@ -4,7 +4,10 @@
 #include "orch/runtime/Worker.h"
 
 #include "JobQueue.h"
+#include "KeptValues.h"
 #include "MessageSocket.h"
+#include "PeerFetcher.h"
+#include "PeerServer.h"
 
 #include "orch/plan/PlanCodec.h"
 #include "orch/runtime/ExternalOperator.h"
@@ -14,6 +17,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <malloc.h>
 #include <map>
 #include <memory>
 #include <pthread.h>
@@ -30,28 +35,69 @@ constexpr const char *kResultsEndpoint = "inproc://orch-worker-results";
 /// Unwinds a session whose coordinator asked for a restart.
 struct RestartRequested {};
 
-/// One Call replica: an operator instance kept for every batch, run on its own thread.
+/// What replicas need to keep their results and fetch their inputs (docs/runtime.md, "Value
+/// locality"): this worker's name and store, its CURVE pair for peers, how long a peer may
+/// take, and the plan (a kept value is type-checked here, not by the coordinator).
+struct Locality {
+  std::string self;
+  KeptValues &kept;
+  std::optional<CurveKeyPair> key;
+  std::chrono::milliseconds fetchTimeout{2500};
+  const plan::Plan &plan;
+};
+
+struct QueuedBatch {
+  Batch batch;
+  std::vector<PeerAddress> peers;
+};
+
+/// A batch whose references are resolved, or why they could not be.
+struct ResolvedBatch {
+  Batch batch;
+  std::optional<std::string> missing;
+};
+
+/// One Call replica: an operator instance kept for every batch, run on its own thread. A
+/// second thread brings the queued batches' referenced inputs here ahead of their turn, so
+/// that a fetch from another worker overlaps the batch running before it.
 class HostedReplica {
 public:
   /// `eager`: the instance (a declared operator's process) starts at once, and the coordinator
-  /// hears when it is ready (StartedMessage).
+  /// hears when it is ready (StartedMessage). Results of at least `keepOver` bytes (0: none)
+  /// stay in `locality.kept`.
   HostedReplica(zmq::context_t &context, uint32_t id, const OperatorFactory &factory,
-                OperatorConfig config, bool eager)
-      : id_(id), factory_(factory), config_(std::move(config)), eager_(eager),
+                OperatorConfig config, bool eager, const Locality &locality, uint64_t keepOver)
+      : id_(id), factory_(factory), config_(std::move(config)), eager_(eager), locality_(locality),
+        keepOver_(keepOver), resolver_([this, &context] { resolveAhead(context); }),
         thread_([this, &context] { run(context); }) {}
 
   ~HostedReplica() {
     queue_.close();
+    resolver_.join();
     thread_.join();
   }
 
-  void enqueue(Batch batch) { queue_.push(std::move(batch)); }
+  void enqueue(QueuedBatch batch) { queue_.push(std::move(batch)); }
   /// Stops taking batches; the thread ends after what it is doing (a start, a batch).
   void close() { queue_.close(); }
   /// The thread has ended: destroying the replica will not wait.
   bool finished() const { return finished_.load(); }
 
 private:
+  /// Resolves the queued batches' references in order and hands them to run(); ends (and
+  /// ends run()) when the queue is closed.
+  void resolveAhead(zmq::context_t &context) {
+    ::pthread_setname_np(::pthread_self(),
+                         ("orch-fetch-" + std::to_string(id_)).substr(0, 15).c_str());
+    PeerFetcher fetcher(context, locality_.self, locality_.kept, locality_.key,
+                        locality_.fetchTimeout);
+    while (std::optional<QueuedBatch> queued = queue_.pop()) {
+      std::optional<std::string> missing = fetcher.resolve(queued->batch, queued->peers);
+      resolved_.push(ResolvedBatch{std::move(queued->batch), std::move(missing)});
+    }
+    resolved_.close();
+  }
+
   void run(zmq::context_t &context) {
     ::pthread_setname_np(::pthread_self(),
                          ("orch-replica-" + std::to_string(id_)).substr(0, 15).c_str());
@@ -60,16 +106,41 @@ private:
     results.connect(kResultsEndpoint);
     if (eager_)
       start(results);
-    while (std::optional<Batch> batch = queue_.pop()) {
+    while (std::optional<ResolvedBatch> resolved = resolved_.pop()) {
+      Batch &batch = resolved->batch;
       const Clock::time_point start = Clock::now();
       ResultMessage result;
       result.replica = id_;
-      result.report = runOperatorBatch(instance_, factory_, config_, *batch);
+      if (resolved->missing) {
+        // Not the rows' fault: the batch runs again once its inputs are there again.
+        result.report.batchId = batch.id;
+        result.report.batchError = "an input could not be brought here: " + *resolved->missing;
+        result.report.lost = true;
+      } else {
+        result.report = runOperatorBatch(instance_, factory_, config_, batch);
+        keepLargeResults(result.report);
+      }
       result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      const std::string body = encodeMessage(result);
-      sendBody(results, body);
+      sendMessage(results, result);
     }
     finished_.store(true);
+  }
+
+  /// Results of at least keepOver_ bytes stay here; the coordinator gets references. A value
+  /// of the wrong type travels as it is, for the coordinator to report.
+  void keepLargeResults(BatchReport &report) {
+    if (keepOver_ == 0 || report.batchError)
+      return;
+    for (GrainReport &row : report.grains) {
+      if (row.kind != RowResultKind::Value || row.value.kind() == Value::Kind::Ref)
+        continue;
+      const uint64_t bytes = approximateBytes(row.value);
+      if (bytes < keepOver_ || row.grain.node.index >= locality_.plan.nodes.size() ||
+          checkValueType(row.value, locality_.plan.nodes[row.grain.node.index].type))
+        continue;
+      const uint64_t id = locality_.kept.keep(std::move(row.value));
+      row.value = Value::ref(std::make_shared<const ValueRef>(ValueRef{locality_.self, id, bytes}));
+    }
   }
 
   /// Starts the instance and says how that went; a failure leaves it to the first batch to
@@ -86,16 +157,20 @@ private:
       started.error = error.what();
     }
     started.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-    sendBody(results, encodeMessage(started));
+    sendMessage(results, started);
   }
 
   uint32_t id_;
   const OperatorFactory &factory_;
   OperatorConfig config_;
   bool eager_;
+  const Locality &locality_;
+  uint64_t keepOver_;
   std::atomic<bool> finished_{false};
   std::unique_ptr<Operator> instance_;
-  JobQueue<Batch> queue_;
+  JobQueue<QueuedBatch> queue_;
+  JobQueue<ResolvedBatch> resolved_;
+  std::thread resolver_;
   std::thread thread_;
 };
 
@@ -131,12 +206,14 @@ public:
     }
     results_.set(zmq::sockopt::linger, 0);
     results_.bind(kResultsEndpoint);
+    openPeerSocket();
   }
 
   ~WorkerSession() {
     // Replica threads hold sockets of this context: stop them before the context goes.
     replicas_.clear();
     released_.clear();
+    peers_.reset();
   }
 
   int run() {
@@ -152,6 +229,11 @@ public:
     hello.memoryBytes = options_.memoryBytes;
     hello.gpus = options_.gpus;
     hello.operators = registry_.transformNames();
+    if (peers_) {
+      hello.peerEndpoint = peerEndpoint_;
+      if (options_.curveKey)
+        hello.peerKey = options_.curveKey->publicKey;
+    }
     send(hello);
     if (!awaitWelcome())
       return 1;
@@ -168,7 +250,7 @@ public:
       pollForInput(items, 2, interval);
       while (auto frames = receiveFrames(results_))
         for (zmq::message_t &frame : *frames)
-          forward(frame.to_string());
+          forward(frame);
       while (auto frames = receiveFrames(coordinator_)) {
         lastHeard_ = Clock::now();
         if (std::optional<int> exit = handle(frames->back().to_string()))
@@ -177,6 +259,7 @@ public:
       std::erase_if(released_, [](const std::unique_ptr<HostedReplica> &replica) {
         return replica->finished();
       });
+      giveBackFreedMemory();
       const Clock::time_point now = Clock::now();
       if (now - lastSent_ >= interval)
         send(HeartbeatMessage{});
@@ -230,6 +313,10 @@ private:
         factories_.emplace(plan_, registry_);
         heartbeatMs_ = std::max<uint32_t>(1, welcome->heartbeatMs);
         liveness_ = std::max<uint32_t>(1, welcome->liveness);
+        if (peers_)
+          peers_->admit(welcome->peerKeys);
+        locality_.emplace(Locality{name_, kept_, options_.curveKey,
+                                   std::chrono::milliseconds(heartbeatMs_ * liveness_), plan_});
         lastHeard_ = Clock::now();
         return true;
       }
@@ -297,8 +384,10 @@ private:
         result.report.batchError = "this worker hosts no replica " + std::to_string(batch->replica);
         send(result);
       } else {
-        replica->second->enqueue(std::move(batch->batch));
+        replica->second->enqueue(QueuedBatch{std::move(batch->batch), std::move(batch->peers)});
       }
+    } else if (auto *drop = std::get_if<DropMessage>(&message)) {
+      largeBytesFreed_ += kept_.drop(drop->ids);
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
       // Released replicas end in the background: one may still be starting its process.
       if (auto found = replicas_.find(release->replica); found != replicas_.end()) {
@@ -347,15 +436,70 @@ private:
             std::to_string(config.gpuDevice()));
     }
     replicas_[init.replica] = std::make_unique<HostedReplica>(
-        context_, init.replica, *factory, std::move(config), factories_->startsEagerly(init.call));
+        context_, init.replica, *factory, std::move(config), factories_->startsEagerly(init.call),
+        *locality_, peers_ ? init.keepOver : 0);
   }
 
-  void send(const Message &message) { forward(encodeMessage(message)); }
+  /// Binds the socket other workers fetch kept values from: WorkerOptions::peerEndpoint, else
+  /// beside an ipc coordinator's socket, else a free TCP port (on loopback when the
+  /// coordinator is there). Without one the worker keeps no values.
+  void openPeerSocket() {
+    std::string bind = options_.peerEndpoint;
+    const std::string &coordinator = options_.endpoint;
+    if (bind.empty() && coordinator.rfind("ipc://", 0) == 0) {
+      const std::filesystem::path directory =
+          std::filesystem::path(coordinator.substr(6)).parent_path();
+      bind = "ipc://" + (directory / ("peer-" + std::to_string(::getpid()) + ".sock")).string();
+    } else if (bind.empty()) {
+      const bool loopback = coordinator.find("://127.") != std::string::npos ||
+                            coordinator.find("://localhost:") != std::string::npos ||
+                            coordinator.find("://[::1]") != std::string::npos;
+      bind = loopback ? "tcp://127.0.0.1:*" : "tcp://*:*";
+    }
+    try {
+      peers_ = std::make_unique<PeerServer>(kept_, bind, options_.curveKey,
+                                            [this](const std::string &line) { log(line); });
+    } catch (const zmq::error_t &error) {
+      log("cannot open a socket for other workers at " + bind + " (" + error.what() +
+          "); values this worker makes go through the coordinator");
+      return;
+    }
+    peerEndpoint_ = peers_->boundEndpoint();
+    // A wildcard address is no address for others: this host's name stands for it.
+    for (const char *any : {"tcp://0.0.0.0:", "tcp://[::]:"})
+      if (peerEndpoint_.rfind(any, 0) == 0) {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        peerEndpoint_ = "tcp://" + std::string(host) + ":" + peerEndpoint_.substr(std::strlen(any));
+      }
+  }
 
-  /// Sends an encoded message (a replica's result is forwarded as it is) to the coordinator.
-  void forward(const std::string &body) {
-    sendBody(coordinator_, body);
+  void send(const Message &message) {
+    zmq::message_t frame = messageFrame(message);
+    forward(frame);
+  }
+
+  /// Sends an encoded message (a replica's result is forwarded as it is, frame and all) to
+  /// the coordinator.
+  void forward(zmq::message_t &frame) {
+    largeBytesFreed_ += frame.size();
+    coordinator_.send(frame, zmq::send_flags::none);
     lastSent_ = Clock::now();
+  }
+
+  /// Once large values worth kTrimEvery went (kept values dropped, results sent, values served
+  /// to other workers), hands the free memory inside malloc's heaps back to the system: blocks
+  /// of a page image's size that are freed between others that live on (kept values) stay in
+  /// the heap otherwise, and a worker that passed 2 GiB of 26 MB pages through held hundreds
+  /// of MiB more than its values (docs/benchmarks.md, "Memory bounded by bytes").
+  void giveBackFreedMemory() {
+    const uint64_t served = peers_ ? peers_->bytesServed() : 0;
+    largeBytesFreed_ += served - bytesServedBefore_;
+    bytesServedBefore_ = served;
+    if (largeBytesFreed_ < kTrimEvery)
+      return;
+    largeBytesFreed_ = 0;
+    ::malloc_trim(0);
   }
 
   void log(const std::string &line) {
@@ -377,6 +521,12 @@ private:
   uint32_t liveness_ = kDefaultLiveness;
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastHeard_ = Clock::now();
+  KeptValues kept_;
+  std::unique_ptr<PeerServer> peers_;
+  static constexpr uint64_t kTrimEvery = 64 << 20;
+  uint64_t largeBytesFreed_ = 0, bytesServedBefore_ = 0;
+  std::string peerEndpoint_;
+  std::optional<Locality> locality_;
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
   std::vector<std::unique_ptr<HostedReplica>> released_;
   GpuPlacer gpuPlacer_{options_.gpus};

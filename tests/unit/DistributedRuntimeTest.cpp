@@ -342,6 +342,121 @@ sink jsonl(path: "$DIR/SINK.jsonl", record: { id: rows.id, pages: reduce(checked
   EXPECT_TRUE(localWorkerProcesses().empty()) << "no worker outlives the run";
 }
 
+/// A counter of the run's executor (BatchExecutor::counters), or 0.
+uint64_t executorCounter(const RunSummary &summary, const std::string &name) {
+  for (const auto &[counter, value] : summary.executorCounters)
+    if (counter == name)
+      return value;
+  return 0;
+}
+
+constexpr const char *kKeptValuesProgram = R"(pipeline kept;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+images = test.blob(pages, bytes: 131072) { batch: 4, replicas: 3 };
+slow = test.sleep(images, ms: 3) { batch: 4, replicas: 3 };
+sums = test.checksum(slow) { batch: 8, replicas: 2 };
+sink jsonl(path: "$DIR/SINK.jsonl", record: { id: rows.id, sums: reduce(sums) });
+)";
+
+TEST_F(DistributedRuntimeTest, ValuesStayOnTheirWorkerAndTheCoordinatorCarriesReferences) {
+  // 128 KiB values made by one Call and read by the next two: with locality they stay on the
+  // worker that made them (the coordinator carries references); without, every byte goes
+  // through it. Same outputs either way, and the same as in process.
+  writeRows({{0, 20}, {1, 7}, {2, 31}, {3, 1}, {4, 12}});
+  std::string text = kKeptValuesProgram;
+  text.replace(text.find("SINK"), 4, "sums");
+  plan::Plan plan = compile(text);
+  const std::vector<std::string> inProcess = runInProcess(plan);
+  ASSERT_EQ(inProcess.size(), 5u);
+  RunSummary kept, inline_;
+  EXPECT_EQ(runWithWorkerProcesses(plan, 3, &kept), inProcess);
+  CoordinatorOptions options;
+  options.localWorkers = 3;
+  options.workerProgram = ORCH_WORKER_BINARY;
+  options.keepValuesOver = 0;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  std::vector<RootResult> roots;
+  inline_ = runPlan(plan, registry_, *coordinator, collecting(roots));
+  coordinator.reset();
+  EXPECT_EQ(normalized(roots), inProcess);
+  const uint64_t pages = 20 + 7 + 31 + 1 + 12;
+  // images and slow: two kept values per page.
+  EXPECT_EQ(executorCounter(kept, "values_kept_on_workers"), 2 * pages);
+  EXPECT_EQ(executorCounter(inline_, "values_kept_on_workers"), 0u);
+  const uint64_t through =
+      executorCounter(kept, "batch_bytes_sent") + executorCounter(kept, "result_bytes_received");
+  const uint64_t throughInline = executorCounter(inline_, "batch_bytes_sent") +
+                                 executorCounter(inline_, "result_bytes_received");
+  // Inline, each page's image crosses the coordinator four times (two results, two batches).
+  EXPECT_GT(throughInline, 4 * pages * 131072);
+  EXPECT_LT(through * 100, throughInline) << through << " vs " << throughInline;
+}
+
+TEST_F(DistributedRuntimeTest, KilledWorkersThatKeepValuesLoseNothing) {
+  // Workers that keep the values other Calls have yet to read are killed at random moments:
+  // their values are computed again from their lineage (the producing grain's inputs) and the
+  // outputs do not change.
+  std::vector<std::pair<int, int>> rows;
+  for (int id = 0; id < 60; ++id)
+    rows.emplace_back(id, 1 + id % 13);
+  writeRows(rows);
+  auto planFor = [&](const std::string &name) {
+    std::string text = kKeptValuesProgram;
+    text.replace(text.find("SINK"), 4, name);
+    return compile(text);
+  };
+  const std::vector<std::string> undisturbed = runInProcess(planFor("undisturbed"));
+  ASSERT_EQ(undisturbed.size(), 60u);
+
+  plan::Plan plan = planFor("killed");
+  CoordinatorOptions options;
+  options.localWorkers = 3;
+  options.workerProgram = ORCH_WORKER_BINARY;
+  options.heartbeatMs = 100;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  std::vector<RootResult> roots;
+  RunOptions runOptions = collecting(roots);
+  runOptions.engine.infrastructureRetries = 20;
+  std::atomic<bool> over{false};
+  int killed = 0;
+  std::thread chaos([&] {
+    std::mt19937 moments(11);
+    for (int moment = 0; moment < 8 && !over; ++moment) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(60, 160)(moments)));
+      std::vector<pid_t> workers = localWorkerProcesses();
+      if (workers.empty() || over)
+        continue;
+      killed += ::kill(workers[moments() % workers.size()], SIGKILL) == 0;
+    }
+  });
+  RunSummary summary = runPlan(plan, registry_, *coordinator, runOptions);
+  over = true;
+  chaos.join();
+  coordinator.reset();
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_GT(killed, 0);
+  EXPECT_GT(executorCounter(summary, "values_recomputed"), 0u) << summary.executor;
+  EXPECT_EQ(normalized(roots), undisturbed);
+  EXPECT_EQ(lines("killed.jsonl").size(), 60u);
+}
+
+TEST_F(DistributedRuntimeTest, WorkersOfACurveRunFetchKeptValuesFromEachOther) {
+  // Three workers, two replicas of the last Call: some batches run where their inputs are not
+  // kept, and those fetch them from the owner's peer socket, which admits the run's keys only.
+  writeRows({{0, 9}, {1, 14}, {2, 3}, {3, 22}});
+  std::string text = kKeptValuesProgram;
+  text.replace(text.find("SINK"), 4, "sums");
+  plan::Plan plan = compile(text);
+  const std::vector<std::string> inProcess = runInProcess(plan);
+  RunSummary summary;
+  EXPECT_EQ(runWithWorkerProcesses(plan, 3, &summary, generateCurveKeyPair("coordinator")),
+            inProcess);
+  EXPECT_EQ(executorCounter(summary, "values_kept_on_workers"), 2u * (9 + 14 + 3 + 22));
+  EXPECT_GT(executorCounter(summary, "values_fetched_between_workers"), 0u) << summary.executor;
+}
+
 /// Random bytes, mutated valid messages, valid messages out of place and extra frames.
 class MessageFuzzer {
 public:
@@ -366,13 +481,13 @@ private:
     switch (orch::testing::pick(random_, 0, 7)) {
     case 0: {
       HelloMessage hello;
-      // Never version 1: a fuzzer must not become a worker that swallows batches.
-      hello.version = uint32_t(orch::testing::pick(random_, 2, 9));
+      // Never the protocol's version: a fuzzer must not become a worker that swallows batches.
+      hello.version = uint32_t(orch::testing::pick(random_, kProtocolVersion + 1, 9));
       hello.worker = randomBytes(8);
       return hello;
     }
     case 1:
-      return WelcomeMessage{1, 10, 1, randomBytes(40)};
+      return WelcomeMessage{kProtocolVersion, 10, 1, randomBytes(40), {}};
     case 2:
       return InitMessage{uint32_t(orch::testing::pick(random_, 0, 5)), 0, {"value"}};
     case 3: {

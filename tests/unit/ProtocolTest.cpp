@@ -46,5 +46,65 @@ TEST(ProtocolTest, AHelloWithoutMemoryOffersNone) {
   EXPECT_EQ(back->worker, "old");
 }
 
+template <typename T> T roundTrip(const Message &message) {
+  auto decoded = decodeMessage(encodeMessage(message));
+  EXPECT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<std::string>(decoded);
+  const T *back = std::get_if<T>(&std::get<Message>(decoded));
+  EXPECT_TRUE(back);
+  return back ? *back : T{};
+}
+
+TEST(ProtocolTest, BatchesAndResultsCarryReferencesToKeptValues) {
+  const Value kept = Value::ref(std::make_shared<const ValueRef>(ValueRef{"w2", 99, 25000000}));
+  BatchMessage batch;
+  batch.batch.id = 4;
+  batch.batch.call = 0;
+  batch.batch.grains.resize(2);
+  batch.batch.inputsPerGrain = 1;
+  batch.batch.inputs = {kept, Value::string("inline")};
+  batch.peers = {{"w2", "tcp://node-2:7801", "KEY"}};
+  const BatchMessage back = roundTrip<BatchMessage>(batch);
+  ASSERT_EQ(back.batch.inputs.size(), 2u);
+  ASSERT_EQ(back.batch.inputs[0].kind(), Value::Kind::Ref);
+  EXPECT_EQ(back.batch.inputs[0].asRef().owner, "w2");
+  EXPECT_EQ(back.batch.inputs[0].asRef().id, 99u);
+  EXPECT_EQ(back.batch.inputs[0].asRef().bytes, 25000000u);
+  EXPECT_EQ(back.batch.inputs[1], Value::string("inline"));
+  EXPECT_EQ(back.peers, batch.peers);
+  // A reference counts as its size for the byte budget, as a few bytes in a message.
+  EXPECT_EQ(approximateBytes(kept), 25000000u);
+  EXPECT_LT(messageBytes(kept), 64u);
+  EXPECT_EQ(batchExceedsProtocolLimits(batch.batch), std::nullopt);
+
+  ResultMessage result;
+  result.report.batchId = 4;
+  result.report.grains.push_back({{NodeId(3), EntityId(1)}, 0, RowResultKind::Value, kept, ""});
+  EXPECT_EQ(roundTrip<ResultMessage>(result).report.grains.at(0).value.asRef(), kept.asRef());
+
+  EXPECT_EQ(roundTrip<DropMessage>(DropMessage{{1, 2, 99}}).ids, (std::vector<uint64_t>{1, 2, 99}));
+  EXPECT_EQ(roundTrip<FetchMessage>(FetchMessage{{7}}).ids, (std::vector<uint64_t>{7}));
+  const BlobsMessage blobs =
+      roundTrip<BlobsMessage>(BlobsMessage{{7}, {Value::bytes(std::string(10, 'b'))}});
+  EXPECT_EQ(blobs.values.at(0), Value::bytes(std::string(10, 'b')));
+  InitMessage init{1, 2, {"image"}, 65536};
+  EXPECT_EQ(roundTrip<InitMessage>(init).keepOver, 65536u);
+}
+
+TEST(ProtocolTest, AReferenceIsAWholeValueNeverPartOfOne) {
+  // Inside a list, or in a fetch answer, a reference is refused: only an item's whole value
+  // may stay on a worker, and a worker serves values, not references.
+  const Value kept = Value::ref(std::make_shared<const ValueRef>(ValueRef{"w2", 1, 100}));
+  BatchMessage batch;
+  batch.batch.call = 0;
+  batch.batch.grains.resize(1);
+  batch.batch.inputsPerGrain = 1;
+  batch.batch.inputs = {Value::list({kept})};
+  auto decoded = decodeMessage(encodeMessage(batch));
+  ASSERT_TRUE(std::holds_alternative<std::string>(decoded));
+  EXPECT_NE(std::get<std::string>(decoded).find("value reference"), std::string::npos);
+  auto blobs = decodeMessage(encodeMessage(BlobsMessage{{1}, {kept}}));
+  EXPECT_TRUE(std::holds_alternative<std::string>(blobs));
+}
+
 } // namespace
 } // namespace orch::runtime

@@ -134,5 +134,22 @@ TEST(ReplicaPlacementTest, BatchesGoToTheLeastBusyReplicaWithinTheDepth) {
   EXPECT_TRUE(placement.canRun(0, 3));
 }
 
+TEST(ReplicaPlacementTest, ABatchPrefersAReplicaWhereItsInputsAreKeptWhileThatHasRoom) {
+  plan::Plan plan = planWith({{2, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t near = placement.addWorker(1, false);
+  const uint32_t far = placement.addWorker(1, false);
+  placement.place();
+  ASSERT_EQ(placement.replicasOn(near).size(), 1u);
+  ASSERT_EQ(placement.replicasOn(far).size(), 1u);
+  const uint32_t local = placement.replicasOn(near)[0];
+  // Busier than the other replica, yet within the depth: the batch goes where its inputs are.
+  placement.replica(local).queued.push_back(1);
+  EXPECT_EQ(placement.pick(0, 2), placement.replicasOn(far)[0]);
+  EXPECT_EQ(placement.pick(0, 2, near), local);
+  placement.replica(local).queued.push_back(2);
+  EXPECT_EQ(placement.pick(0, 2, near), placement.replicasOn(far)[0]) << "no room there";
+}
+
 } // namespace
 } // namespace orch::runtime

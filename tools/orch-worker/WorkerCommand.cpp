@@ -105,6 +105,7 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.name = options.name;
   worker.cpus = options.cpus;
   worker.memoryBytes = options.memoryBytes;
+  worker.peerEndpoint = options.peerEndpoint;
   worker.gpus = *gpus;
   worker.stopRequested = &stopRequested;
   worker.verbose = !options.quiet;

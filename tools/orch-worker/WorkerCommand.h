@@ -14,6 +14,8 @@ struct WorkerCommandOptions {
   std::string serverKeyPath;
   std::string name;
   double cpus = 1;
+  /// Where other workers fetch kept values ("" = chosen by the worker).
+  std::string peerEndpoint;
   /// Bytes of memory offered to replicas.
   uint64_t memoryBytes = 0;
   /// "auto" (every usable CUDA device), "none", or device indexes "0,1".

@@ -32,6 +32,12 @@ static cl::opt<std::string>
            cl::desc("Memory this worker offers replicas, e.g. 16GiB, against the Calls' `memory` "
                     "hints (default: the machine's, or its cgroup's limit)"),
            cl::value_desc("size"), cl::cat(workerCategory));
+static cl::opt<std::string>
+    peerEndpoint("peer-endpoint",
+                 cl::desc("Where other workers fetch the values this one keeps, e.g. "
+                          "tcp://10.0.0.7:7801 (default: a free port on this host; "
+                          "docs/cluster.md)"),
+                 cl::value_desc("endpoint"), cl::cat(workerCategory));
 static cl::opt<std::string> gpus("gpus",
                                  cl::desc("CUDA devices this worker offers: auto (every usable "
                                           "one), none, or indexes (0,1)"),
@@ -71,6 +77,7 @@ int main(int argc, char **argv) {
   options.serverKeyPath = serverKeyPath;
   options.name = workerName;
   options.cpus = cpus;
+  options.peerEndpoint = peerEndpoint;
   options.gpus = gpus;
   options.quiet = quiet;
   options.connectTimeoutSeconds = connectTimeout;

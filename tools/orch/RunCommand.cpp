@@ -63,6 +63,7 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
   coordinator.heartbeatMs = options.heartbeatMs;
   coordinator.liveness = options.liveness;
   coordinator.depth = options.depth;
+  coordinator.keepValuesOver = options.keepValuesOver;
   coordinator.localGpuDevices = gpuCount;
   coordinator.log = logLine;
   if (options.workers >= 0) {

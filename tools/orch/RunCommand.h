@@ -29,6 +29,8 @@ struct RunCommandOptions {
   uint32_t heartbeatMs = runtime::kDefaultHeartbeatMs;
   uint32_t liveness = runtime::kDefaultLiveness;
   uint32_t depth = runtime::kDefaultDepth;
+  /// Results of at least this many bytes that only Calls read stay on their worker (0: none).
+  uint64_t keepValuesOver = runtime::kDefaultKeepValuesOver;
   runtime::EngineOptions engine;
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;

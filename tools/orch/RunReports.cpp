@@ -112,6 +112,12 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["pipeline"] = plan.pipelineName;
   json["wall_seconds"] = summary.seconds;
   json["executor"] = summary.executor;
+  if (!summary.executorCounters.empty()) {
+    Json counters = Json::object();
+    for (const auto &[name, count] : summary.executorCounters)
+      counters[name] = count;
+    json["executor_counters"] = counters;
+  }
   if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
     json["bottleneck"] = {{"call", summary.calls[bottleneck->call].name},
                           {"busy_share", bottleneck->busyShare},

@@ -83,6 +83,12 @@ static cl::opt<std::string>
                 cl::desc("Bytes of values the run holds at most, e.g. 2GiB, 0 for no limit "
                          "(default: half the machine's memory; docs/runtime.md)"),
                 cl::value_desc("size"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string> keepValuesOver(
+    "keep-values-over",
+    cl::desc("Values of at least this size that only Calls read stay on the worker that made "
+             "them, e.g. 1MiB; off: every value goes through the coordinator (default 64KiB; "
+             "docs/runtime.md)"),
+    cl::value_desc("size"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<ReadyOrder>
     readyOrder("ready-order", cl::desc("Order of each Call's ready queue"),
                cl::init(ReadyOrder::Fifo),
@@ -225,6 +231,18 @@ static int runCommand() {
     llvm::errs() << "orch: error: --memory-limit expects a size such as 2GiB, 512MiB or 0, got '"
                  << memoryLimit << "'\n";
     return orch::kRunCannotRun;
+  }
+  if (keepValuesOver.getNumOccurrences() > 0) {
+    std::optional<uint64_t> bytes = keepValuesOver == "off"
+                                        ? std::optional<uint64_t>(0)
+                                        : orch::runtime::parseMemorySize(keepValuesOver);
+    if (!bytes || (*bytes == 0 && keepValuesOver != "off")) {
+      llvm::errs() << "orch: error: --keep-values-over expects a size such as 64KiB or 'off', "
+                      "got '"
+                   << keepValuesOver << "'\n";
+      return orch::kRunCannotRun;
+    }
+    options.keepValuesOver = *bytes;
   }
   options.engine.readyOrder = readyOrder;
   options.engine.batching = batching;

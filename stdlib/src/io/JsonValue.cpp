@@ -95,6 +95,9 @@ nlohmann::ordered_json jsonFromValue(const Value &value) {
       object[name] = jsonFromValue(field);
     return object;
   }
+  case Value::Kind::Ref:
+    // Never reaches a sink: only values that Calls alone read stay on workers.
+    return value.str();
   }
   return nullptr;
 }

@@ -56,7 +56,7 @@ def dealer(context, endpoint, args):
 
 
 def hello():
-    return msgpack.packb({"type": "hello", "version": 1, "worker": "hostile", "pid": os.getpid(),
+    return msgpack.packb({"type": "hello", "version": 2, "worker": "hostile", "pid": os.getpid(),
                           "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
 
 

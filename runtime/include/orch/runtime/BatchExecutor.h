@@ -79,6 +79,8 @@ public:
   virtual void stop() = 0;
   /// Counters and notes for the run's summary ("4 workers, 2 lost, 1 replaced").
   virtual std::string describe() const { return {}; }
+  /// Named counts for the run's metrics ("bytes_through_coordinator": ...), none by default.
+  virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }
   /// The workers that joined, in the order they joined (none for in-process runs).
   virtual std::vector<WorkerIdentity> workers() const { return {}; }
 };

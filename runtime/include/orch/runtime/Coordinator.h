@@ -37,6 +37,9 @@ struct CoordinatorOptions {
   uint32_t liveness = kDefaultLiveness;
   /// Batches sent ahead to each replica.
   uint32_t depth = kDefaultDepth;
+  /// Results of at least this many bytes that only other Calls read stay on the worker that
+  /// made them (0: every value goes through the coordinator). docs/runtime.md, "Value locality".
+  uint64_t keepValuesOver = kDefaultKeepValuesOver;
   /// Worker processes to start on this machine (and replace when they die); 0 in cluster mode.
   unsigned localWorkers = 0;
   /// The program started as `PROGRAM --connect ENDPOINT ...` for local workers (orch-worker).

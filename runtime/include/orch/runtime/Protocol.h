@@ -6,6 +6,8 @@
 #include "orch/runtime/EngineTypes.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +16,9 @@
 
 namespace orch::runtime {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+/// 2: values kept on the worker that made them (references in batches and results, drop,
+/// fetch and blobs between workers).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 /// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
 /// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent
@@ -22,6 +26,8 @@ inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr uint32_t kDefaultHeartbeatMs = 500;
 inline constexpr uint32_t kDefaultLiveness = 5;
 inline constexpr uint32_t kDefaultDepth = 2;
+/// `orch run --keep-values-over`'s default: 64 KiB (a thumbnail travels, a page image stays).
+inline constexpr uint64_t kDefaultKeepValuesOver = 64 << 10;
 
 /// Worker -> coordinator, first message: who it is and what it offers.
 struct HelloMessage {
@@ -34,6 +40,10 @@ struct HelloMessage {
   std::vector<std::string> operators;
   /// Bytes of memory it offers replicas (0: not said), against the Calls' `memory` hints.
   uint64_t memoryBytes = 0;
+  /// Where other workers fetch the values it keeps ("": it keeps none), and the CURVE public
+  /// key of that socket ("": no CURVE).
+  std::string peerEndpoint;
+  std::string peerKey;
 };
 
 /// Coordinator -> worker, the answer to HELLO: timing and the plan the replicas come from.
@@ -43,6 +53,8 @@ struct WelcomeMessage {
   uint32_t liveness = kDefaultLiveness;
   /// The encoded plan (plan/PlanCodec.h).
   std::string plan;
+  /// With CURVE: the public keys its peer socket admits (the workers of this run).
+  std::vector<std::string> peerKeys;
 };
 
 /// Coordinator -> worker: host replica `replica` of Call `call` (an operator instance kept for
@@ -52,6 +64,9 @@ struct InitMessage {
   uint32_t call = 0;
   /// The Call's dataflow inputs in the order batches carry them.
   std::vector<std::string> inputs;
+  /// Results of at least this many bytes stay on the worker and travel as references (0: all
+  /// travel inline).
+  uint64_t keepOver = 0;
 };
 
 /// Coordinator -> worker: replica `replica` moved to another worker; this one stops hosting it
@@ -60,10 +75,38 @@ struct ReleaseMessage {
   uint32_t replica = 0;
 };
 
+/// A worker that keeps values other workers fetch: its name, its peer endpoint and the CURVE
+/// public key of that endpoint ("" without CURVE).
+struct PeerAddress {
+  std::string worker;
+  std::string endpoint;
+  std::string key;
+  friend bool operator==(const PeerAddress &, const PeerAddress &) = default;
+};
+
 /// Coordinator -> worker: run this batch on this replica.
 struct BatchMessage {
   uint32_t replica = 0;
   Batch batch;
+  /// Where the references among the inputs are kept (other workers than the receiver).
+  std::vector<PeerAddress> peers;
+};
+
+/// Coordinator -> worker: nothing reads these kept values any more.
+struct DropMessage {
+  std::vector<uint64_t> ids;
+};
+
+/// Worker -> worker (peer socket): send me these kept values.
+struct FetchMessage {
+  std::vector<uint64_t> ids;
+};
+
+/// Worker -> worker: the values asked for that it still keeps, id for id (a missing id is
+/// left out).
+struct BlobsMessage {
+  std::vector<uint64_t> ids;
+  std::vector<Value> values;
 };
 
 /// Worker -> coordinator: one batch's report.
@@ -107,13 +150,21 @@ struct ErrorMessage {
   ErrorCode code = ErrorCode::Unspecified;
 };
 
-using Message =
-    std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
-                 HeartbeatMessage, ByeMessage, ErrorMessage, StartedMessage, ReleaseMessage>;
+using Message = std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
+                             HeartbeatMessage, ByeMessage, ErrorMessage, StartedMessage,
+                             ReleaseMessage, DropMessage, FetchMessage, BlobsMessage>;
 
 const char *messageTypeName(const Message &message);
 
 std::string encodeMessage(const Message &message);
+
+/// An encoded message in a buffer of its own (from malloc; `free` releases it), which a
+/// ZeroMQ frame can take over without copying a large value's bytes again.
+struct EncodedMessage {
+  std::unique_ptr<char, void (*)(void *)> bytes{nullptr, &std::free};
+  size_t size = 0;
+};
+EncodedMessage encodeMessageBuffer(const Message &message);
 
 /// The message in `bytes`, or a description of what is wrong with them.
 std::variant<Message, std::string> decodeMessage(std::string_view bytes);
@@ -137,6 +188,9 @@ struct ProtocolLimits {
   static constexpr uint32_t kDepth = 64;
   static constexpr uint32_t kValueDepth = kDepth - 4;
 };
+
+/// About how many bytes `value` takes in a message (a reference: a few dozen).
+uint64_t messageBytes(const Value &value);
 
 /// Why `value` cannot travel in a message (the first limit it breaks), or nullopt.
 std::optional<std::string> exceedsProtocolLimits(const Value &value);

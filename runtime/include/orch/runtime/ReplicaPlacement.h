@@ -54,7 +54,9 @@ public:
 
   /// Whether a batch of `call` could be sent now, and the replica it would go to (kNoIndex).
   bool canRun(uint32_t call, uint32_t depth) const { return pick(call, depth) != kNoIndex; }
-  uint32_t pick(uint32_t call, uint32_t depth) const;
+  /// The replica of `call` with room (fewer than `depth` batches queued) and the fewest
+  /// queued; one on `preferredWorker` when that has room (the batch's inputs are kept there).
+  uint32_t pick(uint32_t call, uint32_t depth, uint32_t preferredWorker = kNoIndex) const;
 
   Replica &replica(uint32_t r) { return replicas_[r]; }
   const Replica &replica(uint32_t r) const { return replicas_[r]; }

@@ -115,8 +115,10 @@ struct RunSummary {
   std::vector<SinkAccount> sinks;
   /// When the run began (times in the summary and the recorder count from here).
   SteadyClock::time_point startedAt;
-  /// The executor's own account (workers started, lost, replaced).
+  /// The executor's own account (workers started, lost, replaced), and its counters
+  /// (BatchExecutor::counters).
   std::string executor;
+  std::vector<std::pair<std::string, uint64_t>> executorCounters;
   std::vector<WorkerIdentity> workers;
   /// Seconds until declared operators' processes were ready (0 without any).
   double startupSeconds = 0;

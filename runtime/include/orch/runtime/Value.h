@@ -25,12 +25,27 @@ struct ByteString {
   friend bool operator==(const ByteString &, const ByteString &) = default;
 };
 
+/// A value kept by the worker process that produced it (docs/runtime.md, "Value locality"):
+/// the coordinator holds this and the size, and the worker that consumes it fetches it from
+/// `owner`. Only ever a whole item's value, never inside a list or record.
+struct ValueRef {
+  /// The worker's name (its routing identity).
+  std::string owner;
+  /// Its number in the owner's store.
+  uint64_t id = 0;
+  /// approximateBytes of the value it stands for.
+  uint64_t bytes = 0;
+  friend bool operator==(const ValueRef &a, const ValueRef &b) {
+    return a.owner == b.owner && a.id == b.id;
+  }
+};
+
 using ValueList = std::vector<Value>;
 using RecordFields = std::vector<std::pair<std::string, Value>>;
 
 class Value {
 public:
-  enum class Kind : uint8_t { Null, Bool, Int, Float, String, Bytes, List, Record };
+  enum class Kind : uint8_t { Null, Bool, Int, Float, String, Bytes, List, Record, Ref };
 
   Value() = default;
   static Value boolean(bool value) { return Value(Storage(value)); }
@@ -40,6 +55,9 @@ public:
   static Value bytes(std::string data);
   static Value list(ValueList elements);
   static Value record(RecordFields fields);
+  /// A reference; `reference` may carry a deleter that tells the owner when the last copy
+  /// goes (the coordinator's, Coordinator.cpp).
+  static Value ref(std::shared_ptr<const ValueRef> reference);
 
   Kind kind() const { return static_cast<Kind>(storage_.index()); }
   bool isNull() const { return kind() == Kind::Null; }
@@ -52,6 +70,7 @@ public:
   const std::string &asBytes() const { return std::get<BytesPtr>(storage_)->data; }
   const ValueList &asList() const { return *std::get<ListPtr>(storage_); }
   const RecordFields &asRecord() const { return *std::get<RecordPtr>(storage_); }
+  const ValueRef &asRef() const { return *std::get<RefPtr>(storage_); }
 
   /// A record's field, or nullptr when this is not a record or has no such field.
   const Value *field(std::string_view name) const;
@@ -66,8 +85,9 @@ private:
   using BytesPtr = std::shared_ptr<const ByteString>;
   using ListPtr = std::shared_ptr<const ValueList>;
   using RecordPtr = std::shared_ptr<const RecordFields>;
-  using Storage =
-      std::variant<std::monostate, bool, int64_t, double, StringPtr, BytesPtr, ListPtr, RecordPtr>;
+  using RefPtr = std::shared_ptr<const ValueRef>;
+  using Storage = std::variant<std::monostate, bool, int64_t, double, StringPtr, BytesPtr, ListPtr,
+                               RecordPtr, RefPtr>;
 
   explicit Value(Storage storage) : storage_(std::move(storage)) {}
 
@@ -77,8 +97,8 @@ private:
 const char *valueKindName(Value::Kind kind);
 
 /// About how many bytes `value` takes: its strings' and binaries' bytes, its field names, and a
-/// few bytes per element. Never less than its MessagePack encoding (floats as float64), so it
-/// also bounds a message's size.
+/// few bytes per element; for a reference, the bytes of the value it stands for (held by a
+/// worker for this run). Never less than its MessagePack encoding (floats as float64).
 uint64_t approximateBytes(const Value &value);
 
 /// Checks that `value` has the shape `type` promises (an Int where Float is expected is fine;

@@ -26,6 +26,9 @@ struct WorkerOptions {
   double cpus = 1;
   /// Bytes of memory it offers replicas (0: not said), against the Calls' `memory` hints.
   uint64_t memoryBytes = 0;
+  /// Where other workers fetch the values this one keeps ("tcp://10.0.0.7:7801"; "": beside
+  /// an ipc coordinator's socket, else a free TCP port, docs/cluster.md).
+  std::string peerEndpoint;
   /// The CUDA devices it offers; GPU replicas it hosts get them as GpuPlacement.h says.
   std::vector<int64_t> gpus;
   /// How long to wait for the coordinator's WELCOME before giving up.

@@ -1,0 +1,97 @@
+// Value locality between workers, without a coordinator: a worker's kept values served on its
+// peer socket (PeerServer) and a batch's references resolved by another worker (PeerFetcher),
+// with and without CURVE keys, over real ZeroMQ sockets.
+#include "KeptValues.h"
+#include "PeerFetcher.h"
+#include "PeerServer.h"
+
+#include "orch/runtime/CurveKeys.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace orch::runtime {
+namespace {
+
+Value reference(const std::string &owner, uint64_t id, uint64_t bytes) {
+  return Value::ref(std::make_shared<const ValueRef>(ValueRef{owner, id, bytes}));
+}
+
+std::string socketPath(const std::string &name) {
+  return "ipc://" + (std::filesystem::temp_directory_path() /
+                     ("orch-peer-test-" + std::to_string(::getpid()) + "-" + name + ".sock"))
+                        .string();
+}
+
+/// A batch of one grain whose inputs are `inputs`.
+Batch batchOf(std::vector<Value> inputs) {
+  Batch batch;
+  batch.id = 1;
+  batch.call = 0;
+  batch.grains.resize(1);
+  batch.inputsPerGrain = static_cast<uint32_t>(inputs.size());
+  batch.inputs = std::move(inputs);
+  return batch;
+}
+
+TEST(PeerFetchTest, ABatchGetsItsOwnAndAPeersKeptValues) {
+  KeptValues mine, theirs;
+  const Value page = Value::bytes(std::string(300000, 'p'));
+  const Value image = Value::record({{"width", Value::integer(2)}, {"pixels", page}});
+  const uint64_t own = mine.keep(Value::string("kept here"));
+  const uint64_t far = theirs.keep(image);
+  EXPECT_EQ(theirs.bytes(), approximateBytes(image));
+  PeerServer server(theirs, socketPath("plain"), std::nullopt, nullptr);
+  zmq::context_t context;
+  PeerFetcher fetcher(context, "me", mine, std::nullopt, std::chrono::milliseconds(5000));
+  Batch batch = batchOf({reference("me", own, 25), Value::integer(7),
+                         reference("them", far, approximateBytes(image))});
+  const std::vector<PeerAddress> peers{{"them", server.boundEndpoint(), ""}};
+  ASSERT_EQ(fetcher.resolve(batch, peers), std::nullopt);
+  EXPECT_EQ(batch.inputs[0], Value::string("kept here"));
+  EXPECT_EQ(batch.inputs[1], Value::integer(7));
+  EXPECT_EQ(batch.inputs[2], image);
+  EXPECT_EQ(fetcher.valuesFetched(), 1u);
+  EXPECT_EQ(server.valuesServed(), 1u);
+
+  // Dropped values are gone: a batch that still names one cannot run here.
+  theirs.drop({far});
+  EXPECT_EQ(theirs.count(), 0u);
+  Batch late = batchOf({reference("them", far, 10)});
+  const std::optional<std::string> problem = fetcher.resolve(late, peers);
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("no longer keeps value"), std::string::npos) << *problem;
+  Batch unknown = batchOf({reference("nobody", 1, 10)});
+  ASSERT_TRUE(fetcher.resolve(unknown, peers));
+}
+
+TEST(PeerFetchTest, WithCurveKeysOnlyTheRunsWorkersFetch) {
+  KeptValues theirs;
+  const uint64_t id = theirs.keep(Value::bytes(std::string(100000, 'x')));
+  const CurveKeyPair owner = generateCurveKeyPair("owner");
+  const CurveKeyPair member = generateCurveKeyPair("member");
+  const CurveKeyPair stranger = generateCurveKeyPair("stranger");
+  PeerServer server(theirs, socketPath("curve"), owner, nullptr);
+  server.admit({member.publicKey, owner.publicKey});
+  const std::vector<PeerAddress> peers{{"owner", server.boundEndpoint(), owner.publicKey}};
+  zmq::context_t context;
+  KeptValues none;
+
+  PeerFetcher admitted(context, "member", none, member, std::chrono::milliseconds(5000));
+  Batch batch = batchOf({reference("owner", id, 100016)});
+  ASSERT_EQ(admitted.resolve(batch, peers), std::nullopt);
+  EXPECT_EQ(batch.inputs[0].asBytes().size(), 100000u);
+
+  PeerFetcher refused(context, "stranger", none, stranger, std::chrono::milliseconds(500));
+  Batch denied = batchOf({reference("owner", id, 100016)});
+  const std::optional<std::string> problem = refused.resolve(denied, peers);
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("no answer within 500 ms"), std::string::npos) << *problem;
+  EXPECT_EQ(denied.inputs[0].kind(), Value::Kind::Ref);
+  EXPECT_EQ(server.valuesServed(), 1u);
+}
+
+} // namespace
+} // namespace orch::runtime
