@@ -1,7 +1,7 @@
 """Prints a previous benchmark run's figures next to a new run's, so that a regression shows.
 Reads the results.json that bench/experiments/run.py and bench/real/run.py write (and the
 copies kept in bench/results/): every table row is matched by its first cell, every number in
-it by its column.
+it by its column's name.
 
 usage: compare.py OLD.json NEW.json [--all]
   Without --all, only the figures that moved by more than 5 % are printed."""
@@ -37,9 +37,11 @@ def main():
     if len(arguments) != 2:
         sys.exit(__doc__)
     old_results, new_results = (json.load(open(path)) for path in arguments)
-    # Column names from either run (the oldest results kept only the rows).
-    headers = {**old_results.get("headers", {}), **new_results.get("headers", {})}
-    old, new = figures(old_results, headers), figures(new_results, headers)
+    # Each run's own column names (a table may have gained columns), else the other run's (the
+    # oldest results kept only the rows).
+    old_headers, new_headers = old_results.get("headers", {}), new_results.get("headers", {})
+    old = figures(old_results, {**new_headers, **old_headers})
+    new = figures(new_results, {**old_headers, **new_headers})
     if old_results.get("scale") != new_results.get("scale"):
         print("warning: the runs used different scales (--quick is 1/8): compare like with like")
     print(f"old: {arguments[0]} ({old_results.get('date', '?')}, {old_results.get('machine', '?')})")

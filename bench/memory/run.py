@@ -1,10 +1,13 @@
 """What the byte budget (`orch run --memory-limit`, docs/runtime.md) holds on real data, with the
-peak resident memory of every process of the run (the coordinator and its workers, sampled
-every 20 ms from /proc):
+peak memory of all the processes of the run (the coordinator and its workers, from /proc): the
+sum of their resident sets (RSS, which counts the pages of shared libraries once per process;
+sampled every 20 ms) and of their proportional sets (PSS, which shares them out; every 100 ms):
 
   1. pdf.render at 300 dpi -> an OCR-like consumer (test.checksum sleeping per page, slower than
      the render) over the longest real PDF at hand, pgfmanual.pdf (1,321 pages, from Debian's
-     texlive-pictures-doc): with --memory-limit 2GiB and without a limit.
+     texlive-pictures-doc): with --memory-limit 2GiB and without a limit, with value locality
+     (the pages stay on the worker that rendered them) and without (--keep-values-over off:
+     every page goes through the coordinator); the bytes through the coordinator per page.
   2. 1 parent -> 1,000,000 children through one Call, in process and with 2 worker processes.
 
 usage: run.py ORCH OUT_DIR   (environment: ORCH_BENCH_CACHE, default ~/.cache/orch-bench)"""
@@ -19,8 +22,9 @@ os.makedirs(OUT, exist_ok=True)
 MiB = 1 << 20
 
 
-def tree_rss(root):
-    """Resident bytes of `root` and its descendants now."""
+def tree_memory(root, proportional):
+    """(RSS, PSS) bytes of `root` and its descendants now; PSS only when `proportional` (reading
+    it walks every page table, too costly to do every 20 ms on 2 cores), else 0."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -29,21 +33,23 @@ def tree_rss(root):
                 children.setdefault(int(fields[1]), []).append(int(entry))
             except OSError:
                 pass
-    total, pending = 0, [root]
+    rss, pss, pending = 0, 0, [root]
     while pending:
         pid = pending.pop()
         pending += children.get(pid, [])
         try:
-            for line in open(f"/proc/{pid}/status"):
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+            for line in open(f"/proc/{pid}/smaps_rollup" if proportional else f"/proc/{pid}/status"):
+                if line.startswith("Rss:") or line.startswith("VmRSS:"):
+                    rss += int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1]) * 1024
         except OSError:
             pass
-    return total
+    return rss, pss
 
 
 def run(name, program, flags):
-    """Runs a pipeline; returns (wall seconds, peak RSS of its process tree, metrics)."""
+    """Runs a pipeline; returns (wall seconds, peak RSS and peak PSS of its process tree, metrics)."""
     path = os.path.join(OUT, name + ".orch")
     with open(path, "w") as f:
         f.write(program)
@@ -51,11 +57,14 @@ def run(name, program, flags):
     start = time.monotonic()
     process = subprocess.Popen([ORCH, "run", path, "--quiet", "--no-journal", "--metrics", metrics] + flags,
                                cwd=OUT, stderr=subprocess.DEVNULL)
-    peak = [0]
+    peak = [0, 0]
 
     def sample():
+        tick = 0
         while process.poll() is None:
-            peak[0] = max(peak[0], tree_rss(process.pid))
+            rss, pss = tree_memory(process.pid, proportional=tick % 5 == 0)
+            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+            tick += 1
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample)
@@ -63,8 +72,9 @@ def run(name, program, flags):
     process.wait()
     sampler.join()
     wall = time.monotonic() - start
-    print(f"  {name}: {wall:.1f} s, peak RSS {peak[0] / MiB:.0f} MiB", file=sys.stderr, flush=True)
-    return wall, peak[0], json.load(open(metrics))
+    print(f"  {name}: {wall:.1f} s, peak RSS {peak[0] / MiB:.0f} MiB, PSS {peak[1] / MiB:.0f} MiB",
+          file=sys.stderr, flush=True)
+    return wall, peak[0], peak[1], json.load(open(metrics))
 
 
 report = [f"Machine: {os.cpu_count()} cores, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB. "
@@ -81,27 +91,36 @@ images = pdf.render(pages, dpi: 300) {{ replicas: 2 }};
 texts = test.checksum(images, ms: 250) {{ replicas: 2 }};
 sink jsonl(path: "OUTPUT", record: {{ path: docs.path, pages: reduce(texts) }});
 """
-header = ["run", "makespan (s)", "peak RSS, all processes", "peak bytes held", "render held back (s)",
-          "pages"]
-rows, outputs = [], {}
-for label, name, limit in [("--memory-limit 2GiB", "render_budget", "2GiB"),
-                           ("no limit", "render_unbounded", "0")]:
-    wall, rss, m = run(name, RENDER.replace("OUTPUT", os.path.join(OUT, name + ".jsonl")),
-                       ["--workers", "2", "--memory-limit", limit])
+header = ["run", "makespan (s)", "peak RSS, all processes", "peak PSS, all processes", "peak bytes held",
+          "render held back (s)", "pages", "through the coordinator per page"]
+rows, outputs, through = [], {}, {}
+for label, name, flags in [("--memory-limit 2GiB", "render_budget", ["--memory-limit", "2GiB"]),
+                           ("no limit", "render_unbounded", ["--memory-limit", "0"]),
+                           ("--memory-limit 2GiB --keep-values-over off", "render_budget_inline",
+                            ["--memory-limit", "2GiB", "--keep-values-over", "off"])]:
+    wall, rss, pss, m = run(name, RENDER.replace("OUTPUT", os.path.join(OUT, name + ".jsonl")),
+                            ["--workers", "2"] + flags)
     render = next(c for c in m["calls"] if c["name"] == "images")
     outputs[name] = open(os.path.join(OUT, name + ".jsonl")).read()
-    rows.append([label, f"{wall:.1f}", f"{rss / MiB:,.0f} MiB", f"{m['memory']['peak_bytes_held'] / MiB:,.0f} MiB",
-                 f"{render.get('held_back_seconds', 0):.1f}", render["grains"]])
-same = outputs["render_budget"] == outputs["render_unbounded"]
+    counters = m.get("executor_counters", {})
+    through[name] = (counters.get("batch_bytes_sent", 0) + counters.get("result_bytes_received", 0)) / render["grains"]
+    rows.append([label, f"{wall:.1f}", f"{rss / MiB:,.0f} MiB", f"{pss / MiB:,.0f} MiB",
+                 f"{m['memory']['peak_bytes_held'] / MiB:,.0f} MiB",
+                 f"{render.get('held_back_seconds', 0):.1f}", render["grains"],
+                 f"{through[name] / 1024:,.1f} KiB"])
+same = outputs["render_budget"] == outputs["render_unbounded"] == outputs["render_budget_inline"]
 ratio = float(rows[0][1]) / float(rows[1][1])
+locality = through["render_budget_inline"] / max(through["render_budget"], 1)
+results["locality_bytes_ratio"] = locality
 results["experiments"]["render_ocr"] = rows
 results["headers"]["render_ocr"] = header
 results["render_ocr_same_outputs"] = same
 report.append("### 1. Render at 300 dpi, an OCR-like consumer\n\n"
-              f"pgfmanual.pdf, {rows[0][5]} pages rendered at 300 dpi (2 replicas; about 25 MB per page) and "
+              f"pgfmanual.pdf, {rows[0][6]} pages rendered at 300 dpi (2 replicas; about 25 MB per page) and "
               "read by an OCR-like consumer (test.checksum sleeping 250 ms per page, 2 replicas: "
               "slower than the render); 2 worker processes. Same outputs: "
-              f"{'yes' if same else 'NO'}; makespan with the budget / without: {ratio:.2f}.\n\n"
+              f"{'yes' if same else 'NO'}; makespan with the budget / without: {ratio:.2f}; bytes through "
+              f"the coordinator per page without value locality / with: {locality:,.0f}x.\n\n"
               "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" +
               "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows) + "\n")
 
@@ -114,18 +133,18 @@ pages = expand(test.split(docs, field: "n")) as Page;
 done = test.identity(pages) {{ batch: 256 }};
 sink jsonl(path: "{OUT}/million_out.jsonl", record: {{ id: docs.id, pages: len(reduce(done)) }});
 """
-header = ["executor", "wall (s)", "peak RSS, all processes", "children written"]
+header = ["executor", "wall (s)", "peak RSS, all processes", "peak PSS, all processes", "children written"]
 rows = []
 for label, name, flags in [("in-process", "million_in_process", ["--in-process", "--threads", "2"]),
                            ("2 worker processes", "million_workers", ["--workers", "2"])]:
-    wall, rss, m = run(name, MILLION, flags)
+    wall, rss, pss, m = run(name, MILLION, flags)
     written = json.loads(open(os.path.join(OUT, "million_out.jsonl")).read())["pages"]
-    rows.append([label, f"{wall:.2f}", f"{rss / MiB:,.0f} MiB", written])
+    rows.append([label, f"{wall:.2f}", f"{rss / MiB:,.0f} MiB", f"{pss / MiB:,.0f} MiB", written])
 results["experiments"]["million_children"] = rows
 results["headers"]["million_children"] = header
 report.append("### 2. One parent, a million children\n\n"
               "test.split into 1,000,000 children, test.identity in batches of 256, reduce, "
-              "list length (the target: at most 300 MB).\n\n"
+              "list length (the target: at most 300 MB = 286 MiB).\n\n"
               "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" +
               "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows) + "\n")
 

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <sys/socket.h>
@@ -47,6 +48,31 @@ std::vector<std::string> normalized(std::vector<RootResult> roots) {
     lines.push_back(line);
   }
   return lines;
+}
+
+/// The `orch worker` processes this test process started (not yet reaped).
+std::vector<pid_t> localWorkerProcesses() {
+  std::vector<pid_t> pids;
+  for (const fs::directory_entry &entry : fs::directory_iterator("/proc")) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (pid <= 0)
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t name = line.rfind(')');
+    if (name == std::string::npos)
+      continue;
+    std::istringstream fields(line.substr(name + 1));
+    char state = 0;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string command((std::istreambuf_iterator<char>(cmdline)), {});
+    if (parent == ::getpid() && state != 'Z' && command.find("worker") != std::string::npos)
+      pids.push_back(pid);
+  }
+  return pids;
 }
 
 /// test.identity that holds its batches until `open` is set (at most a minute), and sets
@@ -142,6 +168,39 @@ protected:
       *summaryOut = summary;
     return normalized(std::move(roots));
   }
+
+  /// Runs `plan` on three local worker processes (heartbeat 100 ms, up to 20 re-runs of a batch
+  /// lost to them) while, at `moments` random moments `pauseMs` apart (seeded by `seed`), a
+  /// random worker process is handed to `disturb` (with the random source, for more draws).
+  RunSummary runDisturbed(const plan::Plan &plan, std::vector<RootResult> &roots, int moments,
+                          uint32_t seed, std::pair<int, int> pauseMs,
+                          const std::function<void(pid_t, std::mt19937 &)> &disturb) {
+    CoordinatorOptions options;
+    options.localWorkers = 3;
+    options.workerProgram = ORCH_WORKER_BINARY;
+    options.heartbeatMs = 100;
+    std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+    RunOptions runOptions = collecting(roots);
+    // Many disturbances may hit one batch more than the default three times.
+    runOptions.engine.infrastructureRetries = 20;
+    std::atomic<bool> over{false};
+    std::thread chaos([&] {
+      std::mt19937 random(seed);
+      for (int moment = 0; moment < moments && !over; ++moment) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            std::uniform_int_distribution<int>(pauseMs.first, pauseMs.second)(random)));
+        std::vector<pid_t> workers = localWorkerProcesses();
+        if (workers.empty() || over)
+          continue;
+        disturb(workers[random() % workers.size()], random);
+      }
+    });
+    RunSummary summary = runPlan(plan, registry_, *coordinator, runOptions);
+    over = true;
+    chaos.join();
+    coordinator.reset();
+    return summary;
+  }
 };
 
 TEST_F(DistributedRuntimeTest, FourWorkerProcessesGiveTheInProcessOutputs) {
@@ -236,31 +295,6 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, n: list.len(counts) })
   EXPECT_EQ(runWithWorkerProcesses(plan, 2), inProcess);
 }
 
-/// The `orch worker` processes this test process started (not yet reaped).
-std::vector<pid_t> localWorkerProcesses() {
-  std::vector<pid_t> pids;
-  for (const fs::directory_entry &entry : fs::directory_iterator("/proc")) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
-    if (pid <= 0)
-      continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    const size_t name = line.rfind(')');
-    if (name == std::string::npos)
-      continue;
-    std::istringstream fields(line.substr(name + 1));
-    char state = 0;
-    pid_t parent = 0;
-    fields >> state >> parent;
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string command((std::istreambuf_iterator<char>(cmdline)), {});
-    if (parent == ::getpid() && state != 'Z' && command.find("worker") != std::string::npos)
-      pids.push_back(pid);
-  }
-  return pids;
-}
-
 TEST_F(DistributedRuntimeTest, ChaosKilledStoppedAndHungWorkersChangeNoOutput) {
   // About 4,000 pages through three Calls (some 12,000 grains) while, at 20 random moments, a
   // worker process is killed with SIGKILL or stopped with SIGSTOP; and page 2 of five
@@ -297,38 +331,15 @@ sink jsonl(path: "$DIR/SINK.jsonl", record: { id: rows.id, pages: reduce(checked
   for (const std::string &row : undisturbed)
     ASSERT_NE(row.find(" written"), std::string::npos) << row;
 
-  plan::Plan plan = planFor("chaos");
-  CoordinatorOptions options;
-  options.localWorkers = 3;
-  options.workerProgram = ORCH_WORKER_BINARY;
-  options.heartbeatMs = 100;
-  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
   std::vector<RootResult> roots;
-  RunOptions runOptions = collecting(roots);
-  // Twenty disturbances may hit one batch more than the default three times.
-  runOptions.engine.infrastructureRetries = 20;
-  std::atomic<bool> over{false};
   int killed = 0, stopped = 0;
-  std::thread chaos([&] {
-    std::mt19937 moments(5);
-    for (int moment = 0; moment < 20 && !over; ++moment) {
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 120)(moments)));
-      std::vector<pid_t> workers = localWorkerProcesses();
-      if (workers.empty() || over)
-        continue;
-      const pid_t victim = workers[moments() % workers.size()];
-      if (moments() % 2) {
-        killed += ::kill(victim, SIGKILL) == 0;
-      } else {
-        stopped += ::kill(victim, SIGSTOP) == 0;
-      }
-    }
-  });
-  RunSummary summary = runPlan(plan, registry_, *coordinator, runOptions);
-  over = true;
-  chaos.join();
-  coordinator.reset();
+  RunSummary summary = runDisturbed(planFor("chaos"), roots, 20, 5, {40, 120},
+                                    [&](pid_t victim, std::mt19937 &draw) {
+                                      if (draw() % 2)
+                                        killed += ::kill(victim, SIGKILL) == 0;
+                                      else
+                                        stopped += ::kill(victim, SIGSTOP) == 0;
+                                    });
   EXPECT_FALSE(summary.error) << *summary.error;
   EXPECT_EQ(killed + stopped, 20) << "the run outlasted the twenty moments";
   EXPECT_GT(killed, 0);
@@ -409,32 +420,11 @@ TEST_F(DistributedRuntimeTest, KilledWorkersThatKeepValuesLoseNothing) {
   const std::vector<std::string> undisturbed = runInProcess(planFor("undisturbed"));
   ASSERT_EQ(undisturbed.size(), 60u);
 
-  plan::Plan plan = planFor("killed");
-  CoordinatorOptions options;
-  options.localWorkers = 3;
-  options.workerProgram = ORCH_WORKER_BINARY;
-  options.heartbeatMs = 100;
-  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
   std::vector<RootResult> roots;
-  RunOptions runOptions = collecting(roots);
-  runOptions.engine.infrastructureRetries = 20;
-  std::atomic<bool> over{false};
   int killed = 0;
-  std::thread chaos([&] {
-    std::mt19937 moments(11);
-    for (int moment = 0; moment < 8 && !over; ++moment) {
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(std::uniform_int_distribution<int>(60, 160)(moments)));
-      std::vector<pid_t> workers = localWorkerProcesses();
-      if (workers.empty() || over)
-        continue;
-      killed += ::kill(workers[moments() % workers.size()], SIGKILL) == 0;
-    }
-  });
-  RunSummary summary = runPlan(plan, registry_, *coordinator, runOptions);
-  over = true;
-  chaos.join();
-  coordinator.reset();
+  RunSummary summary =
+      runDisturbed(planFor("killed"), roots, 8, 11, {60, 160},
+                   [&](pid_t victim, std::mt19937 &) { killed += ::kill(victim, SIGKILL) == 0; });
   EXPECT_FALSE(summary.error) << *summary.error;
   EXPECT_GT(killed, 0);
   EXPECT_GT(executorCounter(summary, "values_recomputed"), 0u) << summary.executor;
