@@ -36,15 +36,26 @@ std::optional<std::string> PeerFetcher::resolve(Batch &batch,
         peer = &candidate;
     if (!peer)
       return "the coordinator did not say where worker " + owner + " keeps its values";
-    std::vector<uint64_t> ids;
-    for (size_t i : positions)
-      ids.push_back(batch.inputs[i].asRef().id);
-    auto fetched = fetch(*peer, ids);
-    if (auto *problem = std::get_if<std::string>(&fetched))
-      return *problem;
-    std::vector<Value> &values = std::get<std::vector<Value>>(fetched);
-    for (size_t k = 0; k < positions.size(); ++k)
-      batch.inputs[positions[k]] = std::move(values[k]);
+    // At most kFetchBytes a time: a batch of big values is more than one message may hold.
+    for (size_t first = 0; first < positions.size();) {
+      std::vector<uint64_t> ids;
+      uint64_t bytes = 0;
+      size_t last = first;
+      for (; last < positions.size(); ++last) {
+        const ValueRef &ref = batch.inputs[positions[last]].asRef();
+        if (!ids.empty() && bytes + ref.bytes > kFetchBytes)
+          break;
+        ids.push_back(ref.id);
+        bytes += ref.bytes;
+      }
+      auto fetched = fetch(*peer, ids);
+      if (auto *problem = std::get_if<std::string>(&fetched))
+        return *problem;
+      std::vector<Value> &values = std::get<std::vector<Value>>(fetched);
+      for (size_t k = 0; k < values.size(); ++k)
+        batch.inputs[positions[first + k]] = std::move(values[k]);
+      first = last;
+    }
   }
   return std::nullopt;
 }
@@ -73,6 +84,7 @@ std::variant<std::vector<Value>, std::string> PeerFetcher::fetch(const PeerAddre
   zmq::socket_t &socket = socketFor(peer);
   try {
     sendMessage(socket, FetchMessage{ids});
+    ++requests_;
     const auto giveUp = std::chrono::steady_clock::now() + timeout_;
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -31,9 +31,14 @@ public:
   /// reported lost, so that the coordinator runs it again once the value is recomputed.
   std::optional<std::string> resolve(Batch &batch, const std::vector<PeerAddress> &peers);
 
+  /// The most bytes of values one fetch asks for (a value larger than that alone).
+  static constexpr uint64_t kFetchBytes = 64 << 20;
+
   /// Values and bytes fetched from other workers so far.
   uint64_t valuesFetched() const { return valuesFetched_; }
   uint64_t bytesFetched() const { return bytesFetched_; }
+  /// `fetch` messages sent so far.
+  uint64_t requests() const { return requests_; }
 
 private:
   /// The values of `ids` from `peer`, in that order, or why not.
@@ -47,7 +52,7 @@ private:
   std::optional<CurveKeyPair> key_;
   std::chrono::milliseconds timeout_;
   std::map<std::string, zmq::socket_t> sockets_;
-  uint64_t valuesFetched_ = 0, bytesFetched_ = 0;
+  uint64_t valuesFetched_ = 0, bytesFetched_ = 0, requests_ = 0;
 };
 
 } // namespace orch::runtime

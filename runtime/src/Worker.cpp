@@ -6,6 +6,7 @@
 #include "JobQueue.h"
 #include "KeptValues.h"
 #include "MessageSocket.h"
+#include "PeerEndpoint.h"
 #include "PeerFetcher.h"
 #include "PeerServer.h"
 
@@ -17,7 +18,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <malloc.h>
 #include <map>
 #include <memory>
@@ -315,8 +315,10 @@ private:
         liveness_ = std::max<uint32_t>(1, welcome->liveness);
         if (peers_)
           peers_->admit(welcome->peerKeys);
+        // A fetch may take a few heartbeats' time (64 MiB over a slow link); a peer that is
+        // gone is declared lost by the coordinator meanwhile.
         locality_.emplace(Locality{name_, kept_, options_.curveKey,
-                                   std::chrono::milliseconds(heartbeatMs_ * liveness_), plan_});
+                                   std::chrono::milliseconds(4 * heartbeatMs_ * liveness_), plan_});
         lastHeard_ = Clock::now();
         return true;
       }
@@ -440,22 +442,11 @@ private:
         *locality_, peers_ ? init.keepOver : 0);
   }
 
-  /// Binds the socket other workers fetch kept values from: WorkerOptions::peerEndpoint, else
-  /// beside an ipc coordinator's socket, else a free TCP port (on loopback when the
-  /// coordinator is there). Without one the worker keeps no values.
+  /// Binds the socket other workers fetch kept values from (WorkerOptions::peerEndpoint, else
+  /// PeerEndpoint.h's choice). Without one the worker keeps no values.
   void openPeerSocket() {
-    std::string bind = options_.peerEndpoint;
-    const std::string &coordinator = options_.endpoint;
-    if (bind.empty() && coordinator.rfind("ipc://", 0) == 0) {
-      const std::filesystem::path directory =
-          std::filesystem::path(coordinator.substr(6)).parent_path();
-      bind = "ipc://" + (directory / ("peer-" + std::to_string(::getpid()) + ".sock")).string();
-    } else if (bind.empty()) {
-      const bool loopback = coordinator.find("://127.") != std::string::npos ||
-                            coordinator.find("://localhost:") != std::string::npos ||
-                            coordinator.find("://[::1]") != std::string::npos;
-      bind = loopback ? "tcp://127.0.0.1:*" : "tcp://*:*";
-    }
+    const std::string bind =
+        options_.peerEndpoint.empty() ? peerBindEndpoint(options_.endpoint) : options_.peerEndpoint;
     try {
       peers_ = std::make_unique<PeerServer>(kept_, bind, options_.curveKey,
                                             [this](const std::string &line) { log(line); });
@@ -464,14 +455,7 @@ private:
           "); values this worker makes go through the coordinator");
       return;
     }
-    peerEndpoint_ = peers_->boundEndpoint();
-    // A wildcard address is no address for others: this host's name stands for it.
-    for (const char *any : {"tcp://0.0.0.0:", "tcp://[::]:"})
-      if (peerEndpoint_.rfind(any, 0) == 0) {
-        char host[256] = {};
-        ::gethostname(host, sizeof host - 1);
-        peerEndpoint_ = "tcp://" + std::string(host) + ":" + peerEndpoint_.substr(std::strlen(any));
-      }
+    peerEndpoint_ = announcedPeerEndpoint(peers_->boundEndpoint(), options_.endpoint);
   }
 
   void send(const Message &message) {

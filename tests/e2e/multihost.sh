@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Multi-host run over TCP: the coordinator and two workers in three network namespaces joined
-# by veth pairs, as on three machines. Needs root and network namespaces; skipped (exit 77)
+# by veth pairs, as on three machines; then values kept on the workers and fetched between them. Needs root and network namespaces; skipped (exit 77)
 # with the reason where they are not permitted.
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
@@ -77,10 +77,41 @@ wait "$run" || status=$?
 check "the workers serve a second run" test "$status" = 0
 check "both workers joined the second run" grep -q "2 worker(s) joined at tcp://0.0.0.0:7700" head2.log
 check "the second run's rows are the in-process rows" test "$(sort out/docs.jsonl)" = "$expected"
+# Value locality between hosts: 128 KiB values stay on the worker that made them, and the
+# worker that reads them fetches from the other's peer socket (CURVE, the run's keys only),
+# routed through the head's namespace: a consumer with one replica reads both workers' values.
+ip netns exec "$head" sysctl -qw net.ipv4.ip_forward=1
+ip -n "$w1" route add 10.77.2.0/24 via 10.77.1.1
+ip -n "$w2" route add 10.77.1.0/24 via 10.77.2.1
+cat >kept.orch <<'ORCH'
+pipeline kept;
+source rows = jsonl("rows.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+images = test.blob(pages, bytes: 131072) { batch: 2, replicas: 2 };
+sums = test.checksum(images) { batch: 4 };
+sink jsonl(path: "out/kept.jsonl", record: { id: rows.id, sums: reduce(sums) });
+ORCH
+"$ORCH_BIN/orch" run kept.orch --in-process --quiet 2>/dev/null
+expected=$(sort out/kept.jsonl)
+rm -rf out
+ip netns exec "$head" "$ORCH_BIN/orch" run kept.orch --listen tcp://0.0.0.0:7700 "${keys[@]}" \
+  --metrics kept.json >head3.log 2>&1 &
+run=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "a run whose values stay on the workers completes" test "$status" = 0
+check "... with the in-process rows" test "$(sort out/kept.jsonl)" = "$expected"
+check "... its values kept on the workers, some fetched by the other worker across hosts" \
+  /usr/bin/python3 -c '
+import json, sys
+c = json.load(open("kept.json"))["executor_counters"]
+print(c)
+sys.exit(0 if c["values_kept_on_workers"] == 40 and c["values_fetched_between_workers"] > 0
+         and c["values_recomputed"] == 0 else 1)'
 kill -TERM "$first" "$second"
 status=0; wait "$first" || status=$?
 check "worker 1 stops with status 0 on SIGTERM" test "$status" = 0
 status=0; wait "$second" || status=$?
 check "worker 2 stops with status 0 on SIGTERM" test "$status" = 0
-[ "$failures" -eq 0 ] || cat head.log head2.log w1.log w2.log
+[ "$failures" -eq 0 ] || cat head.log head2.log head3.log w1.log w2.log
 finish_checks

@@ -2,6 +2,7 @@
 // peer socket (PeerServer) and a batch's references resolved by another worker (PeerFetcher),
 // with and without CURVE keys, over real ZeroMQ sockets.
 #include "KeptValues.h"
+#include "PeerEndpoint.h"
 #include "PeerFetcher.h"
 #include "PeerServer.h"
 
@@ -67,6 +68,25 @@ TEST(PeerFetchTest, ABatchGetsItsOwnAndAPeersKeptValues) {
   ASSERT_TRUE(fetcher.resolve(unknown, peers));
 }
 
+TEST(PeerFetchTest, BigValuesComeInSeveralFetchesThatEachFitInAMessage) {
+  // Five 30 MiB values: 150 MiB at once would be one message; each fetch asks for 64 MiB at
+  // most (two values), so three fetches.
+  KeptValues theirs, none;
+  std::vector<Value> inputs, expected;
+  for (char fill : std::string("abcde")) {
+    const Value value = Value::bytes(std::string(30 << 20, fill));
+    expected.push_back(value);
+    inputs.push_back(reference("them", theirs.keep(value), approximateBytes(value)));
+  }
+  PeerServer server(theirs, socketPath("big"), std::nullopt, nullptr);
+  zmq::context_t context;
+  PeerFetcher fetcher(context, "me", none, std::nullopt, std::chrono::milliseconds(10000));
+  Batch batch = batchOf(inputs);
+  ASSERT_EQ(fetcher.resolve(batch, {{"them", server.boundEndpoint(), ""}}), std::nullopt);
+  EXPECT_EQ(batch.inputs, expected);
+  EXPECT_EQ(fetcher.requests(), 3u);
+}
+
 TEST(PeerFetchTest, WithCurveKeysOnlyTheRunsWorkersFetch) {
   KeptValues theirs;
   const uint64_t id = theirs.keep(Value::bytes(std::string(100000, 'x')));
@@ -91,6 +111,23 @@ TEST(PeerFetchTest, WithCurveKeysOnlyTheRunsWorkersFetch) {
   EXPECT_NE(problem->find("no answer within 500 ms"), std::string::npos) << *problem;
   EXPECT_EQ(denied.inputs[0].kind(), Value::Kind::Ref);
   EXPECT_EQ(server.valuesServed(), 1u);
+}
+
+TEST(PeerFetchTest, APeerSocketListensWhereTheCoordinatorsWorkersReachIt) {
+  const std::string pid = std::to_string(::getpid());
+  EXPECT_EQ(peerBindEndpoint("ipc:///tmp/orch-1-x/coordinator.sock"),
+            "ipc:///tmp/orch-1-x/peer-" + pid + ".sock");
+  EXPECT_EQ(peerBindEndpoint("tcp://127.0.0.1:7700"), "tcp://127.0.0.1:*");
+  EXPECT_EQ(peerBindEndpoint("tcp://localhost:7700"), "tcp://127.0.0.1:*");
+  EXPECT_EQ(peerBindEndpoint("tcp://10.0.0.5:7700"), "tcp://*:*");
+  // Announced: the address on the route to the coordinator, not a wildcard (nor the host
+  // name, which Debian maps to 127.0.1.1).
+  EXPECT_EQ(announcedPeerEndpoint("tcp://0.0.0.0:41000", "tcp://127.0.0.1:7700"),
+            "tcp://127.0.0.1:41000");
+  EXPECT_EQ(announcedPeerEndpoint("tcp://10.1.2.3:41000", "tcp://10.0.0.5:7700"),
+            "tcp://10.1.2.3:41000");
+  EXPECT_EQ(announcedPeerEndpoint("ipc:///tmp/x/peer-1.sock", "ipc:///tmp/x/coordinator.sock"),
+            "ipc:///tmp/x/peer-1.sock");
 }
 
 } // namespace
