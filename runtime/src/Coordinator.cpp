@@ -262,7 +262,8 @@ public:
     if (kept_.valuesKept())
       text += ", " + std::to_string(kept_.valuesKept()) + " value(s) (" +
               formatMemory(kept_.bytesKept()) + ") kept on workers, " +
-              std::to_string(fetchedFromPeers_) + " fetched by another worker";
+              std::to_string(fetchedFromPeers_) + " fetched by another worker" +
+              (valuesRelayed_ ? ", " + std::to_string(valuesRelayed_) + " relayed" : std::string());
     if (kept_.valuesRecomputed())
       text += ", " + std::to_string(kept_.valuesRecomputed()) +
               " computed again after their worker was lost";
@@ -274,6 +275,7 @@ public:
             {"result_bytes_received", resultBytes_},
             {"values_kept_on_workers", kept_.valuesKept()},
             {"values_fetched_between_workers", fetchedFromPeers_},
+            {"values_relayed_by_coordinator", valuesRelayed_},
             {"bytes_kept_on_workers", kept_.bytesKept()},
             {"values_recomputed", kept_.valuesRecomputed()}};
   }
@@ -318,6 +320,8 @@ private:
   struct Waiting {
     Batch batch;
     std::optional<KeptKey> recomputes;
+    /// Relays asked of owners that the chosen worker cannot reach, not yet answered.
+    uint32_t relaysPending = 0;
   };
   /// Recomputations' batch ids, apart from the engine's.
   static constexpr uint64_t kFirstRecomputeBatch = uint64_t(1) << 62;
@@ -406,6 +410,9 @@ private:
       noteStarted(w, *started);
     } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
       lose(w, "it said goodbye (" + bye->reason + ")");
+    } else if (auto *blobs = std::get_if<BlobsMessage>(&message)) {
+      resultBytes_ += frames.back().size();
+      relayed(w, *blobs);
     } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
       log("worker " + workers_[w].name + " reported: " + error->message);
     } else if (!std::holds_alternative<HeartbeatMessage>(message)) {
@@ -517,6 +524,8 @@ private:
       if (wasRunning && !replica.queued.empty() && replica.queued.front() < kFirstRecomputeBatch)
         started(replica.queued.front());
     }
+    if (result.report.lost && !result.unreachable.empty())
+      noteUnreachable(w, result.unreachable);
     std::optional<KeptValueLedger::Recipe> madeFrom;
     if (recipe)
       madeFrom.emplace(KeptValueLedger::Recipe{recipe->call, recipe->grains, recipe->inputs});
@@ -535,6 +544,18 @@ private:
     event.place = workers_[w].name + "/replica " + std::to_string(result.replica);
     pending_.push_back(std::move(event));
     ++pendingEnds_;
+  }
+
+  /// Worker `reader` could not reach `owner`'s peer socket: from now on the coordinator relays
+  /// that owner's values to it.
+  void noteUnreachable(uint32_t reader, const std::string &owner) {
+    auto found = byName_.find(owner);
+    if (found == byName_.end() || !workers_[found->second].alive ||
+        !unreachable_.insert({reader, found->second}).second)
+      return;
+    log("worker " + workers_[reader].name + " cannot reach the values worker " + owner +
+        " keeps (its peer socket " + workers_[found->second].peer.endpoint +
+        "): the coordinator passes them on (docs/cluster.md)");
   }
 
   /// A declared operator's replica started on worker `w`, or could not: before the run
@@ -577,6 +598,16 @@ private:
     // Its kept values are gone: each is computed again from its recipe, upstream first (a
     // recipe that reads another lost value waits for it).
     std::vector<KeptKey> lostValues = kept_.lose(w);
+    // Relays it will never answer: the batches that wait for them look again (its values are
+    // being computed again now).
+    for (uint64_t batchId : relays_[w])
+      for (Waiting &waiting : waiting_)
+        if (waiting.batch.id == batchId && waiting.relaysPending > 0)
+          --waiting.relaysPending;
+    relays_.erase(w);
+    std::erase_if(unreachable_, [w](const std::pair<uint32_t, uint32_t> &pair) {
+      return pair.first == w || pair.second == w;
+    });
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       if (it->second.worker != w) {
         ++it;
@@ -643,8 +674,11 @@ private:
   /// good. False when it must wait: an input is being computed again, or (a recomputation) no
   /// replica has room.
   bool sendOrWait(Waiting &waiting) {
+    if (waiting.relaysPending > 0)
+      return false;
     Batch &batch = waiting.batch;
     std::map<uint32_t, uint64_t> bytesByOwner, referencesByOwner;
+    std::map<uint32_t, std::vector<uint64_t>> idsByOwner;
     for (Value &input : batch.inputs) {
       if (input.kind() != Value::Kind::Ref)
         continue;
@@ -665,6 +699,7 @@ private:
       }
       bytesByOwner[record->worker] += input.asRef().bytes;
       ++referencesByOwner[record->worker];
+      idsByOwner[record->worker].push_back(input.asRef().id);
     }
     uint32_t preferred = kNoIndex;
     uint64_t most = 0;
@@ -677,6 +712,8 @@ private:
     if (r == kNoIndex)
       return false;
     ReplicaPlacement::Replica &replica = placement_->replica(r);
+    if (relayUnreachable(waiting, replica.worker, idsByOwner))
+      return false;
     std::vector<PeerAddress> peers;
     for (const auto &[w, bytes] : bytesByOwner)
       if (w != replica.worker) {
@@ -700,6 +737,48 @@ private:
     if (replica.queued.size() == 1 && !waiting.recomputes)
       started(id);
     return true;
+  }
+
+  /// Asks the owners of `waiting`'s referenced inputs that worker `reader` cannot reach for
+  /// those values (over their connection to the coordinator): they travel inline then. True
+  /// when it asked (the batch waits for the answers).
+  bool relayUnreachable(Waiting &waiting, uint32_t reader,
+                        const std::map<uint32_t, std::vector<uint64_t>> &idsByOwner) {
+    for (const auto &[owner, ids] : idsByOwner) {
+      if (!unreachable_.count({reader, owner}))
+        continue;
+      sendTo(owner, FetchMessage{ids});
+      relays_[owner].push_back(waiting.batch.id);
+      ++waiting.relaysPending;
+    }
+    return waiting.relaysPending > 0;
+  }
+
+  /// An owner's answer to the oldest relay asked of it: its values replace the references in
+  /// the batch that waits for them.
+  void relayed(uint32_t owner, BlobsMessage &blobs) {
+    std::deque<uint64_t> &asked = relays_[owner];
+    if (asked.empty())
+      return;
+    const uint64_t batchId = asked.front();
+    asked.pop_front();
+    for (Waiting &waiting : waiting_) {
+      if (waiting.batch.id != batchId)
+        continue;
+      for (Value &input : waiting.batch.inputs) {
+        if (input.kind() != Value::Kind::Ref || input.asRef().owner != workers_[owner].name)
+          continue;
+        for (size_t i = 0; i < blobs.ids.size(); ++i)
+          if (blobs.ids[i] == input.asRef().id) {
+            input = blobs.values[i];
+            ++valuesRelayed_;
+            break;
+          }
+      }
+      if (waiting.relaysPending > 0)
+        --waiting.relaysPending;
+      return;
+    }
   }
 
   /// Retries the batches that wait, in order.
@@ -815,7 +894,11 @@ private:
   /// Engine batches in waiting_, and recomputations in outstanding_.
   size_t waitingBatches_ = 0, recomputesOut_ = 0;
   uint64_t nextRecomputeBatch_ = kFirstRecomputeBatch;
-  uint64_t batchBytes_ = 0, resultBytes_ = 0, fetchedFromPeers_ = 0;
+  uint64_t batchBytes_ = 0, resultBytes_ = 0, fetchedFromPeers_ = 0, valuesRelayed_ = 0;
+  /// (reader, owner): the reader cannot reach the owner's peer socket.
+  std::set<std::pair<uint32_t, uint32_t>> unreachable_;
+  /// Per owner: the batches whose relays it was asked for, in the order asked.
+  std::map<uint32_t, std::deque<uint64_t>> relays_;
   std::vector<ExecutorEvent> pending_;
   /// Finished and lost events waiting in pending_.
   size_t pendingEnds_ = 0;

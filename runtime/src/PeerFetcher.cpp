@@ -12,8 +12,8 @@ PeerFetcher::PeerFetcher(zmq::context_t &context, std::string self, KeptValues &
     : context_(context), self_(std::move(self)), kept_(kept), key_(std::move(key)),
       timeout_(timeout) {}
 
-std::optional<std::string> PeerFetcher::resolve(Batch &batch,
-                                                const std::vector<PeerAddress> &peers) {
+std::optional<PeerFetcher::Missing> PeerFetcher::resolve(Batch &batch,
+                                                         const std::vector<PeerAddress> &peers) {
   // Positions of the references, grouped by the worker that keeps them.
   std::map<std::string, std::vector<size_t>> byOwner;
   for (size_t i = 0; i < batch.inputs.size(); ++i)
@@ -25,7 +25,8 @@ std::optional<std::string> PeerFetcher::resolve(Batch &batch,
         const ValueRef &ref = batch.inputs[i].asRef();
         std::optional<Value> value = kept_.find(ref.id);
         if (!value)
-          return "value " + std::to_string(ref.id) + " is no longer kept by this worker";
+          return Missing{"value " + std::to_string(ref.id) + " is no longer kept by this worker",
+                         ""};
         batch.inputs[i] = std::move(*value);
       }
       continue;
@@ -35,7 +36,7 @@ std::optional<std::string> PeerFetcher::resolve(Batch &batch,
       if (candidate.worker == owner)
         peer = &candidate;
     if (!peer)
-      return "the coordinator did not say where worker " + owner + " keeps its values";
+      return Missing{"the coordinator did not say where worker " + owner + " keeps its values", ""};
     // At most kFetchBytes a time: a batch of big values is more than one message may hold.
     for (size_t first = 0; first < positions.size();) {
       std::vector<uint64_t> ids;
@@ -49,7 +50,7 @@ std::optional<std::string> PeerFetcher::resolve(Batch &batch,
         bytes += ref.bytes;
       }
       auto fetched = fetch(*peer, ids);
-      if (auto *problem = std::get_if<std::string>(&fetched))
+      if (auto *problem = std::get_if<Missing>(&fetched))
         return *problem;
       std::vector<Value> &values = std::get<std::vector<Value>>(fetched);
       for (size_t k = 0; k < values.size(); ++k)
@@ -76,8 +77,8 @@ zmq::socket_t &PeerFetcher::socketFor(const PeerAddress &peer) {
   return sockets_.emplace(peer.endpoint, std::move(socket)).first->second;
 }
 
-std::variant<std::vector<Value>, std::string> PeerFetcher::fetch(const PeerAddress &peer,
-                                                                 const std::vector<uint64_t> &ids) {
+std::variant<std::vector<Value>, PeerFetcher::Missing>
+PeerFetcher::fetch(const PeerAddress &peer, const std::vector<uint64_t> &ids) {
   const std::string failed = "cannot fetch " + std::to_string(ids.size()) +
                              " kept value(s) from worker " + peer.worker + " at " + peer.endpoint +
                              ": ";
@@ -101,7 +102,8 @@ std::variant<std::vector<Value>, std::string> PeerFetcher::fetch(const PeerAddre
       auto *blobs = message ? std::get_if<BlobsMessage>(message) : nullptr;
       if (!blobs) {
         sockets_.erase(peer.endpoint);
-        return failed + "it answered " + (message ? messageTypeName(*message) : "garbage");
+        return Missing{failed + "it answered " + (message ? messageTypeName(*message) : "garbage"),
+                       peer.worker};
       }
       std::unordered_map<uint64_t, Value> byId;
       for (size_t i = 0; i < blobs->ids.size(); ++i)
@@ -110,7 +112,7 @@ std::variant<std::vector<Value>, std::string> PeerFetcher::fetch(const PeerAddre
       for (uint64_t id : ids) {
         auto found = byId.find(id);
         if (found == byId.end())
-          return failed + "it no longer keeps value " + std::to_string(id);
+          return Missing{failed + "it no longer keeps value " + std::to_string(id), ""};
         bytesFetched_ += approximateBytes(found->second);
         values.push_back(found->second);
       }
@@ -119,11 +121,12 @@ std::variant<std::vector<Value>, std::string> PeerFetcher::fetch(const PeerAddre
     }
   } catch (const zmq::error_t &error) {
     sockets_.erase(peer.endpoint);
-    return failed + error.what();
+    return Missing{failed + error.what(), peer.worker};
   }
   // A late answer must not be taken for the next fetch's: a fresh socket next time.
   sockets_.erase(peer.endpoint);
-  return failed + "no answer within " + std::to_string(timeout_.count()) + " ms";
+  return Missing{failed + "no answer within " + std::to_string(timeout_.count()) + " ms",
+                 peer.worker};
 }
 
 } // namespace orch::runtime

@@ -26,10 +26,16 @@ public:
   PeerFetcher(zmq::context_t &context, std::string self, KeptValues &kept,
               std::optional<CurveKeyPair> key, std::chrono::milliseconds timeout);
 
-  /// Replaces every reference among `batch`'s inputs by its value. Why it could not (a peer
-  /// that does not answer or no longer keeps a value): the batch cannot run here and is
-  /// reported lost, so that the coordinator runs it again once the value is recomputed.
-  std::optional<std::string> resolve(Batch &batch, const std::vector<PeerAddress> &peers);
+  /// Why a batch's inputs could not be brought here: the batch cannot run here and is reported
+  /// lost; `unreachable` names the owner whose peer socket did not answer ("" when a value is
+  /// gone instead), so that the coordinator relays that owner's values to this worker.
+  struct Missing {
+    std::string message;
+    std::string unreachable;
+  };
+
+  /// Replaces every reference among `batch`'s inputs by its value, or says why it could not.
+  std::optional<Missing> resolve(Batch &batch, const std::vector<PeerAddress> &peers);
 
   /// The most bytes of values one fetch asks for (a value larger than that alone).
   static constexpr uint64_t kFetchBytes = 64 << 20;
@@ -42,8 +48,8 @@ public:
 
 private:
   /// The values of `ids` from `peer`, in that order, or why not.
-  std::variant<std::vector<Value>, std::string> fetch(const PeerAddress &peer,
-                                                      const std::vector<uint64_t> &ids);
+  std::variant<std::vector<Value>, Missing> fetch(const PeerAddress &peer,
+                                                  const std::vector<uint64_t> &ids);
   zmq::socket_t &socketFor(const PeerAddress &peer);
 
   zmq::context_t &context_;

@@ -100,12 +100,14 @@ public:
   }
   void operator()(const ResultMessage &result) {
     const BatchReport &report = result.report;
-    begin("result", report.lost ? 5 : 4);
+    begin("result", 4 + (report.lost ? 1 : 0) + (result.unreachable.empty() ? 0 : 1));
     field("batch", report.batchId);
     field("replica", result.replica);
     field("seconds", result.seconds);
     if (report.lost)
       field("lost", true);
+    if (!result.unreachable.empty())
+      field("unreachable", result.unreachable);
     if (report.batchError) {
       field("error", *report.batchError);
     } else {
@@ -248,6 +250,8 @@ Message readResult(const MapReader &map) {
   result.seconds = map.real("seconds");
   if (map.optional("lost"))
     result.report.lost = map.boolean("lost");
+  if (map.optional("unreachable"))
+    result.unreachable = map.string("unreachable");
   if (map.optional("error")) {
     result.report.batchError = map.string("error");
     return result;

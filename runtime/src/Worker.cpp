@@ -54,7 +54,7 @@ struct QueuedBatch {
 /// A batch whose references are resolved, or why they could not be.
 struct ResolvedBatch {
   Batch batch;
-  std::optional<std::string> missing;
+  std::optional<PeerFetcher::Missing> missing;
 };
 
 /// One Call replica: an operator instance kept for every batch, run on its own thread. A
@@ -92,7 +92,7 @@ private:
     PeerFetcher fetcher(context, locality_.self, locality_.kept, locality_.key,
                         locality_.fetchTimeout);
     while (std::optional<QueuedBatch> queued = queue_.pop()) {
-      std::optional<std::string> missing = fetcher.resolve(queued->batch, queued->peers);
+      std::optional<PeerFetcher::Missing> missing = fetcher.resolve(queued->batch, queued->peers);
       resolved_.push(ResolvedBatch{std::move(queued->batch), std::move(missing)});
     }
     resolved_.close();
@@ -114,8 +114,10 @@ private:
       if (resolved->missing) {
         // Not the rows' fault: the batch runs again once its inputs are there again.
         result.report.batchId = batch.id;
-        result.report.batchError = "an input could not be brought here: " + *resolved->missing;
+        result.report.batchError =
+            "an input could not be brought here: " + resolved->missing->message;
         result.report.lost = true;
+        result.unreachable = resolved->missing->unreachable;
       } else {
         result.report = runOperatorBatch(instance_, factory_, config_, batch);
         keepLargeResults(result.report);
@@ -388,6 +390,16 @@ private:
       } else {
         replica->second->enqueue(QueuedBatch{std::move(batch->batch), std::move(batch->peers)});
       }
+    } else if (auto *fetch = std::get_if<FetchMessage>(&message)) {
+      // The coordinator relays kept values to a worker that cannot reach this one's peer
+      // socket: they go through it, as values without locality do.
+      BlobsMessage blobs;
+      for (uint64_t id : fetch->ids)
+        if (std::optional<Value> value = kept_.find(id)) {
+          blobs.ids.push_back(id);
+          blobs.values.push_back(std::move(*value));
+        }
+      send(blobs);
     } else if (auto *drop = std::get_if<DropMessage>(&message)) {
       largeBytesFreed_ += kept_.drop(drop->ids);
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
@@ -455,7 +467,9 @@ private:
           "); values this worker makes go through the coordinator");
       return;
     }
-    peerEndpoint_ = announcedPeerEndpoint(peers_->boundEndpoint(), options_.endpoint);
+    peerEndpoint_ = options_.peerAnnounce.empty()
+                        ? announcedPeerEndpoint(peers_->boundEndpoint(), options_.endpoint)
+                        : options_.peerAnnounce;
   }
 
   void send(const Message &message) {

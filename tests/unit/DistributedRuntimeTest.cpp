@@ -104,16 +104,19 @@ sink jsonl(path: "$DIR/docs.jsonl", record: { id: rows.id, pages: reduce(gated) 
 )";
 
 /// Worker sessions on threads of this process ("thread-0", ...), serving `endpoint` until
-/// stop() (or the destructor) tells them to leave.
+/// stop() (or the destructor) tells them to leave; `configure` may change each one's options.
 class ThreadWorkers {
 public:
-  ThreadWorkers(const std::string &endpoint, const OperatorRegistry &registry, int count) {
+  ThreadWorkers(const std::string &endpoint, const OperatorRegistry &registry, int count,
+                std::function<void(int, WorkerOptions &)> configure = nullptr) {
     for (int w = 0; w < count; ++w)
-      threads_.emplace_back([this, endpoint, &registry, w] {
+      threads_.emplace_back([this, endpoint, &registry, w, configure] {
         WorkerOptions worker;
         worker.endpoint = endpoint;
         worker.name = "thread-" + std::to_string(w);
         worker.stopRequested = &stop_;
+        if (configure)
+          configure(w, worker);
         runWorker(worker, registry);
       });
   }
@@ -430,6 +433,34 @@ TEST_F(DistributedRuntimeTest, KilledWorkersThatKeepValuesLoseNothing) {
   EXPECT_GT(executorCounter(summary, "values_recomputed"), 0u) << summary.executor;
   EXPECT_EQ(normalized(roots), undisturbed);
   EXPECT_EQ(lines("killed.jsonl").size(), 60u);
+}
+
+TEST_F(DistributedRuntimeTest, ValuesOfAWorkerOthersCannotReachArePassedOnByTheCoordinator) {
+  // Both workers announce a peer endpoint nobody listens on (as behind firewalls): a batch that
+  // needs one worker's values on the other fails its fetch there and comes back lost, and from
+  // then on the coordinator relays that worker's values to the other. The outputs do not
+  // change.
+  writeRows({{0, 12}, {1, 9}, {2, 15}});
+  std::string text = kKeptValuesProgram;
+  text.replace(text.find("SINK"), 4, "sums");
+  plan::Plan plan = compile(text);
+  const std::vector<std::string> inProcess = runInProcess(plan);
+  CoordinatorOptions options;
+  options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
+  options.heartbeatMs = 100;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  ThreadWorkers workers(options.endpoint, registry_, 2, [](int, WorkerOptions &worker) {
+    worker.peerEndpoint = "tcp://127.0.0.1:*";
+    worker.peerAnnounce = "tcp://127.0.0.1:9";
+    worker.verbose = false;
+  });
+  std::vector<RootResult> roots;
+  RunSummary summary = runPlan(plan, registry_, *coordinator, collecting(roots));
+  workers.stop();
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_EQ(normalized(roots), inProcess);
+  EXPECT_GT(executorCounter(summary, "values_relayed_by_coordinator"), 0u) << summary.executor;
+  EXPECT_GT(summary.engine.infrastructureFailures, 0u) << "the fetches that found out";
 }
 
 TEST_F(DistributedRuntimeTest, WorkersOfACurveRunFetchKeptValuesFromEachOther) {

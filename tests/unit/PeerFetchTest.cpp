@@ -61,9 +61,10 @@ TEST(PeerFetchTest, ABatchGetsItsOwnAndAPeersKeptValues) {
   theirs.drop({far});
   EXPECT_EQ(theirs.count(), 0u);
   Batch late = batchOf({reference("them", far, 10)});
-  const std::optional<std::string> problem = fetcher.resolve(late, peers);
+  const std::optional<PeerFetcher::Missing> problem = fetcher.resolve(late, peers);
   ASSERT_TRUE(problem);
-  EXPECT_NE(problem->find("no longer keeps value"), std::string::npos) << *problem;
+  EXPECT_NE(problem->message.find("no longer keeps value"), std::string::npos) << problem->message;
+  EXPECT_EQ(problem->unreachable, "") << "the owner answered";
   Batch unknown = batchOf({reference("nobody", 1, 10)});
   ASSERT_TRUE(fetcher.resolve(unknown, peers));
 }
@@ -106,9 +107,11 @@ TEST(PeerFetchTest, WithCurveKeysOnlyTheRunsWorkersFetch) {
 
   PeerFetcher refused(context, "stranger", none, stranger, std::chrono::milliseconds(500));
   Batch denied = batchOf({reference("owner", id, 100016)});
-  const std::optional<std::string> problem = refused.resolve(denied, peers);
+  const std::optional<PeerFetcher::Missing> problem = refused.resolve(denied, peers);
   ASSERT_TRUE(problem);
-  EXPECT_NE(problem->find("no answer within 500 ms"), std::string::npos) << *problem;
+  EXPECT_NE(problem->message.find("no answer within 500 ms"), std::string::npos)
+      << problem->message;
+  EXPECT_EQ(problem->unreachable, "owner");
   EXPECT_EQ(denied.inputs[0].kind(), Value::Kind::Ref);
   EXPECT_EQ(server.valuesServed(), 1u);
 }

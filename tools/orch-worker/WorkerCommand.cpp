@@ -106,6 +106,7 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.cpus = options.cpus;
   worker.memoryBytes = options.memoryBytes;
   worker.peerEndpoint = options.peerEndpoint;
+  worker.peerAnnounce = options.peerAnnounce;
   worker.gpus = *gpus;
   worker.stopRequested = &stopRequested;
   worker.verbose = !options.quiet;

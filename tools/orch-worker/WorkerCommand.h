@@ -16,6 +16,8 @@ struct WorkerCommandOptions {
   double cpus = 1;
   /// Where other workers fetch kept values ("" = chosen by the worker).
   std::string peerEndpoint;
+  /// The endpoint announced to other workers ("" = the bound one).
+  std::string peerAnnounce;
   /// Bytes of memory offered to replicas.
   uint64_t memoryBytes = 0;
   /// "auto" (every usable CUDA device), "none", or device indexes "0,1".

@@ -38,6 +38,11 @@ static cl::opt<std::string>
                           "tcp://10.0.0.7:7801 (default: a free port on this host; "
                           "docs/cluster.md)"),
                  cl::value_desc("endpoint"), cl::cat(workerCategory));
+static cl::opt<std::string>
+    peerAnnounce("peer-announce",
+                 cl::desc("The endpoint other workers are told to fetch from, when it is not "
+                          "--peer-endpoint's (behind NAT: the address they reach)"),
+                 cl::value_desc("endpoint"), cl::cat(workerCategory));
 static cl::opt<std::string> gpus("gpus",
                                  cl::desc("CUDA devices this worker offers: auto (every usable "
                                           "one), none, or indexes (0,1)"),
@@ -78,6 +83,7 @@ int main(int argc, char **argv) {
   options.name = workerName;
   options.cpus = cpus;
   options.peerEndpoint = peerEndpoint;
+  options.peerAnnounce = peerAnnounce;
   options.gpus = gpus;
   options.quiet = quiet;
   options.connectTimeoutSeconds = connectTimeout;

@@ -114,6 +114,9 @@ struct ResultMessage {
   uint32_t replica = 0;
   double seconds = 0;
   BatchReport report;
+  /// With a lost report: the worker whose peer socket this one could not reach for an input
+  /// ("": none); the coordinator then relays that worker's values for this one.
+  std::string unreachable;
 };
 
 /// Worker -> coordinator: a replica of a declared operator (whose process starts before any

@@ -29,6 +29,9 @@ struct WorkerOptions {
   /// Where other workers fetch the values this one keeps ("tcp://10.0.0.7:7801"; "": beside
   /// an ipc coordinator's socket, else a free TCP port, docs/cluster.md).
   std::string peerEndpoint;
+  /// The endpoint other workers are told, when it is not the one bound (behind NAT: the
+  /// address others reach); "": the bound one (PeerEndpoint.h).
+  std::string peerAnnounce;
   /// The CUDA devices it offers; GPU replicas it hosts get them as GpuPlacement.h says.
   std::vector<int64_t> gpus;
   /// How long to wait for the coordinator's WELCOME before giving up.
