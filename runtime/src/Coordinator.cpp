@@ -677,7 +677,7 @@ private:
     if (waiting.relaysPending > 0)
       return false;
     Batch &batch = waiting.batch;
-    std::map<uint32_t, uint64_t> bytesByOwner, referencesByOwner;
+    std::map<uint32_t, uint64_t> bytesByOwner;
     std::map<uint32_t, std::vector<uint64_t>> idsByOwner;
     for (Value &input : batch.inputs) {
       if (input.kind() != Value::Kind::Ref)
@@ -698,7 +698,6 @@ private:
         return true;
       }
       bytesByOwner[record->worker] += input.asRef().bytes;
-      ++referencesByOwner[record->worker];
       idsByOwner[record->worker].push_back(input.asRef().id);
     }
     uint32_t preferred = kNoIndex;
@@ -718,7 +717,7 @@ private:
     for (const auto &[w, bytes] : bytesByOwner)
       if (w != replica.worker) {
         peers.push_back(workers_[w].peer);
-        fetchedFromPeers_ += referencesByOwner[w];
+        fetchedFromPeers_ += idsByOwner[w].size();
       }
     Sent sent{r, replica.worker, batch.call, {}, {}, waiting.recomputes};
     if (keepOver_[batch.call] > 0) {

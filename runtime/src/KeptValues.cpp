@@ -29,6 +29,17 @@ std::optional<Value> KeptValues::find(uint64_t id) const {
   return found->second;
 }
 
+BlobsMessage KeptValues::findAll(const std::vector<uint64_t> &ids) const {
+  BlobsMessage blobs;
+  std::lock_guard lock(mutex_);
+  for (uint64_t id : ids)
+    if (auto found = values_.find(id); found != values_.end()) {
+      blobs.ids.push_back(id);
+      blobs.values.push_back(found->second);
+    }
+  return blobs;
+}
+
 uint64_t KeptValues::drop(const std::vector<uint64_t> &ids) {
   std::vector<Value> released;
   uint64_t freed = 0;

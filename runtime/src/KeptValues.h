@@ -3,6 +3,7 @@
 // by the replica threads (which add and read) and the peer server (which serves them).
 #pragma once
 
+#include "orch/runtime/Protocol.h"
 #include "orch/runtime/Value.h"
 
 #include <cstdint>
@@ -23,6 +24,9 @@ public:
   uint64_t keep(Value value);
   /// The value kept under `id`, or nullopt (dropped, or never kept here).
   std::optional<Value> find(uint64_t id) const;
+  /// The values of those of `ids` still kept, and their ids, in the order asked: the answer to
+  /// a `fetch` (from another worker, or the coordinator relaying).
+  BlobsMessage findAll(const std::vector<uint64_t> &ids) const;
   /// Frees these values; their bytes.
   uint64_t drop(const std::vector<uint64_t> &ids);
   /// Values and their bytes (approximateBytes) kept now.

@@ -80,14 +80,10 @@ void PeerServer::serve(std::vector<zmq::message_t> &frames) {
     return;
   }
   guard_->joined(fd);
-  BlobsMessage blobs;
+  const BlobsMessage blobs = values_.findAll(fetch->ids);
   uint64_t bytes = 0;
-  for (uint64_t id : fetch->ids)
-    if (std::optional<Value> value = values_.find(id)) {
-      bytes += approximateBytes(*value);
-      blobs.ids.push_back(id);
-      blobs.values.push_back(std::move(*value));
-    }
+  for (const Value &value : blobs.values)
+    bytes += approximateBytes(value);
   try {
     sendMessageTo(router_, identity, blobs);
     valuesServed_ += blobs.ids.size();

@@ -393,13 +393,7 @@ private:
     } else if (auto *fetch = std::get_if<FetchMessage>(&message)) {
       // The coordinator relays kept values to a worker that cannot reach this one's peer
       // socket: they go through it, as values without locality do.
-      BlobsMessage blobs;
-      for (uint64_t id : fetch->ids)
-        if (std::optional<Value> value = kept_.find(id)) {
-          blobs.ids.push_back(id);
-          blobs.values.push_back(std::move(*value));
-        }
-      send(blobs);
+      send(kept_.findAll(fetch->ids));
     } else if (auto *drop = std::get_if<DropMessage>(&message)) {
       largeBytesFreed_ += kept_.drop(drop->ids);
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
