@@ -151,7 +151,9 @@ private:
     line(depth) << "options";
     for (const ast::Option &option : use.options) {
       out_ << " " << option.name.name << "=";
-      if (option.value && std::holds_alternative<ast::Literal>(option.value->node))
+      if (option.none)
+        out_ << "none";
+      else if (option.value && std::holds_alternative<ast::Literal>(option.value->node))
         out_ << plan::formatStaticValue(std::get<ast::Literal>(option.value->node).value);
       else if (option.value && std::holds_alternative<ast::NameRef>(option.value->node))
         out_ << std::get<ast::NameRef>(option.value->node).name.name;

@@ -271,6 +271,13 @@ void OperatorBinder::checkOptions(ast::OperatorUse &use, const OperatorSignature
           .attachNote(existing->second, "first given here");
       continue;
     }
+    if (option.none) {
+      if (spec->setNone)
+        spec->setNone(use.callOptions);
+      else
+        diags_.error(option.name.location, "option " + quoted(name) + " cannot be none");
+      continue;
+    }
     if (!option.value)
       continue;
     typeOf_(*option.value);

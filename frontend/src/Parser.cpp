@@ -635,8 +635,16 @@ private:
         use.arguments.push_back(transformArgument(argument));
     if (options) {
       use.hasOptionBlock = true;
-      for (OrchParser::CallOptionContext *option : options->callOption())
-        use.options.push_back(ast::Option{identifier(option->name), transformExpr(option->expr())});
+      for (OrchParser::CallOptionContext *option : options->callOption()) {
+        ast::Option parsed{identifier(option->name), transformExpr(option->expr())};
+        // `none` is a value of the option, not a name (`timeout: none`).
+        if (auto *word = parsed.value ? std::get_if<ast::NameRef>(&parsed.value->node) : nullptr;
+            word && word->name.name == "none") {
+          parsed.value.reset();
+          parsed.none = true;
+        }
+        use.options.push_back(std::move(parsed));
+      }
     }
     return use;
   }

@@ -106,12 +106,14 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        0,
        true,
        {},
-       "longest a batch may run (default: none)",
+       "longest a batch may run; `none`: no limit (default: the runtime's hang guard, a "
+       "multiple of the slowest item seen with a floor)",
        false,
        [](const CallOptions &o) -> StaticValue { return Duration{o.timeoutNanoseconds}; },
        [](CallOptions &o, const StaticValue &v) {
          o.timeoutNanoseconds = std::get<Duration>(v).nanoseconds;
-       }},
+       },
+       [](CallOptions &o) { o.timeoutNanoseconds = CallOptions::kNoTimeout; }},
       {"require_gpu",
        TypeKind::Bool,
        0,

@@ -35,6 +35,8 @@ std::string optionsText(const CallOptions &options) {
     out += spec.name;
     if (auto *text = std::get_if<std::string>(&value))
       out += " " + *text;
+    else if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
+      out += " none";
     else if (!std::holds_alternative<bool>(value))
       out += " " + formatStaticValue(value);
   }

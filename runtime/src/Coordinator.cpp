@@ -524,7 +524,7 @@ private:
       if (wasRunning && !replica.queued.empty() && replica.queued.front() < kFirstRecomputeBatch)
         started(replica.queued.front());
     }
-    if (result.report.lost && !result.unreachable.empty())
+    if (result.report.loss != BatchLoss::None && !result.unreachable.empty())
       noteUnreachable(w, result.unreachable);
     std::optional<KeptValueLedger::Recipe> madeFrom;
     if (recipe)

@@ -217,8 +217,8 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   std::vector<uint32_t> entryOf(count, kNoIndex);
   std::string violation;
   if (report.grains.size() != count)
-    violation = "the report has " + std::to_string(report.grains.size()) +
-                " row(s) for a batch of " + std::to_string(count);
+    violation = "it gave " + std::to_string(report.grains.size()) + " result(s) for a batch of " +
+                std::to_string(count) + " item(s), not one per item";
   for (size_t i = 0; violation.empty() && i < report.grains.size(); ++i) {
     const GrainReport &entry = report.grains[i];
     auto matches = [&](size_t j) {
@@ -371,10 +371,17 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
   const plan::PlanCall &call = planCall(batch.call);
   const std::string what = "call '" + call.name + "' failed a batch of " +
                            std::to_string(batch.grains.size()) + ": " + message;
+  narrowDown(std::move(batch), message, FailureKind::OperatorError, what);
+  return {CommitStatus::BatchError, what};
+}
+
+void LineageEngine::State::narrowDown(OutstandingBatch batch, const std::string &message,
+                                      FailureKind kind, const std::string &what) {
+  const plan::PlanCall &call = planCall(batch.call);
   // Grains cancelled while the batch ran (their root finished early) take no further part.
   std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
   if (batch.grains.empty())
-    return {CommitStatus::BatchError, what};
+    return;
   BatchRecovery next = batch.recovery;
   const uint32_t retries = static_cast<uint32_t>(std::max<int64_t>(0, call.options.retries));
   if (!next.splitting && next.attempt < retries) {
@@ -386,7 +393,7 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
   } else if (call.options.recovery == RecoveryPolicy::Abort) {
     abortRun(what + " (recovery \"abort\"" +
              (retries ? ", after " + std::to_string(retries) + " retries)" : ")"));
-    return {CommitStatus::BatchError, what};
+    return;
   } else if (!next.splitting && !next.deferredRetried &&
              call.options.recovery == RecoveryPolicy::Isolate) {
     // 2. isolate: one more try of the whole batch, behind fresh work.
@@ -410,28 +417,53 @@ CommitResult LineageEngine::State::handleBatchError(OutstandingBatch batch,
     std::string final = message;
     if (next.attempt > 0)
       final += " (after " + std::to_string(next.attempt) + " retries)";
-    failGrains(batch, FailureKind::OperatorError, final);
+    failGrains(batch, kind, final);
   }
   propagate();
-  return {CommitStatus::BatchError, what};
 }
 
-bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason) {
+bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason,
+                                     BatchLoss loss) {
   auto found = outstanding.find(batchId);
   if (found == outstanding.end())
     return false;
   OutstandingBatch batch = std::move(found->second);
   outstanding.erase(found);
   unreserve(batch);
+  const std::string what = "call '" + planCall(batch.call).name + "' lost a batch of " +
+                           std::to_string(batch.grains.size()) + ": " + reason;
+  switch (loss) {
+  case BatchLoss::Crash:
+  case BatchLoss::Timeout:
+    // The operator's own doing, on some grain of the batch: narrowed down like an exception.
+    ++(loss == BatchLoss::Crash ? stats.batchCrashes : stats.batchTimeouts);
+    narrowDown(std::move(batch), reason,
+               loss == BatchLoss::Crash ? FailureKind::Crash : FailureKind::Timeout, what);
+    return true;
+  case BatchLoss::None:
+  case BatchLoss::Infrastructure:
+    break;
+  }
   ++stats.infrastructureFailures;
-  if (batch.recovery.infrastructureAttempts >= options.infrastructureRetries) {
-    failGrains(batch, FailureKind::Infrastructure,
-               reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");
-  } else {
-    std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
-    BatchRecovery next = batch.recovery;
+  std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
+  BatchRecovery next = batch.recovery;
+  if (next.infrastructureAttempts < options.infrastructureRetries) {
     ++next.infrastructureAttempts;
     requeue(batch.call, std::move(batch.grains), false, next);
+  } else if (batch.grains.size() > 1) {
+    // Lost again and again: a grain that takes its worker down with it (a native operator
+    // crashing its process) is found by bisection, so its batch-mates are written.
+    ++stats.batchSplits;
+    const size_t half = batch.grains.size() / 2;
+    std::vector<QueuedGrain> second(batch.grains.begin() + static_cast<std::ptrdiff_t>(half),
+                                    batch.grains.end());
+    batch.grains.resize(half);
+    next.splitting = true;
+    requeue(batch.call, std::move(batch.grains), true, next);
+    requeue(batch.call, std::move(second), true, next);
+  } else {
+    failGrains(batch, FailureKind::Infrastructure,
+               reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");
   }
   propagate();
   return true;

@@ -359,7 +359,12 @@ struct LineageEngine::State {
   void requeue(CallId call, std::vector<QueuedGrain> grains, bool deferred, BatchRecovery recovery);
   void failGrains(const OutstandingBatch &batch, FailureKind kind, const std::string &message);
   void installBarrier(EntityId entity, CallId call, uint32_t cause);
-  bool failBatch(uint64_t batchId, const std::string &reason);
+  bool failBatch(uint64_t batchId, const std::string &reason, BatchLoss loss);
+  /// The Call's recovery for a batch that failed as a whole (an exception, a crash, a timeout):
+  /// its retries, then (isolate) one deferred retry, then bisection down to the single grains
+  /// that still fail, which fail with `kind`. `what` names the batch for an abort.
+  void narrowDown(OutstandingBatch batch, const std::string &message, FailureKind kind,
+                  const std::string &what);
 };
 
 } // namespace orch::runtime

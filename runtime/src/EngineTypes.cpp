@@ -73,6 +73,10 @@ const char *failureKindName(FailureKind kind) {
     return "contract-violation";
   case FailureKind::Infrastructure:
     return "infrastructure";
+  case FailureKind::Crash:
+    return "crash";
+  case FailureKind::Timeout:
+    return "timeout";
   case FailureKind::SourceError:
     return "source-error";
   case FailureKind::Aborted:
@@ -81,6 +85,20 @@ const char *failureKindName(FailureKind kind) {
     return "interrupted";
   case FailureKind::OutputFailure:
     return "output-failure";
+  }
+  return "?";
+}
+
+const char *batchLossName(BatchLoss loss) {
+  switch (loss) {
+  case BatchLoss::None:
+    return "none";
+  case BatchLoss::Infrastructure:
+    return "infrastructure";
+  case BatchLoss::Crash:
+    return "crash";
+  case BatchLoss::Timeout:
+    return "timeout";
   }
   return "?";
 }

@@ -68,6 +68,8 @@ public:
       handshake(stop);
   }
 
+  void setBatchTimeout(std::chrono::nanoseconds limit) override { batchTimeout_ = limit; }
+
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     if (child_ && ready_) {
       if (std::optional<std::string> ended = child_->exitDescription()) {
@@ -87,9 +89,7 @@ public:
     }
     const uint64_t id = ++batches_;
     const BridgeDeadline deadline =
-        config_.timeoutNanoseconds() > 0
-            ? BridgeDeadline(Clock::now() + std::chrono::nanoseconds(config_.timeoutNanoseconds()))
-            : std::nullopt;
+        batchTimeout_.count() > 0 ? BridgeDeadline(Clock::now() + batchTimeout_) : std::nullopt;
     encodeBatch(id, columns, batchBuffer_);
     FrameStatus sent = writeFrame(
         child_->channel(), std::string_view(batchBuffer_.bytes.data(), batchBuffer_.bytes.size()),
@@ -112,10 +112,13 @@ public:
     if (result->batch != id)
       protocolError("the answer to batch " + std::to_string(result->batch) + " where " +
                     std::to_string(id) + " was sent");
+    // One result per item, or the batch breaks the operator's contract: the results go back as
+    // they are, and the engine fails the batch's rows naming the count (the process is fine).
     if (result->values.size() != rows.size())
-      protocolError(std::to_string(result->values.size()) + " results for a batch of " +
-                    std::to_string(rows.size()) + " items");
-    for (size_t i = 0; i < rows.size(); ++i) {
+      config_.log("call '" + config_.name() + "' (operator " + op_.name + ") returned " +
+                  std::to_string(result->values.size()) + " results for a batch of " +
+                  std::to_string(rows.size()) + " items; an operator returns one per item");
+    for (size_t i = 0; i < result->values.size(); ++i) {
       if (auto failed = result->errors.find(uint32_t(i)); failed != result->errors.end()) {
         results.push_back(RowResult::recordFailure(failed->second));
         continue;
@@ -235,9 +238,10 @@ private:
   /// The process crashed or hung during a batch: it is killed and restarted for the next one.
   [[noreturn]] void lose(FrameStatus status) {
     std::string why;
+    BatchLoss loss = BatchLoss::Crash;
     if (status == FrameStatus::TimedOut) {
-      why = "timed out after " +
-            plan::formatStaticValue(plan::Duration{config_.timeoutNanoseconds()});
+      why = "timed out after " + plan::formatStaticValue(plan::Duration{batchTimeout_.count()});
+      loss = BatchLoss::Timeout;
       child_->kill();
     } else if (status == FrameStatus::Malformed) {
       why = "sent a malformed frame";
@@ -251,14 +255,15 @@ private:
     config_.log(message);
     child_.reset();
     ready_ = false;
-    throw OperatorLost(message);
+    throw OperatorLost(message, loss);
   }
 
   [[noreturn]] void protocolError(const std::string &what) {
     child_.reset();
     ready_ = false;
     throw OperatorLost("call '" + config_.name() + "' (operator " + op_.name +
-                       "): its process sent " + what + "; it is restarted");
+                       "): its process sent " + what + "; it is restarted",
+                       BatchLoss::Crash);
   }
 
   std::string where() const {
@@ -277,6 +282,7 @@ private:
   BatchBuffer batchBuffer_;
   bool ready_ = false;
   uint64_t batches_ = 0;
+  std::chrono::nanoseconds batchTimeout_{0};
   Clock::time_point startedAt_;
 };
 

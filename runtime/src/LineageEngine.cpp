@@ -1002,8 +1002,8 @@ std::optional<Batch> LineageEngine::reserveBatch(const std::function<bool(uint32
 
 CommitResult LineageEngine::commit(const BatchReport &report) { return state_->commit(report); }
 
-bool LineageEngine::failBatch(uint64_t batchId, const std::string &reason) {
-  return state_->failBatch(batchId, reason);
+bool LineageEngine::failBatch(uint64_t batchId, const std::string &reason, BatchLoss loss) {
+  return state_->failBatch(batchId, reason, loss);
 }
 
 std::vector<RootResult> LineageEngine::takeFinishedRoots() {

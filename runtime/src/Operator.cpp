@@ -123,10 +123,11 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
   try {
     if (!instance)
       instance = factory(config);
+    instance->setBatchTimeout(std::chrono::nanoseconds(batch.timeoutNanoseconds));
     instance->process(rows, results);
   } catch (const OperatorLost &error) {
     report.batchError = error.what();
-    report.lost = true;
+    report.loss = error.loss();
     return report;
   } catch (const std::exception &error) {
     report.batchError = error.what();

@@ -65,8 +65,10 @@ public:
   }
   void operator()(const BatchMessage &message) {
     const Batch &batch = message.batch;
-    begin("batch", message.peers.empty() ? 7 : 8);
+    begin("batch", 7 + (message.peers.empty() ? 0 : 1) + (batch.timeoutNanoseconds ? 1 : 0));
     field("batch", batch.id);
+    if (batch.timeoutNanoseconds)
+      field("timeout_ns", batch.timeoutNanoseconds);
     field("replica", message.replica);
     field("call", batch.call);
     field("attempt", batch.attempt);
@@ -100,12 +102,16 @@ public:
   }
   void operator()(const ResultMessage &result) {
     const BatchReport &report = result.report;
-    begin("result", 4 + (report.lost ? 1 : 0) + (result.unreachable.empty() ? 0 : 1));
+    const bool lost = report.loss != BatchLoss::None;
+    const bool narrowed = report.loss == BatchLoss::Crash || report.loss == BatchLoss::Timeout;
+    begin("result", 4 + (lost ? 1 : 0) + (narrowed ? 1 : 0) + (result.unreachable.empty() ? 0 : 1));
     field("batch", report.batchId);
     field("replica", result.replica);
     field("seconds", result.seconds);
-    if (report.lost)
+    if (lost)
       field("lost", true);
+    if (narrowed)
+      field("loss", std::string(batchLossName(report.loss)));
     if (!result.unreachable.empty())
       field("unreachable", result.unreachable);
     if (report.batchError) {
@@ -215,6 +221,8 @@ Message readBatch(const MapReader &map) {
   message.replica = map.index("replica");
   batch.call = map.index("call");
   batch.attempt = uint32_t(map.integer("attempt"));
+  if (map.optional("timeout_ns"))
+    batch.timeoutNanoseconds = std::max<int64_t>(0, map.integer("timeout_ns"));
   const Object &grains = map.get("grains", msgpack::type::ARRAY);
   for (uint32_t i = 0; i < grains.via.array.size; ++i) {
     const Object &entry = tuple(grains.via.array.ptr[i], 7, "a grain");
@@ -248,8 +256,14 @@ Message readResult(const MapReader &map) {
   result.report.batchId = uint64_t(map.integer("batch"));
   result.replica = map.index("replica");
   result.seconds = map.real("seconds");
-  if (map.optional("lost"))
-    result.report.lost = map.boolean("lost");
+  if (map.optional("lost") && map.boolean("lost"))
+    result.report.loss = BatchLoss::Infrastructure;
+  if (map.optional("loss")) {
+    const std::string loss = map.string("loss");
+    if (result.report.loss == BatchLoss::None || (loss != "crash" && loss != "timeout"))
+      throw MessagePackError("'loss' must be \"crash\" or \"timeout\", with 'lost'");
+    result.report.loss = loss == "crash" ? BatchLoss::Crash : BatchLoss::Timeout;
+  }
   if (map.optional("unreachable"))
     result.unreachable = map.string("unreachable");
   if (map.optional("error")) {

@@ -334,25 +334,41 @@ class CallDeadlines {
 public:
   static constexpr std::chrono::seconds kExternalTimeoutGrace{2};
 
-  explicit CallDeadlines(const plan::Plan &plan) : plan_(plan) {}
+  CallDeadlines(const plan::Plan &plan, const RunOptions &options)
+      : plan_(plan), options_(options), slowestPerGrain_(plan.calls.size()) {}
 
-  void dispatched(const Batch &batch) {
-    if (plan_.calls[batch.call].options.timeoutNanoseconds > 0)
-      batches_[batch.id] = Entry{batch.call, false, {}};
+  /// Sets the batch's time limit: its Call's `timeout`, none for `timeout: none`, else the hang
+  /// guard's limit.
+  void dispatched(Batch &batch) {
+    const int64_t timeout = plan_.calls[batch.call].options.timeoutNanoseconds;
+    batch.timeoutNanoseconds = timeout > 0                                  ? timeout
+                               : timeout == plan::CallOptions::kNoTimeout ? 0
+                                                                          : guardLimit(batch);
+    batches_[batch.id] = Entry{batch.call, uint32_t(batch.grains.size()), false,
+                               batch.timeoutNanoseconds, {}};
   }
   void started(uint64_t batchId, SteadyClock::time_point at) {
     auto found = batches_.find(batchId);
-    if (found == batches_.end() || found->second.running)
+    if (found == batches_.end() || found->second.running || found->second.limit == 0)
       return;
     found->second.running = true;
-    const plan::PlanCall &call = plan_.calls[found->second.call];
-    found->second.deadline = at + std::chrono::nanoseconds(call.options.timeoutNanoseconds);
-    // A declared operator's replica stops its own process at the timeout and reports the batch
+    found->second.deadline = at + std::chrono::nanoseconds(found->second.limit);
+    // A declared operator's replica stops its own process at the limit and reports the batch
     // lost; this deadline is the backstop, so that a batch is not stopped twice.
-    if (plan_.externalOperator(call.op))
+    if (plan_.externalOperator(plan_.calls[found->second.call].op))
       found->second.deadline += kExternalTimeoutGrace;
   }
-  void ended(uint64_t batchId) { batches_.erase(batchId); }
+  /// The batch ended; `seconds` inside its operator when it answered (0 when it was lost).
+  void ended(uint64_t batchId, double seconds = 0) {
+    auto found = batches_.find(batchId);
+    if (found == batches_.end())
+      return;
+    if (seconds > 0 && found->second.grains > 0) {
+      double &slowest = slowestPerGrain_[found->second.call];
+      slowest = std::max(slowest, seconds / found->second.grains);
+    }
+    batches_.erase(found);
+  }
 
   SteadyClock::time_point nearest(SteadyClock::time_point latest) const {
     for (const auto &[id, entry] : batches_)
@@ -361,12 +377,12 @@ public:
     return latest;
   }
 
-  /// Removes and returns the running batches past their deadline, with their Calls.
-  std::vector<std::pair<uint64_t, uint32_t>> expired(SteadyClock::time_point now) {
-    std::vector<std::pair<uint64_t, uint32_t>> late;
+  /// Removes the running batches past their deadline; returns each with why it was stopped.
+  std::vector<std::pair<uint64_t, std::string>> expired(SteadyClock::time_point now) {
+    std::vector<std::pair<uint64_t, std::string>> late;
     for (auto it = batches_.begin(); it != batches_.end();) {
       if (it->second.running && it->second.deadline <= now) {
-        late.emplace_back(it->first, it->second.call);
+        late.emplace_back(it->first, why(it->second));
         it = batches_.erase(it);
       } else {
         ++it;
@@ -378,11 +394,39 @@ public:
 private:
   struct Entry {
     uint32_t call;
+    uint32_t grains;
     bool running;
+    int64_t limit;
     SteadyClock::time_point deadline;
   };
+
+  /// The hang guard: a multiple of the slowest time per item seen, for this batch's items, and
+  /// at least the floor; 0 when the guard is off.
+  int64_t guardLimit(const Batch &batch) const {
+    const double floor = double(options_.hangGuardFloor.count());
+    if (floor <= 0)
+      return 0;
+    const double scaled =
+        options_.hangGuardMultiple * slowestPerGrain_[batch.call] * 1e9 * double(batch.grains.size());
+    return int64_t(std::min(std::max(floor, scaled), 1e18));
+  }
+
+  std::string why(const Entry &entry) const {
+    const plan::PlanCall &call = plan_.calls[entry.call];
+    const std::string limit = plan::formatStaticValue(plan::Duration{entry.limit});
+    if (call.options.timeoutNanoseconds > 0)
+      return "call '" + call.name + "' timed out after " + limit;
+    return "call '" + call.name + "' ran past the hang guard's " + limit +
+           " (it has no timeout: the guard allows " + plan::formatStaticValue(options_.hangGuardMultiple) +
+           " times its slowest item so far, at least " +
+           plan::formatStaticValue(plan::Duration{options_.hangGuardFloor.count()}) +
+           "; write timeout: DURATION or timeout: none)";
+  }
+
   const plan::Plan &plan_;
+  const RunOptions &options_;
   std::unordered_map<uint64_t, Entry> batches_;
+  std::vector<double> slowestPerGrain_;
 };
 
 /// One run, step by step as docs/runtime.md describes it: prepare (the plan can run, sources
@@ -392,7 +436,7 @@ class Run {
 public:
   Run(const plan::Plan &plan, const OperatorRegistry &registry, BatchExecutor &executor,
       const RunOptions &options)
-      : plan_(plan), registry_(registry), executor_(executor), options_(options), deadlines_(plan) {
+      : plan_(plan), registry_(registry), executor_(executor), options_(options), deadlines_(plan, options) {
   }
 
   RunSummary execute() {
@@ -528,8 +572,9 @@ private:
         nextProgress = SteadyClock::now() + options_.progressInterval;
         options_.onProgress(progress());
       }
-      // After an abort the batches still out are abandoned: their reports could change nothing.
-      if (engine.complete() && (executor_.inFlight() == 0 || engine.abortReason()))
+      // Every root is finished (or the run was aborted): batches still out are abandoned, their
+      // grains all cancelled, and the run does not wait for them (executor_.stop()).
+      if (engine.complete())
         return;
       if (executor_.inFlight() == 0 && !engine.hasReadyWork()) {
         if (engine.canAdmit() && !admission_->exhausted() &&
@@ -577,12 +622,15 @@ private:
           options_.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
         break;
       case ExecutorEvent::Kind::Finished: {
-        deadlines_.ended(event.report.batchId);
+        deadlines_.ended(event.report.batchId,
+                         event.report.loss == BatchLoss::None ? event.seconds : 0);
         if (event.call < summary_.calls.size())
           summary_.calls[event.call].busySeconds += event.seconds;
-        if (event.report.lost) {
-          // The operator's process crashed or hung and was restarted: the batch runs again.
-          engine_->failBatch(event.report.batchId, event.report.batchError.value_or("lost"));
+        if (event.report.loss != BatchLoss::None) {
+          // The operator's process crashed or hung and was restarted (the batch is narrowed
+          // down to the grains that do it alone), or an input could not be had (it runs again).
+          engine_->failBatch(event.report.batchId, event.report.batchError.value_or("lost"),
+                             event.report.loss);
           if (options_.recorder)
             options_.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds,
                                              event.place, "lost");
@@ -601,12 +649,9 @@ private:
   /// Batches past their Call's timeout: the replica running each is stopped and replaced, and
   /// the batch runs again elsewhere.
   void stopTimedOut() {
-    for (const auto &[batchId, call] : deadlines_.expired(SteadyClock::now())) {
-      const std::string why =
-          "call '" + plan_.calls[call].name + "' timed out after " +
-          plan::formatStaticValue(plan::Duration{plan_.calls[call].options.timeoutNanoseconds});
+    for (const auto &[batchId, why] : deadlines_.expired(SteadyClock::now())) {
       executor_.abandon(batchId, why);
-      engine_->failBatch(batchId, why);
+      engine_->failBatch(batchId, why, BatchLoss::Timeout);
       if (options_.recorder)
         options_.recorder->batchFinished(batchId, elapsed(), 0, "", "timed-out");
     }

@@ -14,6 +14,7 @@
 #include "orch/runtime/ExternalOperator.h"
 #include "orch/runtime/GpuPlacement.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -116,7 +117,7 @@ private:
         result.report.batchId = batch.id;
         result.report.batchError =
             "an input could not be brought here: " + resolved->missing->message;
-        result.report.lost = true;
+        result.report.loss = BatchLoss::Infrastructure;
         result.unreachable = resolved->missing->unreachable;
       } else {
         result.report = runOperatorBatch(instance_, factory_, config_, batch);
@@ -406,6 +407,7 @@ private:
     } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
       if (options_.verbose)
         log("the coordinator said goodbye: " + bye->reason);
+      restartIfReplicasAreStuck();
       return 0;
     } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
       log("the coordinator reported: " + error->message);
@@ -519,6 +521,23 @@ private:
   uint64_t largeBytesFreed_ = 0, bytesServedBefore_ = 0;
   std::string peerEndpoint_;
   std::optional<Locality> locality_;
+  /// The run is over, and a replica may still be inside a batch nobody needs any more (a hang
+  /// the run did not wait for): after a moment this process starts afresh (or exits, with
+  /// --once), so that neither the batch nor the operator processes it started outlive the run.
+  void restartIfReplicasAreStuck() {
+    for (auto &[id, replica] : replicas_)
+      replica->close();
+    auto stuck = [this] {
+      return std::any_of(replicas_.begin(), replicas_.end(),
+                         [](const auto &entry) { return !entry.second->finished(); });
+    };
+    const Clock::time_point giveUp = Clock::now() + std::chrono::milliseconds(250);
+    while (stuck() && Clock::now() < giveUp)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (stuck() && options_.restart)
+      options_.restart("a replica is still running a batch the run no longer needs");
+  }
+
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
   std::vector<std::unique_ptr<HostedReplica>> released_;
   GpuPlacer gpuPlacer_{options_.gpus};

@@ -195,11 +195,11 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: dies(rows) });
       << error;
 }
 
-TEST_F(DeclaredOperatorsTest, WrongAnswersAreLostBatchesAndTheRunEnds) {
+TEST_F(DeclaredOperatorsTest, WrongAnswersAreCrashesNarrowedDownAndTheRunEnds) {
   if (!pythonHasMsgpack())
     GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
-  // Answers every batch with the wrong batch id: the process is restarted and the batch runs
-  // again, until the infrastructure retry budget is spent.
+  // Answers every batch with the wrong batch id: a crash of its process (it is restarted), and
+  // the batch is narrowed down like an operator error until each row failed alone.
   writeExecutable("liar.py", R"(#!/usr/bin/python3
 import os, socket, struct, msgpack
 channel = socket.socket(fileno=int(os.environ["ORCH_OPERATOR_FD"]))
@@ -227,11 +227,11 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: liar(rows) { batch: 2 } });
   RunSummary summary = run(plan);
   ASSERT_TRUE(summary.started) << summary.error.value_or("");
   EXPECT_EQ(summary.failed, 2u);
-  EXPECT_EQ(summary.engine.infrastructureFailures, 2u) << "the first try and one retry";
+  EXPECT_EQ(summary.engine.batchCrashes, 4u) << "the batch of 2, its retry, each half alone";
   ASSERT_FALSE(failures_.empty());
-  EXPECT_NE(failures_[0].find("its process sent the answer to batch 99 where 2 was sent; it is "
-                              "restarted"),
-            std::string::npos)
+  EXPECT_NE(failures_[0].find("its process sent the answer to batch 99 where"), std::string::npos)
+      << failures_[0];
+  EXPECT_NE(failures_[0].find("; it is restarted (after 1 retries)"), std::string::npos)
       << failures_[0];
 }
 
@@ -252,7 +252,8 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: short(rows) { batch: 1 } });
   ASSERT_TRUE(summary.started) << summary.error.value_or("");
   EXPECT_EQ(summary.failed, 2u);
   ASSERT_FALSE(failures_.empty());
-  EXPECT_NE(failures_[0].find("Short returned 0 results for a batch of 1 items"), std::string::npos)
+  EXPECT_NE(failures_[0].find("broke its contract: it gave 0 result(s) for a batch of 1 item(s)"),
+            std::string::npos)
       << failures_[0];
 }
 

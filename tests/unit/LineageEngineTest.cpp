@@ -244,7 +244,7 @@ TEST(LineageEngineTest, RejectsAReportMissingAGrain) {
   report.grains.pop_back();
   CommitResult result = run.engine.commit(report);
   EXPECT_EQ(result.status, CommitStatus::ContractViolation);
-  EXPECT_NE(result.message.find("2 row(s) for a batch of 3"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("gave 2 result(s) for a batch of 3 item(s)"), std::string::npos) << result.message;
   EXPECT_EQ(run.onlyFailure().kind, FailureKind::ContractViolation);
   EXPECT_TRUE(run.engine.complete()) << "the run goes on and accounts for the row";
 }
@@ -702,6 +702,89 @@ TEST(LineageEngineTest, InfrastructureFailuresHaveTheirOwnBudget) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].failures[0].kind, FailureKind::Infrastructure);
   EXPECT_NE(done[0].failures[0].message.find("after 2 re-runs"), std::string::npos);
+}
+
+TEST(LineageEngineTest, CrashesAndTimeoutsAreNarrowedDownToTheirGrainInLogarithmicReRuns) {
+  // One poison page among 64 in one batch: the batch, its deferred retry, then halves of 32,
+  // 16, 8, 4, 2 and 1: log2(64) + 1 re-runs reach the culprit, and its 63 batch-mates are
+  // written.
+  plan::Plan plan = compile(R"(
+pipeline narrow;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+done = test.identity(pages) { batch: 64 };
+sink jsonl(path: "out.jsonl", record: { page: done });
+)");
+  for (BatchLoss loss : {BatchLoss::Crash, BatchLoss::Timeout}) {
+    Operators ops;
+    LineageEngine engine(plan);
+    engine.admitRoot(0, row(0, 64));
+    engine.closeAdmission();
+    std::vector<std::unique_ptr<Operator>> instances(plan.calls.size());
+    uint32_t poisonRuns = 0;
+    while (std::optional<Batch> batch = engine.reserveBatch()) {
+      const bool poisoned = plan.calls[batch->call].op == "test.identity" &&
+                            std::any_of(batch->grains.begin(), batch->grains.end(),
+                                        [](const BatchGrain &g) { return g.lineage.ordinal == 37; });
+      if (poisoned) {
+        ++poisonRuns;
+        ASSERT_TRUE(engine.failBatch(batch->id, "killed by signal 11", loss));
+        continue;
+      }
+      const plan::PlanCall &call = plan.calls[batch->call];
+      OperatorConfig config(call.name, call.op, call.constants,
+                            engine.callInputLabels(batch->call));
+      engine.commit(runOperatorBatch(instances[batch->call], *ops.registry.transform(call.op),
+                                     config, *batch));
+    }
+    ASSERT_TRUE(engine.complete());
+    std::vector<RootResult> done = engine.takeFinishedRoots();
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(poisonRuns, 1u + 6u + 1u) << "the first run and log2(64) + 1 re-runs";
+    ASSERT_EQ(done[0].failures.size(), 1u);
+    EXPECT_EQ(done[0].failures[0].kind,
+              loss == BatchLoss::Crash ? FailureKind::Crash : FailureKind::Timeout);
+    EXPECT_EQ(done[0].failures[0].path, std::vector<uint32_t>{37});
+    size_t written = 0;
+    for (const SinkRow &sinkRow : done[0].rows)
+      written += sinkRow.status == RowStatus::Written;
+    EXPECT_EQ(written, 63u);
+    EXPECT_EQ(loss == BatchLoss::Crash ? engine.stats().batchCrashes : engine.stats().batchTimeouts,
+              8u);
+  }
+}
+
+TEST(LineageEngineTest, ABatchLostAgainAndAgainIsBisectedOnceItsBudgetIsSpent) {
+  // A native operator that takes its worker process down with it looks like a lost worker:
+  // after the infrastructure budget the batch is bisected, so its batch-mates are written.
+  plan::Plan plan = compile(kSplitJoin);
+  EngineOptions options;
+  options.infrastructureRetries = 1;
+  Operators ops;
+  LineageEngine engine(plan, options);
+  engine.admitRoot(0, row(0, 4));
+  engine.closeAdmission();
+  std::vector<std::unique_ptr<Operator>> instances(plan.calls.size());
+  uint32_t lost = 0;
+  while (std::optional<Batch> batch = engine.reserveBatch()) {
+    if (plan.calls[batch->call].name == "work" &&
+        std::any_of(batch->grains.begin(), batch->grains.end(),
+                    [](const BatchGrain &g) { return g.lineage.ordinal == 2; })) {
+      ++lost;
+      ASSERT_TRUE(engine.failBatch(batch->id, "worker lost"));
+      continue;
+    }
+    const plan::PlanCall &call = plan.calls[batch->call];
+    OperatorConfig config(call.name, call.op, call.constants, engine.callInputLabels(batch->call));
+    engine.commit(runOperatorBatch(instances[batch->call], *ops.registry.transform(call.op), config,
+                                   *batch));
+  }
+  std::vector<RootResult> done = engine.takeFinishedRoots();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(lost, 2u + 1u + 1u) << "the batch of 4 twice, then its halves of 2 and 1";
+  ASSERT_EQ(done[0].failures.size(), 1u);
+  EXPECT_EQ(done[0].failures[0].kind, FailureKind::Infrastructure);
+  EXPECT_EQ(done[0].failures[0].path, std::vector<uint32_t>{2});
 }
 
 // --- Streaming, policies and admission ------------------------------------------------------

@@ -77,7 +77,7 @@ sink jsonl(path: "$DIR/pages.jsonl", record: { page: boom });
   EXPECT_EQ(lines("pages.jsonl").size(), 4u);
 }
 
-TEST_F(LocalRunnerTest, ABatchPastItsTimeoutIsALostBatch) {
+TEST_F(LocalRunnerTest, ABatchPastItsTimeoutIsNarrowedDownAndItsRowFails) {
   writeFile("in.jsonl", "{\"n\": 1}\n");
   plan::Plan plan = compile(R"(
 pipeline slow;
@@ -89,14 +89,16 @@ sink jsonl(path: "$DIR/out.jsonl", record: { row: slow });
   EXPECT_FALSE(summary.error);
   ASSERT_EQ(finished_.size(), 1u);
   EXPECT_EQ(finished_[0].status, RootStatus::Failed);
-  EXPECT_EQ(finished_[0].failures[0].kind, FailureKind::Infrastructure);
-  EXPECT_NE(finished_[0].failures[0].message.find("timed out"), std::string::npos);
-  EXPECT_EQ(summary.engine.infrastructureFailures, 4u) << "the first run and three re-runs";
+  EXPECT_EQ(finished_[0].failures[0].kind, FailureKind::Timeout);
+  EXPECT_NE(finished_[0].failures[0].message.find("timed out after 20ms"), std::string::npos);
+  EXPECT_EQ(summary.engine.batchTimeouts, 2u) << "the first run and the deferred retry (isolate)";
+  EXPECT_EQ(summary.engine.infrastructureFailures, 0u);
 }
 
 TEST_F(LocalRunnerTest, AHungBatchIsAbandonedAndTheRunEnds) {
   // A thread cannot be killed: it is left to its ten-minute sleep, a new thread takes its
-  // place, and after the infrastructure budget the row fails; the run does not wait for it.
+  // place, and after the Call's recovery (isolate: one deferred retry) the row fails; the run
+  // does not wait for it.
   writeFile("in.jsonl", "{\"id\": 0}\n{\"id\": 1}\n");
   plan::Plan plan = compile(R"(
 pipeline hung;
@@ -111,8 +113,8 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
   EXPECT_EQ(summary.written, 0u);
   EXPECT_EQ(summary.dropped, 1u) << "row 0 is filtered out and never waits for the hung thread";
   EXPECT_EQ(summary.failed, 1u);
-  EXPECT_EQ(summary.engine.infrastructureFailures, 4u);
-  EXPECT_NE(summary.executor.find("4 abandoned in timed-out batches"), std::string::npos)
+  EXPECT_EQ(summary.engine.batchTimeouts, 2u);
+  EXPECT_NE(summary.executor.find("2 abandoned in timed-out batches"), std::string::npos)
       << summary.executor;
 }
 

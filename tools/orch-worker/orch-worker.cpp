@@ -5,7 +5,6 @@
 #include "orch/runtime/MemorySize.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
@@ -57,7 +56,8 @@ static cl::opt<bool> once("once",
                           cl::cat(workerCategory));
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+  // No llvm::InitLLVM: its crash handler allocates inside the signal handler and can hang a
+  // crashed worker instead of letting the coordinator see it die.
   cl::HideUnrelatedOptions(workerCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orch-worker " ORCH_VERSION "\n"; });
   cl::ParseCommandLineOptions(argc, argv,

@@ -215,7 +215,12 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier
       << " suppressed by barriers, " << engine.grainsCancelled << " cancelled, "
       << engine.batchRetries << " retries, " << engine.infrastructureFailures << " lost batches, "
+      << engine.batchCrashes << " crashed, " << engine.batchTimeouts << " timed out, "
       << engine.staleReports << " stale reports\n";
+  if (engine.contractViolations)
+    out << "orch:   warning: " << engine.contractViolations
+        << " batch(es) broke their operator's contract (a wrong count or type of results); "
+           "their rows failed as contract-violation, with the cause, in the errors journal\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
   out << "orch:   memory: at most " << runtime::formatMemory(summary.peakBytesHeld)
@@ -258,6 +263,7 @@ int runPipeline(const RunCommandOptions &options) {
                                                          : options.errorsPath);
   runtime::RunOptions runOptions;
   runOptions.engine = options.engine;
+  runOptions.hangGuardFloor = options.hangGuardFloor;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
   std::string errorsProblem;
   runOptions.openErrorsJournal = [&](uint64_t keep) { errors.open(keep, errorsProblem); };

@@ -8,6 +8,7 @@
 #include "orch/runtime/EngineTypes.h"
 #include "orch/runtime/Protocol.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct RunCommandOptions {
   /// Results of at least this many bytes that only Calls read stay on their worker (0: none).
   uint64_t keepValuesOver = runtime::kDefaultKeepValuesOver;
   runtime::EngineOptions engine;
+  /// The hang guard's floor for Calls without `timeout` (0: off; docs/runtime.md).
+  std::chrono::nanoseconds hangGuardFloor = std::chrono::minutes(5);
   /// Failed source rows go here, one JSON line each ("" = "<pipeline>.errors.jsonl").
   std::string errorsPath;
   /// The run journal (docs/outputs.md): its directory ("" = "<pipeline>.run"), or none.

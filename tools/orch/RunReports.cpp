@@ -178,6 +178,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                     {"batch_retries", engine.batchRetries},
                     {"batch_splits", engine.batchSplits},
                     {"lost_batches", engine.infrastructureFailures},
+                    {"crashed_batches", engine.batchCrashes},
+                    {"timed_out_batches", engine.batchTimeouts},
                     {"entities_created", engine.entitiesCreated}};
   // Per Call, and per replica within it, from the batch records.
   std::vector<std::map<std::string, std::pair<uint64_t, double>>> replicas(plan.calls.size());

@@ -9,10 +9,11 @@
 #include "orch/runtime/MemorySize.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <unistd.h>
@@ -89,6 +90,23 @@ static cl::opt<std::string> keepValuesOver(
              "them, e.g. 1MiB; off: every value goes through the coordinator (default 64KiB; "
              "docs/runtime.md)"),
     cl::value_desc("size"), cl::sub(run), cl::cat(orchCategory));
+/// A flag's duration: a number and ms, s, m or h ("30s", "1.5m").
+static std::optional<std::chrono::nanoseconds> parseDuration(const std::string &text) {
+  double number = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  const std::string unit(end, text.data() + text.size());
+  const double scale = unit == "ms" ? 1e6 : unit == "s" ? 1e9 : unit == "m" ? 60e9 : unit == "h" ? 3600e9 : 0;
+  if (error != std::errc() || scale == 0 || !(number >= 0) || number * scale > 1e18)
+    return std::nullopt;
+  return std::chrono::nanoseconds(int64_t(number * scale));
+}
+
+static cl::opt<std::string> hangGuard(
+    "hang-guard",
+    cl::desc("Calls without a timeout: a batch may run 10 times its Call's slowest item so far, "
+             "and at least this long, e.g. 30s or 10m; off: no guard (default 5m; "
+             "docs/runtime.md)"),
+    cl::value_desc("duration"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<ReadyOrder>
     readyOrder("ready-order", cl::desc("Order of each Call's ready queue"),
                cl::init(ReadyOrder::Fifo),
@@ -244,6 +262,17 @@ static int runCommand() {
     }
     options.keepValuesOver = *bytes;
   }
+  if (hangGuard.getNumOccurrences() > 0) {
+    std::optional<std::chrono::nanoseconds> floor =
+        hangGuard == "off" ? std::optional<std::chrono::nanoseconds>(0) : parseDuration(hangGuard);
+    if (!floor || (floor->count() == 0 && hangGuard != "off")) {
+      llvm::errs() << "orch: error: --hang-guard expects a duration such as 30s, 10m or 'off', "
+                      "got '"
+                   << hangGuard << "'\n";
+      return orch::kRunCannotRun;
+    }
+    options.hangGuardFloor = *floor;
+  }
   options.engine.readyOrder = readyOrder;
   options.engine.batching = batching;
   options.engine.gather = gather;
@@ -262,7 +291,8 @@ static int runCommand() {
 int main(int argc, char **argv) {
   if (argc >= 2 && std::strcmp(argv[1], "worker") == 0)
     return execWorkerProgram(argc, argv);
-  llvm::InitLLVM initLLVM(argc, argv);
+  // No llvm::InitLLVM: its crash handler allocates inside the signal handler and can hang a
+  // crashed coordinator for ever instead of letting it die (and be resumed).
   cl::HideUnrelatedOptions(orchCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &out) { out << "orch " ORCH_VERSION "\n"; });
   cl::ParseCommandLineOptions(argc, argv,

@@ -43,7 +43,10 @@ struct Argument {
 
 struct Option {
   Identifier name;
+  /// Null for `none` (and for a value that did not parse).
   ExprPtr value;
+  /// Written as the word `none` (`timeout: none`).
+  bool none = false;
 };
 
 /// An argument matched to the parameter it fills (resolved).

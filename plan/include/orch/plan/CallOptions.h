@@ -27,8 +27,11 @@ struct CallOptions {
   /// Retries of a failed batch before the recovery policy gives up.
   int64_t retries = 0;
   RecoveryPolicy recovery = RecoveryPolicy::Isolate;
-  /// A batch running longer is treated as an infrastructure failure; 0 means no timeout.
-  int64_t timeoutNanoseconds = 0;
+  /// A batch running longer is stopped and narrowed down (docs/runtime.md). kAdaptiveTimeout
+  /// (none written): the runtime's hang guard; kNoTimeout (`timeout: none`): never stopped.
+  int64_t timeoutNanoseconds = kAdaptiveTimeout;
+  static constexpr int64_t kAdaptiveTimeout = 0;
+  static constexpr int64_t kNoTimeout = -1;
   /// Fail instead of falling back to the CPU implementation when no GPU is present.
   bool requireGpu = false;
 
@@ -51,6 +54,8 @@ struct CallOptionSpec {
   StaticValue (*get)(const CallOptions &options) = nullptr;
   /// Sets it from a value of its type (an Int where a Float is expected is widened).
   void (*set)(CallOptions &options, const StaticValue &value) = nullptr;
+  /// Sets it to `none` (`timeout: none`); null where the option has no such value.
+  void (*setNone)(CallOptions &options) = nullptr;
 };
 
 /// Every Call option, in the order the plan format stores them. The type checker, the plan

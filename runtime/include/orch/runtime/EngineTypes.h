@@ -82,6 +82,10 @@ struct Batch {
   std::vector<BatchGrain> grains;
   uint32_t inputsPerGrain = 0;
   std::vector<Value> inputs;
+  /// How long it may run once started (0: no limit): its Call's `timeout`, or the hang guard's
+  /// limit for it (set by the run loop at dispatch). A declared operator's replica stops its
+  /// process at this limit itself.
+  int64_t timeoutNanoseconds = 0;
 
   std::span<const Value> inputsOf(size_t grainIndex) const {
     return {inputs.data() + grainIndex * inputsPerGrain, inputsPerGrain};
@@ -100,15 +104,29 @@ struct GrainReport {
   std::string message;
 };
 
+/// Why a batch ended without its operator's answer (semantics.md, failures).
+enum class BatchLoss : uint8_t {
+  /// It has an answer (a report or an operator's exception).
+  None,
+  /// The machinery failed, not the rows: its worker was lost, an input could not be fetched.
+  /// It runs again whole, within the infrastructure retry budget, then is narrowed down.
+  Infrastructure,
+  /// The operator's process died on it (a signal, an exit, an OOM kill, a broken answer): it is
+  /// narrowed down like an operator error, and the grains that still crash alone fail.
+  Crash,
+  /// It ran past its Call's timeout: narrowed down like a crash.
+  Timeout,
+};
+const char *batchLossName(BatchLoss loss);
+
 /// A worker's answer for one batch: either a batch error (an exception from the operator) or
 /// one report per grain, matched by grain identity, not by position.
 struct BatchReport {
   uint64_t batchId = 0;
   std::optional<std::string> batchError;
-  /// With batchError: the batch was lost to an infrastructure failure where it ran (an
-  /// operator's process crashed or hung and was restarted), not failed by its rows; the run loop
-  /// re-runs it within the infrastructure retry budget.
-  bool lost = false;
+  /// With batchError: the batch was lost where it ran rather than failed by its operator (an
+  /// operator's process crashed or hung and was restarted, an input could not be fetched).
+  BatchLoss loss = BatchLoss::None;
   std::vector<GrainReport> grains;
 };
 
@@ -136,6 +154,10 @@ enum class FailureKind {
   OperatorError,
   ContractViolation,
   Infrastructure,
+  /// The operator's process died on the grain alone (a signal, an exit, an OOM kill).
+  Crash,
+  /// The grain alone ran past its Call's timeout.
+  Timeout,
   SourceError,
   Aborted,
   Interrupted,
@@ -228,6 +250,9 @@ struct EngineStats {
   uint64_t batchRetries = 0;
   uint64_t batchSplits = 0;
   uint64_t infrastructureFailures = 0;
+  /// Batches whose operator process crashed, and batches past their timeout.
+  uint64_t batchCrashes = 0;
+  uint64_t batchTimeouts = 0;
   uint64_t rootsAdmitted = 0;
   uint64_t rootsFinished = 0;
   uint64_t entitiesCreated = 0;

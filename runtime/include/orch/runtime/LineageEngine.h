@@ -52,10 +52,13 @@ public:
   std::optional<Batch> reserveBatch(const std::function<bool(uint32_t call)> &mayRun = {});
   /// Commits a worker's report (semantics.md, commit rule).
   CommitResult commit(const BatchReport &report);
-  /// An infrastructure failure (worker lost, timeout): the batch's grains go back to ready with
-  /// a new generation, within the infrastructure retry budget. False if the batch is not
-  /// outstanding.
-  bool failBatch(uint64_t batchId, const std::string &reason);
+  /// The batch ended without its operator's answer. `Infrastructure` (a worker lost, an input
+  /// unavailable): its grains go back to ready with a new generation, within the
+  /// infrastructure retry budget, and are then bisected. `Crash` and `Timeout`: narrowed down
+  /// like an operator error (the Call's recovery), so only the grains that crash or hang alone
+  /// fail. False if the batch is not outstanding.
+  bool failBatch(uint64_t batchId, const std::string &reason,
+                 BatchLoss loss = BatchLoss::Infrastructure);
 
   // Results.
 

@@ -7,6 +7,7 @@
 #include "orch/runtime/EngineTypes.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,12 +27,16 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Thrown by `process` when the batch was lost to a failure of the machinery, not of its rows
-/// (the operator's process crashed or hung and was restarted): the batch runs again, within the
-/// infrastructure retry budget, and the Call's recovery policy is not involved.
+/// Thrown by `process` when the batch ended without the operator's answer: its process crashed
+/// or hung and was restarted (`Crash`, `Timeout`: the batch is narrowed down to the rows that
+/// crash alone), or the machinery failed (`Infrastructure`: it runs again whole).
 class OperatorLost : public OperatorError {
 public:
-  using OperatorError::OperatorError;
+  OperatorLost(const std::string &message, BatchLoss loss) : OperatorError(message), loss_(loss) {}
+  BatchLoss loss() const { return loss_; }
+
+private:
+  BatchLoss loss_;
 };
 
 /// One row of a batch: the operator's dataflow inputs in parameter order, and where it sits.
@@ -155,6 +160,10 @@ public:
   /// that starting them overlaps. OperatorError: the operator cannot start (the run stops), or
   /// `stop` was set meanwhile (an interrupted run).
   virtual void awaitStarted(const std::atomic<bool> *stop) { (void)stop; }
+  /// How long the next `process` may run (0: no limit); an operator that runs its work in a
+  /// child process stops it at the limit and throws OperatorLost (BatchLoss::Timeout). Others
+  /// are stopped from outside (docs/runtime.md, timeouts).
+  virtual void setBatchTimeout(std::chrono::nanoseconds limit) { (void)limit; }
 };
 
 /// A source yields rows lazily; each becomes one root entity.

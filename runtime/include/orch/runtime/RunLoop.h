@@ -53,6 +53,11 @@ struct RunOptions {
   /// Called on the engine's thread at most every `progressInterval`.
   std::function<void(const RunProgress &)> onProgress;
   std::chrono::milliseconds progressInterval{500};
+  /// The hang guard of Calls without `timeout` (docs/runtime.md): a batch may run
+  /// `hangGuardMultiple` times its Call's slowest time per item so far, times its items, and
+  /// at least `hangGuardFloor`; a zero floor turns the guard off.
+  std::chrono::nanoseconds hangGuardFloor = std::chrono::minutes(5);
+  double hangGuardMultiple = 10;
   /// Records every batch and source row with times, when set.
   RunRecorder *recorder = nullptr;
   /// Set (by a signal handler) to stop the run early.

@@ -1,0 +1,248 @@
+// Failures other than exceptions are narrowed down like exceptions (semantics.md, failures): an
+// operator process that crashes or hangs on one item fails that item's row alone, under the
+// thread executor and worker processes; a Call without a timeout has a hang guard; a run ends
+// as soon as every row is finished, whatever is still running.
+#include "RuntimeFixture.h"
+
+#include "orch/runtime/Coordinator.h"
+#include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/RunLoop.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+namespace orch::runtime {
+namespace {
+
+enum class Executor { Threads, WorkerProcesses };
+
+std::string executorName(const ::testing::TestParamInfo<Executor> &info) {
+  return info.param == Executor::Threads ? "Threads" : "WorkerProcesses";
+}
+
+class FailureIsolationTest : public orch::testing::RuntimeFixture,
+                             public ::testing::WithParamInterface<Executor> {
+protected:
+  static bool pythonHasMsgpack() {
+    return std::system("/usr/bin/python3 -c 'import msgpack' 2>/dev/null") == 0;
+  }
+
+  struct Outcome {
+    RunSummary summary;
+    /// Source row -> its status, and the kind and message of its cause when it failed.
+    std::map<uint64_t, std::string> status;
+    std::map<uint64_t, Failure> cause;
+    double seconds = 0;
+  };
+
+  Outcome run(const plan::Plan &plan, RunOptions options = {}) {
+    Outcome outcome;
+    options.onRootFinished = [&outcome](const RootResult &root) {
+      outcome.status[root.sourceRow] = rootStatusName(root.status);
+      if (!root.failures.empty())
+        outcome.cause[root.sourceRow] = root.failures.front();
+    };
+    const auto start = std::chrono::steady_clock::now();
+    if (GetParam() == Executor::Threads) {
+      outcome.summary = runLocally(plan, registry_, options, 3);
+    } else {
+      CoordinatorOptions coordinator;
+      coordinator.localWorkers = 2;
+      coordinator.workerProgram = ORCH_WORKER_BINARY;
+      coordinator.heartbeatMs = 200;
+      std::unique_ptr<BatchExecutor> executor = makeCoordinator(coordinator);
+      outcome.summary = runPlan(plan, registry_, *executor, options);
+    }
+    outcome.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(outcome.summary.started) << outcome.summary.error.value_or("");
+    return outcome;
+  }
+
+  /// `count` lines "item-i"; the one at `poisoned` reads `poison`.
+  void writeLines(int count, int poisoned, const std::string &poison) {
+    std::ofstream out(path("in.txt"));
+    for (int i = 0; i < count; ++i)
+      out << (i == poisoned ? poison : "item-" + std::to_string(i)) << "\n";
+  }
+
+  plan::Plan pythonProgram(const std::string &body, const std::string &options) {
+    writeFile("model.py", "import os, signal, time\n"
+                          "class Model:\n"
+                          "    def __call__(self, texts):\n" +
+                              body + "        return [len(t) for t in texts]\n");
+    return compile(R"(
+pipeline p;
+operator model(text: String) -> Int = python("model.py", class: "Model");
+source rows = lines("$DIR/in.txt");
+sink jsonl(path: "$DIR/out.jsonl", record: { n: model(rows) )" +
+                       options + R"( });
+)",
+                   path("test.orch"));
+  }
+
+  /// Every row but `poisoned` was written, and it failed with `kind` and `message` in its cause.
+  void expectOnlyFailed(const Outcome &outcome, int rows, uint64_t poisoned, FailureKind kind,
+                        const std::string &message) {
+    ASSERT_EQ(outcome.status.size(), size_t(rows));
+    for (const auto &[row, status] : outcome.status)
+      EXPECT_EQ(status, row == poisoned ? "failed" : "written") << "row " << row;
+    ASSERT_TRUE(outcome.cause.count(poisoned));
+    const Failure &cause = outcome.cause.at(poisoned);
+    EXPECT_STREQ(failureKindName(cause.kind), failureKindName(kind)) << cause.message;
+    EXPECT_NE(cause.message.find(message), std::string::npos) << cause.message;
+    EXPECT_EQ(outcome.summary.written, uint64_t(rows - 1));
+  }
+};
+
+TEST_P(FailureIsolationTest, AnItemThatCrashesItsProcessFailsAloneWithTheSignal) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  writeLines(8, 5, "poison");
+  plan::Plan plan = pythonProgram("        if 'poison' in texts:\n"
+                                  "            os.kill(os.getpid(), signal.SIGSEGV)\n",
+                                  "{ batch: 4 }");
+  Outcome outcome = run(plan);
+  expectOnlyFailed(outcome, 8, 5, FailureKind::Crash, "signal 11");
+  // The batch of 4, its deferred retry, its halves of 2 and the single culprit.
+  EXPECT_LE(outcome.summary.engine.batchCrashes, 4u + 1u);
+}
+
+TEST_P(FailureIsolationTest, AnItemThatEndsItsProcessFailsAlone) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  writeLines(6, 0, "poison");
+  plan::Plan plan = pythonProgram("        if 'poison' in texts:\n"
+                                  "            os._exit(3)\n",
+                                  "{ batch: 3 }");
+  expectOnlyFailed(run(plan), 6, 0, FailureKind::Crash, "exited with status 3");
+}
+
+TEST_P(FailureIsolationTest, AnItemThatHangsFailsAloneAfterItsTimeout) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  writeLines(8, 2, "Abstract here");
+  plan::Plan plan = pythonProgram("        if 'Abstract here' in texts:\n"
+                                  "            time.sleep(3600)\n",
+                                  "{ batch: 8, timeout: 400ms }");
+  Outcome outcome = run(plan);
+  expectOnlyFailed(outcome, 8, 2, FailureKind::Timeout, "timed out after 400ms");
+  // log2(8) + 1 re-runs of the culprit after its first run.
+  EXPECT_LE(outcome.summary.engine.batchTimeouts, 1u + 3u + 1u);
+}
+
+TEST_P(FailureIsolationTest, ANativeOperatorThatHangsFailsOnlyItsDocument) {
+  // Pages of three documents share batches; page 1 of document 1 hangs for an hour.
+  writeFile("in.jsonl", "{\"id\": 0, \"n\": 3}\n{\"id\": 1, \"n\": 3}\n{\"id\": 2, \"n\": 3}\n");
+  // test.fail's `when` reads a Bool field of a record: only document 1's pages carry it.
+  plan::Plan plan = compile(R"(
+pipeline p;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+tagged = { hang: broadcast((rows.id as Int) == 1, pages), page: pages };
+h = test.fail(tagged, kind: "hang", ordinals: "1", when: "hang") { batch: 9, timeout: 300ms };
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(h) });
+)");
+  Outcome outcome = run(plan);
+  ASSERT_EQ(outcome.status.size(), 3u);
+  EXPECT_EQ(outcome.status[0], "written");
+  EXPECT_EQ(outcome.status[1], "failed");
+  EXPECT_EQ(outcome.status[2], "written");
+  EXPECT_EQ(outcome.cause[1].kind, FailureKind::Timeout) << outcome.cause[1].message;
+  EXPECT_EQ(outcome.cause[1].path, std::vector<uint32_t>{1});
+}
+
+TEST_P(FailureIsolationTest, WithoutATimeoutTheHangGuardStopsAHungItemAndTheRunEnds) {
+  // No timeout written: the guard allows 10 times the slowest item seen, at least its floor.
+  writeFile("in.jsonl", "{\"id\": 0, \"n\": 4}\n{\"id\": 1, \"n\": 4}\n");
+  plan::Plan plan = compile(R"(
+pipeline p;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+h = test.fail(pages, kind: "hang", ordinals: "3", when: "") { batch: 2 };
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(h) });
+)");
+  RunOptions options;
+  options.hangGuardFloor = std::chrono::milliseconds(300);
+  Outcome outcome = run(plan, options);
+  ASSERT_EQ(outcome.status.size(), 2u);
+  EXPECT_EQ(outcome.status[0], "failed");
+  EXPECT_EQ(outcome.status[1], "failed");
+  EXPECT_EQ(outcome.cause[0].kind, FailureKind::Timeout);
+  EXPECT_NE(outcome.cause[0].message.find("hang guard"), std::string::npos)
+      << outcome.cause[0].message;
+  EXPECT_EQ(outcome.cause[0].path, std::vector<uint32_t>{3});
+}
+
+TEST_P(FailureIsolationTest, ARunEndsOnceEveryRowIsFinishedWhateverStillRuns) {
+  // The row fails at 0.3 s (page 0 of `bad`); page 2 of `h` hangs for an hour on another
+  // replica, and nobody needs it any more: the run does not wait for it.
+  writeFile("one.jsonl", "{\"id\": 0, \"n\": 3}\n");
+  plan::Plan plan = compile(R"(
+pipeline p4;
+source rows = jsonl("$DIR/one.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+bad = test.fail(pages, ordinals: "0", ms: 300);
+h = test.fail(pages, kind: "hang", ordinals: "2") { replicas: 2 };
+sink jsonl(path: "$DIR/d.jsonl", record: { id: rows.id, r: reduce(bad), h: reduce(h) });
+)");
+  Outcome outcome = run(plan);
+  ASSERT_EQ(outcome.status.size(), 1u);
+  EXPECT_EQ(outcome.status[0], "failed");
+  EXPECT_FALSE(outcome.summary.error) << *outcome.summary.error;
+  // Bounded by the hang (an hour) and the hang guard (minutes) otherwise.
+  EXPECT_LT(outcome.seconds, 30.0);
+}
+
+TEST_P(FailureIsolationTest, ARunEndsOnceEveryRowIsFinishedWithAnUntakenBranchStillRunning) {
+  writeFile("one.jsonl", "{\"id\": 0, \"n\": 2}\n");
+  plan::Plan plan = compile(R"(
+pipeline p5;
+source rows = jsonl("$DIR/one.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+h = test.fail(pages, kind: "hang", ordinals: "1");
+count = if (rows.id as Int) == 0 then 0 else list.len(reduce(h));
+sink jsonl(path: "$DIR/d.jsonl", record: { id: rows.id, n: count });
+)");
+  Outcome outcome = run(plan);
+  ASSERT_EQ(outcome.status.size(), 1u);
+  EXPECT_EQ(outcome.status[0], "written");
+  EXPECT_FALSE(outcome.summary.error) << *outcome.summary.error;
+  EXPECT_LT(outcome.seconds, 30.0);
+}
+
+TEST_P(FailureIsolationTest, AnOperatorThatAnswersTheWrongCountBreaksItsContractVisibly) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  // Right for a batch of one, wrong for more: bisection would hide it; the rows fail instead,
+  // naming the count.
+  writeFile("first.py", "class First:\n    def __call__(self, texts):\n"
+                        "        return [len(texts[0])]\n");
+  writeLines(4, -1, "");
+  plan::Plan plan = compile(R"(
+pipeline p;
+operator first(text: String) -> Int = python("first.py", class: "First");
+source rows = lines("$DIR/in.txt");
+sink jsonl(path: "$DIR/out.jsonl", record: { n: first(rows) { batch: 4 } });
+)",
+                            path("test.orch"));
+  Outcome outcome = run(plan);
+  EXPECT_EQ(outcome.summary.failed, 4u);
+  EXPECT_EQ(outcome.summary.engine.contractViolations, 1u);
+  ASSERT_TRUE(outcome.cause.count(0));
+  EXPECT_EQ(outcome.cause[0].kind, FailureKind::ContractViolation);
+  EXPECT_NE(outcome.cause[0].message.find("gave 1 result(s) for a batch of 4 item(s)"),
+            std::string::npos)
+      << outcome.cause[0].message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, FailureIsolationTest,
+                         ::testing::Values(Executor::Threads, Executor::WorkerProcesses),
+                         executorName);
+
+} // namespace
+} // namespace orch::runtime
