@@ -69,6 +69,8 @@ public:
         return SourceRow{Value::string(std::move(line)), {}};
       if (line.find_first_not_of(" \t") == std::string::npos)
         continue;
+      if (std::optional<std::string> deep = jsonNestedTooDeep(line))
+        return SourceRow{std::nullopt, path_ + ":" + std::to_string(lineNumber_) + ": " + *deep};
       nlohmann::ordered_json parsed =
           nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (parsed.is_discarded())

@@ -7,6 +7,28 @@ namespace orch::stdlib {
 
 using runtime::Value;
 
+std::optional<std::string> jsonNestedTooDeep(std::string_view text) {
+  size_t depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 Value valueFromJson(const nlohmann::ordered_json &json) {
   switch (json.type()) {
   case nlohmann::ordered_json::value_t::null:

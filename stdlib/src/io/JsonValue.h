@@ -6,7 +6,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace orch::stdlib {
+
+/// The deepest JSON that is read: untrusted input nested deeper (`[[[[…`) would exhaust the stack
+/// of everything that walks values recursively.
+constexpr size_t kMaxJsonDepth = 512;
+
+/// "nested deeper than 512 levels" when `text`'s arrays and objects nest deeper than
+/// kMaxJsonDepth (a scan of its brackets outside strings), else nullopt. Call it before parsing.
+std::optional<std::string> jsonNestedTooDeep(std::string_view text);
 
 runtime::Value valueFromJson(const nlohmann::ordered_json &json);
 /// Bytes become base64 strings; non-finite floats become null.

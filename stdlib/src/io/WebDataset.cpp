@@ -10,6 +10,8 @@
 #include "OperatorGroups.h"
 #include "SinkSupport.h"
 
+#include "orch/runtime/MemorySize.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -350,6 +352,12 @@ public:
   ~WebDatasetSource() override { closeShard(); }
 
   std::optional<SourceRow> next() override {
+    if (problemAhead_) {
+      // The shard broke after a complete sample, which went first.
+      SourceRow failed{std::nullopt, std::move(*problemAhead_)};
+      problemAhead_.reset();
+      return failed;
+    }
     for (;;) {
       if (!reader_) {
         if (nextPath_ >= paths_.size())
@@ -359,13 +367,23 @@ public:
         continue;
       }
       std::optional<std::string> problem;
+      // The broken member belongs to the next sample: the one read so far is whole.
+      bool sampleWhole = false;
       runtime::RecordFields fields;
       std::string key;
+      // A member that cannot be a value (JSON nested too deep) fails its sample, not the shard.
+      std::optional<std::string> sampleFailure;
+      auto sample = [&]() -> SourceRow {
+        if (sampleFailure)
+          return SourceRow{std::nullopt, std::move(*sampleFailure)};
+        return SourceRow{Value::record(std::move(fields)), {}};
+      };
       // The member read ahead belongs to this sample.
       if (ahead_) {
-        key = ahead_->first;
+        key = ahead_->key;
         fields = {{"__key__", Value::string(key)}, {"__shard__", Value::string(shard_)}};
-        fields.push_back(std::move(ahead_->second));
+        fields.emplace_back(std::move(ahead_->field), std::move(ahead_->value));
+        sampleFailure = std::move(ahead_->failure);
         ahead_.reset();
       }
       for (;;) {
@@ -385,27 +403,38 @@ public:
         const size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
         const std::string memberKey = path.substr(0, dot);
         const std::string extension = dot == std::string::npos ? "" : path.substr(dot + 1);
-        std::string content(size_t(archive_entry_size(entry)), '\0');
-        if (archive_read_data(reader_, content.data(), content.size()) !=
-            la_ssize_t(content.size())) {
-          problem = "cannot read \"" + path + "\" in the shard \"" + shard_ + "\"";
+        std::string content;
+        if (std::optional<std::string> unread = readMember(entry, path, content)) {
+          problem = std::move(unread);
+          sampleWhole = !key.empty() && memberKey != key;
           break;
         }
-        std::pair<std::string, Value> member{extension, memberValue(extension, content)};
+        Member member{memberKey, extension, Value(), std::nullopt};
+        if (std::optional<std::string> deep =
+                extension == "json" ? jsonNestedTooDeep(content) : std::nullopt)
+          member.failure = "\"" + path + "\" in the shard \"" + shard_ + "\": " + *deep;
+        else
+          member.value = memberValue(extension, content);
         if (key.empty()) {
           key = memberKey;
           fields = {{"__key__", Value::string(key)}, {"__shard__", Value::string(shard_)}};
         } else if (memberKey != key) {
-          ahead_ = std::make_pair(memberKey, std::move(member));
-          return SourceRow{Value::record(std::move(fields)), {}};
+          ahead_ = std::move(member);
+          return sample();
         }
-        fields.push_back(std::move(member));
+        if (member.failure && !sampleFailure)
+          sampleFailure = std::move(member.failure);
+        fields.emplace_back(std::move(member.field), std::move(member.value));
       }
       closeShard();
+      if (problem && sampleWhole) {
+        problemAhead_ = std::move(problem);
+        return sample();
+      }
       if (problem)
         return SourceRow{std::nullopt, *problem};
       if (!key.empty())
-        return SourceRow{Value::record(std::move(fields)), {}};
+        return sample();
     }
   }
 
@@ -421,6 +450,34 @@ private:
     if (extension == "txt" || extension == "text")
       return Value::string(content);
     return Value::bytes(content);
+  }
+
+  /// Reads the member `entry` into `content` in chunks, so that a header claiming more bytes than
+  /// the shard holds costs only the bytes that exist; why it cannot, or nullopt.
+  std::optional<std::string> readMember(archive_entry *entry, const std::string &path,
+                                        std::string &content) {
+    const la_int64_t claimed = archive_entry_size(entry);
+    constexpr size_t kChunk = size_t(1) << 20;
+    content.reserve(size_t(std::min<la_int64_t>(std::max<la_int64_t>(claimed, 0), kChunk)));
+    std::string failure;
+    for (;;) {
+      const size_t had = content.size();
+      content.resize(had + kChunk);
+      const la_ssize_t got = archive_read_data(reader_, content.data() + had, kChunk);
+      content.resize(had + size_t(std::max<la_ssize_t>(got, 0)));
+      if (got < 0)
+        failure = archive_error_string(reader_) ? archive_error_string(reader_) : "unreadable";
+      if (got <= 0)
+        break;
+    }
+    const std::string where = "\"" + path + "\" in the shard \"" + shard_ + "\"";
+    if (claimed >= 0 && content.size() < uint64_t(claimed))
+      return where + " claims " + runtime::formatMemory(uint64_t(claimed)) +
+             ", the shard holds " + runtime::formatMemory(content.size()) + " of it" +
+             (failure.empty() ? "" : " (" + failure + ")");
+    if (!failure.empty())
+      return "cannot read " + where + ": " + failure;
+    return std::nullopt;
   }
 
   /// Opens `path`; a failed row when it cannot.
@@ -449,7 +506,15 @@ private:
   size_t nextPath_ = 0;
   archive *reader_ = nullptr;
   std::string shard_;
-  std::optional<std::pair<std::string, std::pair<std::string, Value>>> ahead_;
+  /// A member of the next sample, read while looking for the end of the current one.
+  struct Member {
+    std::string key;
+    std::string field;
+    Value value;
+    std::optional<std::string> failure;
+  };
+  std::optional<Member> ahead_;
+  std::optional<std::string> problemAhead_;
 };
 
 } // namespace
