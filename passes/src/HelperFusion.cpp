@@ -2,35 +2,20 @@
 // Calls nothing invokes any more leave the module.
 #include "orch/passes/HelperFusion.h"
 
+#include "orch/plan/HelperOperators.h"
+
 #include <array>
 #include <optional>
 
 namespace orch::passes {
 namespace {
 
-/// A helper operator and the expression that computes the same value; its inputs, in the
-/// operation's operand order, by parameter name.
-struct FusableHelper {
-  const char *op;
-  plan::ComputeOp compute;
-  std::array<const char *, 2> inputs;
-};
-
-constexpr std::array kFusableHelpers = {
-    FusableHelper{"text.len", plan::ComputeOp::Length, {"text", nullptr}},
-    FusableHelper{"list.len", plan::ComputeOp::Length, {"list", nullptr}},
-    FusableHelper{"text.nonempty", plan::ComputeOp::NonBlank, {"text", nullptr}},
-    FusableHelper{"math.gt", plan::ComputeOp::Greater, {"a", "b"}},
-    FusableHelper{"math.lt", plan::ComputeOp::Less, {"a", "b"}},
-};
+using FusableHelper = plan::HelperOperator;
 
 const FusableHelper *fusableHelper(const ir::Call &call) {
   if (call.optionsWritten || !call.constants.empty())
     return nullptr;
-  for (const FusableHelper &helper : kFusableHelpers)
-    if (call.op == helper.op)
-      return &helper;
-  return nullptr;
+  return plan::findHelperOperator(call.op);
 }
 
 class HelperFusionPass : public Pass {

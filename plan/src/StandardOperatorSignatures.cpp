@@ -150,9 +150,9 @@ void addTextListMathOperators(OperatorCatalog &catalog) {
   add(transform("list.max", {input("list", Type::list(real), "numbers")}, real, "largest element",
                 "an empty list is a RecordFailure"));
   add(transform("math.gt", {input("a", real, "left"), input("b", real, "right")}, boolean, "a > b",
-                "none"));
+                "NaN on either side is a RecordFailure, as in the expression a > b"));
   add(transform("math.lt", {input("a", real, "left"), input("b", real, "right")}, boolean, "a < b",
-                "none"));
+                "NaN on either side is a RecordFailure, as in the expression a < b"));
 }
 
 void addMediaOperators(OperatorCatalog &catalog) {

@@ -1,5 +1,5 @@
 // Expression operations on run-time values (ComputeEval.h).
-#include "ComputeEval.h"
+#include "orch/runtime/ComputeEval.h"
 
 #include "orch/runtime/TextMeasures.h"
 

@@ -2,7 +2,7 @@
 // LineageEngine.h is the interface; this is the single writer behind it.
 #pragma once
 
-#include "ComputeEval.h"
+#include "orch/runtime/ComputeEval.h"
 #include "PlanLayout.h"
 #include "ReadyQueue.h"
 

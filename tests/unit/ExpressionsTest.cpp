@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <random>
 
 namespace orch::runtime {
 namespace {
@@ -243,6 +245,65 @@ sink jsonl(path: "$DIR/OUT", record: {
       "{\"n\":2,\"blank\":true,\"items\":0,\"big\":false,\"small\":true,\"same\":true}"};
   EXPECT_EQ(lines("fused.jsonl"), expected);
   EXPECT_EQ(lines("batched.jsonl"), expected) << "the operator computes what the fusion does";
+}
+
+TEST_F(ExpressionsTest, FusedAndUnfusedHelpersGiveTheSameRowsOnRandomEdgeValues) {
+  // Ints beyond 2^53 (not exact as doubles), NaN, infinities, signed zeros, mixed Int and
+  // Float: before, math.gt compared doubles as an operator and exactly when fused.
+  const std::vector<std::string> ints = {"9007199254740993", "9007199254740992", "-9223372036854775808",
+                                         "9223372036854775807", "0", "-1", "1", "4503599627370497"};
+  const std::vector<std::string> floats = {"nan", "inf", "-inf", "-0.0", "0.0", "9007199254740992.0",
+                                           "1e308", "-1e-308", "0.5", "2.5"};
+  std::mt19937_64 random(20261201);
+  std::string rows;
+  auto pick = [&](const std::vector<std::string> &pool) {
+    if (random() % 4 == 0)
+      return std::to_string(int64_t(random() % 2001) - 1000);
+    return pool[random() % pool.size()];
+  };
+  for (int i = 0; i < 300; ++i)
+    rows += "{\"ai\": \"" + pick(ints) + "\", \"bi\": \"" + pick(ints) + "\", \"af\": \"" +
+            pick(floats) + "\", \"bf\": \"" + pick(floats) + "\", \"t\": \"" +
+            std::string(random() % 3, ' ') + std::string(random() % 3, 'x') + "\", \"l\": [" +
+            std::string(random() % 2 ? "1, 2" : "") + "]}\n";
+  writeFile("in.jsonl", rows);
+  const std::string program = R"(pipeline helpers;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+ai = int(rows.ai as String);
+bi = int(rows.bi as String);
+af = float(rows.af as String);
+bf = float(rows.bf as String);
+t = rows.t as String;
+sink jsonl(path: "$DIR/OUT", record: {
+  ii: math.gt(ai, bi)OPT, i_f: math.gt(ai, bf)OPT, fi: math.lt(af, bi)OPT, ff: math.lt(af, bf)OPT,
+  n: text.len(t)OPT, e: text.nonempty(t)OPT, l: list.len(rows.l as List<Int>)OPT
+});
+)";
+  auto outcomes = [&](const std::string &out, const std::string &options) {
+    std::string text = program;
+    text.replace(text.find("OUT"), 3, out);
+    for (size_t at; (at = text.find("OPT")) != std::string::npos;)
+      text.replace(at, 3, options);
+    finished_.clear();
+    RunSummary summary = run(text);
+    EXPECT_TRUE(summary.started) << summary.error.value_or("");
+    std::map<uint64_t, std::string> status;
+    for (const RootResult &root : finished_)
+      status[root.sourceRow] = rootStatusName(root.status);
+    return std::make_pair(status, lines(out));
+  };
+  auto fused = outcomes("fused.jsonl", "");
+  EXPECT_TRUE(plan_.calls.empty());
+  auto unfused = outcomes("unfused.jsonl", " { batch: 7 }");
+  EXPECT_EQ(plan_.calls.size(), 7u);
+  ASSERT_EQ(fused.first.size(), 300u);
+  EXPECT_EQ(fused.first, unfused.first) << "the same rows fail either way";
+  EXPECT_EQ(fused.second, unfused.second) << "and the written rows are the same";
+  size_t failed = 0;
+  for (const auto &[row, status] : fused.first)
+    failed += status == "failed";
+  EXPECT_GT(failed, 0u) << "NaN cannot be ordered";
+  EXPECT_LT(failed, 300u);
 }
 
 TEST_F(ExpressionsTest, ConstantExpressionsAreComputedOnceAndAFailingOneStopsTheRunBeforeItStarts) {

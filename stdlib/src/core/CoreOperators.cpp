@@ -1,7 +1,8 @@
 // math.gt/lt, list.len/mean/max, text.join/nonempty/len: row-wise functions of their inputs.
 #include "orch/stdlib/CoreOperators.h"
 
-#include "orch/runtime/TextMeasures.h"
+#include "orch/plan/HelperOperators.h"
+#include "orch/runtime/ComputeEval.h"
 
 #include <algorithm>
 #include <functional>
@@ -42,15 +43,15 @@ void registerCoreOperators(runtime::OperatorRegistry &registry) {
   auto constant = [](RowFunction::Function function) {
     return [function](const OperatorConfig &) { return function; };
   };
-  addFunction(registry, "math.gt", constant([](std::span<const Value> in) {
-                return RowResult::ok(Value::boolean(in[0].asFloat() > in[1].asFloat()));
-              }));
-  addFunction(registry, "math.lt", constant([](std::span<const Value> in) {
-                return RowResult::ok(Value::boolean(in[0].asFloat() < in[1].asFloat()));
-              }));
-  addFunction(registry, "list.len", constant([](std::span<const Value> in) {
-                return RowResult::ok(Value::integer(static_cast<int64_t>(in[0].asList().size())));
-              }));
+  // The helpers that are also expressions evaluate exactly as their fused form does.
+  for (const plan::HelperOperator &helper : plan::kHelperOperators)
+    addFunction(registry, helper.op, constant([&helper](std::span<const Value> in) {
+                  runtime::ComputeOutcome outcome = runtime::evaluateCompute(
+                      helper.compute, in, plan::Type::scalar(helper.result));
+                  if (outcome.failure)
+                    return RowResult::recordFailure(*outcome.failure);
+                  return RowResult::ok(std::move(outcome.value));
+                }));
   addFunction(registry, "list.mean", constant([](std::span<const Value> in) {
                 const runtime::ValueList &list = in[0].asList();
                 if (list.empty())
@@ -82,13 +83,6 @@ void registerCoreOperators(runtime::OperatorRegistry &registry) {
       return RowResult::ok(Value::string(std::move(joined)));
     };
   });
-  addFunction(registry, "text.nonempty", constant([](std::span<const Value> in) {
-                return RowResult::ok(Value::boolean(runtime::hasNonBlank(in[0].asString())));
-              }));
-  addFunction(registry, "text.len", constant([](std::span<const Value> in) {
-                return RowResult::ok(Value::integer(
-                    static_cast<int64_t>(runtime::countCodePoints(in[0].asString()))));
-              }));
 }
 
 } // namespace orch::stdlib
