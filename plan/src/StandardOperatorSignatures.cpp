@@ -285,10 +285,14 @@ void addSinks(OperatorCatalog &catalog) {
   };
   catalog.add(sink("jsonl",
                    {constant("path", string, std::nullopt, "output file"),
-                    input("record", Type::var(), "the row to write"), order()},
+                    input("record", Type::var(), "the row to write"), order(),
+                    constant("nonfinite", string, std::string("fail"),
+                             "a NaN or infinite number, which JSON cannot hold: \"fail\" fails "
+                             "its source row, \"null\" writes null")},
                    "appends one JSON line per row as soon as its source row finishes",
                    "an unwritable path fails the run at start; a row that cannot be written "
-                   "(disk full) fails its source row, whose rows are taken back from every sink"));
+                   "(disk full, a NaN or infinity) fails its source row, whose rows are taken back "
+                   "from every sink"));
   catalog.add(sink(
       "webdataset",
       {constant("dir", string, std::nullopt, "output directory"),

@@ -260,6 +260,7 @@ private:
       ranges_[s] = SinkRange{sinks_[s]->committedSize(), sinks_[s]->committedSize(), {}};
     std::string cause;
     uint32_t failedSink = 0;
+    bool deviceFine = false;
     try {
       for (const SinkRow &row : root.rows)
         if (row.status == RowStatus::Written) {
@@ -270,6 +271,9 @@ private:
         failedSink = uint32_t(s);
         sinks_[s]->commit();
       }
+    } catch (const UnwritableValue &error) {
+      cause = error.what();
+      deviceFine = true;
     } catch (const std::exception &error) {
       cause = error.what();
     }
@@ -302,6 +306,8 @@ private:
         row.values.clear();
       }
     root.status = RootStatus::Failed;
+    if (deviceFine)
+      return;
     ++consecutiveFailures_;
     lastFailure_ = describeSink(plan_.sinks[failedSink], failedSink) + ": " + cause;
   }

@@ -252,6 +252,61 @@ private:
   std::shared_ptr<TestOperatorLog> log_;
 };
 
+/// FNV-1a over everything a value holds: each kind, every byte of strings and binaries (an
+/// image's pixels), numbers' bits, record fields' names; never a summary of the value.
+void hashValue(const Value &value, uint64_t &hash) {
+  auto feed = [&hash](const void *data, size_t size) {
+    const auto *bytes = static_cast<const unsigned char *>(data);
+    for (size_t i = 0; i < size; ++i)
+      hash = (hash ^ bytes[i]) * 1099511628211ull;
+  };
+  auto feedText = [&](const std::string &text) {
+    const uint64_t size = text.size();
+    feed(&size, sizeof size);
+    feed(text.data(), text.size());
+  };
+  const auto kind = static_cast<unsigned char>(value.kind());
+  feed(&kind, 1);
+  switch (value.kind()) {
+  case Value::Kind::Null:
+    break;
+  case Value::Kind::Bool: {
+    const unsigned char flag = value.asBool();
+    feed(&flag, 1);
+    break;
+  }
+  case Value::Kind::Int: {
+    const int64_t number = value.asInt();
+    feed(&number, sizeof number);
+    break;
+  }
+  case Value::Kind::Float: {
+    const double number = value.asFloat();
+    feed(&number, sizeof number);
+    break;
+  }
+  case Value::Kind::String:
+    feedText(value.asString());
+    break;
+  case Value::Kind::Bytes:
+    feedText(value.asBytes());
+    break;
+  case Value::Kind::List:
+    for (const Value &element : value.asList())
+      hashValue(element, hash);
+    break;
+  case Value::Kind::Record:
+    for (const auto &[name, field] : value.asRecord()) {
+      feedText(name);
+      hashValue(field, hash);
+    }
+    break;
+  case Value::Kind::Ref:
+    feedText(value.str());
+    break;
+  }
+}
+
 class ChecksumOperator : public Operator {
 public:
   ChecksumOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
@@ -264,13 +319,8 @@ public:
       std::this_thread::sleep_for(
           std::chrono::duration<double, std::milli>(perRowMs_ * static_cast<double>(rows.size())));
     for (const OperatorRow &row : rows) {
-      const Value &value = row.inputs[0];
-      const std::string text = value.kind() == Value::Kind::Bytes    ? value.asBytes()
-                               : value.kind() == Value::Kind::String ? value.asString()
-                                                                     : value.str();
       uint64_t hash = 14695981039346656037ull;
-      for (unsigned char c : text)
-        hash = (hash ^ c) * 1099511628211ull;
+      hashValue(row.inputs[0], hash);
       // Positive, so that JSON readers in any language read it exactly.
       results.push_back(RowResult::ok(Value::integer(int64_t(hash >> 11))));
     }

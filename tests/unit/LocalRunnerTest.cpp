@@ -118,6 +118,70 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
       << summary.executor;
 }
 
+TEST_F(LocalRunnerTest, ANonFiniteNumberFailsItsRowInAJsonSinkUnlessItOptsIntoNull) {
+  // Before, NaN and infinities were written as null and the rows counted as written. Twelve
+  // such rows in a row do not stop the run: the output is fine, the values are not.
+  std::string input;
+  for (int i = 0; i < 14; ++i)
+    input += std::string("{\"x\": \"") + (i == 0 ? "1.5" : i == 13 ? "2" : i % 2 ? "nan" : "-inf") +
+             "\"}\n";
+  writeFile("in.jsonl", input);
+  plan::Plan plan = compile(R"(
+pipeline nonfinite;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+x = float(rows.x as String);
+sink jsonl(path: "$DIR/strict.jsonl", record: { score: { x: x } });
+sink jsonl(path: "$DIR/lenient.jsonl", record: { x: x }, nonfinite: "null");
+)");
+  RunSummary summary = run(plan);
+  EXPECT_FALSE(summary.error) << *summary.error;
+  EXPECT_EQ(summary.written, 2u);
+  EXPECT_EQ(summary.failed, 12u);
+  EXPECT_EQ(lines("strict.jsonl"), (std::vector<std::string>{"{\"score\":{\"x\":1.5}}",
+                                                              "{\"score\":{\"x\":2.0}}"}));
+  EXPECT_EQ(lines("lenient.jsonl").size(), 2u) << "a failed row is in no sink";
+  size_t nan = 0;
+  for (const RootResult &root : finished_)
+    if (root.status == RootStatus::Failed) {
+      EXPECT_EQ(root.failures.back().kind, FailureKind::OutputFailure);
+      nan += root.failures.back().message.find("NaN at .score.x cannot be written as JSON") !=
+             std::string::npos;
+    }
+  EXPECT_EQ(nan, 6u);
+
+  plan = compile(R"(
+pipeline nonfinite;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+sink jsonl(path: "$DIR/lenient.jsonl", record: { x: float(rows.x as String) }, nonfinite: "null");
+)");
+  finished_.clear();
+  summary = run(plan);
+  EXPECT_EQ(summary.written, 14u);
+  EXPECT_EQ(lines("lenient.jsonl")[1], "{\"x\":null}");
+}
+
+TEST_F(LocalRunnerTest, TestChecksumHashesPixelsNotASummaryOfTheImage) {
+  // Before, an image hashed as its text ("{width: 2, ..., pixels: <4 bytes>}"): every page of
+  // a PDF had one checksum.
+  auto image = [](std::string pixels) {
+    return Value::record({{"width", Value::integer(2)},
+                          {"height", Value::integer(2)},
+                          {"channels", Value::integer(1)},
+                          {"pixels", Value::bytes(std::move(pixels))}});
+  };
+  const std::vector<Value> inputs = {image("abcd"), image("abce"), image("abcd")};
+  std::vector<OperatorRow> rows;
+  for (const Value &input : inputs)
+    rows.push_back(OperatorRow{std::span<const Value>(&input, 1), {}});
+  OperatorConfig config("sums", "test.checksum", {}, {"value"});
+  std::unique_ptr<Operator> checksum = (*registry_.transform("test.checksum"))(config);
+  std::vector<RowResult> results;
+  checksum->process(rows, results);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_NE(results[0].value.asInt(), results[1].value.asInt()) << "one pixel differs";
+  EXPECT_EQ(results[0].value.asInt(), results[2].value.asInt());
+}
+
 TEST_F(LocalRunnerTest, ADocumentWhosePageZeroFailsFinishesAtOnceAndItsOtherPagesNeverRun) {
   // Before, the document waited for its 99 other 30 ms pages (3 s) although its only row was
   // already known to fail.

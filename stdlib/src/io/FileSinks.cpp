@@ -30,7 +30,8 @@ using runtime::Value;
 class JsonlSink : public runtime::RowSink {
 public:
   explicit JsonlSink(const OperatorConfig &config)
-      : path_(config.stringConstant("path")), record_(labelIndex(config, "record")) {
+      : path_(config.stringConstant("path")), record_(labelIndex(config, "record")),
+        nonFinite_(nonFiniteOption(config)) {
     checkOrder(config);
     createDirectory(fs::path(path_).parent_path(), config);
     openLocked(config);
@@ -72,7 +73,7 @@ public:
 
   void write(std::span<const Value> values) override {
     // One write per line: rows become visible as their root finishes, never half a line.
-    const std::string line = jsonFromValue(values[record_]).dump() + '\n';
+    const std::string line = jsonFromValue(values[record_], nonFinite_).dump() + '\n';
     if (!writeAll(fd_, line)) {
       const std::string cause = std::strerror(errno);
       // Part of the line may have been written: cut it off (the rest of the root's rows go
@@ -141,6 +142,7 @@ private:
 
   std::string path_;
   size_t record_;
+  NonFinite nonFinite_;
   int fd_ = -1;
   /// The output's size after the last commit, and now.
   uint64_t committed_ = 0;

@@ -1,6 +1,8 @@
 // Value <-> JSON.
 #include "JsonValue.h"
 
+#include "orch/runtime/Operator.h"
+
 #include <cmath>
 
 namespace orch::stdlib {
@@ -90,7 +92,9 @@ std::string base64(const std::string &data) {
 
 } // namespace
 
-nlohmann::ordered_json jsonFromValue(const Value &value) {
+namespace {
+
+nlohmann::ordered_json jsonFrom(const Value &value, NonFinite nonFinite, std::string &at) {
   switch (value.kind()) {
   case Value::Kind::Null:
     return nullptr;
@@ -98,23 +102,39 @@ nlohmann::ordered_json jsonFromValue(const Value &value) {
     return value.asBool();
   case Value::Kind::Int:
     return value.asInt();
-  case Value::Kind::Float:
-    return std::isfinite(value.asFloat()) ? nlohmann::ordered_json(value.asFloat())
-                                          : nlohmann::ordered_json();
+  case Value::Kind::Float: {
+    const double number = value.asFloat();
+    if (std::isfinite(number))
+      return number;
+    if (nonFinite == NonFinite::Null)
+      return nullptr;
+    throw runtime::UnwritableValue(
+        std::string(std::isnan(number) ? "NaN" : number > 0 ? "Infinity" : "-Infinity") +
+        (at.empty() ? "" : " at " + at) +
+        " cannot be written as JSON (a jsonl sink with nonfinite: \"null\" writes null)");
+  }
   case Value::Kind::String:
     return value.asString();
   case Value::Kind::Bytes:
     return base64(value.asBytes());
   case Value::Kind::List: {
     nlohmann::ordered_json array = nlohmann::ordered_json::array();
-    for (const Value &element : value.asList())
-      array.push_back(jsonFromValue(element));
+    const size_t had = at.size();
+    for (size_t i = 0; i < value.asList().size(); ++i) {
+      at += "[" + std::to_string(i) + "]";
+      array.push_back(jsonFrom(value.asList()[i], nonFinite, at));
+      at.resize(had);
+    }
     return array;
   }
   case Value::Kind::Record: {
     nlohmann::ordered_json object = nlohmann::ordered_json::object();
-    for (const auto &[name, field] : value.asRecord())
-      object[name] = jsonFromValue(field);
+    const size_t had = at.size();
+    for (const auto &[name, field] : value.asRecord()) {
+      at += "." + name;
+      object[name] = jsonFrom(field, nonFinite, at);
+      at.resize(had);
+    }
     return object;
   }
   case Value::Kind::Ref:
@@ -122,6 +142,13 @@ nlohmann::ordered_json jsonFromValue(const Value &value) {
     return value.str();
   }
   return nullptr;
+}
+
+} // namespace
+
+nlohmann::ordered_json jsonFromValue(const Value &value, NonFinite nonFinite) {
+  std::string at;
+  return jsonFrom(value, nonFinite, at);
 }
 
 } // namespace orch::stdlib

@@ -21,7 +21,12 @@ constexpr size_t kMaxJsonDepth = 512;
 std::optional<std::string> jsonNestedTooDeep(std::string_view text);
 
 runtime::Value valueFromJson(const nlohmann::ordered_json &json);
-/// Bytes become base64 strings; non-finite floats become null.
-nlohmann::ordered_json jsonFromValue(const runtime::Value &value);
+/// What a JSON sink does with a non-finite number, which JSON cannot hold.
+enum class NonFinite { Fail, Null };
+
+/// Bytes become base64 strings. A non-finite float throws runtime::UnwritableValue naming where
+/// it is (`NaN at .scores[3] cannot be written as JSON`), or becomes null with NonFinite::Null.
+nlohmann::ordered_json jsonFromValue(const runtime::Value &value,
+                                     NonFinite nonFinite = NonFinite::Fail);
 
 } // namespace orch::stdlib

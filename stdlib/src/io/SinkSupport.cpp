@@ -21,6 +21,14 @@ void checkOrder(const OperatorConfig &config) {
                         "\"");
 }
 
+NonFinite nonFiniteOption(const OperatorConfig &config) {
+  const std::string choice = config.stringConstant("nonfinite");
+  if (choice != "fail" && choice != "null")
+    throw OperatorError(config.name() + ": nonfinite must be \"fail\" or \"null\", not \"" +
+                        choice + "\"");
+  return choice == "null" ? NonFinite::Null : NonFinite::Fail;
+}
+
 size_t labelIndex(const OperatorConfig &config, const std::string &label) {
   const std::vector<std::string> &labels = config.inputLabels();
   auto found = std::find(labels.begin(), labels.end(), label);

@@ -2,6 +2,8 @@
 // and probed at start, whole writes, safe names and the hidden files that wait for a commit.
 #pragma once
 
+#include "JsonValue.h"
+
 #include "orch/runtime/Operator.h"
 
 #include <filesystem>
@@ -12,6 +14,9 @@ namespace orch::stdlib {
 
 /// `order` is "finish" or "source" (the run loop orders rows; docs/outputs.md).
 void checkOrder(const runtime::OperatorConfig &config);
+
+/// `nonfinite` is "fail" or "null".
+NonFinite nonFiniteOption(const runtime::OperatorConfig &config);
 
 /// The position of input `label` among the sink's values.
 size_t labelIndex(const runtime::OperatorConfig &config, const std::string &label);

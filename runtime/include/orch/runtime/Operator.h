@@ -39,6 +39,14 @@ private:
   BatchLoss loss_;
 };
 
+/// Thrown by a sink's `write` for a row whose value the format cannot hold (NaN in JSON): the
+/// root fails with the reason, like any output failure, but it says nothing about the output
+/// device, so it does not count towards stopping a run whose outputs keep failing.
+class UnwritableValue : public OperatorError {
+public:
+  using OperatorError::OperatorError;
+};
+
 /// One row of a batch: the operator's dataflow inputs in parameter order, and where it sits.
 struct OperatorRow {
   std::span<const Value> inputs;
