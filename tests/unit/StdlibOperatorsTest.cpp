@@ -6,7 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 namespace orch::runtime {
 namespace {
@@ -198,6 +202,54 @@ TEST(StdlibOperatorsTest, EmptyListsAreRecordFailuresForMeanAndMax) {
   EXPECT_EQ(runOne("list.mean", {Value::list({})}).kind, RowResultKind::RecordFailure);
   EXPECT_EQ(runOne("list.max", {Value::list({Value::integer(3), Value::real(4.5)})}).value,
             Value::real(4.5));
+}
+
+/// A PDF whose pages have these MediaBox sides (pt) and UserUnits, written by hand.
+std::string pdfWithPages(const std::vector<std::pair<int, int>> &pages) {
+  std::vector<std::string> objects = {"<< /Type /Catalog /Pages 2 0 R >>", ""};
+  std::string kids;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    kids += std::to_string(3 + i) + " 0 R ";
+    objects.push_back("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 " +
+                      std::to_string(pages[i].first) + " " + std::to_string(pages[i].first) +
+                      "] /UserUnit " + std::to_string(pages[i].second) + " >>");
+  }
+  objects[1] = "<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(pages.size()) + " >>";
+  std::string pdf = "%PDF-1.6\n";
+  std::vector<size_t> offsets;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    offsets.push_back(pdf.size());
+    pdf += std::to_string(i + 1) + " 0 obj " + objects[i] + " endobj\n";
+  }
+  const size_t xref = pdf.size();
+  pdf += "xref\n0 " + std::to_string(objects.size() + 1) + "\n0000000000 65535 f \n";
+  for (size_t offset : offsets) {
+    char line[32];
+    std::snprintf(line, sizeof line, "%010zu 00000 n \n", offset);
+    pdf += line;
+  }
+  pdf += "trailer << /Root 1 0 R /Size " + std::to_string(objects.size() + 1) +
+         " >>\nstartxref\n" + std::to_string(xref) + "\n%%EOF\n";
+  return pdf;
+}
+
+TEST(StdlibOperatorsTest, APageTooLargeToRenderIsARecordFailureNotATinyImage) {
+  // Before: poppler printed "Bogus memory allocation size" and a 1x1 image was written.
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("orch-huge-pages-" + std::to_string(::getpid()) + ".pdf");
+  std::ofstream(path, std::ios::binary) << pdfWithPages({{14400, 1}, {200, 1}});
+  auto page = [&](int64_t index) {
+    return Value::record({{"index", Value::integer(index)}, {"path", Value::string(path)}});
+  };
+  const RowResult huge = runOne("pdf.render", {page(0)}, {{"dpi", int64_t(600)}});
+  ASSERT_EQ(huge.kind, RowResultKind::RecordFailure);
+  EXPECT_NE(huge.message.find("a page of 14400x14400 pt is 120000x120000 pixels at 600 dpi"),
+            std::string::npos)
+      << huge.message;
+  const RowResult fine = runOne("pdf.render", {page(1)}, {{"dpi", int64_t(72)}});
+  ASSERT_EQ(fine.kind, RowResultKind::Value) << fine.message;
+  EXPECT_EQ(fine.value.field("width")->asInt(), 200);
+  std::filesystem::remove(path);
 }
 
 TEST(StdlibOperatorsTest, MissingPdfsAndVideosAreRecordFailures) {

@@ -6,6 +6,8 @@
 #include "ValueFields.h"
 #include "image/ImageValue.h"
 
+#include "orch/runtime/MemorySize.h"
+
 #include <poppler-document.h>
 #include <poppler-global.h>
 #include <poppler-image.h>
@@ -134,6 +136,9 @@ private:
 
 class RenderOperator : public runtime::Operator {
 public:
+  /// A page image's bytes at most (poppler allocates one buffer of int size).
+  static constexpr uint64_t kMaxRenderBytes = (uint64_t(1) << 31) - 1;
+
   explicit RenderOperator(const OperatorConfig &config) : dpi_(config.intConstant("dpi")) {
     if (dpi_ <= 0 || dpi_ > 1200)
       throw runtime::OperatorError("pdf.render: dpi must be between 1 and 1200");
@@ -143,10 +148,28 @@ public:
   }
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     forEachPage(cache_, rows, results, [&](poppler::page &page) {
+      // A renderer refuses pages too large for one allocation and answers with a 1x1 image:
+      // such a page is a failure with its size, never a tiny image written as a success.
+      const poppler::rectf box = page.page_rect();
+      const double scale = double(dpi_) / 72.0;
+      const double expectedWidth = box.width() * scale, expectedHeight = box.height() * scale;
+      const std::string size = std::to_string(int64_t(expectedWidth)) + "x" +
+                               std::to_string(int64_t(expectedHeight)) + " pixels at " +
+                               std::to_string(dpi_) + " dpi";
+      if (expectedWidth * expectedHeight * 3 > double(kMaxRenderBytes))
+        return RowResult::recordFailure(
+            "a page of " + std::to_string(int64_t(box.width())) + "x" + std::to_string(int64_t(box.height())) +
+            " pt is " + size + " (" +
+            runtime::formatMemory(uint64_t(expectedWidth * expectedHeight * 3)) +
+            "), more than a page image may take (2 GiB): render it at a lower dpi");
       poppler::image image = renderer_.render_page(&page, double(dpi_), double(dpi_));
       if (!image.is_valid() || image.format() != poppler::image::format_rgb24)
         return RowResult::recordFailure("cannot render page");
       const int width = image.width(), height = image.height(), stride = image.bytes_per_row();
+      if (double(width) * double(height) < 0.25 * expectedWidth * expectedHeight)
+        return RowResult::recordFailure("the renderer gave " + std::to_string(width) + "x" +
+                                        std::to_string(height) + " pixels for a page of " +
+                                        size + ": it could not render the page");
       std::string pixels(size_t(width) * size_t(height) * 3, '\0');
       for (int y = 0; y < height; ++y)
         std::copy_n(image.const_data() + size_t(y) * size_t(stride), size_t(width) * 3,
