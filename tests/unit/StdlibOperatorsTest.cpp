@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -296,6 +297,53 @@ TEST(StdlibOperatorsTest, DecodingAClipsFramesInOneBatchGivesWhatSeekingToEachGi
           << video << " frame at " << scrambled[i].field("time")->asFloat() << " s";
     }
   }
+}
+
+TEST(StdlibOperatorsTest, FramesPastTheEndOfATruncatedVideoAreFailuresNotTheLastFrameAgain) {
+  // A fast-start MP4 (its index first) cut to 30 % (its index is a tenth of it): its header
+  // promises 4 s, about 20 frames (0.8 s) decode. Before, every frame past the cut came back
+  // as the last frame that decoded.
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("orch-truncated-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string whole = dir + "/faststart.mp4", cut = dir + "/cut.mp4";
+  const std::string remux = "ffmpeg -loglevel error -y -i " ORCH_EXAMPLES_DIR
+                            "/samples/videos/bars.mp4 -c copy -movflags +faststart " +
+                            whole;
+  ASSERT_EQ(std::system(remux.c_str()), 0) << remux;
+  const uintmax_t size = std::filesystem::file_size(whole);
+  std::filesystem::copy_file(whole, cut);
+  std::filesystem::resize_file(cut, size * 3 / 10);
+  OperatorRegistry registry;
+  stdlib::registerStandardOperators(registry);
+  OperatorConfig config("video.decode", "video.decode", {}, {});
+  std::unique_ptr<Operator> decode = (*registry.transform("video.decode"))(config);
+  std::vector<Value> frames;
+  for (int i = 0; i < 12; ++i)
+    frames.push_back(Value::record({{"path", Value::string(cut)},
+                                    {"time", Value::real(0.15 + i * (3.7 / 11))}}));
+  std::vector<OperatorRow> rows;
+  for (const Value &frame : frames)
+    rows.push_back(OperatorRow{std::span<const Value>(&frame, 1), GrainLineage{}});
+  std::vector<RowResult> results;
+  decode->process(rows, results);
+  ASSERT_EQ(results.size(), 12u);
+  size_t failed = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].kind != RowResultKind::Value) {
+      ++failed;
+      EXPECT_NE(results[i].message.find("4.000 s"), std::string::npos) << results[i].message;
+      EXPECT_NE(results[i].message.find("truncated?"), std::string::npos) << results[i].message;
+      continue;
+    }
+    EXPECT_EQ(failed, 0u) << "frames decode up to the cut, then fail";
+    if (i > 0 && results[i - 1].kind == RowResultKind::Value) {
+      EXPECT_FALSE(results[i].value == results[i - 1].value) << "frame " << i << " repeats";
+    }
+  }
+  EXPECT_GE(failed, 8u);
+  EXPECT_LT(failed, 12u);
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

@@ -15,6 +15,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -80,7 +81,7 @@ public:
     if (last_ && lastSeconds_ + 1e-6 >= seconds && seconds >= requested_ - 1e-9) {
       // The frame decoded last is the first at or after this time too.
       requested_ = seconds;
-      return last_;
+      return pastTheEnd(seconds, problem) ? std::nullopt : last_;
     }
     const int64_t target = int64_t(seconds / timeBase);
     if (!canContinueTo(target, seconds)) {
@@ -115,11 +116,36 @@ public:
         avcodec_send_packet(decoder_, packet_.get());
       av_packet_unref(packet_.get());
     }
-    if (!last_)
-      problem = "no frame decodes at " + std::to_string(seconds) + " s of \"" + path_ + "\"";
-    // At the end: the last frame answers every later time; an earlier one needs a seek.
+    if (!last_) {
+      char text[160];
+      std::snprintf(text, sizeof text, "no frame decodes at %.3f s of \"%s\" (%.3f s long%s)",
+                    seconds, path_.c_str(), duration(),
+                    seconds < duration() ? ": truncated?" : "");
+      problem = text;
+    }
+    // At the end: the last frame answers every later time within a frame or two of it (a
+    // video's last frame starts before its end); an earlier one needs a seek.
+    endSeconds_ = lastSeconds_;
     lastSeconds_ = std::numeric_limits<double>::infinity();
-    return last_;
+    return pastTheEnd(seconds, problem) ? std::nullopt : last_;
+  }
+
+  /// Whether `seconds` lies beyond the last frame the file holds by more than two frames (a
+  /// truncated file whose header promises more): no frame is there, and repeating the last one
+  /// would be a wrong value.
+  bool pastTheEnd(double seconds, std::string &problem) const {
+    if (!std::isinf(lastSeconds_))
+      return false;
+    const AVRational rate = format_->streams[stream_]->avg_frame_rate;
+    const double frame = rate.num > 0 && rate.den > 0 ? av_q2d(av_inv_q(rate)) : 0.1;
+    if (seconds <= endSeconds_ + 2 * frame + 1e-3)
+      return false;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "no frame at %.3f s: the frames of \"%s\" end at %.3f s of %.3f s: truncated?",
+                  seconds, path_.c_str(), endSeconds_, duration());
+    problem = text;
+    return true;
   }
 
   /// Seeks made so far (for tests: a clip's frames in order make one).
@@ -161,6 +187,7 @@ private:
       avformat_close_input(&format_);
     path_.clear();
     last_.reset();
+    lastSeconds_ = requested_ = endSeconds_ = 0;
     draining_ = false;
   }
 
@@ -176,6 +203,8 @@ private:
   double requested_ = 0;
   bool draining_ = false;
   uint64_t seeks_ = 0;
+  /// Once the decoder reached the end: the time of the last frame there is.
+  double endSeconds_ = 0;
   SwsContext *scaler_ = nullptr;
   int stream_ = -1;
   std::string path_;
