@@ -103,6 +103,13 @@ const char *batchLossName(BatchLoss loss) {
   return "?";
 }
 
+const Failure *rootCause(const RootResult &root) {
+  for (const SinkRow &row : root.rows)
+    if (row.status == RowStatus::Failed && row.failure < root.failures.size())
+      return &root.failures[row.failure];
+  return root.failures.empty() ? nullptr : &root.failures.front();
+}
+
 const char *rowStatusName(RowStatus status) {
   switch (status) {
   case RowStatus::Written:

@@ -60,6 +60,23 @@ void orderFailuresByPath(RootResult &result) {
       row.failure = newIndex[row.failure];
 }
 
+/// Each failed row's cause is the failure with the lowest ordinal path under the row's entity
+/// among those known when its root finished (semantics.md, the cause rule), so that a row, its
+/// root and the errors journal name the same cause whatever order failures arrived in.
+/// `result.failures` must be ordered by path.
+void attributeRowsToLowestFailures(RootResult &result) {
+  for (SinkRow &row : result.rows) {
+    if (row.status != RowStatus::Failed)
+      continue;
+    auto lowest = std::lower_bound(
+        result.failures.begin(), result.failures.end(), row.path,
+        [](const Failure &failure, const std::vector<uint32_t> &path) { return failure.path < path; });
+    if (lowest != result.failures.end() && lowest->path.size() >= row.path.size() &&
+        std::equal(row.path.begin(), row.path.end(), lowest->path.begin()))
+      row.failure = uint32_t(lowest - result.failures.begin());
+  }
+}
+
 } // namespace
 
 LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
@@ -684,16 +701,16 @@ void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
   if (progress.pending == 0)
     engineInvariantFailed("a reduce gathered more members than its expansion has");
   --progress.pending;
+  if (const Item &arrived = inputItem(child, member); isFailure(arrived.outcome)) {
+    // Suppressed at once, whatever the other members still do (semantics.md).
+    resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), arrived.cause);
+    return;
+  }
   const std::vector<EntityId> &children = expansions[expansionId].children;
   while (progress.cursor < children.size()) {
     const Item &next = inputItem(children[progress.cursor], member);
     if (next.outcome == ItemOutcome::Unresolved)
       break;
-    if (isFailure(next.outcome)) {
-      // Every lower ordinal is terminal and fine: this is the lowest failed member.
-      resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), next.cause);
-      return;
-    }
     if (next.outcome == ItemOutcome::Present)
       progress.gathered.push_back(next.value);
     ++progress.cursor;
@@ -850,6 +867,7 @@ void LineageEngine::State::finishRoot(RootId rootId) {
   collectRows(root, result);
   result.failures = std::move(root.failures);
   orderFailuresByPath(result);
+  attributeRowsToLowestFailures(result);
   bool anyFailed = false, anyWritten = false;
   for (const SinkRow &row : result.rows) {
     anyFailed |= row.status == RowStatus::Failed;

@@ -70,8 +70,8 @@ void RunRecorder::rootFinished(const RootResult &root, double now) {
   if (root.status == RootStatus::Failed) {
     if (label != labels_.end())
       record.label = std::move(label->second);
-    if (!root.failures.empty())
-      record.cause = root.failures.front();
+    if (const Failure *cause = rootCause(root))
+      record.cause = *cause;
   }
   if (label != labels_.end())
     labels_.erase(label);

@@ -24,8 +24,9 @@ void ErrorsJournal::record(const runtime::RootResult &root) {
   using runtime::Value;
   runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
                                {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
-  if (!root.failures.empty()) {
-    runtime::RecordFields cause = describe(root.failures.front());
+  // One cause at the top and in rows[0] (runtime::rootCause).
+  if (const runtime::Failure *failure = runtime::rootCause(root)) {
+    runtime::RecordFields cause = describe(*failure);
     fields.insert(fields.end(), cause.begin(), cause.end());
   }
   runtime::ValueList failedRows;

@@ -206,6 +206,11 @@ struct RootResult {
   std::vector<Failure> failures;
 };
 
+/// The cause a failed root is reported with: its first failed row's (rows come in plan order,
+/// each sink's in ordinal order), else its first failure; null when it has none. The errors
+/// journal, the report and the summary all name this one.
+const Failure *rootCause(const RootResult &root);
+
 enum class ReadyOrder { Fifo, Unordered };
 enum class BatchingScope { CrossParent, ParentBound };
 enum class GatherMode { Lineage, GlobalBarrier };
