@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +19,9 @@ extern char **environ;
 
 namespace orch::runtime {
 namespace {
+
+/// The start of the environment entry of every child this process starts.
+std::string tokenPrefix() { return "ORCH_PROCESS_TOKEN=" + std::to_string(::getpid()) + "-"; }
 
 void closeQuietly(int &fd) {
   if (fd >= 0)
@@ -56,7 +61,12 @@ ChildProcess::ChildProcess(const ChildProcessSpec &spec) {
   if (spec.argv.empty())
     throw std::runtime_error("no program to run");
   std::vector<std::string> argv = spec.argv;
-  std::vector<std::string> environment = mergedEnvironment(spec.environment);
+  static std::atomic<uint64_t> started{0};
+  token_ = tokenPrefix() + std::to_string(++started) + "-" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::vector<std::pair<std::string, std::string>> overrides = spec.environment;
+  overrides.emplace_back("ORCH_PROCESS_TOKEN", token_.substr(token_.find('=') + 1));
+  std::vector<std::string> environment = mergedEnvironment(overrides);
   std::vector<char *> argvPointers = pointers(argv);
   std::vector<char *> environmentPointers = pointers(environment);
   const bool searchPath = spec.argv.front().find('/') == std::string::npos;
@@ -136,6 +146,9 @@ ChildProcess::ChildProcess(const ChildProcessSpec &spec) {
 
 ChildProcess::~ChildProcess() {
   kill();
+  // It may have ended by itself and left processes behind (they would also keep its output
+  // pipe open).
+  killProcessesCarrying(token_);
   if (outputThread_.joinable())
     outputThread_.join();
   closeQuietly(outputFd_);
@@ -147,6 +160,8 @@ void ChildProcess::kill() {
     ::kill(pid_, SIGKILL);
     reap(true);
   }
+  if (pid_ > 0)
+    killProcessesCarrying(token_);
   closeQuietly(channel_);
 }
 
@@ -221,6 +236,45 @@ void ChildProcess::forwardOutput(int fd, std::function<void(const std::string &)
   }
   if (!pending.empty() && output)
     output(pending);
+}
+
+size_t killLeftoversOfChildProcesses() { return killProcessesCarrying(tokenPrefix(), true); }
+
+size_t killProcessesCarrying(const std::string &needle, bool prefix) {
+  size_t found = 0;
+  // Twice: a descendant may have forked while the first pass ran.
+  for (int pass = 0; pass < 2; ++pass) {
+    DIR *proc = ::opendir("/proc");
+    if (!proc)
+      return found;
+    while (const dirent *entry = ::readdir(proc)) {
+      char *end = nullptr;
+      const long pid = std::strtol(entry->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0' || pid == ::getpid())
+        continue;
+      const std::string path = std::string("/proc/") + entry->d_name + "/environ";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        continue;
+      std::string environment;
+      char buffer[4096];
+      for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) > 0;)
+        environment.append(buffer, size_t(got));
+      ::close(fd);
+      // Entries are NUL-separated: match a whole entry.
+      for (size_t at = environment.find(needle); at != std::string::npos;
+           at = environment.find(needle, at + 1))
+        if ((at == 0 || environment[at - 1] == '\0') &&
+            (prefix || at + needle.size() == environment.size() ||
+             environment[at + needle.size()] == '\0')) {
+          ::kill(pid_t(pid), SIGKILL);
+          ++found;
+          break;
+        }
+    }
+    ::closedir(proc);
+  }
+  return found;
 }
 
 } // namespace orch::runtime

@@ -1,6 +1,8 @@
 // A child process that serves a worker: its own process group (killed as a whole), killed when
 // the worker dies (PR_SET_PDEATHSIG), a socket on fd 3 for the protocol, and its stdout and
-// stderr forwarded line by line to a log.
+// stderr forwarded line by line to a log. Everything it starts carries a token in its
+// environment ($ORCH_PROCESS_TOKEN), so that descendants that left its process group (setsid)
+// are found and killed with it.
 #pragma once
 
 #include <atomic>
@@ -24,6 +26,15 @@ struct ChildProcessSpec {
   std::function<void(const std::string &line)> output;
 };
 
+/// SIGKILLs every process (other than this one) whose environment holds the entry `entry`
+/// ("NAME=VALUE"), passing twice for processes forked meanwhile; how many it found. Processes
+/// a child started keep its environment wherever they move (setsid, a new parent).
+size_t killProcessesCarrying(const std::string &entry, bool prefix = false);
+
+/// Kills what every ChildProcess this process started may have left behind, the children of
+/// abandoned operators included: at the end of a run or a worker's session.
+size_t killLeftoversOfChildProcesses();
+
 /// The fd number of the protocol socket in the child (also in $ORCH_OPERATOR_FD).
 inline constexpr int kChildChannelFd = 3;
 
@@ -40,7 +51,8 @@ public:
   /// This side of the protocol socket.
   int channel() const { return channel_; }
 
-  /// SIGKILL to the whole process group, then reaps the child.
+  /// SIGKILL to the whole process group and to every process that carries this child's token
+  /// (its descendants, wherever they moved), then reaps the child.
   void kill();
   /// Waits up to `timeout` for the child to exit by itself; true when it did.
   bool waitForExit(std::chrono::milliseconds timeout);
@@ -51,6 +63,8 @@ private:
   void reap(bool block);
   void forwardOutput(int fd, std::function<void(const std::string &)> output);
 
+  /// "ORCH_PROCESS_TOKEN=<this process's pid>-<n>-<time>", in its environment.
+  std::string token_;
   pid_t pid_ = -1;
   int channel_ = -1;
   int outputFd_ = -1;

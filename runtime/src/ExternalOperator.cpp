@@ -96,6 +96,14 @@ public:
         deadline);
     if (sent != FrameStatus::Ok)
       lose(sent);
+    // A process that dies is noticed even when something it started still holds its socket
+    // open (a forked helper): the wait for its answer looks at the process between slices.
+    while (!waitReadable(child_->channel(), std::chrono::milliseconds(100))) {
+      if (child_->waitForExit(std::chrono::milliseconds(0)))
+        lose(FrameStatus::Closed);
+      if (deadline && Clock::now() >= *deadline)
+        lose(FrameStatus::TimedOut);
+    }
     size_t size = 0;
     FrameStatus received = readFrame(child_->channel(), frame_, size, deadline);
     if (received != FrameStatus::Ok)

@@ -5,6 +5,7 @@
 #include "orch/runtime/ExternalOperator.h"
 #include "orch/runtime/GpuPlacement.h"
 
+#include "ChildProcess.h"
 #include "JobQueue.h"
 
 #include <algorithm>
@@ -275,7 +276,11 @@ public:
     }
   }
 
-  void stop() override { pool_.reset(); }
+  void stop() override {
+    pool_.reset();
+    // Threads left in abandoned batches keep their operators' processes: they go now.
+    killLeftoversOfChildProcesses();
+  }
 
   std::string describe() const override {
     std::string text = std::to_string(threads_) + " worker threads in this process";

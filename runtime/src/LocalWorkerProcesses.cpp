@@ -1,6 +1,8 @@
 // fork/exec of local workers with PR_SET_PDEATHSIG, reaping and stopping them.
 #include "LocalWorkerProcesses.h"
 
+#include "ChildProcess.h"
+
 #include "orch/runtime/GpuPlacement.h"
 #include "orch/runtime/MemorySize.h"
 
@@ -22,6 +24,10 @@ LocalWorkerProcesses::LocalWorkerProcesses(std::string program, std::string endp
   // Tesseract's OpenMP threads would fight over the cores otherwise.
   if (!::getenv("OMP_THREAD_LIMIT"))
     environment_.push_back("OMP_THREAD_LIMIT=1");
+  // Everything the workers start carries it: what outlives a killed worker is found by it.
+  runToken_ = "ORCH_RUN_TOKEN=" + std::to_string(::getpid()) + "-" +
+              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  environment_.push_back(runToken_);
 }
 
 void LocalWorkerProcesses::startAll() {
@@ -127,6 +133,8 @@ void LocalWorkerProcesses::stopAll(std::chrono::milliseconds grace) {
     ::waitpid(pid, &status, 0);
   }
   children_.clear();
+  // A worker killed above could not stop what its operators started (setsid escapes).
+  killProcessesCarrying(runToken_);
 }
 
 } // namespace orch::runtime

@@ -49,6 +49,8 @@ private:
   unsigned slots_;
   int64_t gpuDevices_;
   std::vector<std::string> environment_;
+  /// "ORCH_RUN_TOKEN=...", in every worker's environment.
+  std::string runToken_;
   std::function<void(const std::string &)> log_;
   std::vector<pid_t> children_;
   std::map<pid_t, unsigned> slotOf_;

@@ -3,6 +3,7 @@
 // batches, and hands results back over an inproc socket.
 #include "orch/runtime/Worker.h"
 
+#include "ChildProcess.h"
 #include "JobQueue.h"
 #include "KeptValues.h"
 #include "MessageSocket.h"
@@ -534,8 +535,11 @@ private:
     const Clock::time_point giveUp = Clock::now() + std::chrono::milliseconds(250);
     while (stuck() && Clock::now() < giveUp)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (stuck() && options_.restart)
-      options_.restart("a replica is still running a batch the run no longer needs");
+    if (stuck()) {
+      killLeftoversOfChildProcesses();
+      if (options_.restart)
+        options_.restart("a replica is still running a batch the run no longer needs");
+    }
   }
 
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <thread>
+#include <algorithm>
 
 namespace orch::runtime {
 namespace {
@@ -238,6 +240,51 @@ sink jsonl(path: "$DIR/out.jsonl", record: { n: first(rows) { batch: 4 } });
   EXPECT_NE(outcome.cause[0].message.find("gave 1 result(s) for a batch of 4 item(s)"),
             std::string::npos)
       << outcome.cause[0].message;
+}
+
+/// Whether `pid` names a process that still runs (a zombie has ended).
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line))
+    return false;
+  const size_t name = line.rfind(')');
+  return name != std::string::npos && name + 2 < line.size() && line[name + 2] != 'Z';
+}
+
+TEST_P(FailureIsolationTest, WhatAnOperatorStartedIsGoneWhenItCrashesAndWhenTheRunEnds) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  // Each batch leaves two sleepers behind: one in the operator's process group, one that left
+  // it (setsid). Before, both outlived the run.
+  writeLines(4, 3, "poison");
+  plan::Plan plan = pythonProgram(
+      "        for escape in (False, True):\n"
+      "            if os.fork() == 0:\n"
+      "                if escape:\n"
+      "                    os.setsid()\n"
+      "                with open(os.path.join(os.path.dirname(__file__), 'pids'), 'a') as f:\n"
+      "                    f.write('%d\\n' % os.getpid())\n"
+      "                time.sleep(120)\n"
+      "                os._exit(0)\n"
+      "        time.sleep(0.2)\n"
+      "        if 'poison' in texts:\n"
+      "            os.kill(os.getpid(), signal.SIGSEGV)\n",
+      "{ batch: 2 }");
+  Outcome outcome = run(plan);
+  expectOnlyFailed(outcome, 4, 3, FailureKind::Crash, "signal 11");
+  std::vector<pid_t> pids;
+  std::ifstream list(path("pids"));
+  for (pid_t pid; list >> pid;)
+    pids.push_back(pid);
+  EXPECT_GE(pids.size(), 4u);
+  for (int waited = 0; waited < 100; ++waited) {
+    if (std::none_of(pids.begin(), pids.end(), running))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t pid : pids)
+    EXPECT_FALSE(running(pid)) << "process " << pid << " outlived the run";
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, FailureIsolationTest,
