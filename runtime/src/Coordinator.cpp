@@ -624,6 +624,7 @@ private:
       event.call = it->second.call;
       event.batchId = it->first;
       event.reason = "worker " + worker.name + " lost: " + why;
+      event.bystander = tell == ErrorCode::Restart;
       pending_.push_back(std::move(event));
       ++pendingEnds_;
       it = outstanding_.erase(it);

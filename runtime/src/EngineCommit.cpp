@@ -440,6 +440,12 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
     narrowDown(std::move(batch), reason,
                loss == BatchLoss::Crash ? FailureKind::Crash : FailureKind::Timeout, what);
     return true;
+  case BatchLoss::Bystander:
+    // Not its doing: it runs again as it was, ahead of fresh work.
+    std::erase_if(batch.grains, [&](const QueuedGrain &grain) { return !isStillInFlight(grain); });
+    requeue(batch.call, std::move(batch.grains), false, batch.recovery);
+    propagate();
+    return true;
   case BatchLoss::None:
   case BatchLoss::Infrastructure:
     break;

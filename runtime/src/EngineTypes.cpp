@@ -99,6 +99,8 @@ const char *batchLossName(BatchLoss loss) {
     return "crash";
   case BatchLoss::Timeout:
     return "timeout";
+  case BatchLoss::Bystander:
+    return "bystander";
   }
   return "?";
 }

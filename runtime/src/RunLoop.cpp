@@ -623,7 +623,8 @@ private:
         break;
       case ExecutorEvent::Kind::Lost:
         deadlines_.ended(event.batchId);
-        engine_->failBatch(event.batchId, event.reason);
+        engine_->failBatch(event.batchId, event.reason,
+                           event.bystander ? BatchLoss::Bystander : BatchLoss::Infrastructure);
         if (options_.recorder)
           options_.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
         break;

@@ -43,6 +43,8 @@ struct ExecutorEvent {
   /// Lost and Started: the batch; Lost: why.
   uint64_t batchId = 0;
   std::string reason;
+  /// Lost: its worker was stopped for another batch's timeout (it is not to blame).
+  bool bystander = false;
   SteadyClock::time_point startedAt;
   /// Finished: seconds spent inside the operator, and where ("thread 2", "local-1/replica 4").
   double seconds = 0;

@@ -116,6 +116,9 @@ enum class BatchLoss : uint8_t {
   Crash,
   /// It ran past its Call's timeout: narrowed down like a crash.
   Timeout,
+  /// It was lost with a replica stopped for another batch (a worker killed for a timeout): it
+  /// runs again as it was, and no budget is spent.
+  Bystander,
 };
 const char *batchLossName(BatchLoss loss);
 
