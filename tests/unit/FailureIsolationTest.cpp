@@ -158,6 +158,27 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(h) });
   EXPECT_EQ(outcome.cause[1].path, std::vector<uint32_t>{1});
 }
 
+TEST_P(FailureIsolationTest, BatchesQueuedBehindAHungOneAreNotBlamedForIt) {
+  // Page 2 of every document hangs. With worker processes a hang costs its worker, and the
+  // batches queued on that worker are lost with it; before, they spent their infrastructure
+  // budget on other batches' hangs and innocent pages failed as `infrastructure`.
+  writeFile("in.jsonl", "{\"n\": 6}\n{\"n\": 6}\n{\"n\": 6}\n{\"n\": 6}\n");
+  plan::Plan plan = compile(R"(
+pipeline p;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+h = test.fail(pages, kind: "hang", ordinals: "2") { batch: 4, timeout: 300ms };
+sink jsonl(path: "$DIR/pages.jsonl", record: { page: h });
+)");
+  Outcome outcome = run(plan);
+  ASSERT_EQ(outcome.status.size(), 4u);
+  for (const auto &[row, cause] : outcome.cause) {
+    EXPECT_EQ(cause.kind, FailureKind::Timeout) << "row " << row << ": " << cause.message;
+    EXPECT_EQ(cause.path, std::vector<uint32_t>{2}) << "row " << row;
+  }
+  EXPECT_EQ(lines("pages.jsonl").size(), 4u * 5u) << "every page but the hung ones";
+}
+
 TEST_P(FailureIsolationTest, WithoutATimeoutTheHangGuardStopsAHungItemAndTheRunEnds) {
   // No timeout written: the guard allows 10 times the slowest item seen, at least its floor.
   writeFile("in.jsonl", "{\"id\": 0, \"n\": 4}\n{\"id\": 1, \"n\": 4}\n");
