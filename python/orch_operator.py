@@ -191,6 +191,12 @@ class Operator:
         items = len(columns[0]) if columns else 0
         try:
             results = self.instance(*columns)
+            if isinstance(results, (dict, set, frozenset, str, bytes)):
+                # Not one result per item: iterating would give keys or characters. The runtime
+                # fails the batch's rows as a broken contract (no results).
+                sys.stderr.write("%s returned a %s, not a list of one result per item\n"
+                                 % (type(self.instance).__name__, type(results).__name__))
+                return {"type": "result", "batch": batch["batch"], "values": []}
             if hasattr(results, "detach") or (numpy is not None
                                               and isinstance(results, numpy.ndarray)):
                 results = list(results)

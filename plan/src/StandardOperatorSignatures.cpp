@@ -69,7 +69,8 @@ void addSources(OperatorCatalog &catalog) {
                      "unless `optional: true`"));
   catalog.add(source("jsonl", {constant("path", string, std::nullopt, "a JSON Lines file")},
                      scalar(TypeKind::Json), "one row per line of a JSON Lines manifest",
-                     "a malformed line is a failed row with its line number; a missing or "
+                     "a malformed line (or one nested deeper than 512 levels) is a failed row with "
+                     "its line number; a missing or "
                      "unreadable file, or a directory, stops the run with the cause"));
   catalog.add(source(
       "webdataset",
@@ -78,8 +79,10 @@ void addSources(OperatorCatalog &catalog) {
       "one row per sample of WebDataset tar shards, in path order: a record with `__key__`, "
       "`__shard__` (its shard's path) and one field per member (`json` members parsed, `txt` "
       "ones as strings, the rest as Bytes)",
-      "a pattern that matches nothing stops the run; a shard that cannot be read is a failed "
-      "row, and the next shard is read"));
+      "a pattern that matches nothing stops the run; a shard that cannot be read (or a member "
+      "whose header claims more bytes than the shard holds) is a failed row, and the next "
+      "shard is read; a `json` member that is not JSON, or nests deeper than 512 levels, fails "
+      "its sample"));
   catalog.add(source("lines", {constant("path", string, std::nullopt, "a text file")}, string,
                      "one row per line of a text file",
                      "a missing or unreadable file, or a directory, stops the run with the "

@@ -256,6 +256,19 @@ sink jsonl(path: "$DIR/out.jsonl", record: { n: first(rows) { batch: 4 } });
   Outcome outcome = run(plan);
   EXPECT_EQ(outcome.summary.failed, 4u);
   EXPECT_EQ(outcome.summary.engine.contractViolations, 1u);
+  // A dict is no list of results (iterating it would give its keys).
+  writeFile("first.py", "class First:\n    def __call__(self, texts):\n"
+                        "        return {100 + i: 1 for i in range(len(texts))}\n");
+  Outcome dict = run(compile(R"(
+pipeline p;
+operator first(text: String) -> Int = python("first.py", class: "First");
+source rows = lines("$DIR/in.txt");
+sink jsonl(path: "$DIR/dict.jsonl", record: { n: first(rows) { batch: 4 } });
+)",
+                             path("test.orch")));
+  EXPECT_EQ(dict.summary.failed, 4u);
+  ASSERT_TRUE(dict.cause.count(0));
+  EXPECT_EQ(dict.cause[0].kind, FailureKind::ContractViolation) << dict.cause[0].message;
   ASSERT_TRUE(outcome.cause.count(0));
   EXPECT_EQ(outcome.cause[0].kind, FailureKind::ContractViolation);
   EXPECT_NE(outcome.cause[0].message.find("gave 1 result(s) for a batch of 4 item(s)"),

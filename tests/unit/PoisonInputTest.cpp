@@ -125,5 +125,17 @@ TEST_F(PoisonInputTest, AJsonShardMemberNestedFiftyThousandLevelsIsOneFailedRow)
   EXPECT_NE(rows[2].find("\"txt\": \"after\""), std::string::npos) << rows[2];
 }
 
+TEST_F(PoisonInputTest, AJsonShardMemberThatIsNotJsonFailsItsSample) {
+  // Before, it became Bytes and was written as base64, the row counted as written.
+  std::ofstream(dir_ / "shard-0.tar", std::ios::binary)
+      << tarMember("a.json", "{\"x\": 1", 7) << tarMember("b.json", "{\"x\": 2}", 8)
+      << std::string(1024, '\0');
+  std::vector<std::string> rows = read("webdataset", "glob", (dir_ / "shard-*.tar").string());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[0].find("error: \"a.json\" in the shard"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find("not valid JSON"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("\"json\": {\"x\": 2}"), std::string::npos) << rows[1];
+}
+
 } // namespace
 } // namespace orch::runtime

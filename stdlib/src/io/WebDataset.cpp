@@ -410,11 +410,8 @@ public:
           break;
         }
         Member member{memberKey, extension, Value(), std::nullopt};
-        if (std::optional<std::string> deep =
-                extension == "json" ? jsonNestedTooDeep(content) : std::nullopt)
-          member.failure = "\"" + path + "\" in the shard \"" + shard_ + "\": " + *deep;
-        else
-          member.value = memberValue(extension, content);
+        if (std::optional<std::string> unfit = memberValue(extension, content, member.value))
+          member.failure = "\"" + path + "\" in the shard \"" + shard_ + "\": " + *unfit;
         if (key.empty()) {
           key = memberKey;
           fields = {{"__key__", Value::string(key)}, {"__shard__", Value::string(shard_)}};
@@ -441,15 +438,23 @@ public:
   std::string fingerprint() const override { return filesFingerprint(paths_); }
 
 private:
-  static Value memberValue(const std::string &extension, const std::string &content) {
+  /// A member's value by its extension into `value`: `json` parsed, `txt` a string, the rest
+  /// Bytes; why a `json` member cannot be a value (not JSON, nested too deep), or nullopt.
+  static std::optional<std::string> memberValue(const std::string &extension,
+                                                const std::string &content, Value &value) {
     if (extension == "json") {
+      if (std::optional<std::string> deep = jsonNestedTooDeep(content))
+        return deep;
       const nlohmann::ordered_json json = nlohmann::ordered_json::parse(content, nullptr, false);
-      if (!json.is_discarded())
-        return valueFromJson(json);
+      if (json.is_discarded())
+        return std::string("not valid JSON");
+      value = valueFromJson(json);
+    } else if (extension == "txt" || extension == "text") {
+      value = Value::string(content);
+    } else {
+      value = Value::bytes(content);
     }
-    if (extension == "txt" || extension == "text")
-      return Value::string(content);
-    return Value::bytes(content);
+    return std::nullopt;
   }
 
   /// Reads the member `entry` into `content` in chunks, so that a header claiming more bytes than

@@ -14,6 +14,7 @@
 #include <poppler-page-renderer.h>
 #include <poppler-page.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -160,7 +161,7 @@ public:
         return RowResult::recordFailure(
             "a page of " + std::to_string(int64_t(box.width())) + "x" + std::to_string(int64_t(box.height())) +
             " pt is " + size + " (" +
-            runtime::formatMemory(uint64_t(expectedWidth * expectedHeight * 3)) +
+            runtime::formatMemory(uint64_t(std::min(expectedWidth * expectedHeight * 3, 9e18))) +
             "), more than a page image may take (2 GiB): render it at a lower dpi");
       poppler::image image = renderer_.render_page(&page, double(dpi_), double(dpi_));
       if (!image.is_valid() || image.format() != poppler::image::format_rgb24)
