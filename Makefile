@@ -15,7 +15,7 @@ endif
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build test demo bench bench-real fuzz vsix clean
+.PHONY: all deps configure build test demo bench bench-real fuzz fuzz-runtime vsix clean
 
 all: build
 
@@ -66,6 +66,16 @@ fuzz:
 	find examples tests -name '*.orch' -exec cp {} $(FUZZ_DIR)/seeds/ \;
 	$(FUZZ_DIR)/bin/orch_compiler_fuzzer -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  -timeout=10 -rss_limit_mb=4096 -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+
+# The runtime's differential tester for longer than `make test` runs it (60 s): random programs
+# through `orch run` under random executors, policies and SIGKILLs with resumes, against the
+# reference interpreter. RUNTIME_FUZZ_SECONDS (default 600); RUNTIME_FUZZ_RETRY_FAILED=1 also
+# ends some trials with --retry-failed.
+RUNTIME_FUZZ_SECONDS ?= 600
+fuzz-runtime: build
+	ORCH_DIFFERENTIAL_SECONDS=$(RUNTIME_FUZZ_SECONDS) \
+	  $(if $(RUNTIME_FUZZ_RETRY_FAILED),ORCH_DIFFERENTIAL_RETRY_FAILED=1) \
+	  $(BUILD_DIR)/bin/orch_unit_tests --gtest_filter='RuntimeDifferentialTest.*'
 
 # The VS Code extension, packaged with @vscode/vsce (installed from npm at the locked version).
 VSIX_VERSION = $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' editors/vscode/package.json)

@@ -1,0 +1,300 @@
+// The runtime's differential tester: random programs (the property test's generator, with
+// filters, record and batch failures, and hangs stopped by timeouts) run through the real
+// `orch run` with random executors (threads, worker processes) and policies, SIGKILLed at
+// random moments and resumed, must write exactly the rows the sequential reference
+// interpreter computes, each once, and fail exactly its failed source rows.
+//
+// It runs for ORCH_DIFFERENTIAL_SECONDS (default 60; `make fuzz-runtime` runs it longer) and
+// prints the trials it ran. A divergence prints the seed, the program, the command and both
+// answers; ORCH_DIFFERENTIAL_SEED=N runs that one trial again.
+#include "CompileExample.h"
+#include "RandomPrograms.h"
+#include "ReferenceInterpreter.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace orch::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using orch::testing::chance;
+using orch::testing::pick;
+using orch::testing::Random;
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json toJson(const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::Bool:
+    return value.asBool();
+  case Value::Kind::Int:
+    return value.asInt();
+  case Value::Kind::Float:
+    return value.asFloat();
+  case Value::Kind::String:
+    return value.asString();
+  case Value::Kind::List: {
+    nlohmann::json array = nlohmann::json::array();
+    for (const Value &element : value.asList())
+      array.push_back(toJson(element));
+    return array;
+  }
+  case Value::Kind::Record: {
+    nlohmann::json object = nlohmann::json::object();
+    for (const auto &[name, field] : value.asRecord())
+      object[name] = toJson(field);
+    return object;
+  }
+  default:
+    return nullptr;
+  }
+}
+
+/// One trial: a program, its rows and how it is run.
+struct Trial {
+  uint64_t seed = 0;
+  std::string program;
+  std::vector<Value> rows;
+  std::vector<std::string> flags;
+  /// Moments (ms after a start) at which the coordinator is SIGKILLed, one run each; then a
+  /// run to the end.
+  std::vector<int> kills;
+  /// Then once more with --retry-failed: the failed rows run again and fail again.
+  bool retryFailed = false;
+};
+
+class RuntimeDifferentialTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("orch-differential-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  Trial makeTrial(uint64_t seed, const fs::path &dir) {
+    Random random(seed * 104729);
+    Trial trial;
+    trial.seed = seed;
+    orch::testing::ProgramShape shape;
+    // GroupFailures' siblings and retried failures depend on timing and attempt counts kept in
+    // one process: the engine property test covers them.
+    shape.groupFailures = false;
+    shape.retriedFailures = false;
+    shape.sinkDirectory = dir.string() + "/";
+    trial.program = orch::testing::ProgramGenerator(random, shape).generate();
+    trial.program.replace(trial.program.find("\"in.jsonl\""), 10,
+                          "\"" + (dir / "in.jsonl").string() + "\"");
+    // Some injected batch failures become hangs, stopped by a timeout and narrowed down.
+    for (size_t at = 0; (at = trial.program.find("kind: \"batch\"", at)) != std::string::npos;) {
+      if (chance(random, 0.25)) {
+        trial.program.replace(at, 13, "kind: \"hang\"");
+        const size_t options = trial.program.rfind(" }", trial.program.find(';', at));
+        trial.program.insert(options, ", timeout: 250ms");
+        const size_t retries = trial.program.find("retries: ", at);
+        if (retries < trial.program.find(';', at))
+          trial.program[retries + 9] = '0';
+      }
+      at = trial.program.find(';', at);
+    }
+    const int rows = pick(random, 0, 6);
+    for (int i = 0; i < rows; ++i)
+      trial.rows.push_back(
+          Value::record({{"id", Value::integer(i)}, {"n", Value::integer(pick(random, 0, 5))}}));
+    if (chance(random, 0.4)) {
+      trial.flags = {"--in-process", "--threads", std::to_string(pick(random, 1, 4))};
+    } else {
+      trial.flags = {"--workers", std::to_string(pick(random, 1, 3)), "--heartbeat-ms", "100"};
+    }
+    if (chance(random, 0.3))
+      trial.flags.insert(trial.flags.end(), {"--ready-order", "unordered"});
+    if (chance(random, 0.3))
+      trial.flags.insert(trial.flags.end(), {"--batching", "parent-bound"});
+    if (chance(random, 0.2))
+      trial.flags.insert(trial.flags.end(), {"--gather", "barrier"});
+    if (chance(random, 0.3))
+      trial.flags.push_back("--probe-first");
+    if (chance(random, 0.3))
+      trial.flags.insert(trial.flags.end(), {"--max-live-roots", std::to_string(pick(random, 1, 4))});
+    if (chance(random, 0.3))
+      trial.flags.insert(trial.flags.end(), {"--memory-limit", std::to_string(pick(random, 1, 4096))});
+    const int kills = chance(random, 0.45) ? pick(random, 1, 2) : 0;
+    for (int k = 0; k < kills; ++k)
+      trial.kills.push_back(pick(random, 20, 600));
+    trial.retryFailed = retryFailed_ && chance(random, 0.3);
+    return trial;
+  }
+
+  /// Runs `orch run` in `dir`; SIGKILLs it after `killAfterMs` (when >= 0). Its exit status,
+  /// or -9 when it was killed.
+  static int runOrch(const fs::path &dir, const std::vector<std::string> &flags, int killAfterMs) {
+    std::vector<std::string> argv = {ORCH_BINARY, "run", "prog.orch", "--quiet"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::chdir(dir.c_str()) != 0)
+        ::_exit(126);
+      const int log = ::open("run.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      ::dup2(log, STDOUT_FILENO);
+      ::dup2(log, STDERR_FILENO);
+      std::vector<char *> pointers;
+      for (std::string &arg : argv)
+        pointers.push_back(arg.data());
+      pointers.push_back(nullptr);
+      ::execv(pointers[0], pointers.data());
+      ::_exit(127);
+    }
+    const Clock::time_point killAt = Clock::now() + std::chrono::milliseconds(killAfterMs);
+    const Clock::time_point giveUp = Clock::now() + std::chrono::seconds(120);
+    for (;;) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid)
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      const Clock::time_point now = Clock::now();
+      if ((killAfterMs >= 0 && now >= killAt) || now >= giveUp)
+        ::kill(pid, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+  /// Runs `trial` and compares; an empty string when it agrees, else what differs.
+  std::string check(const Trial &trial, const fs::path &dir) {
+    std::string error;
+    std::optional<plan::Plan> plan = orch::testing::compileText(trial.program, &error, "prog.orch");
+    if (!plan)
+      return "the program does not compile: " + error;
+    std::ofstream(dir / "prog.orch") << trial.program;
+    {
+      std::ofstream in(dir / "in.jsonl");
+      for (const Value &row : trial.rows)
+        in << toJson(row).dump() << "\n";
+    }
+    for (int killAfter : trial.kills)
+      if (int status = runOrch(dir, trial.flags, killAfter); status != -9 && status > 2)
+        return "a run before a kill ended with status " + std::to_string(status);
+    int status = runOrch(dir, trial.flags, -1);
+    if (status == 2 && trial.retryFailed) {
+      std::vector<std::string> again = trial.flags;
+      again.push_back("--retry-failed");
+      status = runOrch(dir, again, -1);
+    }
+    if (status != 0 && status != 2)
+      return "the run ended with status " + std::to_string(status);
+
+    // The reference: each sink's lines (a multiset: rows of different source rows interleave
+    // as they finish) and the failed source rows.
+    orch::testing::ReferenceInterpreter reference(*plan);
+    std::vector<std::multiset<std::string>> expected(plan->sinks.size());
+    std::set<uint64_t> expectedFailed;
+    for (uint64_t r = 0; r < trial.rows.size(); ++r) {
+      RootResult root = reference.run(r, trial.rows[r]);
+      if (root.status == RootStatus::Failed)
+        expectedFailed.insert(r);
+      for (const SinkRow &row : root.rows)
+        if (row.status == RowStatus::Written)
+          expected[row.sink].insert(toJson(row.values[0]).dump());
+    }
+    std::string differences;
+    for (size_t s = 0; s < plan->sinks.size(); ++s) {
+      std::string path;
+      for (const plan::NamedConstant &constant : plan->sinks[s].constants)
+        if (constant.name == "path")
+          path = std::get<std::string>(constant.value);
+      std::multiset<std::string> got;
+      std::ifstream file(path);
+      for (std::string line; std::getline(file, line);)
+        got.insert(nlohmann::json::parse(line, nullptr, false).dump());
+      if (got != expected[s]) {
+        differences += "sink " + std::to_string(s) + " (" + path + "): " +
+                       std::to_string(got.size()) + " lines, expected " +
+                       std::to_string(expected[s].size()) + "\n";
+        for (const std::string &line : got)
+          if (got.count(line) != expected[s].count(line))
+            differences += "  got " + std::to_string(got.count(line)) + "x, expected " +
+                           std::to_string(expected[s].count(line)) + "x: " + line + "\n";
+        for (const std::string &line : expected[s])
+          if (!got.count(line))
+            differences += "  missing: " + line + "\n";
+      }
+    }
+    std::set<uint64_t> failed;
+    std::ifstream journal(dir / "prop.errors.jsonl");
+    for (std::string line; std::getline(journal, line);) {
+      nlohmann::json entry = nlohmann::json::parse(line, nullptr, false);
+      if (entry.is_object() && entry.contains("row"))
+        if (!failed.insert(entry["row"].get<uint64_t>()).second)
+          differences += "source row " + entry["row"].dump() + " is in the errors journal twice\n";
+    }
+    if (failed != expectedFailed) {
+      differences += "failed source rows:";
+      for (uint64_t r : failed)
+        differences += " " + std::to_string(r);
+      differences += "; expected:";
+      for (uint64_t r : expectedFailed)
+        differences += " " + std::to_string(r);
+      differences += "\n";
+    }
+    return differences;
+  }
+
+  fs::path root_;
+  /// ORCH_DIFFERENTIAL_RETRY_FAILED=1: some trials end with a --retry-failed run.
+  bool retryFailed_ = std::getenv("ORCH_DIFFERENTIAL_RETRY_FAILED") != nullptr;
+};
+
+TEST_F(RuntimeDifferentialTest, RandomProgramsUnderRandomExecutorsPoliciesAndKillsMatchTheReference) {
+  const char *seconds = std::getenv("ORCH_DIFFERENTIAL_SECONDS");
+  const char *only = std::getenv("ORCH_DIFFERENTIAL_SEED");
+  const auto budget = std::chrono::seconds(seconds ? std::atoi(seconds) : 60);
+  const Clock::time_point start = Clock::now();
+  int trials = 0, killed = 0, withWorkers = 0, withHangs = 0, divergences = 0;
+  for (uint64_t seed = only ? std::strtoull(only, nullptr, 10) : 1;; ++seed) {
+    if (only ? trials == 1 : Clock::now() - start >= budget)
+      break;
+    const fs::path dir = root_ / std::to_string(seed);
+    fs::create_directories(dir);
+    const Trial trial = makeTrial(seed, dir);
+    const std::string differences = check(trial, dir);
+    ++trials;
+    killed += !trial.kills.empty();
+    withHangs += trial.program.find("\"hang\"") != std::string::npos;
+    withWorkers += trial.flags.front() == "--workers";
+    if (!differences.empty()) {
+      ++divergences;
+      std::string command = "orch run prog.orch";
+      for (const std::string &flag : trial.flags)
+        command += " " + flag;
+      if (trial.retryFailed)
+        command += ", then again with --retry-failed";
+      std::string log;
+      std::ifstream logFile(dir / "run.log");
+      for (std::string line; std::getline(logFile, line);)
+        log += "  | " + line + "\n";
+      ADD_FAILURE() << "seed " << seed << " (ORCH_DIFFERENTIAL_SEED=" << seed << ")\n"
+                    << command << " (" << trial.kills.size() << " kills first)\n"
+                    << trial.program << differences << log;
+    }
+    fs::remove_all(dir);
+  }
+  std::printf("differential: %d trials (%d with SIGKILLs and resumes, %d with worker processes, "
+              "%d with hangs), %d divergences\n",
+              trials, killed, withWorkers, withHangs, divergences);
+  if (!only) {
+    EXPECT_GT(trials, 10) << "the tester must run";
+  }
+}
+
+} // namespace
+} // namespace orch::runtime
