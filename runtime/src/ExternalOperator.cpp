@@ -109,8 +109,15 @@ public:
     if (received != FrameStatus::Ok)
       lose(received);
     auto decoded = decodeChildMessage(std::string_view(frame_.data(), size));
-    if (auto *problem = std::get_if<std::string>(&decoded))
-      protocolError("a malformed answer to a batch: " + *problem);
+    if (auto *problem = std::get_if<std::string>(&decoded)) {
+      // A whole frame that cannot be read (a value nested too deep, beyond the limits): the
+      // answer is the batch's, the process is fine and the stream still in step.
+      for (size_t i = 0; i < rows.size(); ++i)
+        results.push_back(RowResult::recordFailure(
+            "call '" + config_.name() + "' (operator " + op_.name +
+            ") answered its batch with values that cannot be read: " + *problem));
+      return;
+    }
     ChildMessage &message = std::get<ChildMessage>(decoded);
     if (auto *error = std::get_if<ChildError>(&message))
       throw OperatorError(error->message);

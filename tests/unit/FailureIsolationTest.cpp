@@ -276,6 +276,28 @@ sink jsonl(path: "$DIR/dict.jsonl", record: { n: first(rows) { batch: 4 } });
       << outcome.cause[0].message;
 }
 
+TEST_P(FailureIsolationTest, AnAnswerTooDeepToReadFailsItsRowsWithoutRestartingTheProcess) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  // Before, a healthy process whose answer nested 100 levels deep was taken for a crash:
+  // killed, restarted, retried and bisected.
+  writeFile("deep.py", "class Deep:\n    def __call__(self, texts):\n"
+                       "        def nest(depth):\n"
+                       "            return [] if depth == 0 else [nest(depth - 1)]\n"
+                       "        return [nest(100) if t == 'deep' else [] for t in texts]\n");
+  writeLines(3, 1, "deep");
+  plan::Plan plan = compile(R"(
+pipeline p;
+operator deep(text: String) -> Json = python("deep.py", class: "Deep");
+source rows = lines("$DIR/in.txt");
+sink jsonl(path: "$DIR/out.jsonl", record: { d: deep(rows) { batch: 1 } });
+)",
+                            path("test.orch"));
+  Outcome outcome = run(plan);
+  expectOnlyFailed(outcome, 3, 1, FailureKind::RecordFailure, "values that cannot be read");
+  EXPECT_EQ(outcome.summary.engine.batchCrashes, 0u);
+}
+
 /// Whether `pid` names a process that still runs (a zombie has ended).
 bool running(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
