@@ -405,14 +405,7 @@ void LineageEngine::State::narrowDown(OutstandingBatch batch, const std::string 
   } else if (batch.grains.size() > 1) {
     // 3. Bisect, without further retries, down to the single grains that still fail: a grain
     // never fails because it shared a batch with a failing one.
-    ++stats.batchSplits;
-    const size_t half = batch.grains.size() / 2;
-    std::vector<QueuedGrain> second(batch.grains.begin() + static_cast<std::ptrdiff_t>(half),
-                                    batch.grains.end());
-    batch.grains.resize(half);
-    next.splitting = true;
-    requeue(batch.call, std::move(batch.grains), true, next);
-    requeue(batch.call, std::move(second), true, next);
+    bisect(std::move(batch), next);
   } else {
     std::string final = message;
     if (next.attempt > 0)
@@ -420,6 +413,17 @@ void LineageEngine::State::narrowDown(OutstandingBatch batch, const std::string 
     failGrains(batch, kind, final);
   }
   propagate();
+}
+
+void LineageEngine::State::bisect(OutstandingBatch batch, BatchRecovery next) {
+  ++stats.batchSplits;
+  const size_t half = batch.grains.size() / 2;
+  std::vector<QueuedGrain> second(batch.grains.begin() + static_cast<std::ptrdiff_t>(half),
+                                  batch.grains.end());
+  batch.grains.resize(half);
+  next.splitting = true;
+  requeue(batch.call, std::move(batch.grains), true, next);
+  requeue(batch.call, std::move(second), true, next);
 }
 
 bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason,
@@ -459,14 +463,7 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
   } else if (batch.grains.size() > 1) {
     // Lost again and again: a grain that takes its worker down with it (a native operator
     // crashing its process) is found by bisection, so its batch-mates are written.
-    ++stats.batchSplits;
-    const size_t half = batch.grains.size() / 2;
-    std::vector<QueuedGrain> second(batch.grains.begin() + static_cast<std::ptrdiff_t>(half),
-                                    batch.grains.end());
-    batch.grains.resize(half);
-    next.splitting = true;
-    requeue(batch.call, std::move(batch.grains), true, next);
-    requeue(batch.call, std::move(second), true, next);
+    bisect(std::move(batch), next);
   } else {
     failGrains(batch, FailureKind::Infrastructure,
                reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");

@@ -365,6 +365,8 @@ struct LineageEngine::State {
   /// that still fail, which fail with `kind`. `what` names the batch for an abort.
   void narrowDown(OutstandingBatch batch, const std::string &message, FailureKind kind,
                   const std::string &what);
+  /// Requeues the batch's halves as splitting batches, behind fresh work.
+  void bisect(OutstandingBatch batch, BatchRecovery next);
 };
 
 } // namespace orch::runtime
