@@ -426,8 +426,7 @@ void LineageEngine::State::bisect(OutstandingBatch batch, BatchRecovery next) {
   requeue(batch.call, std::move(second), true, next);
 }
 
-bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason,
-                                     BatchLoss loss) {
+bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason, BatchLoss loss) {
   auto found = outstanding.find(batchId);
   if (found == outstanding.end())
     return false;

@@ -2,9 +2,9 @@
 // LineageEngine.h is the interface; this is the single writer behind it.
 #pragma once
 
-#include "orch/runtime/ComputeEval.h"
 #include "PlanLayout.h"
 #include "ReadyQueue.h"
+#include "orch/runtime/ComputeEval.h"
 
 #include "orch/runtime/LineageEngine.h"
 

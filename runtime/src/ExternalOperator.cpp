@@ -277,7 +277,7 @@ private:
     child_.reset();
     ready_ = false;
     throw OperatorLost("call '" + config_.name() + "' (operator " + op_.name +
-                       "): its process sent " + what + "; it is restarted",
+                           "): its process sent " + what + "; it is restarted",
                        BatchLoss::Crash);
   }
 

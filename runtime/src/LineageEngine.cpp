@@ -68,9 +68,10 @@ void attributeRowsToLowestFailures(RootResult &result) {
   for (SinkRow &row : result.rows) {
     if (row.status != RowStatus::Failed)
       continue;
-    auto lowest = std::lower_bound(
-        result.failures.begin(), result.failures.end(), row.path,
-        [](const Failure &failure, const std::vector<uint32_t> &path) { return failure.path < path; });
+    auto lowest = std::lower_bound(result.failures.begin(), result.failures.end(), row.path,
+                                   [](const Failure &failure, const std::vector<uint32_t> &path) {
+                                     return failure.path < path;
+                                   });
     if (lowest != result.failures.end() && lowest->path.size() >= row.path.size() &&
         std::equal(row.path.begin(), row.path.end(), lowest->path.begin()))
       row.failure = uint32_t(lowest - result.failures.begin());

@@ -347,11 +347,11 @@ public:
   /// guard's limit.
   void dispatched(Batch &batch) {
     const int64_t timeout = plan_.calls[batch.call].options.timeoutNanoseconds;
-    batch.timeoutNanoseconds = timeout > 0                                  ? timeout
+    batch.timeoutNanoseconds = timeout > 0                                ? timeout
                                : timeout == plan::CallOptions::kNoTimeout ? 0
                                                                           : guardLimit(batch);
-    batches_[batch.id] = Entry{batch.call, uint32_t(batch.grains.size()), false,
-                               batch.timeoutNanoseconds, {}};
+    batches_[batch.id] =
+        Entry{batch.call, uint32_t(batch.grains.size()), false, batch.timeoutNanoseconds, {}};
   }
   void started(uint64_t batchId, SteadyClock::time_point at) {
     auto found = batches_.find(batchId);
@@ -412,8 +412,8 @@ private:
     const double floor = double(options_.hangGuardFloor.count());
     if (floor <= 0)
       return 0;
-    const double scaled =
-        options_.hangGuardMultiple * slowestPerGrain_[batch.call] * 1e9 * double(batch.grains.size());
+    const double scaled = options_.hangGuardMultiple * slowestPerGrain_[batch.call] * 1e9 *
+                          double(batch.grains.size());
     return int64_t(std::min(std::max(floor, scaled), 1e18));
   }
 
@@ -423,7 +423,8 @@ private:
     if (call.options.timeoutNanoseconds > 0)
       return "call '" + call.name + "' timed out after " + limit;
     return "call '" + call.name + "' ran past the hang guard's " + limit +
-           " (it has no timeout: the guard allows " + plan::formatStaticValue(options_.hangGuardMultiple) +
+           " (it has no timeout: the guard allows " +
+           plan::formatStaticValue(options_.hangGuardMultiple) +
            " times its slowest item so far, at least " +
            plan::formatStaticValue(plan::Duration{options_.hangGuardFloor.count()}) +
            "; write timeout: DURATION or timeout: none)";
@@ -442,8 +443,8 @@ class Run {
 public:
   Run(const plan::Plan &plan, const OperatorRegistry &registry, BatchExecutor &executor,
       const RunOptions &options)
-      : plan_(plan), registry_(registry), executor_(executor), options_(options), deadlines_(plan, options) {
-  }
+      : plan_(plan), registry_(registry), executor_(executor), options_(options),
+        deadlines_(plan, options) {}
 
   RunSummary execute() {
     summary_.startedAt = start_;

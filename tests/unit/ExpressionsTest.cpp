@@ -250,10 +250,16 @@ sink jsonl(path: "$DIR/OUT", record: {
 TEST_F(ExpressionsTest, FusedAndUnfusedHelpersGiveTheSameRowsOnRandomEdgeValues) {
   // Ints beyond 2^53 (not exact as doubles), NaN, infinities, signed zeros, mixed Int and
   // Float: before, math.gt compared doubles as an operator and exactly when fused.
-  const std::vector<std::string> ints = {"9007199254740993", "9007199254740992", "-9223372036854775808",
-                                         "9223372036854775807", "0", "-1", "1", "4503599627370497"};
-  const std::vector<std::string> floats = {"nan", "inf", "-inf", "-0.0", "0.0", "9007199254740992.0",
-                                           "1e308", "-1e-308", "0.5", "2.5"};
+  const std::vector<std::string> ints = {"9007199254740993",
+                                         "9007199254740992",
+                                         "-9223372036854775808",
+                                         "9223372036854775807",
+                                         "0",
+                                         "-1",
+                                         "1",
+                                         "4503599627370497"};
+  const std::vector<std::string> floats = {
+      "nan", "inf", "-inf", "-0.0", "0.0", "9007199254740992.0", "1e308", "-1e-308", "0.5", "2.5"};
   std::mt19937_64 random(20261201);
   std::string rows;
   auto pick = [&](const std::vector<std::string> &pool) {

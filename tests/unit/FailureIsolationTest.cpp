@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <thread>
-#include <algorithm>
 
 namespace orch::runtime {
 namespace {

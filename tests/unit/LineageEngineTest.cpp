@@ -246,7 +246,8 @@ TEST(LineageEngineTest, RejectsAReportMissingAGrain) {
   report.grains.pop_back();
   CommitResult result = run.engine.commit(report);
   EXPECT_EQ(result.status, CommitStatus::ContractViolation);
-  EXPECT_NE(result.message.find("gave 2 result(s) for a batch of 3 item(s)"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("gave 2 result(s) for a batch of 3 item(s)"), std::string::npos)
+      << result.message;
   EXPECT_EQ(run.onlyFailure().kind, FailureKind::ContractViolation);
   EXPECT_TRUE(run.engine.complete()) << "the run goes on and accounts for the row";
 }
@@ -737,9 +738,10 @@ sink jsonl(path: "out.jsonl", record: { page: done });
     std::vector<std::unique_ptr<Operator>> instances(plan.calls.size());
     uint32_t poisonRuns = 0;
     while (std::optional<Batch> batch = engine.reserveBatch()) {
-      const bool poisoned = plan.calls[batch->call].op == "test.identity" &&
-                            std::any_of(batch->grains.begin(), batch->grains.end(),
-                                        [](const BatchGrain &g) { return g.lineage.ordinal == 37; });
+      const bool poisoned =
+          plan.calls[batch->call].op == "test.identity" &&
+          std::any_of(batch->grains.begin(), batch->grains.end(),
+                      [](const BatchGrain &g) { return g.lineage.ordinal == 37; });
       if (poisoned) {
         ++poisonRuns;
         ASSERT_TRUE(engine.failBatch(batch->id, "killed by signal 11", loss));
@@ -790,8 +792,8 @@ TEST(LineageEngineTest, ABatchLostAgainAndAgainIsBisectedOnceItsBudgetIsSpent) {
     }
     const plan::PlanCall &call = plan.calls[batch->call];
     OperatorConfig config(call.name, call.op, call.constants, engine.callInputLabels(batch->call));
-    engine.commit(runOperatorBatch(instances[batch->call], *ops.registry.transform(call.op), config,
-                                   *batch));
+    engine.commit(
+        runOperatorBatch(instances[batch->call], *ops.registry.transform(call.op), config, *batch));
   }
   std::vector<RootResult> done = engine.takeFinishedRoots();
   ASSERT_EQ(done.size(), 1u);

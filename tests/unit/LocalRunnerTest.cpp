@@ -123,7 +123,11 @@ TEST_F(LocalRunnerTest, ANonFiniteNumberFailsItsRowInAJsonSinkUnlessItOptsIntoNu
   // such rows in a row do not stop the run: the output is fine, the values are not.
   std::string input;
   for (int i = 0; i < 14; ++i)
-    input += std::string("{\"x\": \"") + (i == 0 ? "1.5" : i == 13 ? "2" : i % 2 ? "nan" : "-inf") +
+    input += std::string("{\"x\": \"") +
+             (i == 0    ? "1.5"
+              : i == 13 ? "2"
+              : i % 2   ? "nan"
+                        : "-inf") +
              "\"}\n";
   writeFile("in.jsonl", input);
   plan::Plan plan = compile(R"(
@@ -137,8 +141,8 @@ sink jsonl(path: "$DIR/lenient.jsonl", record: { x: x }, nonfinite: "null");
   EXPECT_FALSE(summary.error) << *summary.error;
   EXPECT_EQ(summary.written, 2u);
   EXPECT_EQ(summary.failed, 12u);
-  EXPECT_EQ(lines("strict.jsonl"), (std::vector<std::string>{"{\"score\":{\"x\":1.5}}",
-                                                              "{\"score\":{\"x\":2.0}}"}));
+  EXPECT_EQ(lines("strict.jsonl"),
+            (std::vector<std::string>{"{\"score\":{\"x\":1.5}}", "{\"score\":{\"x\":2.0}}"}));
   EXPECT_EQ(lines("lenient.jsonl").size(), 2u) << "a failed row is in no sink";
   size_t nan = 0;
   for (const RootResult &root : finished_)

@@ -88,8 +88,8 @@ TEST_F(PoisonInputTest, AJsonLineNestedThirtyThousandLevelsIsOneFailedRow) {
 }
 
 TEST_F(PoisonInputTest, BracketsInsideStringsDoNotCountAsNesting) {
-  std::ofstream(dir_ / "in.jsonl") << "{\"text\": \"" << std::string(2000, '[') << "\\\""
-                                   << std::string(2000, '{') << "\"}\n";
+  std::ofstream(dir_ / "in.jsonl")
+      << "{\"text\": \"" << std::string(2000, '[') << "\\\"" << std::string(2000, '{') << "\"}\n";
   std::vector<std::string> rows = read("jsonl", "path", (dir_ / "in.jsonl").string());
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].rfind("error:", 0), std::string::npos) << rows[0].substr(0, 200);

@@ -127,9 +127,11 @@ protected:
     if (chance(random, 0.3))
       trial.flags.push_back("--probe-first");
     if (chance(random, 0.3))
-      trial.flags.insert(trial.flags.end(), {"--max-live-roots", std::to_string(pick(random, 1, 4))});
+      trial.flags.insert(trial.flags.end(),
+                         {"--max-live-roots", std::to_string(pick(random, 1, 4))});
     if (chance(random, 0.3))
-      trial.flags.insert(trial.flags.end(), {"--memory-limit", std::to_string(pick(random, 1, 4096))});
+      trial.flags.insert(trial.flags.end(),
+                         {"--memory-limit", std::to_string(pick(random, 1, 4096))});
     const int kills = chance(random, 0.45) ? pick(random, 1, 2) : 0;
     for (int k = 0; k < kills; ++k)
       trial.kills.push_back(pick(random, 20, 600));
@@ -217,8 +219,8 @@ protected:
       for (std::string line; std::getline(file, line);)
         got.insert(nlohmann::json::parse(line, nullptr, false).dump());
       if (got != expected[s]) {
-        differences += "sink " + std::to_string(s) + " (" + path + "): " +
-                       std::to_string(got.size()) + " lines, expected " +
+        differences += "sink " + std::to_string(s) + " (" + path +
+                       "): " + std::to_string(got.size()) + " lines, expected " +
                        std::to_string(expected[s].size()) + "\n";
         for (const std::string &line : got)
           if (got.count(line) != expected[s].count(line))
@@ -254,7 +256,8 @@ protected:
   bool retryFailed_ = std::getenv("ORCH_DIFFERENTIAL_RETRY_FAILED") != nullptr;
 };
 
-TEST_F(RuntimeDifferentialTest, RandomProgramsUnderRandomExecutorsPoliciesAndKillsMatchTheReference) {
+TEST_F(RuntimeDifferentialTest,
+       RandomProgramsUnderRandomExecutorsPoliciesAndKillsMatchTheReference) {
   const char *seconds = std::getenv("ORCH_DIFFERENTIAL_SECONDS");
   const char *only = std::getenv("ORCH_DIFFERENTIAL_SEED");
   const auto budget = std::chrono::seconds(seconds ? std::atoi(seconds) : 60);

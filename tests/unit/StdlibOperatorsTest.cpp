@@ -215,7 +215,8 @@ std::string pdfWithPages(const std::vector<std::pair<int, int>> &pages) {
                       std::to_string(pages[i].first) + " " + std::to_string(pages[i].first) +
                       "] /UserUnit " + std::to_string(pages[i].second) + " >>");
   }
-  objects[1] = "<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(pages.size()) + " >>";
+  objects[1] =
+      "<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(pages.size()) + " >>";
   std::string pdf = "%PDF-1.6\n";
   std::vector<size_t> offsets;
   for (size_t i = 0; i < objects.size(); ++i) {
@@ -229,8 +230,8 @@ std::string pdfWithPages(const std::vector<std::pair<int, int>> &pages) {
     std::snprintf(line, sizeof line, "%010zu 00000 n \n", offset);
     pdf += line;
   }
-  pdf += "trailer << /Root 1 0 R /Size " + std::to_string(objects.size() + 1) +
-         " >>\nstartxref\n" + std::to_string(xref) + "\n%%EOF\n";
+  pdf += "trailer << /Root 1 0 R /Size " + std::to_string(objects.size() + 1) + " >>\nstartxref\n" +
+         std::to_string(xref) + "\n%%EOF\n";
   return pdf;
 }
 
@@ -303,8 +304,8 @@ TEST(StdlibOperatorsTest, FramesPastTheEndOfATruncatedVideoAreFailuresNotTheLast
   // A fast-start MP4 (its index first) cut to 30 % (its index is a tenth of it): its header
   // promises 4 s, about 20 frames (0.8 s) decode. Before, every frame past the cut came back
   // as the last frame that decoded.
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("orch-truncated-" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("orch-truncated-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string whole = dir + "/faststart.mp4", cut = dir + "/cut.mp4";
   const std::string remux = "ffmpeg -loglevel error -y -i " ORCH_EXAMPLES_DIR
@@ -320,8 +321,8 @@ TEST(StdlibOperatorsTest, FramesPastTheEndOfATruncatedVideoAreFailuresNotTheLast
   std::unique_ptr<Operator> decode = (*registry.transform("video.decode"))(config);
   std::vector<Value> frames;
   for (int i = 0; i < 12; ++i)
-    frames.push_back(Value::record({{"path", Value::string(cut)},
-                                    {"time", Value::real(0.15 + i * (3.7 / 11))}}));
+    frames.push_back(Value::record(
+        {{"path", Value::string(cut)}, {"time", Value::real(0.15 + i * (3.7 / 11))}}));
   std::vector<OperatorRow> rows;
   for (const Value &frame : frames)
     rows.push_back(OperatorRow{std::span<const Value>(&frame, 1), GrainLineage{}});

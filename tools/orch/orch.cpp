@@ -95,7 +95,11 @@ static std::optional<std::chrono::nanoseconds> parseDuration(const std::string &
   double number = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   const std::string unit(end, text.data() + text.size());
-  const double scale = unit == "ms" ? 1e6 : unit == "s" ? 1e9 : unit == "m" ? 60e9 : unit == "h" ? 3600e9 : 0;
+  const double scale = unit == "ms"  ? 1e6
+                       : unit == "s" ? 1e9
+                       : unit == "m" ? 60e9
+                       : unit == "h" ? 3600e9
+                                     : 0;
   if (error != std::errc() || scale == 0 || !(number >= 0) || number * scale > 1e18)
     return std::nullopt;
   return std::chrono::nanoseconds(int64_t(number * scale));

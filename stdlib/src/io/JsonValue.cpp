@@ -109,7 +109,9 @@ nlohmann::ordered_json jsonFrom(const Value &value, NonFinite nonFinite, std::st
     if (nonFinite == NonFinite::Null)
       return nullptr;
     throw runtime::UnwritableValue(
-        std::string(std::isnan(number) ? "NaN" : number > 0 ? "Infinity" : "-Infinity") +
+        std::string(std::isnan(number) ? "NaN"
+                    : number > 0       ? "Infinity"
+                                       : "-Infinity") +
         (at.empty() ? "" : " at " + at) +
         " cannot be written as JSON (a jsonl sink with nonfinite: \"null\" writes null)");
   }

@@ -477,8 +477,8 @@ private:
     }
     const std::string where = "\"" + path + "\" in the shard \"" + shard_ + "\"";
     if (claimed >= 0 && content.size() < uint64_t(claimed))
-      return where + " claims " + runtime::formatMemory(uint64_t(claimed)) +
-             ", the shard holds " + runtime::formatMemory(content.size()) + " of it" +
+      return where + " claims " + runtime::formatMemory(uint64_t(claimed)) + ", the shard holds " +
+             runtime::formatMemory(content.size()) + " of it" +
              (failure.empty() ? "" : " (" + failure + ")");
     if (!failure.empty())
       return "cannot read " + where + ": " + failure;

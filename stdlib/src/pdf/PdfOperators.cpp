@@ -159,8 +159,8 @@ public:
                                std::to_string(dpi_) + " dpi";
       if (expectedWidth * expectedHeight * 3 > double(kMaxRenderBytes))
         return RowResult::recordFailure(
-            "a page of " + std::to_string(int64_t(box.width())) + "x" + std::to_string(int64_t(box.height())) +
-            " pt is " + size + " (" +
+            "a page of " + std::to_string(int64_t(box.width())) + "x" +
+            std::to_string(int64_t(box.height())) + " pt is " + size + " (" +
             runtime::formatMemory(uint64_t(std::min(expectedWidth * expectedHeight * 3, 9e18))) +
             "), more than a page image may take (2 GiB): render it at a lower dpi");
       poppler::image image = renderer_.render_page(&page, double(dpi_), double(dpi_));
@@ -169,8 +169,8 @@ public:
       const int width = image.width(), height = image.height(), stride = image.bytes_per_row();
       if (double(width) * double(height) < 0.25 * expectedWidth * expectedHeight)
         return RowResult::recordFailure("the renderer gave " + std::to_string(width) + "x" +
-                                        std::to_string(height) + " pixels for a page of " +
-                                        size + ": it could not render the page");
+                                        std::to_string(height) + " pixels for a page of " + size +
+                                        ": it could not render the page");
       std::string pixels(size_t(width) * size_t(height) * 3, '\0');
       for (int y = 0; y < height; ++y)
         std::copy_n(image.const_data() + size_t(y) * size_t(stride), size_t(width) * 3,

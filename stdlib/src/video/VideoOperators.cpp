@@ -119,8 +119,7 @@ public:
     if (!last_) {
       char text[160];
       std::snprintf(text, sizeof text, "no frame decodes at %.3f s of \"%s\" (%.3f s long%s)",
-                    seconds, path_.c_str(), duration(),
-                    seconds < duration() ? ": truncated?" : "");
+                    seconds, path_.c_str(), duration(), seconds < duration() ? ": truncated?" : "");
       problem = text;
     }
     // At the end: the last frame answers every later time within a frame or two of it (a
