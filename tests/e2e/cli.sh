@@ -25,6 +25,11 @@ check "a missing argument is a usage error" test "$(exit_code "$ORCH_BIN/orchc")
 check "an unknown flag is a usage error" \
   test "$(exit_code "$ORCH_BIN/orchc" --no-such-flag "$workdir/ok.orch")" != 0
 
+check "--hang-guard refuses what is no duration" \
+  test "$(exit_code "$ORCH_BIN/orch" run --hang-guard 5 "$workdir/ok.orch")" = 1
+check "... and names the flag" \
+  grep -q -- "--hang-guard expects a duration" <("$ORCH_BIN/orch" run --hang-guard 5 "$workdir/ok.orch" 2>&1)
+
 check "orch worker --help describes --connect" grep -q -- "--connect" <("$ORCH_BIN/orch" worker --help)
 check "orch-worker --help describes --connect" grep -q -- "--connect" <("$ORCH_BIN/orch-worker" --help)
 # Workers carry the runtime and the standard library, not the compiler.

@@ -267,9 +267,11 @@ static int runCommand() {
     options.keepValuesOver = *bytes;
   }
   if (hangGuard.getNumOccurrences() > 0) {
+    // `none` as in the language's `timeout: none`.
+    const bool off = hangGuard == "off" || hangGuard == "none";
     std::optional<std::chrono::nanoseconds> floor =
-        hangGuard == "off" ? std::optional<std::chrono::nanoseconds>(0) : parseDuration(hangGuard);
-    if (!floor || (floor->count() == 0 && hangGuard != "off")) {
+        off ? std::optional<std::chrono::nanoseconds>(0) : parseDuration(hangGuard);
+    if (!floor || (floor->count() == 0 && !off)) {
       llvm::errs() << "orch: error: --hang-guard expects a duration such as 30s, 10m or 'off', "
                       "got '"
                    << hangGuard << "'\n";

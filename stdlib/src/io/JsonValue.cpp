@@ -113,7 +113,7 @@ nlohmann::ordered_json jsonFrom(const Value &value, NonFinite nonFinite, std::st
                     : number > 0       ? "Infinity"
                                        : "-Infinity") +
         (at.empty() ? "" : " at " + at) +
-        " cannot be written as JSON (a jsonl sink with nonfinite: \"null\" writes null)");
+        " cannot be written as JSON (sink jsonl(..., nonfinite: \"null\") writes null instead)");
   }
   case Value::Kind::String:
     return value.asString();
