@@ -113,7 +113,8 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.connectTimeoutMs = options.connectTimeoutSeconds * 1000;
   worker.log = logLine;
   worker.restart = [&](const std::string &why) {
-    logLine("restarting: " + why);
+    if (!options.quiet)
+      logLine("restarting: " + why);
     if (!options.once)
       restartThisProcess();
     ::_exit(runtime::kWorkerMustRestart);
