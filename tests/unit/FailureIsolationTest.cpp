@@ -228,12 +228,17 @@ pipeline p5;
 source rows = jsonl("$DIR/one.jsonl") as Doc;
 pages = expand(test.split(rows, field: "n")) as Page;
 h = test.fail(pages, kind: "hang", ordinals: "1");
-count = if (rows.id as Int) == 0 then 0 else list.len(reduce(h));
+slow = test.sleep(rows, ms: 300);
+count = if (slow.id as Int) == 0 then 0 else list.len(reduce(h));
 sink jsonl(path: "$DIR/d.jsonl", record: { id: rows.id, n: count });
 )");
+  // The condition takes 0.3 s, while page 1 of the untaken branch starts its hour.
   Outcome outcome = run(plan);
   ASSERT_EQ(outcome.status.size(), 1u);
   EXPECT_EQ(outcome.status[0], "written");
+  if (GetParam() == Executor::Threads) {
+    EXPECT_GE(log_->rowsRun("h"), 1u) << "the hanging page was dispatched";
+  }
   EXPECT_FALSE(outcome.summary.error) << *outcome.summary.error;
   EXPECT_LT(outcome.seconds, 30.0);
 }
