@@ -39,6 +39,7 @@ private:
     } else if (auto *call = std::get_if<ast::CallDecl>(&statement.node)) {
       calls_[&statement] = addCall(call->name.name, call->use, call->name.location, true);
     } else if (auto *binding = std::get_if<ast::BindingDecl>(&statement.node)) {
+      enclosing_ = binding->name.name;
       size_t opsBefore = module_.ops.size();
       ir::ValueId id = generate(*binding->value, binding->name.name);
       values_[&statement] = id;
@@ -53,6 +54,7 @@ private:
         }
       }
     } else if (auto *sink = std::get_if<ast::SinkDecl>(&statement.node)) {
+      enclosing_ = "sink" + std::to_string(sinks_++);
       std::vector<std::string> labels;
       std::vector<ir::Use> inputs = inputsOf(sink->use, labels);
       build_.sink(sink->use.op.text, constants(sink->use), std::move(labels), inputs,
@@ -139,13 +141,14 @@ private:
     return inputs;
   }
 
-  /// An inline Call is named after its operator and where it is written (`text.len@12:9`), so
-  /// that the summary, metrics, trace and report point at the source line.
+  /// An inline Call is named after its operator and the binding (or sink) it is written in
+  /// (`text.len@title`, `pdf.render@sink0`; `#2` for the second in the same place), so that
+  /// the summary, metrics, trace and report point at the statement, and the names stay the
+  /// same when comments, blank lines or formatting move the text (a run resumes under them).
   std::string inlineCallName(const ast::OperatorUse &use) {
-    const SourceLocation &at = use.op.location;
-    if (!at.isKnown())
-      return use.op.text + "#" + std::to_string(++inlineCounts_[use.op.text]);
-    return use.op.text + "@" + std::to_string(at.line) + ":" + std::to_string(at.column);
+    const std::string name = use.op.text + "@" + enclosing_;
+    const int seen = ++inlineCounts_[name];
+    return seen == 1 ? name : name + "#" + std::to_string(seen);
   }
 
   uint32_t addCall(const std::string &name, const ast::OperatorUse &operatorUse,
@@ -170,6 +173,9 @@ private:
   std::unordered_map<const ast::Statement *, ir::ValueId> values_;
   std::unordered_map<const ast::Statement *, uint32_t> calls_;
   std::map<std::string, int> inlineCounts_;
+  /// The binding or sink whose statement is being generated, and sinks so far.
+  std::string enclosing_;
+  int sinks_ = 0;
 };
 
 } // namespace

@@ -312,8 +312,9 @@ void addSinks(OperatorCatalog &catalog) {
       "(at the first commit after it reaches either limit: a source row's samples stay in one "
       "shard) or when the run ends; a fresh run removes the directory's earlier shards",
       "an unwritable directory fails the run at start; a sample that is not a record or has no "
-      "member fails its source row; a killed run resumes into its partial shard, but "
-      "`--retry-failed` is refused (shards are not rewritten)"));
+      "member fails its source row; a run that was stopped (killed, interrupted, a full disk) "
+      "resumes into its last shard, and `--retry-failed` cuts the retried rows' samples out of "
+      "their shards first"));
   catalog.add(sink("files",
                    {constant("dir", string, std::nullopt, "output directory"),
                     input("name", string, "file name (sanitized; never escapes dir)"),

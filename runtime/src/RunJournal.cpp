@@ -5,6 +5,7 @@
 #include "orch/runtime/RunJournal.h"
 
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanFingerprint.h"
 #include "orch/plan/Sha256.h"
 
 #include <cerrno>
@@ -67,10 +68,12 @@ bool writeWhole(int fd, const std::string &text) {
   return true;
 }
 
-/// Replaces `path` with `text` atomically (a crash leaves the old or the new file).
-bool replaceFile(const fs::path &path, const std::string &text) {
-  const fs::path temporary = path.string() + ".new";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+/// Replaces `path` with `text` atomically (a crash leaves the old or the new file), through
+/// `temporary`; never through a symbolic link planted at either name.
+bool replaceFile(const std::string &temporary, const fs::path &path, const std::string &text) {
+  ::unlink(temporary.c_str());
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0)
     return false;
   const bool ok = writeWhole(fd, text) && ::fdatasync(fd) == 0;
@@ -139,6 +142,24 @@ std::map<std::string, std::string> readHeader(const fs::path &path) {
   return fields;
 }
 
+/// " (Call `ocr`: batch 8 → 16; ...)": how `plan` differs from the one the journal kept.
+std::string changesSince(const fs::path &kept, const plan::Plan &plan) {
+  std::ifstream in(kept, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto decoded = plan::decodePlan(bytes);
+  const plan::Plan *before = std::get_if<plan::Plan>(&decoded);
+  if (bytes.empty() || !before)
+    return "";
+  std::vector<std::string> changes = plan::describePlanChanges(*before, plan);
+  std::string text;
+  const size_t shown = std::min<size_t>(changes.size(), 5);
+  for (size_t i = 0; i < shown; ++i)
+    text += (i ? "; " : "") + changes[i];
+  if (changes.size() > shown)
+    text += "; and " + std::to_string(changes.size() - shown) + " more";
+  return text.empty() ? "" : " (" + text + ")";
+}
+
 } // namespace
 
 std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, const plan::Plan &plan,
@@ -154,7 +175,7 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   }
   // One run at a time writes these outputs.
   const fs::path lockPath = dir / "lock";
-  journal->lockFd_ = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  journal->lockFd_ = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (journal->lockFd_ < 0) {
     error = "cannot open \"" + lockPath.string() + "\": " + std::strerror(errno);
     return nullptr;
@@ -170,7 +191,10 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   if (::ftruncate(journal->lockFd_, 0) == 0)
     writeWhole(journal->lockFd_, std::to_string(::getpid()) + "\n");
 
-  const std::string planHash = plan::sha256Hex(plan::encodePlan(plan));
+  // What the plan does, not where its text put things: a comment or `orchc fmt` between a
+  // killed run and its resume keeps it.
+  const std::string meaning = plan::planMeaning(plan);
+  const std::string planHash = plan::sha256Hex(meaning);
   const std::string inputsHash = plan::sha256Hex(inputs);
   const fs::path runPath = dir / "run";
   const fs::path commitsPath = dir / "commits";
@@ -182,11 +206,13 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   const bool same = exists && previous["plan"] == planHash && previous["inputs"] == inputsHash;
   const bool finished = previous["state"] == "complete";
   if (exists && !finished && !same && !options.restart) {
+    const bool otherPlan = previous["plan"] != planHash;
     error = "\"" + options.dir + "\" holds an unfinished run of " +
-            (previous["plan"] != planHash ? std::string("another version of this pipeline")
-                                          : std::string("this pipeline on other inputs")) +
+            (otherPlan ? std::string("another version of this pipeline")
+                       : std::string("this pipeline on other inputs")) +
+            (otherPlan ? changesSince(dir / "plan", plan) : std::string()) +
             "; run with --restart to start over (its outputs are replaced), or restore the " +
-            (previous["plan"] != planHash ? "program" : "inputs") + " to resume it";
+            (otherPlan ? "program" : "inputs") + " to resume it";
     return nullptr;
   }
   journal->resuming_ = same && !options.restart && (!finished || options.retryFailed);
@@ -212,65 +238,86 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
         SinkResume &sink = journal->sinkResume_[s];
         const SinkRange &range = commit->ranges[s];
         sink.size = std::max(sink.size, range.end);
+        sink.names.insert(sink.names.end(), range.names.begin(), range.names.end());
         if (retry) {
           if (range.end > range.begin)
             sink.dropRanges.emplace_back(range.begin, range.end);
           sink.dropNames.insert(sink.dropNames.end(), range.names.begin(), range.names.end());
-        } else {
-          sink.names.insert(sink.names.end(), range.names.begin(), range.names.end());
         }
       }
       if (!retry)
         journal->done_.insert(key(commit->source, commit->row));
       journal->errorsKeep_ = options.retryFailed ? 0 : commit->errorsSize;
     }
-    if (good < content.size())
-      fs::resize_file(commitsPath, good, fsError);
+    journal->commitsKept_ = good;
   }
-
-  // A fresh run (or one that retries failed rows) gets a fresh header; commits are appended.
-  std::ostringstream header;
-  header << kMagic << "\nplan " << planHash << "\ninputs " << inputsHash << "\nstate running\n";
-  journal->header_ = header.str();
-  if (!replaceFile(runPath, journal->header_)) {
-    error = "cannot write the run journal \"" + runPath.string() + "\": " + std::strerror(errno);
-    return nullptr;
-  }
-  journal->commitsFd_ =
-      ::open(commitsPath.c_str(),
-             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (journal->resuming_ ? 0 : O_TRUNC), 0644);
-  if (journal->commitsFd_ < 0) {
-    error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
-    return nullptr;
-  }
-  if (!journal->resuming_) {
+  if (!journal->resuming_)
     journal->sinkResume_.clear();
-  } else if (options.retryFailed) {
+  journal->header_ =
+      kMagic + std::string("\nplan ") + planHash + "\ninputs " + inputsHash + "\nstate running\n";
+  journal->planMeaning_ = meaning;
+  journal->retryFailed_ = journal->resuming_ && options.retryFailed;
+  journal->sinks_ = plan.sinks.size();
+  return journal;
+}
+
+bool RunJournal::start(std::string &error) {
+  const fs::path dir(dir_);
+  const fs::path runPath = dir / "run";
+  const fs::path commitsPath = dir / "commits";
+  // A fresh run (or one that retries failed rows) gets a fresh header; commits are appended
+  // after what was kept (a last line cut short by a crash goes).
+  commitsFd_ = ::open(
+      commitsPath.c_str(),
+      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (resuming_ ? 0 : O_TRUNC), 0644);
+  if (commitsFd_ < 0) {
+    error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
+    return false;
+  }
+  if (resuming_ && ::ftruncate(commitsFd_, off_t(commitsKept_)) != 0) {
+    error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
+    return false;
+  }
+  if (retryFailed_) {
     // The failed rows run again: their old records go, and the sinks cut their rows out, so
     // the records kept move back by what was cut out before them.
     std::ifstream in(commitsPath);
     std::string kept, line;
     while (std::getline(in, line)) {
-      std::optional<Commit> commit = parseCommit(line, plan.sinks.size());
+      std::optional<Commit> commit = parseCommit(line, sinks_);
       if (!commit || commit->status == 'f')
         continue;
-      for (size_t s = 0; s < plan.sinks.size(); ++s) {
+      for (size_t s = 0; s < sinks_; ++s) {
         uint64_t before = 0;
-        for (const auto &[begin, end] : journal->sinkResume_[s].dropRanges)
+        for (const auto &[begin, end] : sinkResume_[s].dropRanges)
           if (end <= commit->ranges[s].begin)
             before += end - begin;
         commit->ranges[s].begin -= before;
         commit->ranges[s].end -= before;
       }
+      // The errors journal starts afresh (the failed rows' lines go; they run again).
+      commit->errorsSize = 0;
       kept += formatCommit(*commit);
     }
     in.close();
-    if (::ftruncate(journal->commitsFd_, 0) != 0 || !writeWhole(journal->commitsFd_, kept)) {
+    if (!replaceFile(commitsPath.string() + ".retry", commitsPath, kept)) {
       error = "cannot rewrite \"" + commitsPath.string() + "\": " + std::strerror(errno);
-      return nullptr;
+      return false;
+    }
+    ::close(commitsFd_);
+    commitsFd_ = ::open(commitsPath.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (commitsFd_ < 0) {
+      error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
+      return false;
     }
   }
-  return journal;
+  // The plan itself, so that a refused resume can say what changed.
+  if (!replaceFile(dir_ + "/plan.new", dir / "plan", planMeaning_) ||
+      !replaceFile(runPath.string() + ".new", runPath, header_)) {
+    error = "cannot write the run journal \"" + runPath.string() + "\": " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 RunJournal::~RunJournal() {
@@ -288,13 +335,20 @@ const SinkResume *RunJournal::sinkResume(size_t sink) const {
   return sink < sinkResume_.size() ? &sinkResume_[sink] : nullptr;
 }
 
-void RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ranges,
-                        uint64_t errorsSize) {
+bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ranges,
+                        uint64_t errorsSize, std::string &error) {
   const char status = root.status == RootStatus::Written   ? 'w'
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
-  writeWhole(commitsFd_,
-             formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges}));
+  const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
+  if (writeWhole(commitsFd_,
+                 formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges})))
+    return true;
+  error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
+  // A record cut short is no record.
+  if (before >= 0 && ::ftruncate(commitsFd_, before) != 0)
+    error += " (and a line cut short remains; resuming ignores it)";
+  return false;
 }
 
 void RunJournal::sync() { ::fdatasync(commitsFd_); }
@@ -304,7 +358,7 @@ void RunJournal::complete() {
   const std::string running = "state running\n";
   header.replace(header.find(running), running.size(), "state complete\n");
   ::fdatasync(commitsFd_);
-  replaceFile(fs::path(dir_) / "run", header);
+  replaceFile(dir_ + "/run.new", fs::path(dir_) / "run", header);
 }
 
 } // namespace orch::runtime

@@ -185,9 +185,12 @@ public:
       journal_->sync();
   }
 
-  /// Roots whose rows could not be written one after the other: after
-  /// kConsecutiveOutputFailures the run stops rather than burn the rest of its input.
-  std::optional<std::string> tooManyOutputFailures() const {
+  /// Why the run must stop now: roots whose rows could not be written one after the other
+  /// (after kConsecutiveOutputFailures, rather than burn the rest of the input), or a
+  /// transaction that could not be completed (the run journal unwritable, a rename refused).
+  std::optional<std::string> mustStop() const {
+    if (fatal_)
+      return fatal_;
     if (consecutiveFailures_ < kConsecutiveOutputFailures)
       return std::nullopt;
     return "stopped after " + std::to_string(consecutiveFailures_) +
@@ -209,11 +212,16 @@ public:
   static constexpr uint64_t kConsecutiveOutputFailures = 10;
 
 private:
-  /// Writes one finished root, keeps the account and commits it to the journal.
+  /// Writes one finished root, keeps the account and commits it: every sink prepares the
+  /// root's rows, the journal records them, then every sink publishes them (RowSink).
   void deliverOne(RootResult &root, double now) {
+    // A transaction could not be completed: the run stops, and the roots still arriving are
+    // not committed (a resumed run runs them again).
+    if (fatal_)
+      return;
     ++summary_.rows;
     // A failed root's rows that did not fail are written too (a page that worked).
-    writeRows(root);
+    const bool prepared = prepareRows(root);
     if (options_.recorder)
       options_.recorder->rootFinished(root, now);
     switch (root.status) {
@@ -234,9 +242,39 @@ private:
     const bool stoppedByRun = root.status == RootStatus::Failed && !root.failures.empty() &&
                               (root.failures.front().kind == FailureKind::Interrupted ||
                                root.failures.front().kind == FailureKind::Aborted);
-    if (journal_ && !stoppedByRun)
-      journal_->commit(root, ranges_,
-                       options_.errorsJournalSize ? options_.errorsJournalSize() : 0);
+    if (journal_ && !stoppedByRun) {
+      std::string problem;
+      if (!journal_->commit(root, ranges_,
+                            options_.errorsJournalSize ? options_.errorsJournalSize() : 0,
+                            problem)) {
+        // Not recorded, so not committed: the root's rows go, and a resumed run runs it
+        // again (its errors journal lines are cut back to the last record).
+        for (auto &sink : sinks_)
+          sink->rollback();
+        stopWith(problem);
+        return;
+      }
+    }
+    if (prepared)
+      publish();
+  }
+
+  /// The recorded root's rows become visible. A sink that fails now (a rename the file
+  /// system refused after allowing it in prepare) stops the run; resuming finishes it.
+  void publish() {
+    for (size_t s = 0; s < sinks_.size(); ++s) {
+      try {
+        sinks_[s]->commit();
+      } catch (const std::exception &error) {
+        stopWith(describeSink(plan_.sinks[s], s) + ": " + error.what() +
+                 (journal_ ? " (resuming the run finishes writing it)" : ""));
+      }
+    }
+  }
+
+  void stopWith(std::string problem) {
+    if (!fatal_)
+      fatal_ = std::move(problem);
   }
 
   static uint64_t rootBytes(const RootResult &root) {
@@ -255,7 +293,9 @@ private:
     return false;
   }
 
-  void writeRows(RootResult &root) {
+  /// Stages and prepares the root's rows in every sink. When one cannot, every sink takes
+  /// the root back and the root fails with the cause; false then, or when it has no rows.
+  bool prepareRows(RootResult &root) {
     for (size_t s = 0; s < sinks_.size(); ++s)
       ranges_[s] = SinkRange{sinks_[s]->committedSize(), sinks_[s]->committedSize(), {}};
     std::string cause;
@@ -269,7 +309,7 @@ private:
         }
       for (size_t s = 0; s < sinks_.size(); ++s) {
         failedSink = uint32_t(s);
-        sinks_[s]->commit();
+        sinks_[s]->prepare();
       }
     } catch (const UnwritableValue &error) {
       cause = error.what();
@@ -291,7 +331,7 @@ private:
       summary_.sinkRows += written;
       if (written)
         consecutiveFailures_ = 0;
-      return;
+      return true;
     }
     for (auto &sink : sinks_)
       sink->rollback();
@@ -306,10 +346,11 @@ private:
         row.values.clear();
       }
     root.status = RootStatus::Failed;
-    if (deviceFine)
-      return;
-    ++consecutiveFailures_;
-    lastFailure_ = describeSink(plan_.sinks[failedSink], failedSink) + ": " + cause;
+    if (!deviceFine) {
+      ++consecutiveFailures_;
+      lastFailure_ = describeSink(plan_.sinks[failedSink], failedSink) + ": " + cause;
+    }
+    return false;
   }
 
   void noteError(std::string message) {
@@ -323,6 +364,7 @@ private:
   RunSummary &summary_;
   uint64_t consecutiveFailures_ = 0;
   std::string lastFailure_;
+  std::optional<std::string> fatal_;
   RunJournal *journal_;
   /// Where the root being delivered left each sink.
   std::vector<SinkRange> ranges_;
@@ -502,6 +544,12 @@ private:
         summary_.resumed = journal_->resuming();
         summary_.resumedRows = journal_->done();
       }
+      if (options_.openErrorsJournal)
+        if (std::optional<std::string> problem =
+                options_.openErrorsJournal(journal_ ? journal_->errorsJournalKeep() : 0)) {
+          summary_.error = *problem;
+          return false;
+        }
       for (size_t s = 0; s < plan_.sinks.size(); ++s) {
         const plan::PlanSink &sink = plan_.sinks[s];
         sinks.push_back((*registry_.sink(sink.op))(
@@ -512,8 +560,10 @@ private:
       summary_.error = error.what();
       return false;
     }
-    if (options_.openErrorsJournal)
-      options_.openErrorsJournal(journal_ ? journal_->errorsJournalKeep() : 0);
+    if (std::string problem; journal_ && !journal_->start(problem)) {
+      summary_.error = problem;
+      return false;
+    }
     std::vector<std::vector<std::string>> inputLabels;
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       inputLabels.push_back(engine_->callInputLabels(c));
@@ -559,7 +609,7 @@ private:
         engine.interrupt("the run was interrupted");
         return;
       }
-      if (std::optional<std::string> stop = outputs_->tooManyOutputFailures()) {
+      if (std::optional<std::string> stop = outputs_->mustStop()) {
         summary_.error = *stop;
         engine.interrupt(*stop);
         return;

@@ -57,11 +57,11 @@ for row in map(json.loads, open("out/clean.jsonl")):
 check "each replica's constructor ran exactly once" test "$(wc -l <constructed.log)" = 2
 check "... in two different processes" test "$(sort -u constructed.log | wc -l)" = 2
 check "batches mixed documents (batch fill in the summary)" \
-  grep -qE "call 'measure@[0-9:]+': 136 grains in [0-9]+ batches \([0-9.]+ of 16 per batch, [1-9][0-9]* mixing" clean.log
+  grep -qE "call 'measure@[a-z0-9]+': 136 grains in [0-9]+ batches \([0-9.]+ of 16 per batch, [1-9][0-9]* mixing" clean.log
 check "the start-up is measured" grep -qE "replica [01] started \(pid [0-9]+\) in [0-9.]+ s" clean.log
 check "the summary says when the processes were ready" grep -q "operator processes ready after" clean.log
 check "the processes' stderr reaches the log, prefixed with the Call" \
-  grep -q "measure@[0-9:]*: measure: loaded" clean.log
+  grep -q "measure@[a-z0-9]*: measure: loaded" clean.log
 check "no operator process outlives the run" test -z "$(operator_processes measure)"
 sort out/clean.jsonl >clean.sorted
 
@@ -131,14 +131,14 @@ ORCH
 echo "x" >one.txt
 orch run environment.orch --workers 1 --quiet 2>/dev/null
 check "cpus sets the thread counts, no GPU is visible to a CPU Call, the replica is named" \
-  grep -qE '"seen":"3\|3\|\|seen@4:[0-9]+\|0"' out/environment.jsonl
+  grep -qE '"seen":"3\|3\|\|seen@[a-z0-9]+\|0"' out/environment.jsonl
 
 # --- results of the wrong type --------------------------------------------------------------
 program wrong WrongType "{ batch: 8 }"
 status=0; orch run wrong.orch --workers 1 >wrong.log 2>&1 || status=$?
 check "a result of the wrong type fails its rows (exit 2)" test "$status" = 2
 check "... with a message naming the Call, the item and both types" \
-  grep -q "call 'measure@[0-9:]*' (operator measure) returned String for item 0 of its batch, but the operator is declared to return Int" wrong.errors.jsonl
+  grep -q "call 'measure@[a-z0-9]*' (operator measure) returned String for item 0 of its batch, but the operator is declared to return Int" wrong.errors.jsonl
 
 # --- operators that cannot start: the run stops before any row ------------------------------
 program broken BrokenConstructor "{ batch: 8 }"
@@ -146,7 +146,7 @@ sed -i 's/, const log: String = "", const delay: Float = 0.0//' broken.orch
 status=0; orch run broken.orch --workers 2 >broken.log 2>&1 || status=$?
 check "a failing constructor stops the run (exit 1)" test "$status" = 1
 check "... naming the declaration's line and the Python traceback" \
-  grep -q "broken.orch:2:1: operator 'measure' (call 'measure@[0-9:]*'): could not start: Traceback" broken.log
+  grep -q "broken.orch:2:1: operator 'measure' (call 'measure@[a-z0-9]*'): could not start: Traceback" broken.log
 check "... and the exception" grep -q "FileNotFoundError: weights.pt is missing" broken.log
 check "... before any row was admitted" test ! -s out/broken.jsonl
 status=0; orch run broken.orch --in-process >broken-in-process.log 2>&1 || status=$?

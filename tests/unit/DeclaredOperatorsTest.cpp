@@ -188,7 +188,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: dies(rows) });
   RunSummary summary = run(plan);
   EXPECT_FALSE(summary.started);
   const std::string error = summary.error.value_or("");
-  EXPECT_EQ(error.rfind(path("test.orch") + ":3:1: operator 'dies' (call 'dies@5:", 0), 0u)
+  EXPECT_EQ(error.rfind(path("test.orch") + ":3:1: operator 'dies' (call 'dies@sink0'", 0), 0u)
       << error;
   EXPECT_NE(error.find("): could not start: its process exited with status 3 before its hello"),
             std::string::npos)

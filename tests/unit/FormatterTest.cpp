@@ -5,6 +5,7 @@
 
 #include "orch/format/Formatter.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanFingerprint.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -36,19 +37,11 @@ Formatted format(const std::string &text) {
   return result;
 }
 
-/// The plan's bytes with source positions cleared (node positions, and the positions inline
-/// Call names carry): what must not change when only the layout does.
+/// What the plan does (the run journal's fingerprint: source positions left out): what must not
+/// change when only the layout does.
 std::string planWithoutPositions(const std::string &text) {
   std::optional<plan::Plan> compiled = testing::compileText(text);
-  if (!compiled)
-    return "";
-  for (plan::PlanNode &node : compiled->nodes)
-    node.line = node.column = 0;
-  // Inline Calls are named after where they are written (`text.len@12:9`).
-  for (plan::PlanCall &call : compiled->calls)
-    if (size_t at = call.name.find('@'); at != std::string::npos)
-      call.name.erase(at + 1);
-  return plan::encodePlan(*compiled);
+  return compiled ? plan::planMeaning(*compiled) : std::string();
 }
 
 std::string readFile(const std::filesystem::path &path) {
@@ -147,6 +140,41 @@ TEST(FormatterTest, ScrambledExamplesFormatToTheCanonicalTextAndTheSamePlan) {
       EXPECT_EQ(*result.text, canonical) << name << " seed " << seed << ":\n" << messy;
     }
   }
+}
+
+TEST(FormatterTest, CommentsLayoutAndFormattingKeepWhatEveryPlanOfTheRepositoryDoes) {
+  // A run killed, then resumed after a comment, a blank line or `orchc fmt`, resumes: the run
+  // journal's fingerprint (and inline Call names) do not depend on where the text is.
+  size_t compared = 0;
+  for (const std::filesystem::path &path : repositoryOrchFiles()) {
+    const std::string text = readFile(path);
+    std::string error;
+    std::optional<plan::Plan> original = testing::compileText(text, &error, path.string());
+    if (!original)
+      continue; // a diagnostics test's broken input
+    const std::string fingerprint = plan::planFingerprint(*original);
+    std::vector<std::string> variants = {"// a comment added before resuming\n\n\n" + text};
+    Formatted formatted = format(variants[0]);
+    ASSERT_TRUE(formatted.text) << path << ": " << formatted.firstError;
+    variants.push_back(*formatted.text);
+    // Other spacing and line breaks too, where the scrambler keeps every token whole.
+    if (std::string messy = scramble(text, 7); testing::compileText(messy, &error, path.string()))
+      variants.push_back(messy);
+    for (const std::string &variant : variants) {
+      std::optional<plan::Plan> edited = testing::compileText(variant, &error, path.string());
+      ASSERT_TRUE(edited) << path << ": " << error << "\n" << variant;
+      EXPECT_EQ(plan::planFingerprint(*edited), fingerprint)
+          << path << ":\n"
+          << variant << "\nchanges: "
+          << (plan::describePlanChanges(*original, *edited).empty()
+                  ? std::string("(none described)")
+                  : plan::describePlanChanges(*original, *edited).front());
+    }
+    ++compared;
+  }
+  // Every example, and the lit inputs that are not broken on purpose.
+  EXPECT_GE(compared, 12u);
+  std::printf("%zu plans compared\n", compared);
 }
 
 TEST(FormatterTest, KeepsEveryCommentWhereItBelongs) {

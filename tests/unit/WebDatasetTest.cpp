@@ -51,6 +51,7 @@ TEST(WebDatasetTest, MembersAreKeyDotFieldWithTheirBytesAndShardsCloseOnCommits)
   };
   const Value first = sample("doc.v2/page 1", std::string("\x89PNG\0\1", 6));
   sink->write(std::span<const Value>(&first, 1));
+  sink->prepare();
   sink->commit();
   const Value dropped = sample("rolled-back", "x");
   sink->write(std::span<const Value>(&dropped, 1));
@@ -58,11 +59,22 @@ TEST(WebDatasetTest, MembersAreKeyDotFieldWithTheirBytesAndShardsCloseOnCommits)
   const Value second = sample("b", "y"), third = sample("c", "z");
   sink->write(std::span<const Value>(&second, 1));
   sink->write(std::span<const Value>(&third, 1));
-  sink->commit(); // three samples: past shard_samples, the shard closes here
+  sink->prepare(); // three samples: past shard_samples, the shard ends here
   EXPECT_EQ(sink->committedNames(), std::vector<std::string>{"shard-000000.tar"});
+  sink->commit(); // and is renamed into place
+  EXPECT_TRUE(fs::exists(dir / "shard-000000.tar"));
   const Value fourth = sample("d", "w");
   sink->write(std::span<const Value>(&fourth, 1));
+  sink->prepare();
   sink->commit();
+  // A root prepared (it fills the shard, which is ended) but rolled back, as when another sink
+  // cannot write its rows: its members and the shard's end go, and the shard goes on.
+  const Value fifth = sample("e", "v");
+  sink->write(std::span<const Value>(&fifth, 1));
+  sink->prepare();
+  EXPECT_EQ(sink->committedNames(), std::vector<std::string>{"shard-000001.tar"});
+  sink->rollback();
+  EXPECT_FALSE(fs::exists(dir / "shard-000001.tar"));
   sink->close();
 
   const auto shard0 = members(dir / "shard-000000.tar");

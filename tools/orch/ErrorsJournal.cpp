@@ -64,8 +64,19 @@ ErrorsJournal::~ErrorsJournal() {
 }
 
 bool ErrorsJournal::open(uint64_t keep, std::string &error) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0 || ::ftruncate(fd_, off_t(keep)) != 0 || ::lseek(fd_, off_t(keep), SEEK_SET) < 0) {
+  // Never written through a link planted at its name (devices such as /dev/stderr aside).
+  const bool device = path_.rfind("/dev/", 0) == 0;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (device ? 0 : O_NOFOLLOW), 0644);
+  if (fd_ < 0 && errno == ELOOP) {
+    error = "the errors journal \"" + path_ +
+            "\" is a symbolic link; orch writes no output through a link: name the file it "
+            "points to with --errors, or remove the link";
+    return false;
+  }
+  if (fd_ >= 0 && device)
+    keep = 0;
+  if (fd_ < 0 || (!device && (::ftruncate(fd_, off_t(keep)) != 0 ||
+                              ::lseek(fd_, off_t(keep), SEEK_SET) < 0))) {
     error = "cannot write the errors journal \"" + path_ + "\": " + std::strerror(errno);
     return false;
   }

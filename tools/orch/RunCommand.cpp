@@ -265,8 +265,12 @@ int runPipeline(const RunCommandOptions &options) {
   runOptions.engine = options.engine;
   runOptions.hangGuardFloor = options.hangGuardFloor;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
-  std::string errorsProblem;
-  runOptions.openErrorsJournal = [&](uint64_t keep) { errors.open(keep, errorsProblem); };
+  runOptions.openErrorsJournal = [&](uint64_t keep) -> std::optional<std::string> {
+    std::string problem;
+    if (errors.open(keep, problem))
+      return std::nullopt;
+    return problem;
+  };
   runOptions.errorsJournalSize = [&] { return errors.size(); };
   if (!options.noJournal)
     runOptions.journal.dir =
@@ -306,8 +310,6 @@ int runPipeline(const RunCommandOptions &options) {
     return stopRequested.load() ? kRunInterrupted : kRunCannotRun;
   }
   display.finish();
-  if (!errorsProblem.empty())
-    llvm::errs() << "orch: error: " << errorsProblem << "\n";
   printSummary(*plan, summary, recorder, errors, options.quiet);
   std::string reportError;
   if (summary.started && !options.metricsPath.empty() &&

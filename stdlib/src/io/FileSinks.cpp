@@ -85,6 +85,7 @@ public:
     size_ += line.size();
   }
 
+  // The lines are in the file once written; committing makes them the point to roll back to.
   void commit() override { committed_ = size_; }
 
   void rollback() override {
@@ -95,7 +96,8 @@ public:
     size_ = committed_;
   }
 
-  uint64_t committedSize() const override { return committed_; }
+  /// After prepare: the size with the root's lines (before its first row: the last commit's).
+  uint64_t committedSize() const override { return size_; }
   uint64_t bytesCommitted() const override { return committed_ - resumedAt_; }
 
   void sync() override { ::fdatasync(fd_); }
@@ -110,12 +112,11 @@ public:
   }
 
 private:
-  /// Opens the output for this run alone: another run writing it would interleave lines.
+  /// Opens the output for this run alone: another run writing it would interleave lines. It
+  /// is read too when failed rows are retried (their lines are cut out).
   void openLocked(const OperatorConfig &config) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw OperatorError(config.name() + ": cannot write \"" + path_ +
-                          "\": " + std::strerror(errno));
+    const bool device = path_.rfind("/dev/", 0) == 0;
+    fd_ = openOutputFile(path_, (device ? O_WRONLY : O_RDWR) | O_CREAT, config);
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0)
       throw OperatorError(config.name() + ": \"" + path_ +
                           "\" is being written by another orch run; wait for it, or stop it");
@@ -158,30 +159,19 @@ public:
         name_(labelIndex(config, "name")), content_(labelIndex(config, "content")) {
     checkOrder(config);
     createDirectory(dir_, config);
-    lockFd_ = lockDirectory(dir_, config);
+    // Every file is made relative to the directory opened now: a directory swapped for a link
+    // during the run redirects nothing.
+    dirFd_ = lockDirectory(dir_, config);
+    if (const runtime::SinkResume *resume = config.resume())
+      resumeFrom(*resume, config);
     removePartialFiles(dir_);
     probeWritable(dir_, config);
-    if (const runtime::SinkResume *resume = config.resume()) {
-      for (const std::string &name : resume->names) {
-        std::error_code error;
-        if (!fs::exists(dir_ / name, error))
-          throw OperatorError(config.name() + ": cannot resume: \"" + (dir_ / name).string() +
-                              "\", which the run journal counts as written, is missing (it was "
-                              "removed); run with --restart to start over");
-      }
-      taken_.insert(resume->names.begin(), resume->names.end());
-      // Files of source rows that failed and are retried go; the retry writes them again.
-      for (const std::string &name : resume->dropNames) {
-        std::error_code ignored;
-        fs::remove(dir_ / name, ignored);
-      }
-    }
   }
 
   ~FilesSink() override {
     rollback();
-    if (lockFd_ >= 0)
-      ::close(lockFd_);
+    if (dirFd_ >= 0)
+      ::close(dirFd_);
   }
 
   void write(std::span<const Value> values) override {
@@ -194,7 +184,7 @@ public:
                                           [&](const Pending &p) { return p.name == name; }))
       throw OperatorError("\"" + (dir_ / name).string() +
                           "\" was already written by another row of this run");
-    const fs::path partial = dir_ / ("." + name + std::string(kPartialSuffix));
+    const std::string partial = partialName(name);
     const Value &content = values[content_];
     std::string bytes;
     if (content.kind() == Value::Kind::String)
@@ -203,63 +193,102 @@ public:
       bytes = content.asBytes();
     else
       bytes = jsonFromValue(content).dump() + '\n';
-    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = createPartialFile(dirFd_, partial);
     if (fd < 0)
-      throw OperatorError("cannot write \"" + partial.string() + "\": " + std::strerror(errno));
+      throw OperatorError("cannot write \"" + (dir_ / partial).string() +
+                          "\": " + std::strerror(errno));
     const bool ok = writeAll(fd, bytes);
     const int error = errno;
     if (::close(fd) != 0 || !ok) {
-      std::error_code ignored;
-      fs::remove(partial, ignored);
+      ::unlinkat(dirFd_, partial.c_str(), 0);
       throw OperatorError("cannot write \"" + (dir_ / name).string() +
                           "\": " + std::strerror(ok ? errno : error));
     }
     pending_.push_back(Pending{name, partial, bytes.size()});
   }
 
-  void commit() override {
-    lastCommitted_.clear();
+  /// What would stop a rename is found now, before the root commits: a directory in the way.
+  void prepare() override {
     for (const Pending &file : pending_) {
-      std::error_code error;
-      fs::rename(file.partial, dir_ / file.name, error);
-      if (error)
+      struct stat info {};
+      if (::fstatat(dirFd_, file.name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISDIR(info.st_mode))
         throw OperatorError("cannot write \"" + (dir_ / file.name).string() +
-                            "\": " + error.message());
-      taken_.insert(file.name);
-      lastCommitted_.push_back(file.name);
-      bytes_ += file.bytes;
+                            "\": a directory of that name is in the way");
     }
+    prepared_.clear();
+    for (const Pending &file : pending_)
+      prepared_.push_back(file.name);
+  }
+
+  void commit() override {
+    std::vector<Pending> files = std::move(pending_);
     pending_.clear();
+    for (const Pending &file : files) {
+      taken_.insert(file.name);
+      bytes_ += file.bytes;
+      if (::renameat(dirFd_, file.partial.c_str(), dirFd_, file.name.c_str()) != 0)
+        throw OperatorError("cannot write \"" + (dir_ / file.name).string() +
+                            "\": " + std::strerror(errno));
+    }
   }
 
   void rollback() override {
-    for (const Pending &file : pending_) {
-      std::error_code ignored;
-      fs::remove(file.partial, ignored);
-    }
+    for (const Pending &file : pending_)
+      ::unlinkat(dirFd_, file.partial.c_str(), 0);
     pending_.clear();
+    prepared_.clear();
   }
 
-  std::vector<std::string> committedNames() const override { return lastCommitted_; }
+  std::vector<std::string> committedNames() const override { return prepared_; }
   uint64_t bytesCommitted() const override { return bytes_; }
 
 private:
   struct Pending {
     std::string name;
-    fs::path partial;
+    std::string partial;
     uint64_t bytes;
   };
+
+  /// Takes up an unfinished run: files of committed rows are there (or, when the run stopped
+  /// between a row's commit and its renames, still hidden: renamed now); files of failed rows
+  /// that are retried go.
+  void resumeFrom(const runtime::SinkResume &resume, const OperatorConfig &config) {
+    const std::set<std::string> dropped(resume.dropNames.begin(), resume.dropNames.end());
+    for (const std::string &name : resume.names) {
+      struct stat info {};
+      if (dropped.count(name) || ::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0)
+        continue;
+      const std::string partial = partialName(name);
+      if (::fstatat(dirFd_, partial.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISREG(info.st_mode) && ::renameat(dirFd_, partial.c_str(), dirFd_, name.c_str()) == 0)
+        continue;
+      throw OperatorError(config.name() + ": cannot resume: \"" + (dir_ / name).string() +
+                          "\", which the run journal counts as written, is missing (it was "
+                          "removed); run with --restart to start over");
+    }
+    for (const std::string &name : resume.names)
+      if (!dropped.count(name))
+        taken_.insert(name);
+    // Files of source rows that failed and are retried go; the retry writes them again.
+    for (const std::string &name : resume.dropNames) {
+      ::unlinkat(dirFd_, name.c_str(), 0);
+      ::unlinkat(dirFd_, partialName(name).c_str(), 0);
+    }
+  }
 
   fs::path dir_;
   std::string ext_;
   size_t name_, content_;
+  /// The output directory, opened (and locked) once.
+  int dirFd_ = -1;
   /// Names committed by this run (and, resumed, by the run it resumes).
   std::set<std::string> taken_;
   std::vector<Pending> pending_;
-  std::vector<std::string> lastCommitted_;
+  /// The names the prepared root publishes.
+  std::vector<std::string> prepared_;
   /// Bytes of the files this run committed.
   uint64_t bytes_ = 0;
-  int lockFd_ = -1;
 };
 
 } // namespace

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace orch::stdlib {
@@ -95,12 +97,54 @@ void removePartialFiles(const fs::path &dir) {
 
 void probeWritable(const fs::path &dir, const OperatorConfig &config) {
   const fs::path probe = dir / (".orch-probe-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(probe.c_str());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     throw OperatorError(config.name() + ": cannot write in directory \"" + dir.string() +
                         "\": " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+int openOutputFile(const fs::path &path, int flags, const OperatorConfig &config) {
+  // Devices (/dev/stdout is a link to the process's descriptor) are named on purpose.
+  const bool device = path.string().rfind("/dev/", 0) == 0;
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC | (device ? 0 : O_NOFOLLOW), 0644);
+  if (fd >= 0)
+    return fd;
+  const int error = errno;
+  struct stat info {};
+  if (error == ELOOP && ::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    std::error_code ignored;
+    const fs::path target = fs::read_symlink(path, ignored);
+    throw OperatorError(config.name() + ": \"" + path.string() + "\" is a symbolic link (to \"" +
+                        target.string() +
+                        "\"); orch writes no output through a link: name the file it points "
+                        "to in the program, or remove the link");
+  }
+  throw OperatorError(config.name() + ": cannot write \"" + path.string() +
+                      "\": " + std::strerror(error));
+}
+
+std::string partialName(const std::string &name) {
+  const std::string plain = "." + name + std::string(kPartialSuffix);
+  if (plain.size() <= NAME_MAX)
+    return plain;
+  // A name near the limit: its partial is named by a hash of it (FNV-1a, stable across runs).
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : name)
+    hash = (hash ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return ".long-" + std::string(hex) + std::string(kPartialSuffix);
+}
+
+int createPartialFile(int dirFd, const std::string &partial) {
+  // A leftover of a killed run, or a link planted in its place, goes first: the new file is
+  // ours alone (O_EXCL), and never a link's target (O_NOFOLLOW).
+  ::unlinkat(dirFd, partial.c_str(), 0);
+  return ::openat(dirFd, partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
 }
 
 } // namespace orch::stdlib

@@ -41,6 +41,20 @@ int lockDirectory(const std::filesystem::path &dir, const runtime::OperatorConfi
 /// Files of rows that were never committed (a run that was killed) go.
 void removePartialFiles(const std::filesystem::path &dir);
 
+/// Opens an output file with `flags` (O_CREAT included), refusing a symbolic link at `path`
+/// (a link planted there would redirect the output): the file the link points to can be
+/// named instead. Devices under /dev/ (/dev/stdout) are opened as they are.
+int openOutputFile(const std::filesystem::path &path, int flags,
+                   const runtime::OperatorConfig &config);
+
+/// The hidden name a file `name` waits under until its root commits (a hash of it, when the
+/// plain hidden name would pass the 255-byte limit).
+std::string partialName(const std::string &name);
+
+/// Creates the partial file `partial` in the directory `dirFd`, replacing whatever is there
+/// (a leftover, a planted link) without writing through it; -1 with errno otherwise.
+int createPartialFile(int dirFd, const std::string &partial);
+
 /// A directory the run cannot write in stops it before the first row.
 void probeWritable(const std::filesystem::path &dir, const runtime::OperatorConfig &config);
 

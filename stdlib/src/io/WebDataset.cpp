@@ -17,8 +17,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <clocale>
 #include <cstring>
 #include <fcntl.h>
+#include <locale.h>
 #include <regex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +33,27 @@ using runtime::OperatorConfig;
 using runtime::OperatorError;
 using runtime::SourceRow;
 using runtime::Value;
+
+/// libarchive converts member names through the thread's locale (the C locale, in a program
+/// that never calls setlocale, knows only ASCII): while one is alive, this thread's character
+/// type is UTF-8, so names are UTF-8 bytes whatever the user's locale (thread-local: uselocale).
+class Utf8NamesHere {
+public:
+  Utf8NamesHere() {
+    static const locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t(0));
+    if (utf8)
+      previous_ = ::uselocale(utf8);
+  }
+  ~Utf8NamesHere() {
+    if (previous_)
+      ::uselocale(previous_);
+  }
+  Utf8NamesHere(const Utf8NamesHere &) = delete;
+  Utf8NamesHere &operator=(const Utf8NamesHere &) = delete;
+
+private:
+  locale_t previous_ = locale_t(0);
+};
 
 std::string shardName(uint64_t index) {
   char name[32];
@@ -77,10 +100,16 @@ Sample sampleOf(const Value &record, uint64_t fallbackKey) {
   return sample;
 }
 
-/// How many samples (runs of members with one key) a tar holds up to `size` bytes: the tar
-/// headers read directly (a partial shard has no end-of-archive blocks for libarchive).
-uint64_t countSamples(int fd, uint64_t size) {
+/// What the tar headers up to `size` bytes say (read directly: a partial shard has no
+/// end-of-archive blocks for libarchive): how many samples (runs of members with one key), and
+/// where the members end (the end-of-archive blocks, if any, begin).
+struct TarExtent {
   uint64_t samples = 0;
+  uint64_t membersEnd = 0;
+};
+
+TarExtent scanTar(int fd, uint64_t size) {
+  TarExtent extent;
   std::string lastKey;
   char header[512];
   for (uint64_t at = 0; at + 512 <= size;) {
@@ -90,14 +119,18 @@ uint64_t countSamples(int fd, uint64_t size) {
     const uint64_t length = std::strtoull(std::string(header + 124, 12).c_str(), nullptr, 8);
     const std::string key = name.substr(0, name.find('.'));
     if (header[156] == '0' || header[156] == '\0') {
-      samples += key != lastKey;
+      extent.samples += key != lastKey;
       lastKey = key;
     }
     at += 512 + (length + 511) / 512 * 512;
+    extent.membersEnd = std::min(at, size);
   }
-  return samples;
+  return extent;
 }
 
+/// Shards hold members, then (once finished) end-of-archive blocks. The run journal counts a
+/// sink's bytes as the members of every shard laid end to end, end-of-archive blocks left out,
+/// so that the bytes a source row wrote are one range that can be cut out of its shard.
 class WebDatasetSink : public runtime::RowSink {
 public:
   explicit WebDatasetSink(const OperatorConfig &config)
@@ -108,7 +141,7 @@ public:
     if (shardSamples_ < 0 || shardBytes_ < 0 || (shardSamples_ == 0 && shardBytes_ == 0))
       throw OperatorError(config.name() + ": give shard_samples or shard_bytes a positive value");
     createDirectory(dir_, config);
-    lockFd_ = lockDirectory(dir_, config);
+    dirFd_ = lockDirectory(dir_, config);
     probeWritable(dir_, config);
     if (const runtime::SinkResume *resume = config.resume())
       resumeFrom(*resume, config);
@@ -118,147 +151,253 @@ public:
 
   ~WebDatasetSink() override {
     // Not closed: a partial shard stays as it is, without end-of-archive blocks, for a resume.
-    if (archive_) {
-      archive_write_fail(archive_);
-      archive_write_free(archive_);
-    }
+    freeWriter();
     if (fd_ >= 0)
       ::close(fd_);
-    if (lockFd_ >= 0)
-      ::close(lockFd_);
+    if (dirFd_ >= 0)
+      ::close(dirFd_);
   }
 
   void write(std::span<const Value> values) override {
     pending_.push_back(sampleOf(values[sample_], nextKey_++));
   }
 
-  void commit() override {
-    lastCommitted_.clear();
+  /// Appends the root's samples to the partial shard; when that fills it, also ends it (its
+  /// end-of-archive blocks, synced), so that committing only renames it.
+  void prepare() override {
+    preparedNames_.clear();
     if (pending_.empty())
       return;
     openShard();
     for (const Sample &sample : pending_)
       for (const auto &[extension, content] : sample.members)
         writeMember(sample.key + "." + extension, content);
-    partialSize_ = currentOffset();
-    samplesInShard_ += pending_.size();
+    preparedSize_ = currentOffset();
+    preparedSamples_ = samplesInShard_ + pending_.size();
     pending_.clear();
-    if ((shardSamples_ > 0 && samplesInShard_ >= uint64_t(shardSamples_)) ||
-        (shardBytes_ > 0 && partialSize_ >= uint64_t(shardBytes_)))
-      finishShard();
+    if ((shardSamples_ > 0 && preparedSamples_ >= uint64_t(shardSamples_)) ||
+        (shardBytes_ > 0 && preparedSize_ >= uint64_t(shardBytes_))) {
+      endShard();
+      preparedNames_.push_back(shardName(shardIndex_));
+    }
+  }
+
+  void commit() override {
+    partialSize_ = preparedSize_;
+    samplesInShard_ = preparedSamples_;
+    if (!ended_)
+      return;
+    publishShard();
   }
 
   void rollback() override {
     pending_.clear();
-    // A commit that failed half way may have written members: cut them off, and go on with a
-    // writer that knows nothing of them.
-    if (fd_ >= 0 && currentOffset() != partialSize_) {
-      archive_write_fail(archive_);
-      archive_write_free(archive_);
-      archive_ = nullptr;
+    preparedNames_.clear();
+    // A prepare that failed half way, or was not committed, may have written members (and
+    // ended the shard): cut them off, and go on with a writer that knows nothing of them.
+    if (fd_ >= 0 && (ended_ || currentOffset() != partialSize_)) {
+      freeWriter();
+      ended_ = false;
       if (::ftruncate(fd_, off_t(partialSize_)) == 0)
         ::lseek(fd_, off_t(partialSize_), SEEK_SET);
       openWriter();
     }
+    preparedSize_ = partialSize_;
+    preparedSamples_ = samplesInShard_;
   }
 
-  /// Bytes of every shard so far, the partial one included: grows monotonically, as the run
-  /// journal needs (a resumed run splits it into finished shards and the partial one).
-  uint64_t committedSize() const override { return finishedBytes_ + partialSize_; }
-  std::vector<std::string> committedNames() const override { return lastCommitted_; }
-  uint64_t bytesCommitted() const override { return committedSize() - resumedAt_; }
+  /// Members of every shard so far, the prepared root's included (see the class comment).
+  uint64_t committedSize() const override { return finishedMembers_ + preparedSize_; }
+  std::vector<std::string> committedNames() const override { return preparedNames_; }
+  uint64_t bytesCommitted() const override { return bytesWritten_; }
 
   void sync() override {
     if (fd_ >= 0)
       ::fdatasync(fd_);
   }
 
+  /// The last shard is ended and renamed into place. A run that resumes this one takes it back
+  /// (the run journal does not record it).
   void close() override {
-    if (samplesInShard_ > 0)
-      finishShard();
-    else if (fd_ >= 0) {
+    if (samplesInShard_ > 0) {
+      endShard();
+      publishShard();
+    } else if (fd_ >= 0) {
       // Opened, but every root written to it was rolled back: nothing to keep.
-      archive_write_fail(archive_);
-      archive_write_free(archive_);
-      archive_ = nullptr;
+      freeWriter();
       ::close(fd_);
       fd_ = -1;
-      ::unlink(partialPath().c_str());
+      ::unlinkat(dirFd_, partialName(shardName(shardIndex_)).c_str(), 0);
     }
   }
 
 private:
-  fs::path partialPath() const {
-    return dir_ / ("." + shardName(shardIndex_) + std::string(kPartialSuffix));
-  }
-
   /// A fresh run: shards and partial shards of an earlier run in this directory go, so that
   /// the directory holds this run's dataset only.
   void startAfresh() {
     removePartialFiles(dir_);
-    static const std::regex shard("shard-[0-9]{6}\\.tar");
-    std::error_code error;
-    for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error))
-      if (std::regex_match(entry.path().filename().string(), shard))
-        fs::remove(entry.path(), error);
+    removeShardsFrom(0);
   }
 
+  void removeShardsFrom(uint64_t first) {
+    static const std::regex shard("shard-([0-9]{6})\\.tar");
+    std::error_code error;
+    std::smatch match;
+    for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error)) {
+      const std::string name = entry.path().filename().string();
+      if (std::regex_match(name, match, shard) && std::stoull(match[1].str()) >= first)
+        ::unlinkat(dirFd_, name.c_str(), 0);
+    }
+  }
+
+  /// Opens `name` in the directory for reading and writing, never through a link.
+  int openInDirectory(const std::string &name) const {
+    return ::openat(dirFd_, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  }
+
+  /// Takes up an unfinished run: the finished shards the journal records (a shard whose
+  /// rename was cut short is renamed now), then the shard being written, cut back to its last
+  /// committed member. A shard the run ended without recording it (an interrupted run ends its
+  /// last shard; a crash between a shard's end and the journal) is taken back into the partial
+  /// shard. With --retry-failed, the samples of the rows that run again are cut out.
   void resumeFrom(const runtime::SinkResume &resume, const OperatorConfig &config) {
-    if (!resume.dropRanges.empty() || !resume.dropNames.empty())
-      throw OperatorError(config.name() + ": a webdataset sink cannot take back the samples of "
-                                          "rows that run again (--retry-failed); run with "
-                                          "--restart to write the shards afresh");
+    const auto refuse = [&](const std::string &why) {
+      throw OperatorError(config.name() + ": cannot resume: " + why +
+                          "; run with --restart to start over");
+    };
+    std::vector<std::pair<std::string, uint64_t>> shards; // name, members
     for (const std::string &name : resume.names) {
-      std::error_code error;
-      const uint64_t size = fs::file_size(dir_ / name, error);
-      if (error)
-        throw OperatorError(config.name() + ": cannot resume: the shard \"" +
-                            (dir_ / name).string() +
-                            "\", which the run journal counts as written, is missing; run "
-                            "with --restart to start over");
-      finishedBytes_ += size;
+      struct stat info {};
+      const std::string partial = partialName(name);
+      if (::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 &&
+          (::fstatat(dirFd_, partial.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
+           !S_ISREG(info.st_mode) ||
+           ::renameat(dirFd_, partial.c_str(), dirFd_, name.c_str()) != 0))
+        refuse("the shard \"" + (dir_ / name).string() +
+               "\", which the run journal counts as written, is missing");
+      const int fd = openInDirectory(name);
+      if (fd < 0 || ::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
+        refuse("the shard \"" + (dir_ / name).string() + "\" cannot be read");
+      shards.emplace_back(name, scanTar(fd, uint64_t(info.st_size)).membersEnd);
+      ::close(fd);
     }
     shardIndex_ = resume.names.size();
-    if (resume.size < finishedBytes_)
-      throw OperatorError(config.name() + ": cannot resume: the shards in \"" + dir_.string() +
-                          "\" changed since the run journal recorded them; run with --restart");
-    partialSize_ = resume.size - finishedBytes_;
-    resumedAt_ = resume.size;
-    // Partial shards of rows that were not committed go; the committed part of this one stays.
-    const fs::path partial = partialPath();
-    std::error_code error;
-    for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error))
-      if (entry.path() != partial &&
-          entry.path().filename().string().find(kPartialSuffix) != std::string::npos)
-        fs::remove(entry.path(), error);
-    if (partialSize_ == 0) {
-      fs::remove(partial, error);
-      return;
-    }
-    fd_ = ::open(partial.c_str(), O_RDWR | O_CLOEXEC);
+    for (const auto &[name, members] : shards)
+      finishedMembers_ += members;
+    if (resume.size < finishedMembers_)
+      refuse("the shards in \"" + dir_.string() + "\" changed since the run journal recorded them");
+    partialSize_ = resume.size - finishedMembers_;
+    // The shard being written: hidden, or ended and renamed by the run that stopped.
+    const std::string partial = partialName(shardName(shardIndex_));
+    const std::string ended = shardName(shardIndex_);
     struct stat info {};
-    if (fd_ < 0 || ::fstat(fd_, &info) != 0 || uint64_t(info.st_size) < partialSize_)
-      throw OperatorError(config.name() + ": cannot resume: the partial shard \"" +
-                          partial.string() +
-                          "\" is missing or shorter than the run journal "
-                          "counts; run with --restart to start over");
-    if (::ftruncate(fd_, off_t(partialSize_)) != 0 ||
-        ::lseek(fd_, off_t(partialSize_), SEEK_SET) < 0)
-      throw OperatorError(config.name() + ": cannot resume \"" + partial.string() +
+    if (::fstatat(dirFd_, partial.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 &&
+        ::fstatat(dirFd_, ended.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode))
+      ::renameat(dirFd_, ended.c_str(), dirFd_, partial.c_str());
+    // Whatever else is hidden or numbered after it belongs to rows that run again.
+    std::error_code error;
+    for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error)) {
+      const std::string name = entry.path().filename().string();
+      if (name != partial && name.find(kPartialSuffix) != std::string::npos)
+        ::unlinkat(dirFd_, name.c_str(), 0);
+    }
+    removeShardsFrom(shardIndex_ + 1);
+    fd_ = openInDirectory(partial);
+    if (partialSize_ > 0 &&
+        (fd_ < 0 || ::fstat(fd_, &info) != 0 || uint64_t(info.st_size) < partialSize_))
+      refuse("the partial shard \"" + (dir_ / partial).string() +
+             "\" is missing or shorter than the run journal counts");
+    if (fd_ >= 0 && ::ftruncate(fd_, off_t(partialSize_)) != 0)
+      refuse("\"" + (dir_ / partial).string() + "\" cannot be cut back: " + std::strerror(errno));
+    if (!resume.dropRanges.empty()) {
+      uint64_t start = 0;
+      for (auto &[name, members] : shards) {
+        const uint64_t before = members;
+        cutOut(name, start, members, resume.dropRanges, config);
+        start += before;
+      }
+      if (fd_ >= 0) {
+        ::close(fd_);
+        cutOut(partial, start, partialSize_, resume.dropRanges, config);
+        fd_ = openInDirectory(partial);
+      }
+      finishedMembers_ = 0;
+      for (const auto &[name, members] : shards)
+        finishedMembers_ += members;
+    }
+    if (fd_ >= 0 && partialSize_ == 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    if (fd_ < 0) {
+      ::unlinkat(dirFd_, partial.c_str(), 0);
+      partialSize_ = 0;
+    } else {
+      ::lseek(fd_, off_t(partialSize_), SEEK_SET);
+      samplesInShard_ = scanTar(fd_, partialSize_).samples;
+      openWriter();
+    }
+    preparedSize_ = shardStartedAt_ = partialSize_;
+    preparedSamples_ = samplesInShard_;
+  }
+
+  /// Rewrites the shard `name`, whose members are the journal's bytes [start, start + members),
+  /// without the members in `ranges` (sorted, in the journal's bytes), keeping what follows
+  /// its members (end-of-archive blocks). `members` becomes what is left.
+  void cutOut(const std::string &name, uint64_t start, uint64_t &members,
+              const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
+              const OperatorConfig &config) {
+    bool touched = false;
+    for (const auto &[begin, end] : ranges)
+      touched = touched || (begin < start + members && end > start);
+    if (!touched)
+      return;
+    const int fd = openInDirectory(name);
+    struct stat info {};
+    std::string content;
+    if (fd >= 0 && ::fstat(fd, &info) == 0) {
+      content.resize(size_t(info.st_size));
+      if (::pread(fd, content.data(), content.size(), 0) != ssize_t(content.size()))
+        content.clear();
+    }
+    if (fd >= 0)
+      ::close(fd);
+    if (content.size() < members)
+      throw OperatorError(config.name() + ": cannot read \"" + (dir_ / name).string() +
+                          "\" to take back the samples of the rows that run again");
+    std::string kept;
+    uint64_t at = 0;
+    for (const auto &[begin, end] : ranges) {
+      const uint64_t from = std::clamp(begin, start, start + members) - start;
+      const uint64_t to = std::clamp(end, start, start + members) - start;
+      if (from >= to)
+        continue;
+      kept.append(content, at, from - at);
+      at = to;
+    }
+    kept.append(content, at, std::string::npos);
+    members -= content.size() - kept.size();
+    const std::string temporary = "." + name + ".cut" + std::string(kPartialSuffix);
+    const int out = createPartialFile(dirFd_, temporary);
+    const bool ok = out >= 0 && writeAll(out, kept) && ::fsync(out) == 0;
+    if (out >= 0)
+      ::close(out);
+    if (!ok || ::renameat(dirFd_, temporary.c_str(), dirFd_, name.c_str()) != 0)
+      throw OperatorError(config.name() + ": cannot rewrite \"" + (dir_ / name).string() +
                           "\": " + std::strerror(errno));
-    samplesInShard_ = countSamples(fd_, partialSize_);
-    openWriter();
   }
 
   void openShard() {
     if (fd_ >= 0)
       return;
-    const fs::path partial = partialPath();
-    fd_ = ::open(partial.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const std::string partial = partialName(shardName(shardIndex_));
+    fd_ = createPartialFile(dirFd_, partial);
     if (fd_ < 0)
-      throw OperatorError("cannot write \"" + partial.string() + "\": " + std::strerror(errno));
-    partialSize_ = 0;
-    samplesInShard_ = 0;
+      throw OperatorError("cannot write \"" + (dir_ / partial).string() +
+                          "\": " + std::strerror(errno));
+    // O_WRONLY from createPartialFile suffices: the sink appends and truncates only.
+    partialSize_ = preparedSize_ = 0;
+    samplesInShard_ = preparedSamples_ = 0;
     openWriter();
   }
 
@@ -272,7 +411,17 @@ private:
       throw OperatorError(std::string("cannot start a shard: ") + archive_error_string(archive_));
   }
 
+  void freeWriter() {
+    if (!archive_)
+      return;
+    archive_write_fail(archive_);
+    archive_write_free(archive_);
+    archive_ = nullptr;
+  }
+
   void writeMember(const std::string &name, const std::string &content) {
+    // Names are UTF-8 bytes whatever the locale (a pax header carries them when not ASCII).
+    const Utf8NamesHere utf8;
     archive_entry *entry = archive_entry_new();
     archive_entry_set_pathname(entry, name.c_str());
     archive_entry_set_size(entry, la_int64_t(content.size()));
@@ -288,7 +437,8 @@ private:
                          archive_write_finish_entry(archive_) == ARCHIVE_OK;
     archive_entry_free(entry);
     if (!written)
-      throw OperatorError("cannot write \"" + partialPath().string() +
+      throw OperatorError("cannot write \"" +
+                          (dir_ / partialName(shardName(shardIndex_))).string() +
                           "\": " + archive_error_string(archive_));
   }
 
@@ -297,44 +447,60 @@ private:
     return at < 0 ? partialSize_ : uint64_t(at);
   }
 
-  /// Ends the shard (the end-of-archive blocks), makes it durable and renames it into place.
-  void finishShard() {
-    const fs::path partial = partialPath();
-    const fs::path final = dir_ / shardName(shardIndex_);
+  /// Ends the shard: its end-of-archive blocks, and everything durable.
+  void endShard() {
     const bool closed = archive_write_close(archive_) == ARCHIVE_OK;
+    const std::string why = closed ? std::string() : archive_error_string(archive_);
     archive_write_free(archive_);
     archive_ = nullptr;
-    const bool synced = ::fsync(fd_) == 0;
+    ended_ = true;
+    if (!closed || ::fsync(fd_) != 0)
+      throw OperatorError("cannot finish the shard \"" + (dir_ / shardName(shardIndex_)).string() +
+                          "\": " + (closed ? std::strerror(errno) : why));
+  }
+
+  /// Renames the ended shard into place; the next one starts empty.
+  void publishShard() {
+    const std::string partial = partialName(shardName(shardIndex_));
+    const std::string final = shardName(shardIndex_);
+    const uint64_t size = currentOffset();
     ::close(fd_);
     fd_ = -1;
-    std::error_code error;
-    if (closed && synced)
-      fs::rename(partial, final, error);
-    if (!closed || !synced || error)
-      throw OperatorError("cannot finish the shard \"" + final.string() +
-                          "\": " + (error ? error.message() : std::strerror(errno)));
-    finishedBytes_ += fs::file_size(final, error);
-    partialSize_ = 0;
-    samplesInShard_ = 0;
-    lastCommitted_.push_back(final.filename().string());
+    ended_ = false;
+    finishedMembers_ += partialSize_;
+    bytesWritten_ += size - shardStartedAt_;
+    shardStartedAt_ = 0;
+    partialSize_ = preparedSize_ = 0;
+    samplesInShard_ = preparedSamples_ = 0;
     ++shardIndex_;
+    if (::renameat(dirFd_, partial.c_str(), dirFd_, final.c_str()) != 0)
+      throw OperatorError("cannot finish the shard \"" + (dir_ / final).string() +
+                          "\": " + std::strerror(errno));
   }
 
   fs::path dir_;
   size_t sample_;
   int64_t shardSamples_, shardBytes_;
-  int lockFd_ = -1;
+  /// The output directory, opened (and locked) once: shards are made relative to it.
+  int dirFd_ = -1;
   int fd_ = -1;
   archive *archive_ = nullptr;
   std::vector<Sample> pending_;
   uint64_t nextKey_ = 0;
   uint64_t shardIndex_ = 0;
+  /// Samples and member bytes of the partial shard as last committed, and as prepared.
   uint64_t samplesInShard_ = 0;
-  /// Bytes of the shards finished (renamed) and of the partial one's committed members.
-  uint64_t finishedBytes_ = 0;
   uint64_t partialSize_ = 0;
-  uint64_t resumedAt_ = 0;
-  std::vector<std::string> lastCommitted_;
+  uint64_t preparedSamples_ = 0;
+  uint64_t preparedSize_ = 0;
+  /// The prepared root ended the shard (its end-of-archive blocks are written).
+  bool ended_ = false;
+  std::vector<std::string> preparedNames_;
+  /// Member bytes of the finished shards (see the class comment).
+  uint64_t finishedMembers_ = 0;
+  /// Bytes this run wrote in finished shards, and where the partial shard was when resumed.
+  uint64_t bytesWritten_ = 0;
+  uint64_t shardStartedAt_ = 0;
 };
 
 /// Reads shards in path order, one sample (a run of members with one key) per row:
@@ -386,6 +552,8 @@ public:
         sampleFailure = std::move(ahead_->failure);
         ahead_.reset();
       }
+      // Member names are read as UTF-8 whatever the locale.
+      const Utf8NamesHere utf8;
       for (;;) {
         archive_entry *entry = nullptr;
         const int status = archive_read_next_header(reader_, &entry);
@@ -398,7 +566,8 @@ public:
         }
         if (archive_entry_filetype(entry) != AE_IFREG)
           continue;
-        const std::string path = archive_entry_pathname(entry);
+        const char *name = archive_entry_pathname(entry);
+        const std::string path = name ? name : "";
         const size_t slash = path.rfind('/');
         const size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
         const std::string memberKey = path.substr(0, dot);

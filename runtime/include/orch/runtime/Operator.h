@@ -73,12 +73,14 @@ struct RowResult {
 /// Where a sink takes up a run that was interrupted (docs/outputs.md): its output as the last
 /// committed source row left it.
 struct SinkResume {
-  /// jsonl: the size of the output to cut back to.
+  /// What the last committed source row left (jsonl: the size of the output to cut back to;
+  /// webdataset: bytes of every shard so far).
   uint64_t size = 0;
-  /// files: the names committed rows wrote (taken, for collisions).
+  /// The names committed rows published, in commit order (files; finished shards). The last
+  /// ones may not have been renamed into place yet: resuming finishes their publication.
   std::vector<std::string> names;
-  /// What the source rows that run again (`--retry-failed`) had written: jsonl byte ranges
-  /// (sorted, within `size`) to cut out after cutting back, and files to remove.
+  /// What the source rows that run again (`--retry-failed`) had written: byte ranges (sorted,
+  /// within `size`) to cut out after cutting back, and the names among `names` they published.
   std::vector<std::pair<uint64_t, uint64_t>> dropRanges;
   std::vector<std::string> dropNames;
 };
@@ -194,22 +196,30 @@ public:
 };
 
 /// A sink receives the rows of finished roots; values follow the sink's input labels. The rows of
-/// one root are a transaction: written, then committed in every sink, or rolled back in every
-/// sink when one of them cannot be written.
+/// one root are one transaction across every sink, in two phases (docs/outputs.md): each sink
+/// stages the root's rows (`write`) and prepares them (everything that can fail: bytes written,
+/// shards ended, obstacles found); then the run journal records the root as committed, with what
+/// `committedSize`/`committedNames` report; then each sink publishes (`commit`: renames). A
+/// failure before the journal's record rolls the root back in every sink; once it is recorded,
+/// the root's rows are part of the output, and a publication cut short is finished when the run
+/// resumes (`SinkResume`).
 class RowSink {
 public:
   virtual ~RowSink() = default;
-  /// Writes one row. OperatorError when it cannot (disk full, a name another row took): the
+  /// Stages one row. OperatorError when it cannot (disk full, a name another row took): the
   /// root fails with that cause and its rows are rolled back in every sink.
   virtual void write(std::span<const Value> values) = 0;
-  /// The rows written since the last commit become part of the output (files: renamed into
-  /// place). OperatorError when that fails (the caller rolls back).
+  /// Makes the staged rows ready to publish: after it returns, `commit` does nothing that can
+  /// fail but a rename. OperatorError when it cannot (the caller rolls back).
+  virtual void prepare() {}
+  /// Publishes the prepared rows (files: renamed into place). OperatorError only when the file
+  /// system refuses a rename it allowed in `prepare`: the run stops, and resuming finishes it.
   virtual void commit() {}
-  /// Takes back the rows written since the last commit; never leaves a partial row.
+  /// Takes back the rows staged or prepared since the last commit; never leaves a partial row.
   virtual void rollback() {}
-  /// What the run journal records after a commit, to resume from (SinkResume).
+  /// After `prepare`: what the run journal records for the root, to resume from (SinkResume).
   virtual uint64_t committedSize() const { return 0; }
-  /// The names the last commit added (files), for the run journal.
+  /// After `prepare`: the names the root's commit publishes (files, finished shards).
   virtual std::vector<std::string> committedNames() const { return {}; }
   /// Bytes this run committed (for the run's account of its outputs).
   virtual uint64_t bytesCommitted() const { return 0; }

@@ -54,8 +54,15 @@ public:
   uint64_t errorsJournalKeep() const { return errorsKeep_; }
   const std::string &dir() const { return dir_; }
 
-  /// Records that the source row's rows are committed in every sink.
-  void commit(const RootResult &root, const std::vector<SinkRange> &ranges, uint64_t errorsSize);
+  /// Writes the journal for this run (its header; with --retry-failed, the records kept), once
+  /// the sinks took up their outputs: a run that cannot open a sink leaves the journal as it
+  /// was. False with `error` when it cannot write.
+  bool start(std::string &error);
+  /// Records that the source row's rows are committed in every sink (they are prepared there;
+  /// published after). False with `error` when the record cannot be written: nothing was
+  /// committed.
+  bool commit(const RootResult &root, const std::vector<SinkRange> &ranges, uint64_t errorsSize,
+              std::string &error);
   /// Makes the records durable (after the sinks synced theirs).
   void sync();
   /// The run ended without an error: a later run starts afresh.
@@ -72,6 +79,11 @@ private:
   std::vector<SinkResume> sinkResume_;
   uint64_t errorsKeep_ = 0;
   std::string header_;
+  std::string planMeaning_;
+  /// Bytes of `commits` kept when resuming (whole records).
+  uint64_t commitsKept_ = 0;
+  bool retryFailed_ = false;
+  size_t sinks_ = 0;
 };
 
 } // namespace orch::runtime

@@ -66,7 +66,8 @@ struct RunOptions {
   JournalOptions journal;
   /// Called once the run knows whether it resumes, before the first row: how many bytes of the
   /// errors journal to keep (0: start it afresh). The errors journal is the caller's.
-  std::function<void(uint64_t keep)> openErrorsJournal;
+  /// A problem stops the run before its first row.
+  std::function<std::optional<std::string>(uint64_t keep)> openErrorsJournal;
   /// The errors journal's size now (recorded with each committed source row).
   std::function<uint64_t()> errorsJournalSize;
 };

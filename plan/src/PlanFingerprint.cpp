@@ -1,0 +1,130 @@
+// A plan's meaning and how two plans differ (PlanFingerprint.h).
+#include "orch/plan/PlanFingerprint.h"
+
+#include "orch/plan/CallOptions.h"
+#include "orch/plan/PlanCodec.h"
+#include "orch/plan/Sha256.h"
+
+#include <map>
+
+namespace orch::plan {
+namespace {
+
+std::string optionText(const StaticValue &value) {
+  if (auto *text = std::get_if<std::string>(&value))
+    return *text;
+  if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
+    return "none";
+  if (auto *flag = std::get_if<bool>(&value))
+    return *flag ? "true" : "false";
+  return formatStaticValue(value);
+}
+
+/// "lang "eng" → "deu"", one per constant that differs, was added or went.
+void compareConstants(const std::string &what, const std::vector<NamedConstant> &before,
+                      const std::vector<NamedConstant> &after, std::vector<std::string> &out) {
+  std::map<std::string, std::string> old, now;
+  for (const NamedConstant &constant : before)
+    old[constant.name] = formatStaticValue(constant.value);
+  for (const NamedConstant &constant : after)
+    now[constant.name] = formatStaticValue(constant.value);
+  for (const auto &[name, value] : now) {
+    auto found = old.find(name);
+    if (found == old.end())
+      out.push_back(what + ": " + name + " " + value + " was added");
+    else if (found->second != value)
+      out.push_back(what + ": " + name + " " + found->second + " → " + value);
+  }
+  for (const auto &[name, value] : old)
+    if (!now.count(name))
+      out.push_back(what + ": " + name + " " + value + " was removed");
+}
+
+void compareCalls(const Plan &before, const Plan &after, std::vector<std::string> &out) {
+  std::map<std::string, const PlanCall *> old;
+  for (const PlanCall &call : before.calls)
+    old[call.name] = &call;
+  for (const PlanCall &call : after.calls) {
+    const std::string what = "Call `" + call.name + "`";
+    auto found = old.find(call.name);
+    if (found == old.end()) {
+      out.push_back(what + " (" + call.op + ") was added");
+      continue;
+    }
+    const PlanCall &was = *found->second;
+    old.erase(found);
+    if (was.op != call.op)
+      out.push_back(what + ": operator " + was.op + " → " + call.op);
+    compareConstants(what, was.constants, call.constants, out);
+    for (const CallOptionSpec &spec : callOptionSpecs()) {
+      const StaticValue a = spec.get(was.options), b = spec.get(call.options);
+      if (!(a == b))
+        out.push_back(what + ": " + std::string(spec.name) + " " + optionText(a) + " → " +
+                      optionText(b));
+    }
+  }
+  for (const auto &[name, call] : old)
+    out.push_back("Call `" + name + "` (" + call->op + ") was removed");
+}
+
+void compareEnds(const Plan &before, const Plan &after, std::vector<std::string> &out) {
+  for (size_t s = 0; s < std::min(before.sources.size(), after.sources.size()); ++s) {
+    const std::string what = "source " + std::to_string(s) + " (" + after.sources[s].op + ")";
+    if (before.sources[s].op != after.sources[s].op)
+      out.push_back("source " + std::to_string(s) + ": " + before.sources[s].op + " → " +
+                    after.sources[s].op);
+    compareConstants(what, before.sources[s].constants, after.sources[s].constants, out);
+  }
+  if (before.sources.size() != after.sources.size())
+    out.push_back("sources: " + std::to_string(before.sources.size()) + " → " +
+                  std::to_string(after.sources.size()));
+  for (size_t s = 0; s < std::min(before.sinks.size(), after.sinks.size()); ++s) {
+    const std::string what = "sink " + std::to_string(s) + " (" + after.sinks[s].op + ")";
+    if (before.sinks[s].op != after.sinks[s].op)
+      out.push_back("sink " + std::to_string(s) + ": " + before.sinks[s].op + " → " +
+                    after.sinks[s].op);
+    compareConstants(what, before.sinks[s].constants, after.sinks[s].constants, out);
+  }
+  if (before.sinks.size() != after.sinks.size())
+    out.push_back("sinks: " + std::to_string(before.sinks.size()) + " → " +
+                  std::to_string(after.sinks.size()));
+  std::map<std::string, const PlanExternalOperator *> old;
+  for (const PlanExternalOperator &op : before.operators)
+    old[op.name] = &op;
+  for (const PlanExternalOperator &op : after.operators) {
+    auto found = old.find(op.name);
+    if (found == old.end())
+      out.push_back("operator `" + op.name + "` was declared");
+    else if (found->second->sha256 != op.sha256)
+      out.push_back("operator `" + op.name + "`: its script \"" + op.path + "\" changed");
+    else if (!(*found->second == op))
+      out.push_back("operator `" + op.name + "`: its declaration changed");
+  }
+}
+
+} // namespace
+
+std::string planMeaning(const Plan &plan) {
+  Plan meaning = plan;
+  meaning.sourcePath.clear();
+  for (PlanNode &node : meaning.nodes)
+    node.line = node.column = 0;
+  for (PlanExternalOperator &op : meaning.operators)
+    op.line = op.column = 0;
+  return encodePlan(meaning);
+}
+
+std::string planFingerprint(const Plan &plan) { return sha256Hex(planMeaning(plan)); }
+
+std::vector<std::string> describePlanChanges(const Plan &before, const Plan &after) {
+  std::vector<std::string> out;
+  if (planMeaning(before) == planMeaning(after))
+    return out;
+  compareCalls(before, after, out);
+  compareEnds(before, after, out);
+  if (out.empty())
+    out.push_back("the dataflow between the sources and the sinks changed");
+  return out;
+}
+
+} // namespace orch::plan

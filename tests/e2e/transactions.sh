@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Outputs as one transaction per source row, and resume that survives what happens between two
+# runs (docs/outputs.md): a row that fails in one sink leaves no trace in the others and
+# --retry-failed never duplicates; --retry-failed after a failed row wrote some rows; a
+# WebDataset sink resumed after SIGINT, SIGTERM, SIGKILL and a full disk, with and without
+# --retry-failed; keys and names in UTF-8 whatever the locale, up to 255 bytes; symbolic links
+# at output paths; a comment or `orchc fmt` between a killed run and its resume.
+set -euo pipefail
+: "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
+# shellcheck source=lib/checks.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
+python=/usr/bin/python3
+
+workdir=$(mktemp -d)
+trap '[ -n "${KEEP_WORKDIR:-}" ] || rm -rf "$workdir"' EXIT
+cd "$workdir"
+orch() { "$ORCH_BIN/orch" "$@"; }
+export LANG=C LC_ALL=C
+
+# tar_samples DIR: the sorted keys of every sample in DIR's shards, with repeats.
+tar_samples() {
+  $python -c '
+import glob, sys, tarfile
+keys = []
+for shard in sorted(glob.glob(sys.argv[1] + "/shard-*.tar")):
+    with tarfile.open(shard, encoding="utf-8") as tar:
+        for member in tar.getmembers():
+            if member.name.endswith(".json"):
+                keys.append(member.name[: -len(".json")])
+print("\n".join(sorted(keys)))' "$1"
+}
+
+# --- two sinks: a row that one sink cannot write is in neither ------------------------------
+for i in $(seq 0 19); do echo "{\"id\": $i, \"v\": $i}"; done >rows.jsonl
+cat >two.orch <<'ORCH'
+pipeline two;
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "out/docs.jsonl", record: { id: rows.id, v: rows.v });
+sink files(dir: "out/files", name: format("doc{}", rows.id), ext: ".txt", content: format("{}", rows.v));
+ORCH
+mkdir -p out/files/doc7.txt/sub
+status=0; orch run two.orch --in-process 2>two.log || status=$?
+check "a row the files sink cannot write fails (exit 2)" test "$status" = 2
+check "... counted as failed" grep -qE "'two': 20 rows in .*: 19 written, 0 dropped, 1 failed" two.log
+check "... and not in the other sink" test "$(wc -l <out/docs.jsonl)" = 19 -a -z "$(grep '"id":7' out/docs.jsonl || true)"
+rm -r out/files/doc7.txt
+status=0; orch run two.orch --in-process --retry-failed 2>two-retry.log || status=$?
+check "--retry-failed then writes it (exit 0)" test "$status" = 0
+check "... once, in both sinks" test "$(wc -l <out/docs.jsonl)" = 20 -a "$(sort -u out/docs.jsonl | wc -l)" = 20 -a -f out/files/doc7.txt
+check "... and no partial file is left" test -z "$(find out -name '*.orch-partial')"
+
+# The other order: the files sink first, the jsonl sink refusing a row (a NaN).
+for i in $(seq 0 19); do echo "{\"id\": $i, \"v\": $i, \"x\": \"$([ "$i" = 3 ] && echo nan || echo 1.5)\"}"; done >nan.jsonl
+cat >nan.orch <<'ORCH'
+pipeline nan;
+source rows = jsonl("nan.jsonl") as Doc;
+sink files(dir: "out/nan-files", name: format("doc{}", rows.id), ext: ".txt", content: format("{}", rows.v));
+sink jsonl(path: "out/nan.jsonl", record: { id: rows.id, x: float(rows.x as String) });
+ORCH
+status=0; orch run nan.orch --in-process 2>nan.log || status=$?
+check "a row the jsonl sink cannot write (NaN) fails (exit 2)" test "$status" = 2
+check "... and its file is not written either" test ! -e out/nan-files/doc3.txt -a -e out/nan-files/doc4.txt
+
+# --- --retry-failed after a failed source row wrote some of its rows -------------------------
+printf '{"id":0,"n":2}\n{"id":1,"n":1}\n' >rf.jsonl
+mkdir -p marks
+cat >rf.orch <<'ORCH'
+pipeline rf;
+source rows = jsonl("rf.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+c = test.fail(pages, ordinals: "1", attempts: 2, marks: "marks");
+sink jsonl(path: "out/pages.jsonl", record: { id: broadcast(rows.id, pages), p: c });
+ORCH
+status=0; orch run rf.orch --in-process 2>rf.log || status=$?
+check "a source row with one failed page fails (exit 2)" test "$status" = 2
+check "... and writes the page that worked" test "$(sort out/pages.jsonl | tr -d '\n')" = '{"id":0,"p":0}{"id":1,"p":0}'
+status=0; orch run rf.orch --in-process --retry-failed 2>rf-retry.log || status=$?
+check "--retry-failed runs it again; it fails again (exit 2)" test "$status" = 2
+check "... without duplicating or losing a row" test "$(sort out/pages.jsonl | tr -d '\n')" = '{"id":0,"p":0}{"id":1,"p":0}'
+check "... with the failure journaled once" test "$(grep -c '"row": 0,' rf.errors.jsonl)" = 1
+check "... and the journal says the run finished" grep -q "state complete" rf.run/run
+status=0; orch run rf.orch --in-process --retry-failed 2>rf-retry2.log || status=$?
+check "a second --retry-failed succeeds (exit 0)" test "$status" = 0
+check "... every page once" test "$(sort out/pages.jsonl | tr -d '\n')" = '{"id":0,"p":0}{"id":0,"p":1}{"id":1,"p":0}'
+check "... and the errors journal is empty" test ! -s rf.errors.jsonl
+
+# --- WebDataset: stopped every way, then resumed ----------------------------------------------
+for i in $(seq 0 59); do echo "{\"id\": $i}"; done >wds.jsonl
+cat >wds.orch <<'ORCH'
+pipeline wds;
+source rows = jsonl("wds.jsonl") as Doc;
+s = test.sleep(rows.id, ms: 40) { batch: 1, replicas: 1 };
+sink webdataset(dir: "out/wds", sample: { __key__: format("k{}", rows.id), json: { id: s } }, shard_samples: 4);
+sink jsonl(path: "out/wds.jsonl", record: { id: s });
+ORCH
+expected=$(seq 0 59 | sed 's/^/k/' | sort)
+for signal in INT TERM KILL; do
+  rm -rf out/wds out/wds.jsonl wds.run
+  "$ORCH_BIN/orch" run wds.orch --in-process --quiet 2>/dev/null &
+  run=$!
+  sleep 1
+  kill -"$signal" "$run"
+  wait "$run" 2>/dev/null || true
+  status=0; orch run wds.orch --in-process 2>"wds-resume-$signal.log" || status=$?
+  check "webdataset after SIG$signal: the same command resumes and finishes (exit 0)" test "$status" = 0
+  check "... skipping what was done" grep -qE "resumed: [1-9][0-9]* source rows done by an earlier run" "wds-resume-$signal.log"
+  check "... with every sample once" test "$(tar_samples out/wds)" = "$expected"
+  check "... no partial shard left" test -z "$(find out/wds -name '*.orch-partial')"
+done
+
+# A failed row that wrote samples, retried.
+cat >wdsf.orch <<'ORCH'
+pipeline wdsf;
+source rows = jsonl("rf.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+c = test.fail(pages, ordinals: "1", attempts: 1, marks: "wmarks");
+sink webdataset(dir: "out/wdsf", sample: { __key__: format("d{}-p{}", broadcast(rows.id, pages), c), json: { p: c } }, shard_samples: 1);
+ORCH
+mkdir -p wmarks
+status=0; orch run wdsf.orch --in-process 2>wdsf.log || status=$?
+check "webdataset: a failed row's good page is written (exit 2)" test "$status" = 2 -a "$(tar_samples out/wdsf | tr '\n' ' ')" = "d0-p0 d1-p0 "
+status=0; orch run wdsf.orch --in-process --retry-failed 2>wdsf-retry.log || status=$?
+check "... --retry-failed takes it back and writes the row whole (exit 0)" test "$status" = 0
+check "... every sample once" test "$(tar_samples out/wdsf | tr '\n' ' ')" = "d0-p0 d0-p1 d1-p0 "
+
+# A full disk (a file system of its own; needs root), then space freed.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  for i in $(seq 0 99); do echo "{\"id\": $i, \"pad\": \"$(printf '%04000d' 0)\"}"; done >big.jsonl
+  cat >full.orch <<'ORCH'
+pipeline full;
+source rows = jsonl("big.jsonl") as Doc;
+sink webdataset(dir: "disk/wds", sample: { __key__: format("k{}", rows.id), json: rows }, shard_samples: 8);
+ORCH
+  mkdir -p disk
+  unshare -m bash -c '
+    mount -t tmpfs -o size=200k tmpfs disk
+    "$0" run full.orch --in-process --quiet 2>full.log || true
+    mkdir -p kept && cp -a disk/. kept/
+    umount disk
+    mount -t tmpfs -o size=4m tmpfs disk
+    cp -a kept/. disk/
+    status=0; "$0" run full.orch --in-process --retry-failed 2>full-resume.log || status=$?
+    echo "$status" >full.status
+    mkdir -p after && cp -a disk/wds after/' "$ORCH_BIN/orch"
+  check "webdataset after a full disk: freed, --retry-failed finishes (exit 0)" test "$(cat full.status)" = 0
+  check "... with every sample once" test "$(tar_samples after/wds)" = "$(seq 0 99 | sed 's/^/k/' | sort)"
+else
+  echo "note: the full-disk checks need root and mount namespaces"
+fi
+
+# --- names: UTF-8 whatever the locale, and up to 255 bytes -----------------------------------
+long=$(printf 'x%.0s' $(seq 1 251))
+printf '{"key":"résumé-p1"}\n{"key":"%s"}\n' "$long" >names.jsonl
+cat >names.orch <<'ORCH'
+pipeline names;
+source rows = jsonl("names.jsonl") as Doc;
+key = rows.key as String;
+sink webdataset(dir: "out/names-wds", sample: { __key__: key, txt: key }, shard_samples: 10);
+sink files(dir: "out/names", name: key, ext: ".txt", content: key);
+ORCH
+status=0; orch run names.orch --in-process 2>names.log || status=$?
+check "a non-ASCII key and a 255-byte name are written under LANG=C (exit 0)" test "$status" = 0
+check "... the key as UTF-8 in the shard" $python -c '
+import glob, tarfile
+names = [m.name for m in tarfile.open(glob.glob("out/names-wds/*.tar")[0], encoding="utf-8")]
+assert "résumé-p1.txt" in names, names'
+check "... and both files" test -f "out/names/résumé-p1.txt" -a -f "out/names/$long.txt"
+
+# --- symbolic links at output paths ------------------------------------------------------------
+echo "precious" >victim
+cat >link.orch <<'ORCH'
+pipeline link;
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "out/link.jsonl", record: rows);
+ORCH
+ln -sf "$workdir/victim" out/link.jsonl
+status=0; orch run link.orch --in-process 2>link.log || status=$?
+check "an output that is a symbolic link is refused (exit 1)" test "$status" = 1
+check "... saying so" grep -q 'out/link.jsonl" is a symbolic link' link.log
+check "... and its target is untouched" test "$(cat victim)" = precious
+rm out/link.jsonl
+ln -sf "$workdir/victim" link.errors.jsonl
+status=0; orch run link.orch --in-process 2>link2.log || status=$?
+check "an errors journal that is a symbolic link is refused too (exit 1)" test "$status" = 1
+check "... and its target is untouched" test "$(cat victim)" = precious
+rm link.errors.jsonl
+sed 's|"out/link.jsonl"|"victim"|' link.orch >target.orch
+sed -i 's/pipeline link;/pipeline target;/' target.orch
+status=0; orch run target.orch --in-process 2>/dev/null || status=$?
+check "... the link's target named in the program is written (exit 0)" test "$status" = 0 -a "$(wc -l <victim)" = 20
+echo "precious" >victim
+
+cat >plant.orch <<'ORCH'
+pipeline plant;
+source rows = jsonl("rows.jsonl") as Doc;
+sink files(dir: "out/plant", name: format("doc{}", rows.id), ext: ".txt", content: format("{}", test.sleep(rows.v, ms: 100) { batch: 1, replicas: 1 }));
+ORCH
+"$ORCH_BIN/orch" run plant.orch --in-process --quiet 2>/dev/null &
+run=$!
+for _ in $(seq 1 50); do [ -d out/plant ] && break; sleep 0.05; done
+for i in $(seq 5 19); do ln -sf "$workdir/victim" "out/plant/.doc$i.txt.orch-partial" 2>/dev/null || true; done
+wait "$run" || true
+check "a partial file planted as a link during a run is not written through" test "$(cat victim)" = precious
+check "... and every output is a regular file" test -z "$(find out/plant -name 'doc*.txt' -type l)" -a "$(find out/plant -name 'doc*.txt' -type f | wc -l)" = 20
+
+# --- edits between a killed run and its resume -----------------------------------------------
+for i in $(seq 0 39); do echo "{\"id\": $i}"; done >edit.jsonl
+cat >edit.orch <<'ORCH'
+pipeline edit;
+source rows = jsonl("edit.jsonl") as Doc;
+sink jsonl(path: "out/edit.jsonl", record: { id: rows.id, t: text.len(format("{}", test.sleep(rows.id, ms: 50) { batch: 8 })) });
+ORCH
+"$ORCH_BIN/orch" run edit.orch --in-process --quiet 2>/dev/null &
+run=$!
+sleep 1
+kill -9 "$run"; wait "$run" 2>/dev/null || true
+{ echo "// a comment added before resuming"; echo; cat edit.orch; } >edited.orch && mv edited.orch edit.orch
+"$ORCH_BIN/orchc" fmt edit.orch >/dev/null
+status=0; orch run edit.orch --in-process 2>edit.log || status=$?
+check "a comment and orchc fmt between a killed run and its resume: it resumes (exit 0)" test "$status" = 0
+check "... skipping what was done" grep -qE "resumed: [1-9][0-9]* source rows done by an earlier run" edit.log
+check "... with every row once" test "$(sort -u out/edit.jsonl | wc -l)" = 40 -a "$(wc -l <out/edit.jsonl)" = 40
+
+"$ORCH_BIN/orch" run edit.orch --in-process --restart --quiet 2>/dev/null &
+run=$!
+sleep 1
+kill -9 "$run"; wait "$run" 2>/dev/null || true
+sed -i 's/batch: 8/batch: 16/' edit.orch
+status=0; orch run edit.orch --in-process 2>edit2.log || status=$?
+check "an edit that changes what the run does is refused (exit 1)" test "$status" = 1
+check "... saying what changed" grep -q "batch 8 → 16" edit2.log
+finish_checks
