@@ -2,7 +2,8 @@
 # What the run journal (docs/outputs.md) costs: examples/pdf_text.orch over 1,000 PDFs (the
 # bundled sample PDFs, 200 copies each, about 9,600 pages), with the journal and with
 # --no-journal, alternating, five runs each, in one invocation. Prints each run, the medians
-# and their ratio, and checks that both wrote the same rows.
+# and their ratio, the journal's store of kept values per page, and checks that both wrote the
+# same rows.
 #   bench/outputs/journal.sh [ORCH]   (default build/bin/orch)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,4 +40,10 @@ with_journal = statistics.median(times["journal"])
 without = statistics.median(times["no journal"])
 print("median: with the journal %.2f s, without %.2f s, journal / none = %.3f"
       % (with_journal, without, with_journal / without))
+# The kept grain values (resume down to the child) of the last run with the journal.
+import glob, json, os
+store = sum(os.path.getsize(p) for p in glob.glob("*.run/values"))
+pages = sum(len(json.loads(line).get("pages", [])) for line in rows[0])
+print("journal value store: %d bytes, %.0f bytes per page (%d pages)"
+      % (store, store / max(pages, 1), pages))
 PY

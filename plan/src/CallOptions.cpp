@@ -123,6 +123,17 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        false,
        [](const CallOptions &o) -> StaticValue { return o.requireGpu; },
        [](CallOptions &o, const StaticValue &v) { o.requireGpu = std::get<bool>(v); }},
+      {"checkpoint",
+       TypeKind::Bool,
+       0,
+       false,
+       {},
+       "keep the results (those below 64 KiB) in the run journal, so that a resumed run does "
+       "not run the grains that finished again (default true; false for an operator whose "
+       "results must not be reused)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return o.checkpoint; },
+       [](CallOptions &o, const StaticValue &v) { o.checkpoint = std::get<bool>(v); }},
   };
   return specs;
 }

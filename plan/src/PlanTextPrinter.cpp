@@ -37,7 +37,10 @@ std::string optionsText(const CallOptions &options) {
       out += " " + *text;
     else if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
       out += " none";
-    else if (!std::holds_alternative<bool>(value))
+    else if (auto *flag = std::get_if<bool>(&value)) {
+      if (!*flag)
+        out += " false";
+    } else
       out += " " + formatStaticValue(value);
   }
   return out;

@@ -296,6 +296,11 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
       if (const Barrier *barrier = barrierFor(entity, batch.call)) {
         suppressByBarrier(entity, node, barrier->cause);
       } else {
+        if (options.onGrainValue) {
+          const Root &root = roots[entities[entity].root];
+          options.onGrainValue(node.index, entities[entity].key, root.source, root.sourceRow,
+                               entry.value);
+        }
         setItem(entity, node, ItemOutcome::Present, entry.value, kNoIndex);
       }
       break;

@@ -620,6 +620,14 @@ void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
     sealByBarrier(grain, entity, node, barrier->cause);
     return;
   }
+  // A value an earlier run of this plan kept for this very grain: it does not run again.
+  if (options.recall)
+    if (const Value *kept = options.recall(node.index, entities[entity].key)) {
+      setPhase(grain, node, GrainPhase::Sealed);
+      ++stats.grainsRecalled;
+      setItem(entity, node, ItemOutcome::Present, *kept, kNoIndex);
+      return;
+    }
   setPhase(grain, node, GrainPhase::Ready);
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];
@@ -975,8 +983,10 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   ++s.liveRootCount;
   const plan::PlanSource &planSource = s.plan.sources[source];
   const DomainId domain(planSource.domain);
+  // The key names the row in its source (not its admission, which a resumed run changes), so
+  // that an entity is the same one across runs.
   const EntityId entity = s.createEntity(domain, EntityId(), static_cast<uint32_t>(sourceRow),
-                                         rootId, mixKey(admission));
+                                         rootId, mixKey(uint64_t(source) << 48 ^ sourceRow));
   s.roots[rootId].entity = entity;
   s.setItem(entity, NodeId(planSource.node), ItemOutcome::Present, std::move(row), kNoIndex);
   for (NodeId broadcast : s.domainLayout(domain).broadcasts)

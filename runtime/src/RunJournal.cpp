@@ -8,7 +8,10 @@
 #include "orch/plan/PlanFingerprint.h"
 #include "orch/plan/Sha256.h"
 
+#include "ValueCodec.h"
+
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -160,6 +163,28 @@ std::string changesSince(const fs::path &kept, const plan::Plan &plan) {
   return text.empty() ? "" : " (" + text + ")";
 }
 
+/// A kept value's record in `values`: [u32 length][u32 FNV-1a of the payload][payload], the
+/// payload a MessagePack array [node, key, value]. A record cut short by a crash, or damaged,
+/// ends the store (what follows it is cut off when the run resumes).
+uint32_t checksum(std::string_view bytes) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : bytes)
+    hash = (hash ^ c) * 16777619u;
+  return hash;
+}
+
+void appendU32(std::string &out, uint32_t value) {
+  for (int i = 0; i < 4; ++i)
+    out += char((value >> (8 * i)) & 0xff);
+}
+
+uint32_t readU32(const std::string &in, size_t at) {
+  uint32_t value = 0;
+  for (int i = 0; i < 4; ++i)
+    value |= uint32_t(uint8_t(in[at + i])) << (8 * i);
+  return value;
+}
+
 } // namespace
 
 std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, const plan::Plan &plan,
@@ -199,9 +224,11 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   const fs::path runPath = dir / "run";
   const fs::path commitsPath = dir / "commits";
   std::map<std::string, std::string> previous = readHeader(runPath);
-  // A run that committed nothing (it could not start) leaves nothing to resume.
-  std::error_code sizeError;
-  const bool committedSome = fs::file_size(commitsPath, sizeError) > 0 && !sizeError;
+  // A run that committed nothing and kept no value (it could not start) leaves nothing to
+  // resume.
+  std::error_code sizeError, valuesError;
+  const bool committedSome = (fs::file_size(commitsPath, sizeError) > 0 && !sizeError) ||
+                             (fs::file_size(dir / "values", valuesError) > 0 && !valuesError);
   const bool exists = !previous.empty() && committedSome;
   const bool same = exists && previous["plan"] == planHash && previous["inputs"] == inputsHash;
   const bool finished = previous["state"] == "complete";
@@ -250,7 +277,44 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
       journal->errorsKeep_ = options.retryFailed ? 0 : commit->errorsSize;
     }
     journal->commitsKept_ = good;
+    // The values finished grains had: a resumed run does not run those grains again.
+    std::ifstream values(dir / "values", std::ios::binary);
+    const std::string store((std::istreambuf_iterator<char>(values)),
+                            std::istreambuf_iterator<char>());
+    const msgpack::unpack_limit limits(kKeptValueLimit, kKeptValueLimit, kKeptValueLimit,
+                                       kKeptValueLimit, kKeptValueLimit, 512);
+    size_t at = 0;
+    while (at + 8 <= store.size()) {
+      const uint32_t length = readU32(store, at);
+      const std::string_view payload = std::string_view(store).substr(at + 8);
+      if (length > payload.size() || checksum(payload.substr(0, length)) != readU32(store, at + 4))
+        break;
+      using Record = std::tuple<uint32_t, uint64_t, uint32_t, uint64_t, Value>;
+      auto record = decodeWhole<Record>(
+          payload.substr(0, length), limits, false, [](const msgpack::object &object) {
+            if (object.type != msgpack::type::ARRAY || object.via.array.size != 5)
+              throw plan::MessagePackError("not a kept value");
+            const msgpack::object *items = object.via.array.ptr;
+            return Record(items[0].as<uint32_t>(), items[1].as<uint64_t>(), items[2].as<uint32_t>(),
+                          items[3].as<uint64_t>(), readValue(items[4]));
+          });
+      auto *kept = std::get_if<0>(&record);
+      if (!kept)
+        break;
+      // Rows that are done need none of their values again.
+      if (!journal->done_.count(key(std::get<2>(*kept), std::get<3>(*kept)))) {
+        journal->kept_[GrainKey{std::get<0>(*kept), std::get<1>(*kept)}] =
+            std::move(std::get<4>(*kept));
+        journal->keptRecords_.append(store, at, 8 + length);
+      }
+      at += 8 + length;
+    }
   }
+  // The invoke nodes whose Call keeps its results.
+  for (const plan::PlanNode &node : plan.nodes)
+    journal->keepsNode_.push_back(node.kind == plan::NodeKind::Invoke &&
+                                  node.index < plan.calls.size() &&
+                                  plan.calls[node.index].options.checkpoint);
   if (!journal->resuming_)
     journal->sinkResume_.clear();
   journal->header_ =
@@ -278,6 +342,15 @@ bool RunJournal::start(std::string &error) {
     error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
     return false;
   }
+  // The kept values: those of the rows that run again only (a fresh run: none).
+  const fs::path valuesPath = dir / "values";
+  if (!replaceFile(dir_ + "/values.new", valuesPath, keptRecords_) ||
+      (valuesFd_ = ::open(valuesPath.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+    error = "cannot write \"" + valuesPath.string() + "\": " + std::strerror(errno);
+    return false;
+  }
+  keptRecords_.clear();
+  keptRecords_.shrink_to_fit();
   if (retryFailed_) {
     // The failed rows run again: their old records go, and the sinks cut their rows out, so
     // the records kept move back by what was cut out before them.
@@ -321,6 +394,9 @@ bool RunJournal::start(std::string &error) {
 }
 
 RunJournal::~RunJournal() {
+  flushKept();
+  if (valuesFd_ >= 0)
+    ::close(valuesFd_);
   if (commitsFd_ >= 0)
     ::close(commitsFd_);
   if (lockFd_ >= 0)
@@ -351,12 +427,60 @@ bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ra
   return false;
 }
 
-void RunJournal::sync() { ::fdatasync(commitsFd_); }
+const Value *RunJournal::recall(uint32_t node, uint64_t key) const {
+  auto found = kept_.find(GrainKey{node, key});
+  return found == kept_.end() ? nullptr : &found->second;
+}
+
+void RunJournal::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
+                      const Value &value) {
+  if (node >= keepsNode_.size() || !keepsNode_[node] || valuesFd_ < 0 ||
+      value.kind() == Value::Kind::Ref)
+    return;
+  msgpack::sbuffer buffer;
+  Packer out(buffer);
+  out.pack_array(5);
+  out.pack(node);
+  out.pack(key);
+  out.pack(source);
+  out.pack(sourceRow);
+  packValue(out, value);
+  if (buffer.size() >= kKeptValueLimit)
+    return;
+  const std::string_view payload(buffer.data(), buffer.size());
+  appendU32(keptBuffer_, uint32_t(payload.size()));
+  appendU32(keptBuffer_, checksum(payload));
+  keptBuffer_.append(payload);
+  // Written soon (a process killed loses at most the last tenth of a second of grains), in
+  // few writes.
+  const auto now = std::chrono::steady_clock::now();
+  if (keptBuffer_.size() >= (1u << 20) || now - keptFlushedAt_ >= std::chrono::milliseconds(100)) {
+    flushKept();
+    keptFlushedAt_ = now;
+  }
+}
+
+void RunJournal::flushKept() {
+  if (keptBuffer_.empty() || valuesFd_ < 0)
+    return;
+  // One write: a crash leaves whole records and at most one cut short (ignored).
+  if (writeWhole(valuesFd_, keptBuffer_))
+    keptBytes_ += keptBuffer_.size();
+  keptBuffer_.clear();
+}
+
+void RunJournal::sync() {
+  flushKept();
+  if (valuesFd_ >= 0)
+    ::fdatasync(valuesFd_);
+  ::fdatasync(commitsFd_);
+}
 
 void RunJournal::complete() {
   std::string header = header_;
   const std::string running = "state running\n";
   header.replace(header.find(running), running.size(), "state complete\n");
+  flushKept();
   ::fdatasync(commitsFd_);
   replaceFile(dir_ + "/run.new", fs::path(dir_) / "run", header);
 }

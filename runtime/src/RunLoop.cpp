@@ -522,7 +522,6 @@ private:
       summary_.error = "no implementation for " + list;
       return false;
     }
-    engine_.emplace(plan_, options_.engine);
     // Sources and sinks are opened before anything runs: a bad path stops the run at once.
     std::vector<std::unique_ptr<RowSource>> sources;
     std::vector<std::unique_ptr<RowSink>> sinks;
@@ -564,6 +563,20 @@ private:
       summary_.error = problem;
       return false;
     }
+    EngineOptions engineOptions = options_.engine;
+    if (journal_) {
+      // Resume down to the child: finished grains' values are kept, and recalled.
+      RunJournal *journal = journal_.get();
+      if (journal->recallable() > 0)
+        engineOptions.recall = [journal](uint32_t node, uint64_t key) {
+          return journal->recall(node, key);
+        };
+      engineOptions.onGrainValue = [journal](uint32_t node, uint64_t key, uint32_t source,
+                                             uint64_t sourceRow, const Value &value) {
+        journal->keep(node, key, source, sourceRow, value);
+      };
+    }
+    engine_.emplace(plan_, engineOptions);
     std::vector<std::vector<std::string>> inputLabels;
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       inputLabels.push_back(engine_->callInputLabels(c));

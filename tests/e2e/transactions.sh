@@ -203,6 +203,46 @@ wait "$run" || true
 check "a partial file planted as a link during a run is not written through" test "$(cat victim)" = precious
 check "... and every output is a regular file" test -z "$(find out/plant -name 'doc*.txt' -type l)" -a "$(find out/plant -name 'doc*.txt' -type f | wc -l)" = 20
 
+# --- resume down to the child: a document's finished pages are not run again ---------------
+echo '{"id": 0, "n": 200}' >big-doc.jsonl
+cat >child.orch <<'ORCH'
+pipeline child;
+source docs = jsonl("big-doc.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+call work = test.sleep(ms: 20) { batch: 4 };
+done = work(pages);
+sink jsonl(path: "out/child.jsonl", record: { id: docs.id, pages: reduce(done) });
+ORCH
+"$ORCH_BIN/orch" run child.orch --in-process --quiet 2>/dev/null &
+run=$!
+sleep 2
+kill -9 "$run"; wait "$run" 2>/dev/null || true
+status=0; orch run child.orch --in-process 2>child.log || status=$?
+reused=$(sed -nE 's/.*, and ([0-9]+) finished grains of the others were reused.*/\1/p' child.log)
+ran=$(sed -nE "s/.*call 'work': ([0-9]+) grains in.*/\1/p" child.log)
+check "a 200-page document killed half way resumes (exit 0)" test "$status" = 0
+check "... reusing the pages that had finished" test "${reused:-0}" -gt 20
+check "... and running only the others (the split and every page once in all)" test "$((reused + ran))" = 201
+check "... with the document whole, its pages in order" $python -c '
+import json
+rows = [json.loads(line) for line in open("out/child.jsonl")]
+assert len(rows) == 1 and rows[0]["pages"] == list(range(200)), rows'
+cat >nocheck.orch <<'ORCH'
+pipeline nocheck;
+source docs = jsonl("big-doc.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+call work = test.sleep(ms: 20) { batch: 4, checkpoint: false };
+done = work(pages);
+sink jsonl(path: "out/nocheck.jsonl", record: { id: docs.id, pages: reduce(done) });
+ORCH
+"$ORCH_BIN/orch" run nocheck.orch --in-process --quiet 2>/dev/null &
+run=$!
+sleep 2
+kill -9 "$run"; wait "$run" 2>/dev/null || true
+status=0; orch run nocheck.orch --in-process 2>nocheck.log || status=$?
+check "checkpoint: false runs every page of the document again (exit 0)" \
+  grep -q "call 'work': 200 grains in" nocheck.log
+
 # --- edits between a killed run and its resume -----------------------------------------------
 for i in $(seq 0 39); do echo "{\"id\": $i}"; done >edit.jsonl
 cat >edit.orch <<'ORCH'

@@ -1,8 +1,9 @@
 // The runtime's differential tester: random programs (the property test's generator, with
 // filters, record and batch failures, and hangs stopped by timeouts) run through the real
 // `orch run` with random executors (threads, worker processes) and policies, SIGKILLed at
-// random moments and resumed, must write exactly the rows the sequential reference
-// interpreter computes, each once, and fail exactly its failed source rows.
+// random moments and resumed (some after a comment was added to the program), some then run
+// again with --retry-failed, must write exactly the rows the sequential reference interpreter
+// computes, each once, and fail exactly its failed source rows.
 //
 // It runs for ORCH_DIFFERENTIAL_SECONDS (default 60; `make fuzz-runtime` runs it longer) and
 // prints the trials it ran. A divergence prints the seed, the program, the command and both
@@ -73,6 +74,9 @@ struct Trial {
   std::vector<int> kills;
   /// Then once more with --retry-failed: the failed rows run again and fail again.
   bool retryFailed = false;
+  /// After each kill, a comment and blank lines are added to the program: the resume must
+  /// take the run up all the same (the journal's fingerprint ignores source positions).
+  bool editAfterKills = false;
 };
 
 class RuntimeDifferentialTest : public ::testing::Test {
@@ -136,6 +140,7 @@ protected:
     for (int k = 0; k < kills; ++k)
       trial.kills.push_back(pick(random, 20, 600));
     trial.retryFailed = retryFailed_ && chance(random, 0.3);
+    trial.editAfterKills = !trial.kills.empty() && chance(random, 0.5);
     return trial;
   }
 
@@ -183,9 +188,15 @@ protected:
       for (const Value &row : trial.rows)
         in << toJson(row).dump() << "\n";
     }
-    for (int killAfter : trial.kills)
+    std::string program = trial.program;
+    for (int killAfter : trial.kills) {
       if (int status = runOrch(dir, trial.flags, killAfter); status != -9 && status > 2)
         return "a run before a kill ended with status " + std::to_string(status);
+      if (trial.editAfterKills) {
+        program = "// edited before resuming\n\n" + program;
+        std::ofstream(dir / "prog.orch") << program;
+      }
+    }
     int status = runOrch(dir, trial.flags, -1);
     if (status == 2 && trial.retryFailed) {
       std::vector<std::string> again = trial.flags;
@@ -252,8 +263,8 @@ protected:
   }
 
   fs::path root_;
-  /// ORCH_DIFFERENTIAL_RETRY_FAILED=1: some trials end with a --retry-failed run.
-  bool retryFailed_ = std::getenv("ORCH_DIFFERENTIAL_RETRY_FAILED") != nullptr;
+  /// Some trials end with a --retry-failed run (ORCH_DIFFERENTIAL_NO_RETRY_FAILED=1: none).
+  bool retryFailed_ = std::getenv("ORCH_DIFFERENTIAL_NO_RETRY_FAILED") == nullptr;
 };
 
 TEST_F(RuntimeDifferentialTest,
@@ -262,7 +273,8 @@ TEST_F(RuntimeDifferentialTest,
   const char *only = std::getenv("ORCH_DIFFERENTIAL_SEED");
   const auto budget = std::chrono::seconds(seconds ? std::atoi(seconds) : 60);
   const Clock::time_point start = Clock::now();
-  int trials = 0, killed = 0, withWorkers = 0, withHangs = 0, divergences = 0;
+  int trials = 0, killed = 0, edited = 0, retried = 0, withWorkers = 0, withHangs = 0,
+      divergences = 0;
   for (uint64_t seed = only ? std::strtoull(only, nullptr, 10) : 1;; ++seed) {
     if (only ? trials == 1 : Clock::now() - start >= budget)
       break;
@@ -272,6 +284,8 @@ TEST_F(RuntimeDifferentialTest,
     const std::string differences = check(trial, dir);
     ++trials;
     killed += !trial.kills.empty();
+    edited += trial.editAfterKills;
+    retried += trial.retryFailed;
     withHangs += trial.program.find("\"hang\"") != std::string::npos;
     withWorkers += trial.flags.front() == "--workers";
     if (!differences.empty()) {
@@ -279,6 +293,8 @@ TEST_F(RuntimeDifferentialTest,
       std::string command = "orch run prog.orch";
       for (const std::string &flag : trial.flags)
         command += " " + flag;
+      if (trial.editAfterKills)
+        command += " (a comment added to the program after each kill)";
       if (trial.retryFailed)
         command += ", then again with --retry-failed";
       std::string log;
@@ -291,9 +307,10 @@ TEST_F(RuntimeDifferentialTest,
     }
     fs::remove_all(dir);
   }
-  std::printf("differential: %d trials (%d with SIGKILLs and resumes, %d with worker processes, "
-              "%d with hangs), %d divergences\n",
-              trials, killed, withWorkers, withHangs, divergences);
+  std::printf("differential: %d trials (%d with SIGKILLs and resumes, %d of them edited before "
+              "resuming, %d ending with --retry-failed, %d with worker processes, %d with hangs), "
+              "%d divergences\n",
+              trials, killed, edited, retried, withWorkers, withHangs, divergences);
   if (!only) {
     EXPECT_GT(trials, 10) << "the tester must run";
   }

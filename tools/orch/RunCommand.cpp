@@ -158,9 +158,13 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << summary.dropped << " dropped, " << summary.failed << " failed";
   if (errors.recorded())
     out << " (see " << errors.path() << ")";
-  if (summary.resumed)
+  if (summary.resumed) {
     out << "; resumed: " << summary.resumedRows << " source rows done by an earlier run were "
         << "skipped";
+    if (summary.engine.grainsRecalled > 0)
+      out << ", and " << summary.engine.grainsRecalled
+          << " finished grains of the others were reused";
+  }
   out << "\n";
   if (quiet)
     return;

@@ -34,6 +34,9 @@ struct CallOptions {
   static constexpr int64_t kNoTimeout = -1;
   /// Fail instead of falling back to the CPU implementation when no GPU is present.
   bool requireGpu = false;
+  /// Keep this Call's results (those below 64 KiB) in the run journal, so that a resumed run
+  /// does not run its finished grains again (docs/outputs.md).
+  bool checkpoint = true;
 
   friend bool operator==(const CallOptions &, const CallOptions &) = default;
 };

@@ -6,6 +6,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -238,6 +239,15 @@ struct EngineOptions {
   uint64_t memoryLimitBytes = 0;
   /// Seed of the Unordered ready order.
   uint64_t seed = 1;
+  /// Resume down to the child (docs/outputs.md): the value an earlier run of this plan kept
+  /// for a grain (its invoke node and its entity's key), or nullptr. A grain found there is
+  /// sealed with that value instead of running.
+  std::function<const Value *(uint32_t node, uint64_t key)> recall;
+  /// Called with every value a batch gives back and the engine keeps (for the run journal),
+  /// with the grain's root (its source and row).
+  std::function<void(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
+                     const Value &value)>
+      onGrainValue;
 };
 
 struct EngineStats {
@@ -245,6 +255,8 @@ struct EngineStats {
   uint64_t grainsRun = 0;
   /// Grains sealed without running because an input was dropped, failed or suppressed.
   uint64_t grainsSkipped = 0;
+  /// Grains sealed with a value an earlier run kept (EngineOptions::recall), not run.
+  uint64_t grainsRecalled = 0;
   /// Ready or in-flight grains sealed by a GroupFailure barrier.
   uint64_t grainsSuppressedByBarrier = 0;
   /// Grains sealed without a result because their root finished early (its rows were known)
