@@ -27,6 +27,8 @@ packages=(
   libarchive-dev
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
+  # tests/e2e/transactions.sh kills a run at chosen system calls (strace's fault injection)
+  strace
   # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the
   # PyTorch example and its test (CPU build)
   python3-msgpack python3-numpy python3-torch

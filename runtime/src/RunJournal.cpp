@@ -242,7 +242,12 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
             (otherPlan ? "program" : "inputs") + " to resume it";
     return nullptr;
   }
-  journal->resuming_ = same && !options.restart && (!finished || options.retryFailed);
+  // A --retry-failed that was stopped while it took the retried rows out of the outputs left
+  // its intent: the run that follows completes it, whatever its flags.
+  std::error_code intentError;
+  const bool retryInterrupted = fs::exists(dir / "retry", intentError);
+  const bool retryFailed = options.retryFailed || (retryInterrupted && !options.restart);
+  journal->resuming_ = same && !options.restart && (!finished || retryFailed);
   journal->sinkResume_.assign(plan.sinks.size(), SinkResume{});
 
   if (journal->resuming_) {
@@ -260,12 +265,13 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
         break;
       good = newline + 1;
       at = newline + 1;
-      const bool retry = options.retryFailed && commit->status == 'f';
+      const bool retry = retryFailed && commit->status == 'f';
       for (size_t s = 0; s < plan.sinks.size(); ++s) {
         SinkResume &sink = journal->sinkResume_[s];
         const SinkRange &range = commit->ranges[s];
         sink.size = std::max(sink.size, range.end);
         sink.names.insert(sink.names.end(), range.names.begin(), range.names.end());
+        sink.nameEnds.insert(sink.nameEnds.end(), range.names.size(), range.end);
         if (retry) {
           if (range.end > range.begin)
             sink.dropRanges.emplace_back(range.begin, range.end);
@@ -274,7 +280,7 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
       }
       if (!retry)
         journal->done_.insert(key(commit->source, commit->row));
-      journal->errorsKeep_ = options.retryFailed ? 0 : commit->errorsSize;
+      journal->errorsKeep_ = retryFailed ? 0 : commit->errorsSize;
     }
     journal->commitsKept_ = good;
     // The values finished grains had: a resumed run does not run those grains again.
@@ -320,28 +326,65 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   journal->header_ =
       kMagic + std::string("\nplan ") + planHash + "\ninputs " + inputsHash + "\nstate running\n";
   journal->planMeaning_ = meaning;
-  journal->retryFailed_ = journal->resuming_ && options.retryFailed;
+  journal->retryFailed_ = journal->resuming_ && retryFailed;
   journal->sinks_ = plan.sinks.size();
   return journal;
+}
+
+bool RunJournal::beginTakeUp(std::string &error) {
+  if (!retryFailed_)
+    return true;
+  // The failed rows run again: their old records go, and the sinks cut their rows out, so
+  // the records kept move back by what was cut out before them.
+  const fs::path commitsPath = fs::path(dir_) / "commits";
+  std::ifstream in(commitsPath);
+  std::string line;
+  size_t read = 0;
+  while (read < commitsKept_ && std::getline(in, line)) {
+    read += line.size() + 1;
+    std::optional<Commit> commit = parseCommit(line, sinks_);
+    if (!commit || commit->status == 'f')
+      continue;
+    for (size_t s = 0; s < sinks_; ++s) {
+      uint64_t before = 0;
+      for (const auto &[begin, end] : sinkResume_[s].dropRanges)
+        if (end <= commit->ranges[s].begin)
+          before += end - begin;
+      commit->ranges[s].begin -= before;
+      commit->ranges[s].end -= before;
+    }
+    // The errors journal starts afresh (the failed rows' lines go; they run again).
+    commit->errorsSize = 0;
+    retryCommits_ += formatCommit(*commit);
+  }
+  // The intent, durable before any sink changes: a run stopped from here on is completed by
+  // the next one, which finds the outputs part cut and part not (RowSink::takeUp).
+  if (!replaceFile(dir_ + "/retry.new", fs::path(dir_) / "retry", retryCommits_)) {
+    error = "cannot write the run journal \"" + dir_ + "/retry\": " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 bool RunJournal::start(std::string &error) {
   const fs::path dir(dir_);
   const fs::path runPath = dir / "run";
   const fs::path commitsPath = dir / "commits";
-  // A fresh run (or one that retries failed rows) gets a fresh header; commits are appended
-  // after what was kept (a last line cut short by a crash goes).
+  // A fresh run gets a fresh header and no commits; a resumed one appends after what was kept
+  // (a last line cut short by a crash goes); a retry replaces them with the records it keeps.
+  if (retryFailed_ && !replaceFile(commitsPath.string() + ".retry", commitsPath, retryCommits_)) {
+    error = "cannot rewrite \"" + commitsPath.string() + "\": " + std::strerror(errno);
+    return false;
+  }
   commitsFd_ = ::open(
       commitsPath.c_str(),
       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (resuming_ ? 0 : O_TRUNC), 0644);
-  if (commitsFd_ < 0) {
+  if (commitsFd_ < 0 ||
+      (resuming_ && !retryFailed_ && ::ftruncate(commitsFd_, off_t(commitsKept_)) != 0)) {
     error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
     return false;
   }
-  if (resuming_ && ::ftruncate(commitsFd_, off_t(commitsKept_)) != 0) {
-    error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
-    return false;
-  }
+  retryCommits_.clear();
   // The kept values: those of the rows that run again only (a fresh run: none).
   const fs::path valuesPath = dir / "values";
   if (!replaceFile(dir_ + "/values.new", valuesPath, keptRecords_) ||
@@ -351,45 +394,14 @@ bool RunJournal::start(std::string &error) {
   }
   keptRecords_.clear();
   keptRecords_.shrink_to_fit();
-  if (retryFailed_) {
-    // The failed rows run again: their old records go, and the sinks cut their rows out, so
-    // the records kept move back by what was cut out before them.
-    std::ifstream in(commitsPath);
-    std::string kept, line;
-    while (std::getline(in, line)) {
-      std::optional<Commit> commit = parseCommit(line, sinks_);
-      if (!commit || commit->status == 'f')
-        continue;
-      for (size_t s = 0; s < sinks_; ++s) {
-        uint64_t before = 0;
-        for (const auto &[begin, end] : sinkResume_[s].dropRanges)
-          if (end <= commit->ranges[s].begin)
-            before += end - begin;
-        commit->ranges[s].begin -= before;
-        commit->ranges[s].end -= before;
-      }
-      // The errors journal starts afresh (the failed rows' lines go; they run again).
-      commit->errorsSize = 0;
-      kept += formatCommit(*commit);
-    }
-    in.close();
-    if (!replaceFile(commitsPath.string() + ".retry", commitsPath, kept)) {
-      error = "cannot rewrite \"" + commitsPath.string() + "\": " + std::strerror(errno);
-      return false;
-    }
-    ::close(commitsFd_);
-    commitsFd_ = ::open(commitsPath.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-    if (commitsFd_ < 0) {
-      error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
-      return false;
-    }
-  }
   // The plan itself, so that a refused resume can say what changed.
   if (!replaceFile(dir_ + "/plan.new", dir / "plan", planMeaning_) ||
       !replaceFile(runPath.string() + ".new", runPath, header_)) {
     error = "cannot write the run journal \"" + runPath.string() + "\": " + std::strerror(errno);
     return false;
   }
+  // Whatever a stopped retry meant to do is done.
+  ::unlink((dir / "retry").c_str());
   return true;
 }
 

@@ -559,8 +559,17 @@ private:
       summary_.error = error.what();
       return false;
     }
-    if (std::string problem; journal_ && !journal_->start(problem)) {
-      summary_.error = problem;
+    // Every sink can take up its output: now they do (a retry's intent recorded first), and
+    // then the journal is written for this run.
+    try {
+      if (std::string problem; journal_ && !journal_->beginTakeUp(problem))
+        throw std::runtime_error(problem);
+      for (auto &sink : sinks)
+        sink->takeUp();
+      if (std::string problem; journal_ && !journal_->start(problem))
+        throw std::runtime_error(problem);
+    } catch (const std::exception &error) {
+      summary_.error = error.what();
       return false;
     }
     EngineOptions engineOptions = options_.engine;

@@ -123,6 +123,54 @@ status=0; orch run wdsf.orch --in-process --retry-failed 2>wdsf-retry.log || sta
 check "... --retry-failed takes it back and writes the row whole (exit 0)" test "$status" = 0
 check "... every sample once" test "$(tar_samples out/wdsf | tr '\n' ' ')" = "d0-p0 d0-p1 d1-p0 "
 
+# --retry-failed that cannot take its rows out of one sink changes no sink; one killed at any
+# write or rename while it takes them out is completed by the next run.
+printf '{"id":0,"n":1}\n{"id":1,"n":3}\n{"id":2,"n":2}\n' >tw.jsonl
+cat >tw.orch <<'ORCH'
+pipeline tw;
+source rows = jsonl("tw.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+c = test.fail(pages, ordinals: "1", attempts: 1, marks: "twmarks");
+id = broadcast(rows.id, pages);
+sink jsonl(path: "out/tw.jsonl", record: { id: id, p: c }, order: "source");
+sink webdataset(dir: "out/tw", sample: { __key__: format("d{}-p{}", id, c), json: { p: c } }, shard_samples: 2);
+ORCH
+tw_expected='{"id":0,"p":0}{"id":1,"p":0}{"id":1,"p":1}{"id":1,"p":2}{"id":2,"p":0}{"id":2,"p":1} d0-p0 d1-p0 d1-p1 d1-p2 d2-p0 d2-p1 '
+tw_outputs() { echo "$(sort out/tw.jsonl | tr -d '\n') $(tar_samples out/tw | tr '\n' ' ')"; }
+mkdir -p twmarks
+status=0; orch run tw.orch --in-process 2>/dev/null || status=$?
+check "two failed documents with pages that worked (exit 2)" test "$status" = 2
+mkdir -p tw-state && cp -a out tw.run tw.errors.jsonl twmarks tw-state/
+before=$(md5sum out/tw.jsonl)
+mv out/tw/shard-000000.tar shard-away.tar
+status=0; orch run tw.orch --in-process --retry-failed 2>tw-away.log || status=$?
+check "--retry-failed with a shard gone is refused (exit 1)" test "$status" = 1
+check "... and changes no other sink" test "$(md5sum out/tw.jsonl)" = "$before"
+mv shard-away.tar out/tw/shard-000000.tar
+status=0; orch run tw.orch --in-process --retry-failed 2>/dev/null || status=$?
+check "... with the shard back, it runs (exit 0) and writes every row once" \
+  test "$status" = 0 -a "$(tw_outputs)" = "$tw_expected"
+if strace -o /dev/null true 2>/dev/null; then
+  crashed=0
+  for point in write:1 write:2 write:3 write:4 write:5 write:6 write:8 write:10 rename:1 rename:2 \
+    rename:3 renameat:1 renameat:2 renameat:3; do
+    rm -rf out tw.run tw.errors.jsonl twmarks && cp -a tw-state/. .
+    sh -c 'strace -f -o /dev/null -e trace="$1" -e inject="$1:signal=KILL:when=$2" "$3" run tw.orch \
+      --in-process --retry-failed --quiet >/dev/null 2>&1 || exit 1' sh "${point%%:*}" "${point##*:}" \
+      "$ORCH_BIN/orch" 2>/dev/null || crashed=$((crashed + 1))
+    status=0; orch run tw.orch --in-process --retry-failed 2>"tw-after.log" || status=$?
+    if [ "$status" != 0 ] || [ "$(tw_outputs)" != "$tw_expected" ] ||
+      ! grep -q "resumed:" tw-after.log; then
+      echo "killed at $point: status $status, outputs $(tw_outputs)"; grep "error" tw-after.log || true
+      crashed=-1000
+    fi
+  done
+  check "--retry-failed killed at any write or rename while it starts: the next run completes it" \
+    test "$crashed" -ge 10
+else
+  echo "note: the checks that kill --retry-failed at each system call need strace"
+fi
+
 # A full disk (a file system of its own; needs root), then space freed.
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   for i in $(seq 0 99); do echo "{\"id\": $i, \"pad\": \"$(printf '%04000d' 0)\"}"; done >big.jsonl
@@ -167,6 +215,24 @@ assert "résumé-p1.txt" in names, names'
 check "... and both files" test -f "out/names/résumé-p1.txt" -a -f "out/names/$long.txt"
 
 # --- symbolic links at output paths ------------------------------------------------------------
+# /dev/stdout is written as it is, to a pipe and to a file.
+cat >stdout.orch <<'ORCH'
+pipeline stdout;
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "/dev/stdout", record: rows);
+ORCH
+check "a jsonl sink writes to /dev/stdout when it is a pipe" \
+  test "$(orch run stdout.orch --in-process --no-journal 2>/dev/null | wc -l)" = 20
+orch run stdout.orch --in-process --no-journal >stdout.jsonl 2>/dev/null || true
+check "... and when it is a file" test "$(wc -l <stdout.jsonl)" = 20
+if [ -w /dev/shm ]; then
+  echo "precious" >victim
+  ln -sf "$workdir/victim" "/dev/shm/orch-test-$$.jsonl"
+  sed "s|/dev/stdout|/dev/shm/orch-test-$$.jsonl|; s/pipeline stdout;/pipeline shm;/" stdout.orch >shm.orch
+  status=0; orch run shm.orch --in-process --no-journal 2>/dev/null || status=$?
+  rm -f "/dev/shm/orch-test-$$.jsonl"
+  check "a link under /dev/ to a file is refused like any other (exit 1)" test "$status" = 1 -a "$(cat victim)" = precious
+fi
 echo "precious" >victim
 cat >link.orch <<'ORCH'
 pipeline link;

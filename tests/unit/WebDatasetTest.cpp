@@ -43,6 +43,7 @@ TEST(WebDatasetTest, MembersAreKeyDotFieldWithTheirBytesAndShardsCloseOnCommits)
                                                       {"order", std::string("finish")}};
   OperatorConfig config("webdataset", "webdataset", constants, {"sample"});
   std::unique_ptr<RowSink> sink = (*registry.sink("webdataset"))(config);
+  sink->takeUp();
   auto sample = [](const char *key, std::string png) {
     return Value::record({{"__key__", Value::string(key)},
                           {"png", Value::bytes(std::move(png))},

@@ -64,8 +64,10 @@ ErrorsJournal::~ErrorsJournal() {
 }
 
 bool ErrorsJournal::open(uint64_t keep, std::string &error) {
-  // Never written through a link planted at its name (devices such as /dev/stderr aside).
-  const bool device = path_.rfind("/dev/", 0) == 0;
+  // Never written through a link planted at its name (the process's own streams aside).
+  const bool device =
+      (path_ == "/dev/stdout" || path_ == "/dev/stderr" || path_.rfind("/dev/fd/", 0) == 0) &&
+      path_.find("..") == std::string::npos;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (device ? 0 : O_NOFOLLOW), 0644);
   if (fd_ < 0 && errno == ELOOP) {
     error = "the errors journal \"" + path_ +

@@ -31,37 +31,42 @@ class JsonlSink : public runtime::RowSink {
 public:
   explicit JsonlSink(const OperatorConfig &config)
       : path_(config.stringConstant("path")), record_(labelIndex(config, "record")),
-        nonFinite_(nonFiniteOption(config)) {
+        nonFinite_(nonFiniteOption(config)), name_(config.name()), resume_(config.resume()) {
     checkOrder(config);
     createDirectory(fs::path(path_).parent_path(), config);
-    openLocked(config);
-    const runtime::SinkResume *resume = config.resume();
-    if (resume) {
-      // The rows the journal counts as written must still be there.
-      struct stat info {};
-      if (::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode) &&
-          uint64_t(info.st_size) < resume->size)
-        throw OperatorError(config.name() + ": cannot resume: \"" + path_ + "\" has " +
-                            std::to_string(info.st_size) + " bytes where the run journal counts " +
-                            std::to_string(resume->size) +
+    openLocked();
+    if (resume_) {
+      // The rows the journal counts as written must still be there: all of them, or (a retry
+      // stopped half way) all but the retried rows', already cut out.
+      const uint64_t size = fileSize();
+      if (isRegular() && size < resume_->size && !(cutBytes() > 0 && size == cutSize()))
+        throw OperatorError(name_ + ": cannot resume: \"" + path_ + "\" has " +
+                            std::to_string(size) + " bytes where the run journal counts " +
+                            std::to_string(resume_->size) +
                             " (it was removed or changed); run with --restart to start over");
+    }
+  }
+
+  void takeUp() override {
+    if (!isRegular()) {
+      // (Not a regular file, such as /dev/stdout: nothing to empty or cut.)
+    } else if (!resume_) {
+      if (::ftruncate(fd_, 0) != 0)
+        throw OperatorError(name_ + ": cannot write \"" + path_ + "\": " + std::strerror(errno));
+    } else if (cutBytes() > 0 && fileSize() == cutSize() && fileSize() < resume_->size) {
+      // A retry stopped after this output's cut: done already.
+      committed_ = cutSize();
+    } else {
       // Everything after the last committed row belongs to rows that run again, and so do the
       // rows of source rows that failed and are retried.
-      committed_ = resume->size;
+      committed_ = resume_->size;
       if (::ftruncate(fd_, off_t(committed_)) != 0)
-        throw OperatorError(config.name() + ": cannot resume \"" + path_ +
-                            "\": " + std::strerror(errno));
-      if (!resume->dropRanges.empty())
-        cutOut(resume->dropRanges, config);
-    } else if (struct stat info{};
-               ::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode) && ::ftruncate(fd_, 0) != 0) {
-      // (Not a regular file, such as /dev/stdout: nothing to empty.)
-      throw OperatorError(config.name() + ": cannot write \"" + path_ +
-                          "\": " + std::strerror(errno));
+        throw OperatorError(name_ + ": cannot resume \"" + path_ + "\": " + std::strerror(errno));
+      if (cutBytes() > 0)
+        cutOut(resume_->dropRanges);
     }
-    if (::lseek(fd_, off_t(committed_), SEEK_SET) < 0)
-      throw OperatorError(config.name() + ": cannot write \"" + path_ +
-                          "\": " + std::strerror(errno));
+    if (isRegular() && ::lseek(fd_, off_t(committed_), SEEK_SET) < 0)
+      throw OperatorError(name_ + ": cannot write \"" + path_ + "\": " + std::strerror(errno));
     size_ = committed_;
     resumedAt_ = committed_;
   }
@@ -114,20 +119,42 @@ public:
 private:
   /// Opens the output for this run alone: another run writing it would interleave lines. It
   /// is read too when failed rows are retried (their lines are cut out).
-  void openLocked(const OperatorConfig &config) {
-    const bool device = path_.rfind("/dev/", 0) == 0;
-    fd_ = openOutputFile(path_, (device ? O_WRONLY : O_RDWR) | O_CREAT, config);
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0)
-      throw OperatorError(config.name() + ": \"" + path_ +
-                          "\" is being written by another orch run; wait for it, or stop it");
+  void openLocked() {
+    fd_ = openOutputFile(path_, (isStandardStream(path_) ? O_WRONLY : O_RDWR) | O_CREAT, name_);
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && isRegular())
+      throw OperatorError(
+          name_ + ": \"" + path_ +
+          "\" is being written by another orch run, or by another sink of this one; wait for "
+          "it, or stop it");
   }
 
-  /// Rewrites the output without `ranges` (sorted byte ranges of source rows that run again).
-  void cutOut(const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
-              const OperatorConfig &config) {
+  bool isRegular() const {
+    struct stat info {};
+    return ::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode);
+  }
+
+  uint64_t fileSize() const {
+    struct stat info {};
+    return ::fstat(fd_, &info) == 0 ? uint64_t(info.st_size) : 0;
+  }
+
+  /// Bytes of the retried rows' lines, and the output's size once they are cut out.
+  uint64_t cutBytes() const {
+    uint64_t bytes = 0;
+    for (const auto &[begin, end] : resume_->dropRanges)
+      bytes += end - begin;
+    return bytes;
+  }
+  uint64_t cutSize() const { return resume_->size - cutBytes(); }
+
+  /// Rewrites the output without `ranges` (sorted byte ranges of source rows that run again)
+  /// into a hidden file renamed over it: a run stopped meanwhile leaves the whole output, or
+  /// the cut one (which the next run recognises by its size).
+  void cutOut(const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
     std::string content(committed_, '\0');
     if (::pread(fd_, content.data(), content.size(), 0) != ssize_t(content.size()))
-      throw OperatorError(config.name() + ": cannot read \"" + path_ + "\" to resume it");
+      throw OperatorError(name_ + ": cannot read \"" + path_ +
+                          "\" to resume it: " + std::strerror(errno));
     std::string kept;
     uint64_t at = 0;
     for (const auto &[begin, end] : ranges) {
@@ -135,15 +162,28 @@ private:
       at = end;
     }
     kept.append(content, at, std::string::npos);
-    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) < 0 || !writeAll(fd_, kept))
-      throw OperatorError(config.name() + ": cannot rewrite \"" + path_ +
-                          "\": " + std::strerror(errno));
+    const fs::path path(path_);
+    const fs::path temporary = path.parent_path() / ("." + path.filename().string() + ".retry" +
+                                                     std::string(kPartialSuffix));
+    ::unlink(temporary.c_str());
+    const int out =
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const bool written = out >= 0 && writeAll(out, kept) && ::fsync(out) == 0;
+    if (out >= 0)
+      ::close(out);
+    if (!written || ::rename(temporary.c_str(), path_.c_str()) != 0)
+      throw OperatorError(name_ + ": cannot rewrite \"" + path_ + "\": " + std::strerror(errno));
+    // The output is a new file now: open and lock it in place of the old one.
+    ::close(fd_);
+    openLocked();
     committed_ = kept.size();
   }
 
   std::string path_;
   size_t record_;
   NonFinite nonFinite_;
+  std::string name_;
+  const runtime::SinkResume *resume_;
   int fd_ = -1;
   /// The output's size after the last commit, and now.
   uint64_t committed_ = 0;
@@ -156,16 +196,38 @@ class FilesSink : public runtime::RowSink {
 public:
   explicit FilesSink(const OperatorConfig &config)
       : dir_(config.stringConstant("dir")), ext_(config.stringConstant("ext")),
-        name_(labelIndex(config, "name")), content_(labelIndex(config, "content")) {
+        name_(labelIndex(config, "name")), content_(labelIndex(config, "content")),
+        resume_(config.resume()) {
     checkOrder(config);
     createDirectory(dir_, config);
     // Every file is made relative to the directory opened now: a directory swapped for a link
     // during the run redirects nothing.
     dirFd_ = lockDirectory(dir_, config);
-    if (const runtime::SinkResume *resume = config.resume())
-      resumeFrom(*resume, config);
-    removePartialFiles(dir_);
     probeWritable(dir_, config);
+    if (resume_)
+      checkResumable(config.name());
+  }
+
+  /// Files of committed rows are there (or, when the run stopped between a row's commit and
+  /// its renames, still hidden: renamed now); files of failed rows that are retried go; the
+  /// hidden files of rows that never committed go.
+  void takeUp() override {
+    if (resume_) {
+      const std::set<std::string> dropped(resume_->dropNames.begin(), resume_->dropNames.end());
+      for (const std::string &name : resume_->names) {
+        if (dropped.count(name))
+          continue;
+        struct stat info {};
+        if (::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
+          ::renameat(dirFd_, partialName(name).c_str(), dirFd_, name.c_str());
+        taken_.insert(name);
+      }
+      for (const std::string &name : resume_->dropNames) {
+        ::unlinkat(dirFd_, name.c_str(), 0);
+        ::unlinkat(dirFd_, partialName(name).c_str(), 0);
+      }
+    }
+    removePartialFiles(dir_);
   }
 
   ~FilesSink() override {
@@ -250,36 +312,25 @@ private:
     uint64_t bytes;
   };
 
-  /// Takes up an unfinished run: files of committed rows are there (or, when the run stopped
-  /// between a row's commit and its renames, still hidden: renamed now); files of failed rows
-  /// that are retried go.
-  void resumeFrom(const runtime::SinkResume &resume, const OperatorConfig &config) {
-    const std::set<std::string> dropped(resume.dropNames.begin(), resume.dropNames.end());
-    for (const std::string &name : resume.names) {
+  /// Every file the journal counts as written (retried rows' aside) is there, or hidden.
+  void checkResumable(const std::string &sinkName) const {
+    const std::set<std::string> dropped(resume_->dropNames.begin(), resume_->dropNames.end());
+    for (const std::string &name : resume_->names) {
       struct stat info {};
-      if (dropped.count(name) || ::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0)
+      if (dropped.count(name) || ::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 ||
+          (::fstatat(dirFd_, partialName(name).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(info.st_mode)))
         continue;
-      const std::string partial = partialName(name);
-      if (::fstatat(dirFd_, partial.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
-          S_ISREG(info.st_mode) && ::renameat(dirFd_, partial.c_str(), dirFd_, name.c_str()) == 0)
-        continue;
-      throw OperatorError(config.name() + ": cannot resume: \"" + (dir_ / name).string() +
+      throw OperatorError(sinkName + ": cannot resume: \"" + (dir_ / name).string() +
                           "\", which the run journal counts as written, is missing (it was "
                           "removed); run with --restart to start over");
-    }
-    for (const std::string &name : resume.names)
-      if (!dropped.count(name))
-        taken_.insert(name);
-    // Files of source rows that failed and are retried go; the retry writes them again.
-    for (const std::string &name : resume.dropNames) {
-      ::unlinkat(dirFd_, name.c_str(), 0);
-      ::unlinkat(dirFd_, partialName(name).c_str(), 0);
     }
   }
 
   fs::path dir_;
   std::string ext_;
   size_t name_, content_;
+  const runtime::SinkResume *resume_;
   /// The output directory, opened (and locked) once.
   int dirFd_ = -1;
   /// Names committed by this run (and, resumed, by the run it resumes).

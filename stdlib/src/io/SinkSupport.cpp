@@ -79,8 +79,10 @@ std::string sanitizeFileName(const std::string &name) {
 int lockDirectory(const fs::path &dir, const OperatorConfig &config) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0)
-    throw OperatorError(config.name() + ": \"" + dir.string() +
-                        "\" is being written by another orch run; wait for it, or stop it");
+    throw OperatorError(
+        config.name() + ": \"" + dir.string() +
+        "\" is being written by another orch run, or by another sink of this one; wait for "
+        "it, or stop it");
   return fd;
 }
 
@@ -106,24 +108,34 @@ void probeWritable(const fs::path &dir, const OperatorConfig &config) {
   ::unlink(probe.c_str());
 }
 
-int openOutputFile(const fs::path &path, int flags, const OperatorConfig &config) {
-  // Devices (/dev/stdout is a link to the process's descriptor) are named on purpose.
-  const bool device = path.string().rfind("/dev/", 0) == 0;
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC | (device ? 0 : O_NOFOLLOW), 0644);
+bool isStandardStream(const std::string &path) {
+  return (path == "/dev/stdout" || path == "/dev/stderr" || path.rfind("/dev/fd/", 0) == 0) &&
+         path.find("..") == std::string::npos;
+}
+
+int openOutputFile(const fs::path &path, int flags, const std::string &what) {
+  // The process's own streams (/dev/stdout is a link to its descriptor) are named on purpose.
+  const bool stream = isStandardStream(path.string());
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC | (stream ? 0 : O_NOFOLLOW), 0644);
   if (fd >= 0)
     return fd;
   const int error = errno;
-  struct stat info {};
-  if (error == ELOOP && ::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+  struct stat link {
+  }, target{};
+  if (error == ELOOP && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    // A link to a device or a pipe writes no file of anyone's.
+    if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode) &&
+        !S_ISDIR(target.st_mode) &&
+        (fd = ::open(path.c_str(), (flags & ~O_CREAT) | O_CLOEXEC)) >= 0)
+      return fd;
     std::error_code ignored;
-    const fs::path target = fs::read_symlink(path, ignored);
-    throw OperatorError(config.name() + ": \"" + path.string() + "\" is a symbolic link (to \"" +
-                        target.string() +
+    const fs::path pointee = fs::read_symlink(path, ignored);
+    throw OperatorError(what + ": \"" + path.string() + "\" is a symbolic link (to \"" +
+                        pointee.string() +
                         "\"); orch writes no output through a link: name the file it points "
                         "to in the program, or remove the link");
   }
-  throw OperatorError(config.name() + ": cannot write \"" + path.string() +
-                      "\": " + std::strerror(error));
+  throw OperatorError(what + ": cannot write \"" + path.string() + "\": " + std::strerror(error));
 }
 
 std::string partialName(const std::string &name) {

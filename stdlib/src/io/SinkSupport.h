@@ -41,11 +41,14 @@ int lockDirectory(const std::filesystem::path &dir, const runtime::OperatorConfi
 /// Files of rows that were never committed (a run that was killed) go.
 void removePartialFiles(const std::filesystem::path &dir);
 
+/// /dev/stdout, /dev/stderr and /dev/fd/N: the process's own streams, written as they are.
+bool isStandardStream(const std::string &path);
+
 /// Opens an output file with `flags` (O_CREAT included), refusing a symbolic link at `path`
 /// (a link planted there would redirect the output): the file the link points to can be
-/// named instead. Devices under /dev/ (/dev/stdout) are opened as they are.
-int openOutputFile(const std::filesystem::path &path, int flags,
-                   const runtime::OperatorConfig &config);
+/// named instead. The process's own streams, and links to devices or pipes, are opened as they
+/// are. `what` names the output in messages.
+int openOutputFile(const std::filesystem::path &path, int flags, const std::string &what);
 
 /// The hidden name a file `name` waits under until its root commits (a hash of it, when the
 /// plain hidden name would pass the 255-byte limit).

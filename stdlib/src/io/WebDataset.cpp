@@ -134,8 +134,8 @@ TarExtent scanTar(int fd, uint64_t size) {
 class WebDatasetSink : public runtime::RowSink {
 public:
   explicit WebDatasetSink(const OperatorConfig &config)
-      : dir_(config.stringConstant("dir")), sample_(labelIndex(config, "sample")),
-        shardSamples_(config.intConstant("shard_samples")),
+      : dir_(config.stringConstant("dir")), resume_(config.resume()),
+        sample_(labelIndex(config, "sample")), shardSamples_(config.intConstant("shard_samples")),
         shardBytes_(config.intConstant("shard_bytes")) {
     checkOrder(config);
     if (shardSamples_ < 0 || shardBytes_ < 0 || (shardSamples_ == 0 && shardBytes_ == 0))
@@ -143,8 +143,13 @@ public:
     createDirectory(dir_, config);
     dirFd_ = lockDirectory(dir_, config);
     probeWritable(dir_, config);
-    if (const runtime::SinkResume *resume = config.resume())
-      resumeFrom(*resume, config);
+    if (resume_)
+      checkResumable(config.name());
+  }
+
+  void takeUp() override {
+    if (resume_)
+      resume();
     else
       startAfresh();
   }
@@ -255,83 +260,139 @@ private:
     return ::openat(dirFd_, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   }
 
-  /// Takes up an unfinished run: the finished shards the journal records (a shard whose
-  /// rename was cut short is renamed now), then the shard being written, cut back to its last
-  /// committed member. A shard the run ended without recording it (an interrupted run ends its
-  /// last shard; a crash between a shard's end and the journal) is taken back into the partial
-  /// shard. With --retry-failed, the samples of the rows that run again are cut out.
-  void resumeFrom(const runtime::SinkResume &resume, const OperatorConfig &config) {
+  /// Where a shard of the run being resumed stands: its member bytes as the journal counts
+  /// them, as they are once the retried rows' samples are cut out, and as they are now (one
+  /// of the two: a retry stopped half way cut some shards and not others).
+  struct ShardState {
+    std::string file;
+    uint64_t before = 0, after = 0, now = 0;
+  };
+
+  static uint64_t overlap(const std::vector<std::pair<uint64_t, uint64_t>> &ranges, uint64_t from,
+                          uint64_t to) {
+    uint64_t bytes = 0;
+    for (const auto &[begin, end] : ranges)
+      if (begin < to && end > from)
+        bytes += std::min(end, to) - std::max(begin, from);
+    return bytes;
+  }
+
+  /// Member bytes of the shard file `name` in the directory (0 when it cannot be read).
+  uint64_t membersOf(const std::string &name) const {
+    const int fd = openInDirectory(name);
+    struct stat info {};
+    uint64_t members = 0;
+    if (fd >= 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode))
+      members = scanTar(fd, uint64_t(info.st_size)).membersEnd;
+    if (fd >= 0)
+      ::close(fd);
+    return members;
+  }
+
+  bool isRegularFile(const std::string &name) const {
+    struct stat info {};
+    return ::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(info.st_mode);
+  }
+
+  /// Checks, changing nothing, that the shards are as the journal left them: every finished
+  /// shard there (or still hidden: its rename was cut short), with its members (all, or all
+  /// but the retried rows'), and the shard being written at least as long as committed.
+  void checkResumable(const std::string &sinkName) {
     const auto refuse = [&](const std::string &why) {
-      throw OperatorError(config.name() + ": cannot resume: " + why +
+      throw OperatorError(sinkName + ": cannot resume: " + why +
                           "; run with --restart to start over");
     };
-    std::vector<std::pair<std::string, uint64_t>> shards; // name, members
-    for (const std::string &name : resume.names) {
-      struct stat info {};
-      const std::string partial = partialName(name);
-      if (::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 &&
-          (::fstatat(dirFd_, partial.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
-           !S_ISREG(info.st_mode) ||
-           ::renameat(dirFd_, partial.c_str(), dirFd_, name.c_str()) != 0))
+    const runtime::SinkResume &resume = *resume_;
+    uint64_t start = 0;
+    for (size_t i = 0; i < resume.names.size(); ++i) {
+      const std::string &name = resume.names[i];
+      ShardState shard;
+      shard.file = isRegularFile(name)                ? name
+                   : isRegularFile(partialName(name)) ? partialName(name)
+                                                      : std::string();
+      if (shard.file.empty())
         refuse("the shard \"" + (dir_ / name).string() +
                "\", which the run journal counts as written, is missing");
-      const int fd = openInDirectory(name);
-      if (fd < 0 || ::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
-        refuse("the shard \"" + (dir_ / name).string() + "\" cannot be read");
-      shards.emplace_back(name, scanTar(fd, uint64_t(info.st_size)).membersEnd);
-      ::close(fd);
+      const uint64_t end = i < resume.nameEnds.size() ? resume.nameEnds[i] : start;
+      shard.before = end - start;
+      shard.after = shard.before - overlap(resume.dropRanges, start, end);
+      shard.now = membersOf(shard.file);
+      if (shard.now != shard.before && shard.now != shard.after)
+        refuse("the shard \"" + (dir_ / name).string() +
+               "\" changed since the run journal recorded it");
+      shards_.push_back(std::move(shard));
+      start = end;
     }
-    shardIndex_ = resume.names.size();
-    for (const auto &[name, members] : shards)
-      finishedMembers_ += members;
-    if (resume.size < finishedMembers_)
+    if (resume.size < start)
       refuse("the shards in \"" + dir_.string() + "\" changed since the run journal recorded them");
-    partialSize_ = resume.size - finishedMembers_;
     // The shard being written: hidden, or ended and renamed by the run that stopped.
-    const std::string partial = partialName(shardName(shardIndex_));
-    const std::string ended = shardName(shardIndex_);
-    struct stat info {};
-    if (::fstatat(dirFd_, partial.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 &&
-        ::fstatat(dirFd_, ended.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode))
-      ::renameat(dirFd_, ended.c_str(), dirFd_, partial.c_str());
+    const std::string hidden = partialName(shardName(shards_.size()));
+    const std::string ended = shardName(shards_.size());
+    partial_.file = isRegularFile(hidden) ? hidden : isRegularFile(ended) ? ended : std::string();
+    partial_.before = resume.size - start;
+    partial_.after = partial_.before - overlap(resume.dropRanges, start, resume.size);
+    partial_.now = partial_.file.empty() ? 0 : membersOf(partial_.file);
+    if (partial_.before > 0 &&
+        !(partial_.now >= partial_.before ||
+          (partial_.after < partial_.before && partial_.now == partial_.after)))
+      refuse("the partial shard \"" + (dir_ / hidden).string() +
+             "\" is missing or shorter than the run journal counts");
+    partialStart_ = start;
+  }
+
+  /// Takes up the run checkResumable found resumable (see takeUp).
+  void resume() {
+    const runtime::SinkResume &resume = *resume_;
+    uint64_t start = 0;
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      ShardState &shard = shards_[i];
+      const std::string &name = resume.names[i];
+      if (shard.file != name && ::renameat(dirFd_, shard.file.c_str(), dirFd_, name.c_str()) != 0)
+        throw OperatorError("cannot finish the shard \"" + (dir_ / name).string() +
+                            "\": " + std::strerror(errno));
+      shard.file = name;
+      uint64_t members = shard.before;
+      if (shard.now == shard.before && shard.after != shard.before)
+        cutOut(name, start, members, resume.dropRanges);
+      finishedMembers_ += shard.after;
+      start += shard.before;
+    }
+    shardIndex_ = shards_.size();
+    const std::string hidden = partialName(shardName(shardIndex_));
+    if (!partial_.file.empty() && partial_.file != hidden &&
+        ::renameat(dirFd_, partial_.file.c_str(), dirFd_, hidden.c_str()) != 0)
+      throw OperatorError("cannot resume \"" + (dir_ / partial_.file).string() +
+                          "\": " + std::strerror(errno));
     // Whatever else is hidden or numbered after it belongs to rows that run again.
     std::error_code error;
     for (const fs::directory_entry &entry : fs::directory_iterator(dir_, error)) {
       const std::string name = entry.path().filename().string();
-      if (name != partial && name.find(kPartialSuffix) != std::string::npos)
+      if (name != hidden && name.front() == '.' && name.find(kPartialSuffix) != std::string::npos)
         ::unlinkat(dirFd_, name.c_str(), 0);
     }
     removeShardsFrom(shardIndex_ + 1);
-    fd_ = openInDirectory(partial);
-    if (partialSize_ > 0 &&
-        (fd_ < 0 || ::fstat(fd_, &info) != 0 || uint64_t(info.st_size) < partialSize_))
-      refuse("the partial shard \"" + (dir_ / partial).string() +
-             "\" is missing or shorter than the run journal counts");
-    if (fd_ >= 0 && ::ftruncate(fd_, off_t(partialSize_)) != 0)
-      refuse("\"" + (dir_ / partial).string() + "\" cannot be cut back: " + std::strerror(errno));
-    if (!resume.dropRanges.empty()) {
-      uint64_t start = 0;
-      for (auto &[name, members] : shards) {
-        const uint64_t before = members;
-        cutOut(name, start, members, resume.dropRanges, config);
-        start += before;
-      }
-      if (fd_ >= 0) {
+    partialSize_ = 0;
+    if (!partial_.file.empty()) {
+      fd_ = openInDirectory(hidden);
+      const bool cut = partial_.now < partial_.before;
+      uint64_t members = cut ? partial_.after : partial_.before;
+      if (fd_ < 0 || ::ftruncate(fd_, off_t(members)) != 0)
+        throw OperatorError("cannot resume \"" + (dir_ / hidden).string() +
+                            "\": " + std::strerror(errno));
+      if (!cut && partial_.after != partial_.before) {
         ::close(fd_);
-        cutOut(partial, start, partialSize_, resume.dropRanges, config);
-        fd_ = openInDirectory(partial);
+        cutOut(hidden, partialStart_, members, resume.dropRanges);
+        fd_ = openInDirectory(hidden);
       }
-      finishedMembers_ = 0;
-      for (const auto &[name, members] : shards)
-        finishedMembers_ += members;
+      partialSize_ = members;
     }
     if (fd_ >= 0 && partialSize_ == 0) {
       ::close(fd_);
       fd_ = -1;
     }
     if (fd_ < 0) {
-      ::unlinkat(dirFd_, partial.c_str(), 0);
-      partialSize_ = 0;
+      ::unlinkat(dirFd_, hidden.c_str(), 0);
     } else {
       ::lseek(fd_, off_t(partialSize_), SEEK_SET);
       samplesInShard_ = scanTar(fd_, partialSize_).samples;
@@ -343,15 +404,10 @@ private:
 
   /// Rewrites the shard `name`, whose members are the journal's bytes [start, start + members),
   /// without the members in `ranges` (sorted, in the journal's bytes), keeping what follows
-  /// its members (end-of-archive blocks). `members` becomes what is left.
+  /// its members (end-of-archive blocks), through a hidden file renamed over it. `members`
+  /// becomes what is left.
   void cutOut(const std::string &name, uint64_t start, uint64_t &members,
-              const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
-              const OperatorConfig &config) {
-    bool touched = false;
-    for (const auto &[begin, end] : ranges)
-      touched = touched || (begin < start + members && end > start);
-    if (!touched)
-      return;
+              const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
     const int fd = openInDirectory(name);
     struct stat info {};
     std::string content;
@@ -363,7 +419,7 @@ private:
     if (fd >= 0)
       ::close(fd);
     if (content.size() < members)
-      throw OperatorError(config.name() + ": cannot read \"" + (dir_ / name).string() +
+      throw OperatorError("cannot read \"" + (dir_ / name).string() +
                           "\" to take back the samples of the rows that run again");
     std::string kept;
     uint64_t at = 0;
@@ -377,13 +433,14 @@ private:
     }
     kept.append(content, at, std::string::npos);
     members -= content.size() - kept.size();
-    const std::string temporary = "." + name + ".cut" + std::string(kPartialSuffix);
+    const std::string temporary =
+        ".cut-" + std::to_string(::getpid()) + std::string(kPartialSuffix);
     const int out = createPartialFile(dirFd_, temporary);
     const bool ok = out >= 0 && writeAll(out, kept) && ::fsync(out) == 0;
     if (out >= 0)
       ::close(out);
     if (!ok || ::renameat(dirFd_, temporary.c_str(), dirFd_, name.c_str()) != 0)
-      throw OperatorError(config.name() + ": cannot rewrite \"" + (dir_ / name).string() +
+      throw OperatorError("cannot rewrite \"" + (dir_ / name).string() +
                           "\": " + std::strerror(errno));
   }
 
@@ -479,6 +536,11 @@ private:
   }
 
   fs::path dir_;
+  const runtime::SinkResume *resume_;
+  /// Resuming: the finished shards and the shard being written (checkResumable).
+  std::vector<ShardState> shards_;
+  ShardState partial_;
+  uint64_t partialStart_ = 0;
   size_t sample_;
   int64_t shardSamples_, shardBytes_;
   /// The output directory, opened (and locked) once: shards are made relative to it.

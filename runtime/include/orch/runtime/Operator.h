@@ -79,6 +79,8 @@ struct SinkResume {
   /// The names committed rows published, in commit order (files; finished shards). The last
   /// ones may not have been renamed into place yet: resuming finishes their publication.
   std::vector<std::string> names;
+  /// For each of `names`: `size` as the commit that published it left it.
+  std::vector<uint64_t> nameEnds;
   /// What the source rows that run again (`--retry-failed`) had written: byte ranges (sorted,
   /// within `size`) to cut out after cutting back, and the names among `names` they published.
   std::vector<std::pair<uint64_t, uint64_t>> dropRanges;
@@ -206,6 +208,13 @@ public:
 class RowSink {
 public:
   virtual ~RowSink() = default;
+  /// Brings the output to where the run starts, once every sink of the run was opened (and,
+  /// resuming, checked that it can): afresh, emptied; resuming, cut back to the last commit,
+  /// the rows of retried source rows cut out, publications cut short finished. A sink checks
+  /// in its constructor everything that could stop this, so that a run that cannot resume
+  /// changes no output; and it recognises what an interrupted takeUp already did, so that the
+  /// next run completes it. OperatorError when it cannot.
+  virtual void takeUp() {}
   /// Stages one row. OperatorError when it cannot (disk full, a name another row took): the
   /// root fails with that cause and its rows are rolled back in every sink.
   virtual void write(std::span<const Value> values) = 0;

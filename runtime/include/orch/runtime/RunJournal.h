@@ -56,6 +56,10 @@ public:
   uint64_t errorsJournalKeep() const { return errorsKeep_; }
   const std::string &dir() const { return dir_; }
 
+  /// Before the sinks take up their outputs (RowSink::takeUp): with --retry-failed, records
+  /// the intent (the records the retry keeps) so that a run stopped while the sinks cut their
+  /// retried rows out is completed by the next one. False with `error` when it cannot.
+  bool beginTakeUp(std::string &error);
   /// Writes the journal for this run (its header; with --retry-failed, the records kept), once
   /// the sinks took up their outputs: a run that cannot open a sink leaves the journal as it
   /// was. False with `error` when it cannot write.
@@ -118,6 +122,7 @@ private:
   /// Bytes of `commits` kept when resuming (whole records).
   uint64_t commitsKept_ = 0;
   bool retryFailed_ = false;
+  std::string retryCommits_;
   size_t sinks_ = 0;
 };
 
