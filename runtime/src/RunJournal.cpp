@@ -248,6 +248,14 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   const bool retryInterrupted = fs::exists(dir / "retry", intentError);
   const bool retryFailed = options.retryFailed || (retryInterrupted && !options.restart);
   journal->resuming_ = same && !options.restart && (!finished || retryFailed);
+  if (options.retryFailed && !journal->resuming_ && !options.restart)
+    journal->notice_ =
+        "--retry-failed: \"" + options.dir + "\" holds " +
+        (!exists ? std::string("no earlier run")
+         : previous["plan"] != planHash
+             ? "a run of another version of this pipeline" + changesSince(dir / "plan", plan)
+             : std::string("a run of this pipeline on other inputs")) +
+        ", so every source row ran";
   journal->sinkResume_.assign(plan.sinks.size(), SinkResume{});
 
   if (journal->resuming_) {

@@ -542,6 +542,8 @@ private:
         }
         summary_.resumed = journal_->resuming();
         summary_.resumedRows = journal_->done();
+        if (!journal_->notice().empty())
+          summary_.notes.push_back(journal_->notice());
       }
       if (options_.openErrorsJournal)
         if (std::optional<std::string> problem =

@@ -335,4 +335,9 @@ sed -i 's/batch: 8/batch: 16/' edit.orch
 status=0; orch run edit.orch --in-process 2>edit2.log || status=$?
 check "an edit that changes what the run does is refused (exit 1)" test "$status" = 1
 check "... saying what changed" grep -q "batch 8 → 16" edit2.log
+orch run edit.orch --in-process --restart --quiet 2>/dev/null || true
+sed -i 's/batch: 16/batch: 4/' edit.orch
+status=0; orch run edit.orch --in-process --retry-failed 2>edit3.log || status=$?
+check "--retry-failed after such an edit runs every row, and says why (exit 0)" \
+  grep -q "note: --retry-failed: \"edit.run\" holds a run of another version of this pipeline (Call \`test.sleep@sink0\`: batch 16 → 4), so every source row ran" edit3.log
 finish_checks

@@ -314,6 +314,8 @@ int runPipeline(const RunCommandOptions &options) {
     return stopRequested.load() ? kRunInterrupted : kRunCannotRun;
   }
   display.finish();
+  for (const std::string &note : summary.notes)
+    llvm::errs() << "orch: note: " << note << "\n";
   printSummary(*plan, summary, recorder, errors, options.quiet);
   std::string reportError;
   if (summary.started && !options.metricsPath.empty() &&

@@ -55,6 +55,9 @@ public:
   /// How much of the errors journal to keep (0 afresh).
   uint64_t errorsJournalKeep() const { return errorsKeep_; }
   const std::string &dir() const { return dir_; }
+  /// What the user should know about how the run took up the journal ("" if nothing): a
+  /// --retry-failed that found no earlier run of this plan and inputs to retry.
+  const std::string &notice() const { return notice_; }
 
   /// Before the sinks take up their outputs (RowSink::takeUp): with --retry-failed, records
   /// the intent (the records the retry keeps) so that a run stopped while the sinks cut their
@@ -99,6 +102,7 @@ private:
   uint64_t errorsKeep_ = 0;
   std::string header_;
   std::string planMeaning_;
+  std::string notice_;
 
   struct GrainKey {
     uint32_t node;

@@ -145,6 +145,8 @@ struct RunSummary {
   /// Set when the run could not start (an operator without implementation, an unwritable
   /// sink, no worker) or stopped early (an abort, a deadlock, an interruption).
   std::optional<std::string> error;
+  /// Things the user should know that are not errors (a --retry-failed with nothing to retry).
+  std::vector<std::string> notes;
 };
 
 /// Runs `plan` to completion with `executor`; sources and sinks come from `registry`. Never
