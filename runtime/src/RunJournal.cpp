@@ -274,19 +274,29 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
       good = newline + 1;
       at = newline + 1;
       const bool retry = retryFailed && commit->status == 'f';
+      // 'r': what a retried row had published (a shard it ended) before a retry took its rows
+      // out; the row itself is in a later record, or runs again.
+      const bool retired = commit->status == 'r';
       for (size_t s = 0; s < plan.sinks.size(); ++s) {
         SinkResume &sink = journal->sinkResume_[s];
         const SinkRange &range = commit->ranges[s];
         sink.size = std::max(sink.size, range.end);
         sink.names.insert(sink.names.end(), range.names.begin(), range.names.end());
         sink.nameEnds.insert(sink.nameEnds.end(), range.names.size(), range.end);
+        if (retired) {
+          sink.retiredNames.insert(sink.retiredNames.end(), range.names.begin(), range.names.end());
+        } else {
+          // Written again since (the retried row succeeded): a name of the output again.
+          for (const std::string &name : range.names)
+            std::erase(sink.retiredNames, name);
+        }
         if (retry) {
           if (range.end > range.begin)
             sink.dropRanges.emplace_back(range.begin, range.end);
           sink.dropNames.insert(sink.dropNames.end(), range.names.begin(), range.names.end());
         }
       }
-      if (!retry)
+      if (!retry && !retired)
         journal->done_.insert(key(commit->source, commit->row));
       journal->errorsKeep_ = retryFailed ? 0 : commit->errorsSize;
     }
@@ -324,11 +334,18 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
       at += 8 + length;
     }
   }
-  // The invoke nodes whose Call keeps its results.
-  for (const plan::PlanNode &node : plan.nodes)
-    journal->keepsNode_.push_back(node.kind == plan::NodeKind::Invoke &&
-                                  node.index < plan.calls.size() &&
-                                  plan.calls[node.index].options.checkpoint);
+  // The invoke nodes whose Call keeps its results: not a Call with `checkpoint: false`, nor
+  // one that reads what such a Call made (a kept value would mix results from before and
+  // after a stop of a Call whose results must not be reused).
+  std::vector<bool> fresh(plan.nodes.size(), false);
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const plan::PlanNode &node = plan.nodes[n];
+    const bool invoke = node.kind == plan::NodeKind::Invoke && node.index < plan.calls.size();
+    fresh[n] = invoke && !plan.calls[node.index].options.checkpoint;
+    for (uint32_t input : node.inputs)
+      fresh[n] = fresh[n] || (input < n && fresh[input]);
+    journal->keepsNode_.push_back(invoke && !fresh[n]);
+  }
   if (!journal->resuming_)
     journal->sinkResume_.clear();
   journal->header_ =
@@ -351,7 +368,14 @@ bool RunJournal::beginTakeUp(std::string &error) {
   while (read < commitsKept_ && std::getline(in, line)) {
     read += line.size() + 1;
     std::optional<Commit> commit = parseCommit(line, sinks_);
-    if (!commit || commit->status == 'f')
+    if (!commit)
+      continue;
+    bool published = false;
+    for (const SinkRange &range : commit->ranges)
+      published = published || !range.names.empty();
+    // A retried row's record goes; what it published stays as a record of its own ('r': a
+    // shard it ended is still a shard), with nothing of the row in it.
+    if (commit->status == 'f' && !published)
       continue;
     for (size_t s = 0; s < sinks_; ++s) {
       uint64_t before = 0;
@@ -360,7 +384,11 @@ bool RunJournal::beginTakeUp(std::string &error) {
           before += end - begin;
       commit->ranges[s].begin -= before;
       commit->ranges[s].end -= before;
+      if (commit->status == 'f')
+        commit->ranges[s].end = commit->ranges[s].begin;
     }
+    if (commit->status == 'f')
+      commit->status = 'r';
     // The errors journal starts afresh (the failed rows' lines go; they run again).
     commit->errorsSize = 0;
     retryCommits_ += formatCommit(*commit);

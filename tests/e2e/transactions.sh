@@ -125,7 +125,7 @@ check "... every sample once" test "$(tar_samples out/wdsf | tr '\n' ' ')" = "d0
 
 # --retry-failed that cannot take its rows out of one sink changes no sink; one killed at any
 # write or rename while it takes them out is completed by the next run.
-printf '{"id":0,"n":1}\n{"id":1,"n":3}\n{"id":2,"n":2}\n' >tw.jsonl
+printf '{"id":0,"n":1}\n{"id":1,"n":3}\n{"id":2,"n":2}\n{"id":3,"n":2}\n' >tw.jsonl
 cat >tw.orch <<'ORCH'
 pipeline tw;
 source rows = jsonl("tw.jsonl") as Doc;
@@ -134,9 +134,12 @@ c = test.fail(pages, ordinals: "1", attempts: 1, marks: "twmarks");
 id = broadcast(rows.id, pages);
 sink jsonl(path: "out/tw.jsonl", record: { id: id, p: c }, order: "source");
 sink webdataset(dir: "out/tw", sample: { __key__: format("d{}-p{}", id, c), json: { p: c } }, shard_samples: 2);
+sink files(dir: "out/twf", name: format("d{}-p{}", id, c), ext: ".txt", content: format("{}", c));
 ORCH
-tw_expected='{"id":0,"p":0}{"id":1,"p":0}{"id":1,"p":1}{"id":1,"p":2}{"id":2,"p":0}{"id":2,"p":1} d0-p0 d1-p0 d1-p1 d1-p2 d2-p0 d2-p1 '
-tw_outputs() { echo "$(sort out/tw.jsonl | tr -d '\n') $(tar_samples out/tw | tr '\n' ' ')"; }
+tw_expected='{"id":0,"p":0}{"id":1,"p":0}{"id":1,"p":1}{"id":1,"p":2}{"id":2,"p":0}{"id":2,"p":1}{"id":3,"p":0}{"id":3,"p":1} d0-p0 d1-p0 d1-p1 d1-p2 d2-p0 d2-p1 d3-p0 d3-p1  d0-p0.txt d1-p0.txt d1-p1.txt d1-p2.txt d2-p0.txt d2-p1.txt d3-p0.txt d3-p1.txt '
+tw_outputs() {
+  echo "$(sort out/tw.jsonl | tr -d '\n') $(tar_samples out/tw | tr '\n' ' ') $(ls -A out/twf | sort | tr '\n' ' ')"
+}
 mkdir -p twmarks
 status=0; orch run tw.orch --in-process 2>/dev/null || status=$?
 check "two failed documents with pages that worked (exit 2)" test "$status" = 2
@@ -152,16 +155,22 @@ check "... with the shard back, it runs (exit 0) and writes every row once" \
   test "$status" = 0 -a "$(tw_outputs)" = "$tw_expected"
 if strace -o /dev/null true 2>/dev/null; then
   crashed=0
-  for point in write:1 write:2 write:3 write:4 write:5 write:6 write:8 write:10 rename:1 rename:2 \
-    rename:3 renameat:1 renameat:2 renameat:3; do
+  runs=0
+  for point in write:1 write:2 write:3 write:4 write:6 write:10 write:20 write:28 write:30 write:35 \
+    rename:1 rename:2 rename:3 renameat:1 renameat:2 renameat:3 renameat:4 renameat:5 renameat:7 \
+    ftruncate:2 unlinkat:1 unlinkat:3; do
     rm -rf out tw.run tw.errors.jsonl twmarks && cp -a tw-state/. .
     sh -c 'strace -f -o /dev/null -e trace="$1" -e inject="$1:signal=KILL:when=$2" "$3" run tw.orch \
       --in-process --retry-failed --quiet >/dev/null 2>&1 || exit 1' sh "${point%%:*}" "${point##*:}" \
       "$ORCH_BIN/orch" 2>/dev/null || crashed=$((crashed + 1))
-    status=0; orch run tw.orch --in-process --retry-failed 2>"tw-after.log" || status=$?
+    # The next run completes it, with --retry-failed or without.
+    next=$([ $((runs % 2)) = 0 ] && echo --retry-failed || true)
+    runs=$((runs + 1))
+    status=0; orch run tw.orch --in-process $next 2>"tw-after.log" || status=$?
     if [ "$status" != 0 ] || [ "$(tw_outputs)" != "$tw_expected" ] ||
-      ! grep -q "resumed:" tw-after.log; then
-      echo "killed at $point: status $status, outputs $(tw_outputs)"; grep "error" tw-after.log || true
+      { [ -n "$next" ] && ! grep -q "resumed:" tw-after.log; } || [ -n "$(find out -name '.*')" ]; then
+      echo "killed at $point, then ${next:-a plain run}: status $status, outputs $(tw_outputs)"
+      grep "error" tw-after.log || true
       crashed=-1000
     fi
   done
@@ -225,6 +234,30 @@ check "a jsonl sink writes to /dev/stdout when it is a pipe" \
   test "$(orch run stdout.orch --in-process --no-journal 2>/dev/null | wc -l)" = 20
 orch run stdout.orch --in-process --no-journal >stdout.jsonl 2>/dev/null || true
 check "... and when it is a file" test "$(wc -l <stdout.jsonl)" = 20
+echo HEADER >stdout-appended.jsonl
+orch run stdout.orch --in-process --no-journal >>stdout-appended.jsonl 2>/dev/null || true
+check "... appended to (>>), keeping what the file held" \
+  test "$(head -1 stdout-appended.jsonl)" = HEADER -a "$(wc -l <stdout-appended.jsonl)" = 21
+cat >errs.orch <<'ORCH'
+pipeline errs;
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "out/errs.jsonl", record: test.fail(rows, ordinals: "0,1,2,3,4,5,6"));
+ORCH
+status=0; orch run errs.orch --in-process --no-journal --errors /dev/stderr 2>errors-on-stderr.txt || status=$?
+check "an errors journal on /dev/stderr, a file, holds whole lines beside the summary" \
+  $python -c '
+import json, sys
+lines = [l for l in open("errors-on-stderr.txt") if l.startswith("{")]
+assert sorted(json.loads(l)["row"] for l in lines) == list(range(7)), lines
+assert any(l.startswith("orch: pipeline") for l in open("errors-on-stderr.txt"))'
+mkdir -p out/probe && touch out/probe/.orch-probe-99999
+cat >probe.orch <<'ORCH'
+pipeline probe;
+source rows = jsonl("rows.jsonl") as Doc;
+sink files(dir: "out/probe", name: format("r{}", rows.id), ext: ".txt", content: "x");
+ORCH
+orch run probe.orch --in-process --quiet 2>/dev/null || true
+check "a probe file left by a killed run is removed by the next" test ! -e out/probe/.orch-probe-99999
 if [ -w /dev/shm ]; then
   echo "precious" >victim
   ln -sf "$workdir/victim" "/dev/shm/orch-test-$$.jsonl"
@@ -298,7 +331,7 @@ pipeline nocheck;
 source docs = jsonl("big-doc.jsonl") as Doc;
 pages = expand(test.split(docs, field: "n")) as Page;
 call work = test.sleep(ms: 20) { batch: 4, checkpoint: false };
-done = work(pages);
+done = test.identity(work(pages));
 sink jsonl(path: "out/nocheck.jsonl", record: { id: docs.id, pages: reduce(done) });
 ORCH
 "$ORCH_BIN/orch" run nocheck.orch --in-process --quiet 2>/dev/null &
@@ -308,6 +341,8 @@ kill -9 "$run"; wait "$run" 2>/dev/null || true
 status=0; orch run nocheck.orch --in-process 2>nocheck.log || status=$?
 check "checkpoint: false runs every page of the document again (exit 0)" \
   grep -q "call 'work': 200 grains in" nocheck.log
+check "... and the Calls after it too (their kept values came from its old results)" \
+  grep -q "call 'done': 200 grains in" nocheck.log
 
 # --- edits between a killed run and its resume -----------------------------------------------
 for i in $(seq 0 39); do echo "{\"id\": $i}"; done >edit.jsonl

@@ -2,6 +2,7 @@
 #include "ErrorsJournal.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -68,7 +69,14 @@ bool ErrorsJournal::open(uint64_t keep, std::string &error) {
   const bool device =
       (path_ == "/dev/stdout" || path_ == "/dev/stderr" || path_.rfind("/dev/fd/", 0) == 0) &&
       path_.find("..") == std::string::npos;
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (device ? 0 : O_NOFOLLOW), 0644);
+  // A stream is written through the process's own descriptor (its offset shared with the
+  // summary's lines, not overwriting them).
+  const int stream = path_ == "/dev/stdout"   ? 1
+                     : path_ == "/dev/stderr" ? 2
+                     : device                 ? std::atoi(path_.c_str() + 8)
+                                              : -1;
+  fd_ = device ? ::fcntl(stream, F_DUPFD_CLOEXEC, 3)
+               : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0 && errno == ELOOP) {
     error = "the errors journal \"" + path_ +
             "\" is a symbolic link; orch writes no output through a link: name the file it "

@@ -31,11 +31,13 @@ class JsonlSink : public runtime::RowSink {
 public:
   explicit JsonlSink(const OperatorConfig &config)
       : path_(config.stringConstant("path")), record_(labelIndex(config, "record")),
-        nonFinite_(nonFiniteOption(config)), name_(config.name()), resume_(config.resume()) {
+        nonFinite_(nonFiniteOption(config)), name_(config.name()), resume_(config.resume()),
+        stream_(isStandardStream(path_)) {
     checkOrder(config);
-    createDirectory(fs::path(path_).parent_path(), config);
+    if (!stream_)
+      createDirectory(fs::path(path_).parent_path(), config);
     openLocked();
-    if (resume_) {
+    if (resume_ && !stream_) {
       // The rows the journal counts as written must still be there: all of them, or (a retry
       // stopped half way) all but the retried rows', already cut out.
       const uint64_t size = fileSize();
@@ -48,8 +50,8 @@ public:
   }
 
   void takeUp() override {
-    if (!isRegular()) {
-      // (Not a regular file, such as /dev/stdout: nothing to empty or cut.)
+    if (stream_ || !isRegular()) {
+      // (The process's stream, or a device: written as it comes, never emptied or cut.)
     } else if (!resume_) {
       if (::ftruncate(fd_, 0) != 0)
         throw OperatorError(name_ + ": cannot write \"" + path_ + "\": " + std::strerror(errno));
@@ -65,7 +67,7 @@ public:
       if (cutBytes() > 0)
         cutOut(resume_->dropRanges);
     }
-    if (isRegular() && ::lseek(fd_, off_t(committed_), SEEK_SET) < 0)
+    if (!stream_ && isRegular() && ::lseek(fd_, off_t(committed_), SEEK_SET) < 0)
       throw OperatorError(name_ + ": cannot write \"" + path_ + "\": " + std::strerror(errno));
     size_ = committed_;
     resumedAt_ = committed_;
@@ -79,6 +81,12 @@ public:
   void write(std::span<const Value> values) override {
     // One write per line: rows become visible as their root finishes, never half a line.
     const std::string line = jsonFromValue(values[record_], nonFinite_).dump() + '\n';
+    if (stream_) {
+      // A stream cannot be cut back: the root's lines wait until it commits.
+      pending_ += line;
+      size_ += line.size();
+      return;
+    }
     if (!writeAll(fd_, line)) {
       const std::string cause = std::strerror(errno);
       // Part of the line may have been written: cut it off (the rest of the root's rows go
@@ -91,12 +99,21 @@ public:
   }
 
   // The lines are in the file once written; committing makes them the point to roll back to.
-  void commit() override { committed_ = size_; }
+  void commit() override {
+    if (stream_ && !pending_.empty()) {
+      const bool written = writeAll(fd_, pending_);
+      pending_.clear();
+      if (!written)
+        throw OperatorError("cannot write \"" + path_ + "\": " + std::strerror(errno));
+    }
+    committed_ = size_;
+  }
 
   void rollback() override {
+    pending_.clear();
     if (size_ == committed_)
       return;
-    if (::ftruncate(fd_, off_t(committed_)) == 0)
+    if (!stream_ && ::ftruncate(fd_, off_t(committed_)) == 0)
       ::lseek(fd_, off_t(committed_), SEEK_SET);
     size_ = committed_;
   }
@@ -120,8 +137,8 @@ private:
   /// Opens the output for this run alone: another run writing it would interleave lines. It
   /// is read too when failed rows are retried (their lines are cut out).
   void openLocked() {
-    fd_ = openOutputFile(path_, (isStandardStream(path_) ? O_WRONLY : O_RDWR) | O_CREAT, name_);
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && isRegular())
+    fd_ = openOutputFile(path_, O_RDWR | O_CREAT, name_);
+    if (!stream_ && ::flock(fd_, LOCK_EX | LOCK_NB) != 0 && isRegular())
       throw OperatorError(
           name_ + ": \"" + path_ +
           "\" is being written by another orch run, or by another sink of this one; wait for "
@@ -184,6 +201,10 @@ private:
   NonFinite nonFinite_;
   std::string name_;
   const runtime::SinkResume *resume_;
+  /// The process's standard output or error (isStandardStream), and the lines of the root
+  /// being written to it.
+  bool stream_;
+  std::string pending_;
   int fd_ = -1;
   /// The output's size after the last commit, and now.
   uint64_t committed_ = 0;
@@ -213,7 +234,7 @@ public:
   /// hidden files of rows that never committed go.
   void takeUp() override {
     if (resume_) {
-      const std::set<std::string> dropped(resume_->dropNames.begin(), resume_->dropNames.end());
+      const std::set<std::string> dropped = droppedNames();
       for (const std::string &name : resume_->names) {
         if (dropped.count(name))
           continue;
@@ -312,9 +333,16 @@ private:
     uint64_t bytes;
   };
 
+  /// Names the journal lists that retried rows had written: gone, or written again.
+  std::set<std::string> droppedNames() const {
+    std::set<std::string> names(resume_->dropNames.begin(), resume_->dropNames.end());
+    names.insert(resume_->retiredNames.begin(), resume_->retiredNames.end());
+    return names;
+  }
+
   /// Every file the journal counts as written (retried rows' aside) is there, or hidden.
   void checkResumable(const std::string &sinkName) const {
-    const std::set<std::string> dropped(resume_->dropNames.begin(), resume_->dropNames.end());
+    const std::set<std::string> dropped = droppedNames();
     for (const std::string &name : resume_->names) {
       struct stat info {};
       if (dropped.count(name) || ::fstatat(dirFd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 ||

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -90,9 +91,13 @@ void removePartialFiles(const fs::path &dir) {
   std::error_code error;
   for (const fs::directory_entry &entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > kPartialSuffix.size() && name.front() == '.' &&
-        name.compare(name.size() - kPartialSuffix.size(), kPartialSuffix.size(), kPartialSuffix) ==
-            0)
+    const bool partial = name.size() > kPartialSuffix.size() && name.front() == '.' &&
+                         name.compare(name.size() - kPartialSuffix.size(), kPartialSuffix.size(),
+                                      kPartialSuffix) == 0;
+    // A probe of a run killed between making and removing it (the directory is locked: no
+    // other run's probe is here).
+    const bool probe = name.rfind(".orch-probe-", 0) == 0;
+    if (partial || probe)
       fs::remove(entry.path(), error);
   }
 }
@@ -114,9 +119,19 @@ bool isStandardStream(const std::string &path) {
 }
 
 int openOutputFile(const fs::path &path, int flags, const std::string &what) {
-  // The process's own streams (/dev/stdout is a link to its descriptor) are named on purpose.
-  const bool stream = isStandardStream(path.string());
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC | (stream ? 0 : O_NOFOLLOW), 0644);
+  // The process's own streams are named on purpose, and written through the descriptor the
+  // process has (its offset shared: `>>` appends, and other writers to it are not overwritten).
+  if (isStandardStream(path.string())) {
+    const std::string text = path.string();
+    const int stream = text == "/dev/stdout"   ? 1
+                       : text == "/dev/stderr" ? 2
+                                               : std::atoi(text.c_str() + 8);
+    const int fd = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+      throw OperatorError(what + ": cannot write \"" + text + "\": " + std::strerror(errno));
+    return fd;
+  }
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd >= 0)
     return fd;
   const int error = errno;

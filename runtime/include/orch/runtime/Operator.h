@@ -81,6 +81,9 @@ struct SinkResume {
   std::vector<std::string> names;
   /// For each of `names`: `size` as the commit that published it left it.
   std::vector<uint64_t> nameEnds;
+  /// Names among `names` that rows published and a --retry-failed then took back (files
+  /// removed; a shard stays a shard, without their samples).
+  std::vector<std::string> retiredNames;
   /// What the source rows that run again (`--retry-failed`) had written: byte ranges (sorted,
   /// within `size`) to cut out after cutting back, and the names among `names` they published.
   std::vector<std::pair<uint64_t, uint64_t>> dropRanges;
