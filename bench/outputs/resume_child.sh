@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Resume down to the child (docs/outputs.md): examples/pdf_to_markdown.orch (OCR with
 # tesseract) over one long PDF (the bundled sample PDFs joined with pdfunite until it has
-# PAGES pages; default 1,321), run to the end once to time it, then run again, SIGKILLed at
-# half that time, and resumed. Prints how much of the OCR work the resumed run did (the pages
+# PAGES pages; default 1,321), run to the end once, then run again, SIGKILLed once half the
+# pages are OCR'd (as the journal's value store shows), and resumed. Prints how much of the OCR work the resumed run did (the pages
 # it OCR'd over the document's pages: at most about 0.55 when values are kept), the journal's
 # value store per page, and checks that the resumed run wrote what the undisturbed one did.
 #   bench/outputs/resume_child.sh [ORCH]   (default build/bin/orch; PAGES=200 for a short run)
@@ -40,7 +40,27 @@ clean = open("out/long.md").read()
 os.remove("out/long.md")
 run = subprocess.Popen([orch, "run", program, "--quiet", "--restart"] + common,
                        stderr=subprocess.DEVNULL)
-time.sleep(full / 2)
+
+def kept_records():
+    """Whole records in the journal's value store: the split's, then one per OCR'd page (its
+    text; rendered images are too big to keep)."""
+    try:
+        data = open("pdf_to_markdown.run/values", "rb").read()
+    except FileNotFoundError:
+        return 0
+    count, at = 0, 0
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "little")
+        if at + 8 + length > len(data):
+            break
+        count, at = count + 1, at + 8 + length
+    return count
+
+# Killed once half the pages are OCR'd (as the store shows them), or at half the time.
+started = time.monotonic()
+while kept_records() < 1 + pages // 2 and time.monotonic() - started < full:
+    time.sleep(0.05)
+killed_at = time.monotonic() - started
 # The coordinator and its local workers, all at once (as a machine that goes down).
 workers = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout
 run.kill()
@@ -53,8 +73,8 @@ resumed = subprocess.run([orch, "run", program] + common, stderr=subprocess.PIPE
 again = time.monotonic() - start
 ocr = int(re.search(r"call 'ocr': (\d+) grains", resumed.stderr).group(1))
 reused = re.search(r"(\d+) finished grains of the others were reused", resumed.stderr)
-print("pages: %d; undisturbed run %.1f s; killed at %.1f s; resumed run %.1f s"
-      % (pages, full, full / 2, again))
+print("pages: %d; undisturbed run %.1f s; killed at %.1f s (half the pages OCR'd); resumed run %.1f s"
+      % (pages, full, killed_at, again))
 print("resumed run: OCR of %d pages = %.2f of the document's OCR work; %s grains reused"
       % (ocr, ocr / pages, reused.group(1) if reused else "no"))
 print("value store when killed: %d bytes, %.0f bytes per page" % (store, store / pages))
