@@ -67,27 +67,22 @@ void compareCalls(const Plan &before, const Plan &after, std::vector<std::string
     out.push_back("Call `" + name + "` (" + call->op + ") was removed");
 }
 
-void compareEnds(const Plan &before, const Plan &after, std::vector<std::string> &out) {
-  for (size_t s = 0; s < std::min(before.sources.size(), after.sources.size()); ++s) {
-    const std::string what = "source " + std::to_string(s) + " (" + after.sources[s].op + ")";
-    if (before.sources[s].op != after.sources[s].op)
-      out.push_back("source " + std::to_string(s) + ": " + before.sources[s].op + " → " +
-                    after.sources[s].op);
-    compareConstants(what, before.sources[s].constants, after.sources[s].constants, out);
+/// Sources or sinks, by position: "sink 0 (jsonl): path "a" → "b"", or how many there are.
+template <typename End>
+void compareEnds(const std::string &kind, const std::vector<End> &before,
+                 const std::vector<End> &after, std::vector<std::string> &out) {
+  for (size_t s = 0; s < std::min(before.size(), after.size()); ++s) {
+    const std::string what = kind + " " + std::to_string(s) + " (" + after[s].op + ")";
+    if (before[s].op != after[s].op)
+      out.push_back(kind + " " + std::to_string(s) + ": " + before[s].op + " → " + after[s].op);
+    compareConstants(what, before[s].constants, after[s].constants, out);
   }
-  if (before.sources.size() != after.sources.size())
-    out.push_back("sources: " + std::to_string(before.sources.size()) + " → " +
-                  std::to_string(after.sources.size()));
-  for (size_t s = 0; s < std::min(before.sinks.size(), after.sinks.size()); ++s) {
-    const std::string what = "sink " + std::to_string(s) + " (" + after.sinks[s].op + ")";
-    if (before.sinks[s].op != after.sinks[s].op)
-      out.push_back("sink " + std::to_string(s) + ": " + before.sinks[s].op + " → " +
-                    after.sinks[s].op);
-    compareConstants(what, before.sinks[s].constants, after.sinks[s].constants, out);
-  }
-  if (before.sinks.size() != after.sinks.size())
-    out.push_back("sinks: " + std::to_string(before.sinks.size()) + " → " +
-                  std::to_string(after.sinks.size()));
+  if (before.size() != after.size())
+    out.push_back(kind + "s: " + std::to_string(before.size()) + " → " +
+                  std::to_string(after.size()));
+}
+
+void compareOperators(const Plan &before, const Plan &after, std::vector<std::string> &out) {
   std::map<std::string, const PlanExternalOperator *> old;
   for (const PlanExternalOperator &op : before.operators)
     old[op.name] = &op;
@@ -121,7 +116,9 @@ std::vector<std::string> describePlanChanges(const Plan &before, const Plan &aft
   if (planMeaning(before) == planMeaning(after))
     return out;
   compareCalls(before, after, out);
-  compareEnds(before, after, out);
+  compareEnds("source", before.sources, after.sources, out);
+  compareEnds("sink", before.sinks, after.sinks, out);
+  compareOperators(before, after, out);
   if (out.empty())
     out.push_back("the dataflow between the sources and the sinks changed");
   return out;

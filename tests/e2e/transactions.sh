@@ -312,11 +312,17 @@ call work = test.sleep(ms: 20) { batch: 4 };
 done = work(pages);
 sink jsonl(path: "out/child.jsonl", record: { id: docs.id, pages: reduce(done) });
 ORCH
-"$ORCH_BIN/orch" run child.orch --in-process --quiet 2>/dev/null &
-run=$!
-sleep 2
-kill -9 "$run"; wait "$run" 2>/dev/null || true
-status=0; orch run child.orch --in-process 2>child.log || status=$?
+# killed_then_resumed NAME: runs NAME.orch, SIGKILLs it after 2 s, runs it again (NAME.log).
+killed_then_resumed() {
+  "$ORCH_BIN/orch" run "$1.orch" --in-process --quiet 2>/dev/null &
+  local run=$!
+  sleep 2
+  kill -9 "$run"
+  wait "$run" 2>/dev/null || true
+  status=0
+  orch run "$1.orch" --in-process 2>"$1.log" || status=$?
+}
+killed_then_resumed child
 reused=$(sed -nE 's/.*, and ([0-9]+) finished grains of the others were reused.*/\1/p' child.log)
 ran=$(sed -nE "s/.*call 'work': ([0-9]+) grains in.*/\1/p" child.log)
 check "a 200-page document killed half way resumes (exit 0)" test "$status" = 0
@@ -334,11 +340,7 @@ call work = test.sleep(ms: 20) { batch: 4, checkpoint: false };
 done = test.identity(work(pages));
 sink jsonl(path: "out/nocheck.jsonl", record: { id: docs.id, pages: reduce(done) });
 ORCH
-"$ORCH_BIN/orch" run nocheck.orch --in-process --quiet 2>/dev/null &
-run=$!
-sleep 2
-kill -9 "$run"; wait "$run" 2>/dev/null || true
-status=0; orch run nocheck.orch --in-process 2>nocheck.log || status=$?
+killed_then_resumed nocheck
 check "checkpoint: false runs every page of the document again (exit 0)" \
   grep -q "call 'work': 200 grains in" nocheck.log
 check "... and the Calls after it too (their kept values came from its old results)" \
