@@ -8,7 +8,7 @@
 #include "orch/plan/PlanFingerprint.h"
 #include "orch/plan/Sha256.h"
 
-#include "ValueCodec.h"
+#include "GrainCheckpoints.h"
 
 #include <cerrno>
 #include <chrono>
@@ -163,28 +163,6 @@ std::string changesSince(const fs::path &kept, const plan::Plan &plan) {
   return text.empty() ? "" : " (" + text + ")";
 }
 
-/// A kept value's record in `values`: [u32 length][u32 FNV-1a of the payload][payload], the
-/// payload a MessagePack array [node, key, value]. A record cut short by a crash, or damaged,
-/// ends the store (what follows it is cut off when the run resumes).
-uint32_t checksum(std::string_view bytes) {
-  uint32_t hash = 2166136261u;
-  for (unsigned char c : bytes)
-    hash = (hash ^ c) * 16777619u;
-  return hash;
-}
-
-void appendU32(std::string &out, uint32_t value) {
-  for (int i = 0; i < 4; ++i)
-    out += char((value >> (8 * i)) & 0xff);
-}
-
-uint32_t readU32(const std::string &in, size_t at) {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; ++i)
-    value |= uint32_t(uint8_t(in[at + i])) << (8 * i);
-  return value;
-}
-
 } // namespace
 
 std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, const plan::Plan &plan,
@@ -301,50 +279,16 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
       journal->errorsKeep_ = retryFailed ? 0 : commit->errorsSize;
     }
     journal->commitsKept_ = good;
-    // The values finished grains had: a resumed run does not run those grains again.
-    std::ifstream values(dir / "values", std::ios::binary);
-    const std::string store((std::istreambuf_iterator<char>(values)),
-                            std::istreambuf_iterator<char>());
-    const msgpack::unpack_limit limits(kKeptValueLimit, kKeptValueLimit, kKeptValueLimit,
-                                       kKeptValueLimit, kKeptValueLimit, 512);
-    size_t at = 0;
-    while (at + 8 <= store.size()) {
-      const uint32_t length = readU32(store, at);
-      const std::string_view payload = std::string_view(store).substr(at + 8);
-      if (length > payload.size() || checksum(payload.substr(0, length)) != readU32(store, at + 4))
-        break;
-      using Record = std::tuple<uint32_t, uint64_t, uint32_t, uint64_t, Value>;
-      auto record = decodeWhole<Record>(
-          payload.substr(0, length), limits, false, [](const msgpack::object &object) {
-            if (object.type != msgpack::type::ARRAY || object.via.array.size != 5)
-              throw plan::MessagePackError("not a kept value");
-            const msgpack::object *items = object.via.array.ptr;
-            return Record(items[0].as<uint32_t>(), items[1].as<uint64_t>(), items[2].as<uint32_t>(),
-                          items[3].as<uint64_t>(), readValue(items[4]));
-          });
-      auto *kept = std::get_if<0>(&record);
-      if (!kept)
-        break;
-      // Rows that are done need none of their values again.
-      if (!journal->done_.count(key(std::get<2>(*kept), std::get<3>(*kept)))) {
-        journal->kept_[GrainKey{std::get<0>(*kept), std::get<1>(*kept)}] =
-            std::move(std::get<4>(*kept));
-        journal->keptRecords_.append(store, at, 8 + length);
-      }
-      at += 8 + length;
-    }
   }
-  // The invoke nodes whose Call keeps its results: not a Call with `checkpoint: false`, nor
-  // one that reads what such a Call made (a kept value would mix results from before and
-  // after a stop of a Call whose results must not be reused).
-  std::vector<bool> fresh(plan.nodes.size(), false);
-  for (size_t n = 0; n < plan.nodes.size(); ++n) {
-    const plan::PlanNode &node = plan.nodes[n];
-    const bool invoke = node.kind == plan::NodeKind::Invoke && node.index < plan.calls.size();
-    fresh[n] = invoke && !plan.calls[node.index].options.checkpoint;
-    for (uint32_t input : node.inputs)
-      fresh[n] = fresh[n] || (input < n && fresh[input]);
-    journal->keepsNode_.push_back(invoke && !fresh[n]);
+  journal->checkpoints_ = std::make_unique<GrainCheckpoints>(plan);
+  if (journal->resuming_) {
+    // The values finished grains had: a resumed run does not run those grains again (rows
+    // that are done need none of theirs).
+    std::ifstream values(dir / "values", std::ios::binary);
+    const RunJournal &reader = *journal;
+    journal->checkpoints_->load(
+        std::string((std::istreambuf_iterator<char>(values)), std::istreambuf_iterator<char>()),
+        [&reader](uint32_t source, uint64_t row) { return !reader.isDone(source, row); });
   }
   if (!journal->resuming_)
     journal->sinkResume_.clear();
@@ -423,13 +367,13 @@ bool RunJournal::start(std::string &error) {
   retryCommits_.clear();
   // The kept values: those of the rows that run again only (a fresh run: none).
   const fs::path valuesPath = dir / "values";
-  if (!replaceFile(dir_ + "/values.new", valuesPath, keptRecords_) ||
-      (valuesFd_ = ::open(valuesPath.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+  int valuesFd = -1;
+  if (!replaceFile(dir_ + "/values.new", valuesPath, checkpoints_->loadedRecords()) ||
+      (valuesFd = ::open(valuesPath.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)) < 0) {
     error = "cannot write \"" + valuesPath.string() + "\": " + std::strerror(errno);
     return false;
   }
-  keptRecords_.clear();
-  keptRecords_.shrink_to_fit();
+  checkpoints_->attach(valuesFd);
   // The plan itself, so that a refused resume can say what changed.
   if (!replaceFile(dir_ + "/plan.new", dir / "plan", planMeaning_) ||
       !replaceFile(runPath.string() + ".new", runPath, header_)) {
@@ -442,9 +386,6 @@ bool RunJournal::start(std::string &error) {
 }
 
 RunJournal::~RunJournal() {
-  flushKept();
-  if (valuesFd_ >= 0)
-    ::close(valuesFd_);
   if (commitsFd_ >= 0)
     ::close(commitsFd_);
   if (lockFd_ >= 0)
@@ -476,51 +417,18 @@ bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ra
 }
 
 const Value *RunJournal::recall(uint32_t node, uint64_t key) const {
-  auto found = kept_.find(GrainKey{node, key});
-  return found == kept_.end() ? nullptr : &found->second;
+  return checkpoints_->recall(node, key);
 }
+
+size_t RunJournal::recallable() const { return checkpoints_->recallable(); }
 
 void RunJournal::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
                       const Value &value) {
-  if (node >= keepsNode_.size() || !keepsNode_[node] || valuesFd_ < 0 ||
-      value.kind() == Value::Kind::Ref)
-    return;
-  msgpack::sbuffer buffer;
-  Packer out(buffer);
-  out.pack_array(5);
-  out.pack(node);
-  out.pack(key);
-  out.pack(source);
-  out.pack(sourceRow);
-  packValue(out, value);
-  if (buffer.size() >= kKeptValueLimit)
-    return;
-  const std::string_view payload(buffer.data(), buffer.size());
-  appendU32(keptBuffer_, uint32_t(payload.size()));
-  appendU32(keptBuffer_, checksum(payload));
-  keptBuffer_.append(payload);
-  // Written soon (a process killed loses at most the last tenth of a second of grains), in
-  // few writes.
-  const auto now = std::chrono::steady_clock::now();
-  if (keptBuffer_.size() >= (1u << 20) || now - keptFlushedAt_ >= std::chrono::milliseconds(100)) {
-    flushKept();
-    keptFlushedAt_ = now;
-  }
-}
-
-void RunJournal::flushKept() {
-  if (keptBuffer_.empty() || valuesFd_ < 0)
-    return;
-  // One write: a crash leaves whole records and at most one cut short (ignored).
-  if (writeWhole(valuesFd_, keptBuffer_))
-    keptBytes_ += keptBuffer_.size();
-  keptBuffer_.clear();
+  checkpoints_->keep(node, key, source, sourceRow, value);
 }
 
 void RunJournal::sync() {
-  flushKept();
-  if (valuesFd_ >= 0)
-    ::fdatasync(valuesFd_);
+  checkpoints_->sync();
   ::fdatasync(commitsFd_);
 }
 
@@ -528,7 +436,7 @@ void RunJournal::complete() {
   std::string header = header_;
   const std::string running = "state running\n";
   header.replace(header.find(running), running.size(), "state complete\n");
-  flushKept();
+  checkpoints_->flush();
   ::fdatasync(commitsFd_);
   replaceFile(dir_ + "/run.new", fs::path(dir_) / "run", header);
 }

@@ -9,16 +9,16 @@
 #include "orch/runtime/EngineTypes.h"
 #include "orch/runtime/Operator.h"
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 namespace orch::runtime {
+
+class GrainCheckpoints;
 
 struct JournalOptions {
   /// The journal's directory ("" = no journal: outputs start afresh, nothing is resumed).
@@ -72,18 +72,13 @@ public:
   /// committed.
   bool commit(const RootResult &root, const std::vector<SinkRange> &ranges, uint64_t errorsSize,
               std::string &error);
-  /// Resume down to the child: the value a grain (its invoke node, its entity's key) had in an
-  /// earlier run of this plan and inputs, or nullptr.
+  /// Resume down to the child (GrainCheckpoints): the value a grain (its invoke node, its
+  /// entity's key) had in an earlier run of this plan and inputs, or nullptr; how many there
+  /// are; and keeping a finished grain's value (its root: `source`, `sourceRow`) for a later
+  /// resume.
   const Value *recall(uint32_t node, uint64_t key) const;
-  /// Keeps a grain's value (its root: `source`, `sourceRow`) for a later resume, when its Call
-  /// keeps results (`checkpoint`) and it is small (below kKeptValueLimit encoded). Buffered,
-  /// written within a tenth of a second. A resume loads the values of the source rows it runs
-  /// again only, and the store keeps only those.
+  size_t recallable() const;
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
-  static constexpr size_t kKeptValueLimit = 64 * 1024;
-  /// Values kept by earlier runs (loaded), and bytes this run added to the store.
-  size_t recallable() const { return kept_.size(); }
-  uint64_t keptBytes() const { return keptBytes_; }
 
   /// Makes the records durable (after the sinks synced theirs).
   void sync();
@@ -104,25 +99,8 @@ private:
   std::string planMeaning_;
   std::string notice_;
 
-  struct GrainKey {
-    uint32_t node;
-    uint64_t key;
-    friend bool operator==(const GrainKey &, const GrainKey &) = default;
-  };
-  struct GrainKeyHash {
-    size_t operator()(const GrainKey &k) const { return k.key ^ (uint64_t(k.node) << 40); }
-  };
-  /// The store of kept grain values (`values`): what earlier runs kept, the invoke nodes whose
-  /// Call keeps its values, and what waits to be written.
-  std::unordered_map<GrainKey, Value, GrainKeyHash> kept_;
-  /// The records of kept_, as they are written (the store is rewritten with them on resume).
-  std::string keptRecords_;
-  std::vector<bool> keepsNode_;
-  std::string keptBuffer_;
-  std::chrono::steady_clock::time_point keptFlushedAt_{};
-  uint64_t keptBytes_ = 0;
-  int valuesFd_ = -1;
-  void flushKept();
+  /// The store of finished grains' values (`values`).
+  std::unique_ptr<GrainCheckpoints> checkpoints_;
   /// Bytes of `commits` kept when resuming (whole records).
   uint64_t commitsKept_ = 0;
   bool retryFailed_ = false;
