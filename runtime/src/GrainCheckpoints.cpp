@@ -3,6 +3,8 @@
 
 #include "ValueCodec.h"
 
+#include "orch/runtime/OutputFiles.h"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <tuple>
@@ -122,14 +124,7 @@ void GrainCheckpoints::flush() {
   if (buffer_.empty() || fd_ < 0)
     return;
   // One write: a crash leaves whole records and at most one cut short (ignored when loaded).
-  for (size_t done = 0; done < buffer_.size();) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += size_t(n);
-  }
+  writeAll(fd_, buffer_);
   buffer_.clear();
 }
 

@@ -7,6 +7,7 @@
 #include "orch/plan/PlanCodec.h"
 #include "orch/plan/PlanFingerprint.h"
 #include "orch/plan/Sha256.h"
+#include "orch/runtime/OutputFiles.h"
 
 #include "GrainCheckpoints.h"
 
@@ -58,19 +59,6 @@ std::string unescapeName(const std::string &text) {
   return out;
 }
 
-bool writeWhole(int fd, const std::string &text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += size_t(n);
-  }
-  return true;
-}
-
 /// Replaces `path` with `text` atomically (a crash leaves the old or the new file), through
 /// `temporary`; never through a symbolic link planted at either name.
 bool replaceFile(const std::string &temporary, const fs::path &path, const std::string &text) {
@@ -79,7 +67,7 @@ bool replaceFile(const std::string &temporary, const fs::path &path, const std::
       ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0)
     return false;
-  const bool ok = writeWhole(fd, text) && ::fdatasync(fd) == 0;
+  const bool ok = writeAll(fd, text) && ::fdatasync(fd) == 0;
   ::close(fd);
   std::error_code error;
   if (ok)
@@ -192,7 +180,7 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
     return nullptr;
   }
   if (::ftruncate(journal->lockFd_, 0) == 0)
-    writeWhole(journal->lockFd_, std::to_string(::getpid()) + "\n");
+    writeAll(journal->lockFd_, std::to_string(::getpid()) + "\n");
 
   // What the plan does, not where its text put things: a comment or `orchc fmt` between a
   // killed run and its resume keeps it.
@@ -406,8 +394,8 @@ bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ra
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
   const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
-  if (writeWhole(commitsFd_,
-                 formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges})))
+  if (writeAll(commitsFd_,
+               formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges})))
     return true;
   error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
   // A record cut short is no record.

@@ -1,6 +1,7 @@
 // Signals, self-location, restart and the standard registry for Orch's processes.
 #include "ProcessControl.h"
 
+#include "orch/runtime/OutputFiles.h"
 #include "orch/runtime/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -53,15 +54,7 @@ std::string siblingProgram(const std::string &name) {
 void logLine(const std::string &line) {
   // One write per line: lines come from several threads (operator processes' output) and
   // several processes (local workers) at once, and must not interleave.
-  const std::string text = "orch: " + line + "\n";
-  for (size_t written = 0; written < text.size();) {
-    const ssize_t n = ::write(STDERR_FILENO, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return;
-    written += size_t(n);
-  }
+  runtime::writeAll(STDERR_FILENO, "orch: " + line + "\n");
 }
 
 void raiseFileDescriptorLimit(uint64_t ceiling) {

@@ -1,8 +1,9 @@
 // Writes failed source rows with their causes as JSON lines.
 #include "ErrorsJournal.h"
 
+#include "orch/runtime/OutputFiles.h"
+
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -47,15 +48,8 @@ void ErrorsJournal::record(const runtime::RootResult &root) {
   fields.emplace_back("rows", Value::list(std::move(failedRows)));
   const std::string line = Value::record(std::move(fields)).str() + '\n';
   // One write per line, so that a run killed meanwhile leaves whole lines.
-  for (size_t done = 0; fd_ >= 0 && done < line.size();) {
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += size_t(n);
-    size_ += uint64_t(n);
-  }
+  if (fd_ >= 0 && runtime::writeAll(fd_, line))
+    size_ += line.size();
   ++recorded_;
 }
 
@@ -65,17 +59,10 @@ ErrorsJournal::~ErrorsJournal() {
 }
 
 bool ErrorsJournal::open(uint64_t keep, std::string &error) {
-  // Never written through a link planted at its name (the process's own streams aside).
-  const bool device =
-      (path_ == "/dev/stdout" || path_ == "/dev/stderr" || path_.rfind("/dev/fd/", 0) == 0) &&
-      path_.find("..") == std::string::npos;
-  // A stream is written through the process's own descriptor (its offset shared with the
-  // summary's lines, not overwriting them).
-  const int stream = path_ == "/dev/stdout"   ? 1
-                     : path_ == "/dev/stderr" ? 2
-                     : device                 ? std::atoi(path_.c_str() + 8)
-                                              : -1;
-  fd_ = device ? ::fcntl(stream, F_DUPFD_CLOEXEC, 3)
+  // Never written through a link planted at its name; the process's own streams are written
+  // through its descriptor (its offset shared with the summary's lines, not overwriting them).
+  const bool device = runtime::isStandardStream(path_);
+  fd_ = device ? runtime::duplicateStandardStream(path_)
                : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0 && errno == ELOOP) {
     error = "the errors journal \"" + path_ +

@@ -1,10 +1,11 @@
 // The sinks' shared helpers (SinkSupport.h).
 #include "SinkSupport.h"
 
+#include "orch/runtime/OutputFiles.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -47,21 +48,6 @@ void createDirectory(const fs::path &dir, const OperatorConfig &config) {
   if (error || (!dir.empty() && !fs::is_directory(dir)))
     throw OperatorError(config.name() + ": cannot create directory \"" + dir.string() +
                         "\": " + (error ? error.message() : "a file of that name is in the way"));
-}
-
-bool writeAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t written = ::write(fd, bytes.data(), bytes.size());
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0) {
-      if (written == 0)
-        errno = EIO;
-      return false;
-    }
-    bytes.remove_prefix(size_t(written));
-  }
-  return true;
 }
 
 std::string sanitizeFileName(const std::string &name) {
@@ -113,22 +99,14 @@ void probeWritable(const fs::path &dir, const OperatorConfig &config) {
   ::unlink(probe.c_str());
 }
 
-bool isStandardStream(const std::string &path) {
-  return (path == "/dev/stdout" || path == "/dev/stderr" || path.rfind("/dev/fd/", 0) == 0) &&
-         path.find("..") == std::string::npos;
-}
-
 int openOutputFile(const fs::path &path, int flags, const std::string &what) {
   // The process's own streams are named on purpose, and written through the descriptor the
   // process has (its offset shared: `>>` appends, and other writers to it are not overwritten).
-  if (isStandardStream(path.string())) {
-    const std::string text = path.string();
-    const int stream = text == "/dev/stdout"   ? 1
-                       : text == "/dev/stderr" ? 2
-                                               : std::atoi(text.c_str() + 8);
-    const int fd = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
+  if (runtime::isStandardStream(path.string())) {
+    const int fd = runtime::duplicateStandardStream(path.string());
     if (fd < 0)
-      throw OperatorError(what + ": cannot write \"" + text + "\": " + std::strerror(errno));
+      throw OperatorError(what + ": cannot write \"" + path.string() +
+                          "\": " + std::strerror(errno));
     return fd;
   }
   int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0644);

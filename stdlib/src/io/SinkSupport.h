@@ -5,6 +5,7 @@
 #include "JsonValue.h"
 
 #include "orch/runtime/Operator.h"
+#include "orch/runtime/OutputFiles.h"
 
 #include <filesystem>
 #include <string>
@@ -23,8 +24,8 @@ size_t labelIndex(const runtime::OperatorConfig &config, const std::string &labe
 
 void createDirectory(const std::filesystem::path &dir, const runtime::OperatorConfig &config);
 
-/// Writes all of `bytes` at the end of `fd`; false with errno set otherwise.
-bool writeAll(int fd, std::string_view bytes);
+using runtime::isStandardStream;
+using runtime::writeAll;
 
 /// A file name that stays inside the output directory: separators, control characters and NUL
 /// become `_`, and it never starts with a dot (no hidden files, no `..`).
@@ -40,9 +41,6 @@ int lockDirectory(const std::filesystem::path &dir, const runtime::OperatorConfi
 
 /// Files of rows that were never committed (a run that was killed) go.
 void removePartialFiles(const std::filesystem::path &dir);
-
-/// /dev/stdout, /dev/stderr and /dev/fd/N: the process's own streams, written as they are.
-bool isStandardStream(const std::string &path);
 
 /// Opens an output file with `flags` (O_CREAT included), refusing a symbolic link at `path`
 /// (a link planted there would redirect the output): the file the link points to can be

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <clocale>
 #include <cstring>
 #include <fcntl.h>
 #include <locale.h>
