@@ -1,6 +1,8 @@
 // Key generation with libzmq (zmq_curve_keypair uses libsodium) and the key files' formats.
 #include "orch/runtime/CurveKeys.h"
 
+#include "orch/runtime/TrustedFiles.h"
+
 #include <zmq.h>
 
 #include <cerrno>
@@ -129,6 +131,8 @@ std::variant<CurveKeyPair, std::string> readKeyPairFile(const std::string &path)
     return "the key file " + path + " can be read by other users (mode " + mode +
            "): its secret key must be private; chmod 600 " + path;
   }
+  if (auto problem = untrustedFileProblem(path, "the key file"))
+    return *problem;
   auto lines = readKeyFileLines(path);
   if (auto *problem = std::get_if<std::string>(&lines))
     return *problem;
@@ -177,6 +181,8 @@ std::variant<CurvePublicKey, std::string> parsePublicKeyLine(const KeyFileLine &
 } // namespace
 
 std::variant<CurvePublicKey, std::string> readPublicKeyFile(const std::string &path) {
+  if (auto problem = untrustedFileProblem(path, "the public key file"))
+    return *problem;
   auto lines = readKeyFileLines(path);
   if (auto *problem = std::get_if<std::string>(&lines))
     return *problem;
@@ -187,6 +193,8 @@ std::variant<CurvePublicKey, std::string> readPublicKeyFile(const std::string &p
 }
 
 std::variant<AuthorizedKeys, std::string> readAuthorizedKeys(const std::string &path) {
+  if (auto problem = untrustedFileProblem(path, "the authorized-keys file"))
+    return *problem;
   auto lines = readKeyFileLines(path);
   if (auto *problem = std::get_if<std::string>(&lines))
     return *problem;

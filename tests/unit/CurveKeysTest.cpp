@@ -99,6 +99,55 @@ TEST_F(CurveKeysTest, AuthorizedKeysAreThePubLinesAndBadLinesNameTheirPlace) {
   EXPECT_NE(std::get<std::string>(empty).find("lists no worker keys"), std::string::npos);
 }
 
+// Files that grant access are refused when someone else could have written them (StrictModes).
+TEST_F(CurveKeysTest, FilesOthersCouldWriteGrantNothing) {
+  const CurveKeyPair a = generateCurveKeyPair("a");
+  ::chmod(dir_.c_str(), 0755);
+  write("workers", publicKeyLine(a.publicKey, a.name));
+  ASSERT_FALSE(writeKeyFiles(a, path("a"), false));
+  auto refusal = [](const auto &read) {
+    return std::holds_alternative<std::string>(read) ? std::get<std::string>(read) : "";
+  };
+  ::chmod(path("workers").c_str(), 0644);
+  EXPECT_EQ(refusal(readAuthorizedKeys(path("workers"))), "");
+  for (mode_t loose : {0666, 0664, 0646}) {
+    ::chmod(path("workers").c_str(), loose);
+    const std::string message = refusal(readAuthorizedKeys(path("workers")));
+    EXPECT_NE(message.find("the authorized-keys file " + path("workers") +
+                           " can be written by other users"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("chmod go-w " + path("workers")), std::string::npos) << message;
+  }
+  ::chmod(path("workers").c_str(), 0644);
+  ::chmod(path("a.pub").c_str(), 0666);
+  EXPECT_NE(refusal(readPublicKeyFile(path("a.pub"))).find("can be written by other users"),
+            std::string::npos);
+  ::chmod(path("a.pub").c_str(), 0644);
+
+  // A directory others can write lets them replace the file; a sticky one (/tmp) does not.
+  ::chmod(dir_.c_str(), 0777);
+  const std::string message = refusal(readAuthorizedKeys(path("workers")));
+  EXPECT_NE(message.find("the directory " + dir_.string() + " can be written by other users"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(refusal(readKeyPairFile(path("a.key"))).find("the directory"), std::string::npos);
+  ::chmod(dir_.c_str(), 01777);
+  EXPECT_EQ(refusal(readAuthorizedKeys(path("workers"))), "");
+  ::chmod(dir_.c_str(), 0755);
+
+  // Owned by another user (not root): refused even with a strict mode. Needs root to chown.
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "changing a file's owner needs root";
+  ASSERT_EQ(::chown(path("workers").c_str(), 65534, 65534), 0);
+  const std::string foreign = refusal(readAuthorizedKeys(path("workers")));
+  EXPECT_NE(foreign.find(path("workers") + " belongs to "), std::string::npos) << foreign;
+  EXPECT_NE(foreign.find("not to root (who runs Orch): "), std::string::npos) << foreign;
+  EXPECT_NE(foreign.find("chown root " + path("workers")), std::string::npos) << foreign;
+  ASSERT_EQ(::chown(path("a.key").c_str(), 65534, 65534), 0);
+  EXPECT_NE(refusal(readKeyPairFile(path("a.key"))).find("belongs to"), std::string::npos);
+}
+
 TEST_F(CurveKeysTest, KeyNamesAreShortAndPlain) {
   EXPECT_TRUE(isValidKeyName("gpu-node-7.example.org"));
   EXPECT_TRUE(isValidKeyName("worker@host:3"));

@@ -46,15 +46,17 @@ std::optional<std::string> writeKeyFiles(const CurveKeyPair &pair, const std::st
                                          bool overwrite);
 
 /// The key pair in a .key file. Refused when other users could read it (like ssh's "unprotected
-/// private key file") or it is not a key file; the message names the file.
+/// private key file"), when someone else could have written it (TrustedFiles.h) or it is not a
+/// key file; the message names the file.
 std::variant<CurveKeyPair, std::string> readKeyPairFile(const std::string &path);
 
-/// The public key in a .pub file (the first key line).
+/// The public key in a .pub file (the first key line): a worker pins its coordinator with it, so
+/// it is refused when someone else could have written it (TrustedFiles.h).
 std::variant<CurvePublicKey, std::string> readPublicKeyFile(const std::string &path);
 
 /// Every key line of an authorized-keys file (blank lines and `#` comments allowed); a
 /// malformed line is an error naming path:line. An empty file is an error too (it would admit
-/// nobody).
+/// nobody), and so is one someone else could have written (TrustedFiles.h).
 std::variant<AuthorizedKeys, std::string> readAuthorizedKeys(const std::string &path);
 
 /// The text of a .pub file, and of one authorized-keys line: "curve KEY NAME\n".

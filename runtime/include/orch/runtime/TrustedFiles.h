@@ -1,0 +1,22 @@
+// Files that grant access (a coordinator's authorized keys, key pairs, the coordinator key a
+// worker pins, a worker's allowed operators) must be ones only their reader could have written,
+// as OpenSSH's StrictModes requires of ~/.ssh: owned by the user running Orch or by root, not
+// writable by group or others, in a directory others cannot write either (unless it is sticky,
+// as /tmp is), so that nobody else can add a key or swap the file (docs/cluster.md, "Security").
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace orch::runtime {
+
+/// Why the file at `path` cannot be trusted to grant access, or nullopt. `what` names it in the
+/// message ("the authorized-keys file"); the message says how to fix it.
+std::optional<std::string> untrustedFileProblem(const std::string &path, const std::string &what);
+
+/// Why `directory` is not private to the user running Orch (owned by them or root, writable by
+/// nobody else: a sticky /tmp does not count, as anyone may create a name there), or nullopt.
+/// A socket in a private directory can only have been made by that user.
+std::optional<std::string> privateDirectoryProblem(const std::string &directory);
+
+} // namespace orch::runtime
