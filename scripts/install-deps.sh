@@ -26,7 +26,7 @@ packages=(
   # WebDataset shards (tar)
   libarchive-dev
   # tests and benchmarks (network namespaces and process tools for the distributed tests)
-  libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps
+  libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps time
   # tests/e2e/transactions.sh kills a run at chosen system calls (strace's fault injection)
   strace
   # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the

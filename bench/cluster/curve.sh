@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # What CURVE costs on the cluster port: the engine-overhead workload (split -> identity, batch
 # 64 -> reduce; zero-cost operators, so the time is the runtime's and the transport's) over
-# tcp://127.0.0.1 with 2 worker processes, with keys (--key/--authorized-keys: local workers get
-# a key made for the run) and without (--insecure), alternating, five runs each, in one
-# invocation. Prints each run, the median grains/s and their ratio, and checks that both
-# wrote the same rows.
+# tcp://127.0.0.1 with 2 orch-worker processes that connect there, with keys (--key and
+# --authorized-keys; the workers --key and --server-key) and without (--insecure on both
+# sides: the endpoint then takes messages of at most 64 KiB, larger ones in pieces),
+# alternating, five runs each, in one invocation. Prints each run, the median grains/s and
+# their ratio, and checks that both wrote the same rows.
 #   bench/cluster/curve.sh [ORCH] [PARENTS]   (default build/bin/orch, 8000 parents)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,8 +15,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 "$orch" keygen coordinator >/dev/null
-"$orch" keygen unused-worker >/dev/null # the local workers bring their own; the list may not be empty
-cp unused-worker.pub workers.pub
+"$orch" keygen worker >/dev/null
+cp worker.pub workers.pub
 /usr/bin/python3 -c "
 import random
 random.seed(7)
@@ -43,9 +44,18 @@ for round in range(1, 6):
         endpoint = "tcp://127.0.0.1:%d" % free_port()
         security = (["--key", "coordinator.key", "--authorized-keys", "workers.pub"]
                     if variant == "curve" else ["--insecure"])
-        subprocess.run([orch, "run", "overhead.orch", "--quiet", "--no-journal", "--listen",
-                        endpoint, "--workers", "2", "--metrics", "m.json"] + security,
-                       check=True, stderr=subprocess.DEVNULL)
+        run = subprocess.Popen([orch, "run", "overhead.orch", "--quiet", "--no-journal",
+                                "--listen", endpoint, "--metrics", "m.json"] + security,
+                               stderr=subprocess.DEVNULL)
+        trust = (["--key", "worker.key", "--server-key", "coordinator.pub"]
+                 if variant == "curve" else ["--insecure"])
+        workers = [subprocess.Popen([orch + "-worker", "--connect", endpoint, "--once", "--quiet",
+                                     "--name", "w%d" % w] + trust, stderr=subprocess.DEVNULL)
+                   for w in range(2)]
+        if run.wait() != 0:
+            sys.exit("the %s run failed" % variant)
+        for worker in workers:
+            worker.wait()
         metrics = json.load(open("m.json"))
         grains = metrics["engine"]["grains_run"]
         rates[variant].append(grains / metrics["wall_seconds"])

@@ -6,6 +6,7 @@
 #include "KeptValueLedger.h"
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
+#include "NetworkAddresses.h"
 #include "orch/runtime/MemorySize.h"
 #include "orch/runtime/ReplicaPlacement.h"
 
@@ -28,6 +29,30 @@ namespace orch::runtime {
 namespace {
 
 using Clock = SteadyClock;
+
+/// Messages a connection may queue before ZeroMQ stops reading it: its default, and on an
+/// endpoint anyone may reach (with messages of at most 64 KiB: 4 MiB a connection).
+constexpr int kDefaultQueue = 1000;
+constexpr int kOpenEndpointQueue = 64;
+
+/// Why a socket bound at `bound` (its ZMQ_LAST_ENDPOINT) for `requested` may not listen
+/// without keys: it is tcp:// on an address other than loopback. Nullopt when it may.
+std::optional<std::string> keylessRefusal(const std::string &requested, const std::string &bound) {
+  if (bound.rfind("tcp://", 0) != 0 || isLoopbackAddress(tcpHost(bound)))
+    return std::nullopt;
+  return "refusing to listen on " + requested + " without keys: it binds " + tcpHost(bound) +
+         ", not a loopback address, so anyone who can reach it could join as a worker, read the "
+         "inputs and forge results. Make keys with `orch keygen coordinator` and `orch keygen "
+         "WORKER` and run with --key coordinator.key --authorized-keys workers.pub (the "
+         "workers' .pub files, one per line); workers get --key WORKER.key --server-key "
+         "coordinator.pub. On a trusted network, --insecure listens without keys";
+}
+
+/// IPv6 endpoints ("tcp://[::1]:7700") need ZeroMQ's IPv6 option.
+void allowIpv6For(zmq::socket_t &socket, const std::string &endpoint) {
+  if (tcpHost(endpoint).find(':') != std::string::npos)
+    socket.set(zmq::sockopt::ipv6, 1);
+}
 
 /// A private directory for this run's ipc socket ($TMPDIR/orch-PID-XXXXXX), removed at the
 /// end. Directories left by runs that were killed (their PID is gone) are removed first.
@@ -82,7 +107,14 @@ public:
       options_.endpoint = "ipc://" + (socketDirectory_ / "coordinator.sock").string();
     }
     // Hostile peers: no message beyond the protocol's size, no handshake left half done.
-    router_.set(zmq::sockopt::maxmsgsize, int64_t(ProtocolLimits::kMessageBytes));
+    // Where anyone may connect (no keys, tcp://), messages are small (large ones come in
+    // pieces, PieceMessage) and each connection queues few: what strangers make this process
+    // hold stays bounded. ZeroMQ copies these options into each endpoint as it binds.
+    const bool open = !options_.curveKey && options_.endpoint.rfind("ipc://", 0) != 0;
+    router_.set(zmq::sockopt::maxmsgsize,
+                int64_t(open ? ProtocolLimits::kUnauthenticatedMessageBytes
+                             : ProtocolLimits::kMessageBytes));
+    router_.set(zmq::sockopt::rcvhwm, open ? kOpenEndpointQueue : kDefaultQueue);
     // (The guard's hello deadline comes first and counts them; this is the backstop.)
     router_.set(zmq::sockopt::handshake_ivl,
                 int(2 * options_.connectionLimits.helloDeadline.count()));
@@ -105,6 +137,7 @@ public:
       router_.set(zmq::sockopt::curve_secretkey, options_.curveKey->secretKey);
       router_.set(zmq::sockopt::zap_domain, "orch");
     }
+    allowIpv6For(router_, options_.endpoint);
     try {
       guard_ = std::make_unique<ConnectionGuard>(context_, router_, std::move(admitted),
                                                  options_.connectionLimits,
@@ -114,11 +147,30 @@ public:
       return "cannot listen on " + options_.endpoint + ": " + error.what();
     }
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    if (std::optional<std::string> refused = refuseKeylessNetworkAddress())
+      return refused;
+    // Local workers of a run without keys connect to a private socket of their own, where
+    // they know who their coordinator is (a worker serves a tcp:// one only with its key).
+    std::string localEndpoint = endpoint_;
+    if (!options_.curveKey && options_.localWorkers > 0 && endpoint_.rfind("ipc://", 0) != 0) {
+      socketDirectory_ = makeSocketDirectory();
+      if (socketDirectory_.empty())
+        return std::string("cannot create a private directory for the workers' socket in ") +
+               std::filesystem::temp_directory_path().string();
+      try {
+        router_.set(zmq::sockopt::maxmsgsize, int64_t(ProtocolLimits::kMessageBytes));
+        router_.set(zmq::sockopt::rcvhwm, kDefaultQueue);
+        router_.bind("ipc://" + (socketDirectory_ / "coordinator.sock").string());
+      } catch (const zmq::error_t &error) {
+        return "cannot listen on a private socket for local workers: " + std::string(error.what());
+      }
+      localEndpoint = router_.get(zmq::sockopt::last_endpoint);
+    }
     placement_ = std::make_unique<ReplicaPlacement>(plan);
     startedAt_ = Clock::now();
     if (options_.localWorkers > 0) {
       processes_ = std::make_unique<LocalWorkerProcesses>(
-          options_.workerProgram, endpoint_, options_.localWorkers, options_.localGpuDevices,
+          options_.workerProgram, localEndpoint, options_.localWorkers, options_.localGpuDevices,
           std::move(workerEnvironment), [this](const std::string &line) { log(line); });
       processes_->startAll();
     } else if (placement_->replicaCount() > 0) {
@@ -146,8 +198,7 @@ public:
         return std::string("interrupted while the operators' processes started");
       zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
       pollForInput(&item, 1, std::chrono::milliseconds(100));
-      while (auto frames = receiveFrames(router_))
-        receive(*frames);
+      receiveForAWhile();
       tick();
     }
   }
@@ -195,8 +246,7 @@ public:
         timeout = std::chrono::milliseconds(0);
       zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
       pollForInput(&item, 1, timeout);
-      while (auto frames = receiveFrames(router_))
-        receive(*frames);
+      receiveForAWhile();
       tick();
       forgetDroppedValues();
       sendWaiting();
@@ -304,6 +354,13 @@ private:
     /// Where other workers fetch the values it keeps ("": it keeps none).
     PeerAddress peer;
   };
+  /// A message a worker sends in pieces (to a coordinator without keys on tcp://).
+  struct Pieces {
+    std::string bytes;
+    uint64_t total = 0;
+    /// Told MORE: its `total` bytes are reserved.
+    bool granted = false;
+  };
   using KeptKey = KeptValueLedger::Key;
   struct Sent {
     uint32_t replica;
@@ -325,6 +382,34 @@ private:
   };
   /// Recomputations' batch ids, apart from the engine's.
   static constexpr uint64_t kFirstRecomputeBatch = uint64_t(1) << 62;
+
+  /// Handles the messages waiting, for at most a few milliseconds: a flood of messages (a
+  /// hostile peer's, or a lost worker's that keeps talking) must not keep the coordinator from
+  /// its heartbeats and deadlines (tick), or its workers would lose it.
+  void receiveForAWhile() {
+    const Clock::time_point until = Clock::now() + std::chrono::milliseconds(20);
+    for (unsigned handled = 0; auto frames = receiveFrames(router_); ++handled) {
+      receive(*frames);
+      if (handled % 64 == 63 && Clock::now() >= until)
+        return;
+    }
+  }
+
+  /// Without keys, a tcp:// socket that bound anything but a loopback address is refused
+  /// (unbound before a message is read: the address bound decides, as an interface may be
+  /// named like one); on loopback, a note says who may join.
+  std::optional<std::string> refuseKeylessNetworkAddress() {
+    if (!options_.loopbackOnly || endpoint_.rfind("tcp://", 0) != 0)
+      return std::nullopt;
+    if (std::optional<std::string> refused = keylessRefusal(options_.endpoint, endpoint_)) {
+      router_.unbind(endpoint_);
+      return refused;
+    }
+    log("note: " + endpoint_ +
+        " admits any process on this machine as a worker; where other users log in, use keys "
+        "(orch keygen; docs/cluster.md)");
+    return std::nullopt;
+  }
 
   void log(const std::string &line) {
     if (options_.log)
@@ -403,15 +488,37 @@ private:
       return;
     }
     const uint32_t w = known->second;
+    size_t bytes = frames.back().size();
+    if (auto *piece = std::get_if<PieceMessage>(&message)) {
+      std::optional<std::string> whole = takePiece(w, fd, *piece);
+      if (!whole)
+        return;
+      auto assembled = decodeMessage(*whole);
+      auto *inside = std::get_if<Message>(&assembled);
+      if (!inside || std::holds_alternative<HelloMessage>(*inside) ||
+          std::holds_alternative<PieceMessage>(*inside)) {
+        ++malformed_;
+        const std::string why =
+            inside
+                ? std::string("a message in pieces held a ") + messageTypeName(*inside)
+                : "a message in pieces cannot be read (" + std::get<std::string>(assembled) + ")";
+        logProblem(malformed_, why + ": refused");
+        sendTo(w, ErrorMessage{why});
+        violated(fd, w, "it sent " + why);
+        return;
+      }
+      message = std::move(*inside);
+      bytes = whole->size();
+    }
     if (auto *result = std::get_if<ResultMessage>(&message)) {
-      resultBytes_ += frames.back().size();
+      resultBytes_ += bytes;
       finish(w, std::move(*result));
     } else if (auto *started = std::get_if<StartedMessage>(&message)) {
       noteStarted(w, *started);
     } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
       lose(w, "it said goodbye (" + bye->reason + ")");
     } else if (auto *blobs = std::get_if<BlobsMessage>(&message)) {
-      resultBytes_ += frames.back().size();
+      resultBytes_ += bytes;
       relayed(w, *blobs);
     } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
       log("worker " + workers_[w].name + " reported: " + error->message);
@@ -423,6 +530,75 @@ private:
       violated(fd, w,
                std::string("it sent a coordinator's message (") + messageTypeName(message) + ")");
     }
+  }
+
+  /// Takes a piece of a message worker `w` sends in pieces (PieceMessage); the whole message
+  /// once its last piece came. The first piece waits in line until the messages in pieces of
+  /// all workers together fit kUnauthenticatedPiecesBytes, then the worker is told MORE; a
+  /// piece out of turn breaks the protocol.
+  std::optional<std::string> takePiece(uint32_t w, int fd, PieceMessage &piece) {
+    auto broke = [&](const std::string &why) -> std::optional<std::string> {
+      ++malformed_;
+      logProblem(malformed_, "a piece refused: " + why);
+      sendTo(w, ErrorMessage{why});
+      violated(fd, w, why);
+      return std::nullopt;
+    };
+    auto found = pieces_.find(w);
+    if (piece.offset == 0) {
+      if (found != pieces_.end())
+        return broke("it began a message in pieces before its last one ended");
+      if (piece.total <= piece.bytes.size() ||
+          piece.total > ProtocolLimits::kUnauthenticatedPiecesBytes)
+        return broke("it announced a message in pieces of " + std::to_string(piece.total) +
+                     " bytes (more than its first piece, and at most " +
+                     std::to_string(ProtocolLimits::kUnauthenticatedPiecesBytes) + ")");
+      Pieces &pieces = pieces_[w];
+      pieces.total = piece.total;
+      pieces.bytes = std::move(piece.bytes);
+      piecesWaiting_.push_back(w);
+      grantPieces();
+      return std::nullopt;
+    }
+    if (found == pieces_.end() || !found->second.granted ||
+        piece.offset != found->second.bytes.size() ||
+        piece.bytes.size() > found->second.total - piece.offset)
+      return broke("it sent a piece out of turn");
+    found->second.bytes += piece.bytes;
+    if (found->second.bytes.size() < found->second.total)
+      return std::nullopt;
+    std::string whole = std::move(found->second.bytes);
+    dropPieces(w);
+    return whole;
+  }
+
+  /// Tells the workers that wait in line to send the rest of their messages, as long as they
+  /// fit the budget (whose bytes are reserved at once).
+  void grantPieces() {
+    while (!piecesWaiting_.empty()) {
+      const uint32_t w = piecesWaiting_.front();
+      Pieces &pieces = pieces_.at(w);
+      if (piecesReserved_ + pieces.total > ProtocolLimits::kUnauthenticatedPiecesBytes)
+        return;
+      piecesReserved_ += pieces.total;
+      pieces.granted = true;
+      pieces.bytes.reserve(pieces.total);
+      piecesWaiting_.pop_front();
+      sendTo(w, MoreMessage{});
+    }
+  }
+
+  /// Forgets worker `w`'s message in pieces (complete, or the worker is gone).
+  void dropPieces(uint32_t w) {
+    auto found = pieces_.find(w);
+    if (found == pieces_.end())
+      return;
+    if (found->second.granted)
+      piecesReserved_ -= found->second.total;
+    else
+      std::erase(piecesWaiting_, w);
+    pieces_.erase(found);
+    grantPieces();
   }
 
   /// A peer broke the protocol: its connection is closed (after its error answer went out),
@@ -588,6 +764,7 @@ private:
     if (!worker.alive)
       return;
     worker.alive = false;
+    dropPieces(w);
     worker.lostAt = Clock::now();
     worker.lostReason = why;
     ++lost_;
@@ -895,6 +1072,11 @@ private:
   size_t waitingBatches_ = 0, recomputesOut_ = 0;
   uint64_t nextRecomputeBatch_ = kFirstRecomputeBatch;
   uint64_t batchBytes_ = 0, resultBytes_ = 0, fetchedFromPeers_ = 0, valuesRelayed_ = 0;
+  /// Messages in pieces, by worker; the workers whose first piece waits for MORE, in order;
+  /// the bytes reserved for those told MORE.
+  std::map<uint32_t, Pieces> pieces_;
+  std::deque<uint32_t> piecesWaiting_;
+  uint64_t piecesReserved_ = 0;
   /// (reader, owner): the reader cannot reach the owner's peer socket.
   std::set<std::pair<uint32_t, uint32_t>> unreachable_;
   /// Per owner: the batches whose relays it was asked for, in the order asked.
@@ -922,6 +1104,23 @@ private:
 };
 
 } // namespace
+
+std::optional<std::string> keylessEndpointProblem(const std::string &endpoint) {
+  if (endpoint.rfind("tcp://", 0) != 0)
+    return std::nullopt;
+  zmq::context_t context(1);
+  zmq::socket_t probe(context, zmq::socket_type::router);
+  probe.set(zmq::sockopt::linger, 0);
+  allowIpv6For(probe, endpoint);
+  try {
+    probe.bind(endpoint);
+  } catch (const zmq::error_t &) {
+    return std::nullopt; // the coordinator's own bind reports why it cannot
+  }
+  const std::string bound = probe.get(zmq::sockopt::last_endpoint);
+  probe.close();
+  return keylessRefusal(endpoint, bound);
+}
 
 std::unique_ptr<BatchExecutor> makeCoordinator(CoordinatorOptions options) {
   return std::make_unique<Coordinator>(std::move(options));

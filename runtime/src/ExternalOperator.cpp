@@ -318,10 +318,18 @@ OperatorFactory externalOperatorFactory(const plan::Plan &plan,
   };
 }
 
-CallFactories::CallFactories(const plan::Plan &plan, const OperatorRegistry &registry) {
+CallFactories::CallFactories(const plan::Plan &plan, const OperatorRegistry &registry,
+                             const ProgramPermissions *permissions) {
   for (const plan::PlanCall &call : plan.calls) {
     if (const plan::PlanExternalOperator *op = plan.externalOperator(call.op)) {
-      owned_.push_back(std::make_unique<OperatorFactory>(externalOperatorFactory(plan, *op)));
+      std::optional<std::string> refused = permissions ? permissions->refusal(*op) : std::nullopt;
+      if (refused)
+        owned_.push_back(std::make_unique<OperatorFactory>(
+            [refused](const OperatorConfig &) -> std::unique_ptr<Operator> {
+              throw OperatorError(*refused);
+            }));
+      else
+        owned_.push_back(std::make_unique<OperatorFactory>(externalOperatorFactory(plan, *op)));
       factories_.push_back(owned_.back().get());
       eager_.push_back(true);
     } else {

@@ -160,6 +160,15 @@ public:
     for (const Value &value : blobs.values)
       packValue(out_, value);
   }
+  void operator()(const PieceMessage &piece) {
+    begin("piece", 3);
+    field("total", piece.total);
+    field("offset", piece.offset);
+    out_.pack("bytes");
+    out_.pack_bin(static_cast<uint32_t>(piece.bytes.size()));
+    out_.pack_bin_body(piece.bytes.data(), static_cast<uint32_t>(piece.bytes.size()));
+  }
+  void operator()(const MoreMessage &) { begin("more", 0); }
   void operator()(const StartedMessage &started) {
     begin("started", started.error ? 3 : 2);
     field("replica", started.replica);
@@ -360,6 +369,15 @@ Message readMessage(const Object &root) {
       blobs.values.push_back(readValue(values.via.array.ptr[i]));
     return blobs;
   }
+  if (type == "piece") {
+    PieceMessage piece{u64(map.get("total", msgpack::type::POSITIVE_INTEGER), "total"),
+                       u64(map.get("offset", msgpack::type::POSITIVE_INTEGER), "offset"), ""};
+    const Object &bytes = map.get("bytes", msgpack::type::BIN);
+    piece.bytes.assign(bytes.via.bin.ptr, bytes.via.bin.size);
+    return piece;
+  }
+  if (type == "more")
+    return MoreMessage{};
   if (type == "started") {
     StartedMessage started{map.index("replica"), map.real("seconds"), std::nullopt};
     if (map.optional("error"))
@@ -484,7 +502,7 @@ std::optional<std::string> reportExceedsProtocolLimits(const BatchReport &report
 const char *messageTypeName(const Message &message) {
   static const char *names[] = {"hello",     "welcome", "init",  "batch",   "result",
                                 "heartbeat", "bye",     "error", "started", "release",
-                                "drop",      "fetch",   "blobs"};
+                                "drop",      "fetch",   "blobs", "piece",   "more"};
   return names[message.index()];
 }
 

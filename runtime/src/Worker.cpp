@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <malloc.h>
 #include <map>
 #include <memory>
@@ -265,8 +266,11 @@ public:
       });
       giveBackFreedMemory();
       const Clock::time_point now = Clock::now();
-      if (now - lastSent_ >= interval)
-        send(HeartbeatMessage{});
+      if (now - lastSent_ >= interval) {
+        // Not behind a message in pieces that waits for the coordinator's MORE.
+        zmq::message_t heartbeat = messageFrame(HeartbeatMessage{});
+        sendNow(heartbeat);
+      }
       if (now - lastHeard_ > interval * liveness_) {
         log("lost the coordinator at " + options_.endpoint + " (silent for " +
             std::to_string(heartbeatMs_ * liveness_) + " ms)");
@@ -314,7 +318,7 @@ private:
           return false;
         }
         plan_ = std::get<plan::Plan>(std::move(plan));
-        factories_.emplace(plan_, registry_);
+        factories_.emplace(plan_, registry_, &options_.programs);
         heartbeatMs_ = std::max<uint32_t>(1, welcome->heartbeatMs);
         liveness_ = std::max<uint32_t>(1, welcome->liveness);
         if (peers_)
@@ -396,6 +400,9 @@ private:
       // The coordinator relays kept values to a worker that cannot reach this one's peer
       // socket: they go through it, as values without locality do.
       send(kept_.findAll(fetch->ids));
+    } else if (std::holds_alternative<MoreMessage>(message)) {
+      moreWanted_ = pieceOffset_ > 0;
+      sendFromOutbox();
     } else if (auto *drop = std::get_if<DropMessage>(&message)) {
       largeBytesFreed_ += kept_.drop(drop->ids);
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
@@ -431,6 +438,9 @@ private:
     }
     const plan::PlanCall &call = plan_.calls[init.call];
     const OperatorFactory *factory = factories_->forCall(init.call);
+    if (const plan::PlanExternalOperator *op = plan_.externalOperator(call.op))
+      if (std::optional<std::string> refused = options_.programs.refusal(*op))
+        log(*refused);
     if (!factory) {
       // Batches for it come back as batch errors naming the missing operator.
       send(ErrorMessage{"this worker has no operator " + call.op});
@@ -475,11 +485,70 @@ private:
   }
 
   /// Sends an encoded message (a replica's result is forwarded as it is, frame and all) to
-  /// the coordinator.
+  /// the coordinator. A coordinator without keys on tcp:// takes large messages in pieces, one
+  /// message at a time: the messages after one being pieced wait their turn in the outbox.
   void forward(zmq::message_t &frame) {
     largeBytesFreed_ += frame.size();
+    if (!pieced_) {
+      sendNow(frame);
+      return;
+    }
+    if (frame.size() > ProtocolLimits::kUnauthenticatedPiecesBytes)
+      frame = refusedAsTooLarge(frame);
+    outbox_.push_back(std::move(frame));
+    sendFromOutbox();
+  }
+
+  void sendNow(zmq::message_t &frame) {
     coordinator_.send(frame, zmq::send_flags::none);
     lastSent_ = Clock::now();
+  }
+
+  /// Sends what the outbox holds, up to a message in pieces that waits for MORE.
+  void sendFromOutbox() {
+    while (!outbox_.empty()) {
+      zmq::message_t &front = outbox_.front();
+      if (front.size() <= ProtocolLimits::kUnauthenticatedMessageBytes) {
+        sendNow(front);
+        outbox_.pop_front();
+        continue;
+      }
+      const uint64_t total = front.size();
+      if (pieceOffset_ > 0 && !moreWanted_)
+        return;
+      // The first piece goes unasked; the rest once the coordinator wants them.
+      do {
+        const uint64_t size = std::min<uint64_t>(ProtocolLimits::kPieceBytes, total - pieceOffset_);
+        zmq::message_t piece = messageFrame(PieceMessage{
+            total, pieceOffset_, std::string(front.data<char>() + pieceOffset_, size)});
+        sendNow(piece);
+        pieceOffset_ += size;
+      } while (moreWanted_ && pieceOffset_ < total);
+      if (pieceOffset_ < total)
+        return;
+      outbox_.pop_front();
+      pieceOffset_ = 0;
+      moreWanted_ = false;
+    }
+  }
+
+  /// A message too large for a coordinator without keys: a result becomes its batch's error
+  /// (its rows fail, saying why); anything else is replaced by an error for the coordinator.
+  zmq::message_t refusedAsTooLarge(const zmq::message_t &frame) {
+    const std::string why = "a message of " + std::to_string(frame.size()) +
+                            " bytes, more than a coordinator " +
+                            "without keys takes from a worker (" +
+                            std::to_string(ProtocolLimits::kUnauthenticatedPiecesBytes >> 20) +
+                            " MiB): run it with keys (orch keygen; docs/cluster.md)";
+    auto decoded = decodeMessage(frame.to_string_view());
+    if (auto *message = std::get_if<Message>(&decoded))
+      if (auto *result = std::get_if<ResultMessage>(message)) {
+        result->report.batchError = "the result of this batch is " + why;
+        result->report.grains.clear();
+        return messageFrame(*result);
+      }
+    log("cannot send " + why);
+    return messageFrame(ErrorMessage{"this worker could not send " + why});
   }
 
   /// Once large values worth kTrimEvery went (kept values dropped, results sent, values served
@@ -522,6 +591,12 @@ private:
   uint64_t largeBytesFreed_ = 0, bytesServedBefore_ = 0;
   std::string peerEndpoint_;
   std::optional<Locality> locality_;
+  /// Whether the coordinator takes large messages in pieces (no keys, tcp://), what waits to
+  /// be sent to it, how much of the front message went, and whether it asked for the rest.
+  const bool pieced_ = !options_.curveKey && options_.endpoint.rfind("ipc://", 0) != 0;
+  std::deque<zmq::message_t> outbox_;
+  uint64_t pieceOffset_ = 0;
+  bool moreWanted_ = false;
   /// The run is over, and a replica may still be inside a batch nobody needs any more (a hang
   /// the run did not wait for): after a moment this process starts afresh (or exits, with
   /// --once), so that neither the batch nor the operator processes it started outlive the run.

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The cluster port against hostile peers, on loopback TCP: keys made by `orch keygen`, a
-# coordinator that refuses to listen on a network address without them, peers without keys,
-# with a wrong or an unlisted key that receive nothing, and floods (idle connections, 100 MB of
-# junk, 100 MB messages) that leave the outputs identical and the real workers connected.
+# Trust both ways on the cluster port (docs/cluster.md, "Security"): keys made by `orch keygen`;
+# a coordinator that refuses to listen on a network address without them (the address bound
+# decides: an interface named 127.lan, in a network namespace); peers without keys, with a
+# wrong or an unlisted key that receive nothing; workers that serve only a coordinator they
+# authenticate, and run no plan's programs for one they did not (a root worker, and another
+# user, nobody, who binds its port); files that grant access and that others could write; and
+# floods (idle connections, junk, 100 MB messages, 6 joined peers sending 1,000 MiB whole or in
+# pieces) that leave the outputs identical, the real workers connected and the coordinator's
+# memory where an undisturbed run's is.
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
 # shellcheck source=lib/checks.bash
@@ -122,6 +127,172 @@ check "the metrics name each worker's key" \
 [ "$failures" -eq 0 ] || cat curve.log
 rm -rf out
 
+# --- a worker serves only a coordinator it authenticates, loopback included ---
+port=$(free_port)
+status=0
+"$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --once >no-server-key.log 2>&1 || status=$?
+check "a worker without --server-key refuses a tcp:// coordinator, loopback too (exit 2)" \
+  test "$status" = 2
+check "its refusal names --server-key and the --insecure opt-out" \
+  grep -q "serves only a coordinator it can authenticate.*--server-key.*--insecure" no-server-key.log
+status=$(exit_code "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure \
+  --key w1.key --server-key coordinator.pub)
+check "--insecure together with keys is refused (exit 2)" test "$status" = 2
+mkdir -m 0777 open-dir
+status=0
+"$ORCH_BIN/orch-worker" --connect "ipc://$PWD/open-dir/c.sock" --once >open-ipc.log 2>&1 || status=$?
+check "an ipc:// socket in a directory others can write is not trusted (exit 2)" test "$status" = 2
+check "its refusal says why" grep -q "is not private to this user.*can be written by other users" open-ipc.log
+chmod 0666 workers.pub
+status=0
+"$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1:$port" --key coordinator.key \
+  --authorized-keys workers.pub --no-journal >open-keys.log 2>&1 || status=$?
+check "authorized keys anyone can write are refused (exit 1)" test "$status" = 1
+check "the refusal names the file and says chmod go-w" \
+  grep -q "the authorized-keys file workers.pub can be written by other users (mode 0666).*chmod go-w workers.pub" open-keys.log
+chmod 0644 workers.pub
+if [ "$(id -u)" = 0 ]; then
+  chown nobody workers.pub
+  status=$(exit_code "$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1:$port" \
+    --key coordinator.key --authorized-keys workers.pub --no-journal)
+  check "authorized keys owned by another user (nobody) are refused (exit 1)" test "$status" = 1
+  chown root workers.pub
+fi
+
+# An exec(...) operator of a plan is code: a worker that did not authenticate its coordinator
+# (--insecure) refuses it unless its --allow-operators lists the program.
+cat >evil.orch <<ORCH
+pipeline evil;
+operator evil.x(v: Json) -> Json = exec("/bin/sh", args: ["-c", "id > $PWD/owned.txt"]);
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "out/evil.jsonl", record: { x: evil.x(rows.id) });
+ORCH
+cat >upper.py <<'PY'
+class Upper:
+    def __call__(self, names):
+        return [name.upper() for name in names]
+PY
+cat >upper.orch <<'ORCH'
+pipeline upper;
+operator text.upper(name: String) -> String = python("upper.py", class: "Upper");
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "out/upper.jsonl", record: { name: text.upper(rows.name as String) });
+ORCH
+serve_insecurely() { # serve_insecurely NAME PLAN WORKER-FLAGS...: a keyless loopback run, one worker
+  local name=$1 plan=$2; shift 2
+  rm -rf out
+  local port; port=$(free_port)
+  timeout 60 "$ORCH_BIN/orch" run "$plan" --listen "tcp://127.0.0.1:$port" --insecure --no-journal \
+    >"$name.log" 2>&1 &
+  local run=$!; pids+=("$run")
+  await_port "$port"
+  timeout 60 "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure --once "$@" \
+    >"$name-worker.log" 2>&1 || true
+  local status=0; wait "$run" || status=$?
+  echo "$status"
+}
+status=$(serve_insecurely evil evil.orch)
+check "an --insecure worker refuses a plan's exec(/bin/sh) (the run fails, status 1)" test "$status" = 1
+check "nothing ran: no owned.txt" test ! -e owned.txt
+check "the worker says why" grep -q "does not run operator evil.x (exec /bin/sh) for a coordinator it has not authenticated" evil-worker.log
+check "the coordinator reports the refusal" grep -q "error: .*does not run operator evil.x" evil.log
+status=$(serve_insecurely upper-refused upper.orch)
+check "an --insecure worker refuses python(...) operators too" test "$status" = 1
+printf '# programs this worker runs for anyone\npython %s/upper.py\n' "$PWD" >allowed.txt
+status=$(serve_insecurely upper-allowed upper.orch --allow-operators allowed.txt)
+check "an --insecure worker runs a python(...) operator its --allow-operators lists" test "$status" = 0
+check "with the operator's results" grep -q '"name": *"DOC-7"' out/upper.jsonl
+rm -rf out
+status=$(serve_insecurely evil-listed evil.orch --allow-operators allowed.txt)
+check "an exec program the list does not name stays refused" test "$status" = 1
+check "still nothing ran" test ! -e owned.txt
+check "the worker names the list" grep -q "not in the worker's --allow-operators allowed.txt" evil-listed-worker.log
+chmod 0666 allowed.txt
+status=$(exit_code "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure \
+  --allow-operators allowed.txt)
+check "an allow-list others can write is refused (exit 2)" test "$status" = 2
+chmod 0644 allowed.txt
+
+# Results larger than a coordinator without keys takes at once (64 KiB) come in pieces; one
+# over 64 MiB fails its batch, saying why, and the run goes on.
+cat >blobs.orch <<'ORCH'
+pipeline blobs;
+source rows = jsonl("rows.jsonl") as Doc;
+sink files(dir: "out/blobs", name: rows.name as String, ext: ".bin",
+           content: test.blob(rows.id, bytes: 300000) { batch: 4 });
+ORCH
+head -2 rows.jsonl >two.jsonl
+sed 's/rows.jsonl/two.jsonl/; s/300000/70000000/; s/pipeline blobs/pipeline huge/' blobs.orch >huge.orch
+rm -rf out
+"$ORCH_BIN/orch" run blobs.orch --in-process --quiet --no-journal 2>/dev/null
+mv out expected-blobs
+status=$(serve_insecurely blobs blobs.orch)
+check "a run whose 300 KB results come in pieces completes (status 0)" test "$status" = 0
+check "every result arrived whole, as in-process" diff -r expected-blobs out
+rm -rf out
+status=$(serve_insecurely huge huge.orch)
+check "results over 64 MiB fail their rows, and the run ends (status 2)" test "$status" = 2
+check "each says why" test "$(grep -c "the result of this batch is a message of .* bytes, more than a coordinator without keys takes from a worker (64 MiB): run it with keys" huge.errors.jsonl)" = 2
+rm -rf out
+
+# The issue's attack: a root worker left running, and another user (nobody) who binds the
+# coordinator's port after a run. A worker with keys pins its coordinator run after run.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && setpriv --reuid=nobody --regid=nogroup \
+  --clear-groups test -x "$ORCH_BIN/orch" 2>/dev/null; then
+  mkdir -m 0777 nobody
+  cp rows.jsonl evil.orch nobody/ && chmod 0755 nobody/* && chmod 0711 .
+  port=$(free_port)
+  "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --key w1.key --server-key coordinator.pub \
+    --name pinned --connect-timeout 2 >pinned.log 2>&1 &
+  pinned=$!; pids+=("$pinned")
+  status=0
+  timeout 60 "$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1:$port" --key coordinator.key \
+    --authorized-keys workers.pub --no-journal --quiet >pinned-run.log 2>&1 || status=$?
+  check "the pinned worker serves its coordinator (status 0)" test "$status" = 0
+  rm -rf out
+  (cd nobody && exec timeout 6 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    "$ORCH_BIN/orch" run evil.orch --listen "tcp://127.0.0.1:$port" --insecure --no-journal) \
+    >nobody-run.log 2>&1 || true
+  check "nobody's coordinator on the same port got no worker" grep -q "0 worker(s) joined\|waiting for workers" nobody-run.log
+  check "the root worker ran nothing of it" test ! -e owned.txt
+  check "the root worker says the coordinator is not the one it pins" \
+    grep -q "cannot join the coordinator at tcp://127.0.0.1:$port" pinned.log
+  kill -TERM "$pinned"; wait "$pinned" || true
+  chmod 0700 .
+else
+  echo "note: the unprivileged-user scenario needs root and setpriv (skipped)"
+fi
+
+# --- "loopback" is the address bound, not the text (network namespaces) ---
+ns=orch-sec-$$
+if ip netns add "$ns" 2>/dev/null; then
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link add v-peer type veth peer name 127.lan
+  ip -n "$ns" addr add 10.77.0.1/24 dev 127.lan
+  ip -n "$ns" link set 127.lan up && ip -n "$ns" link set v-peer up
+  status=0
+  ip netns exec "$ns" "$ORCH_BIN/orch" run pages.orch --listen tcp://127.lan:47712 --no-journal \
+    >lan.log 2>&1 || status=$?
+  check "an interface named 127.lan without keys is refused (exit 1)" test "$status" = 1
+  check "the refusal names the address it bound" \
+    grep -q "refusing to listen on tcp://127.lan:47712 without keys: it binds 10.77.0.1, not a loopback" lan.log
+  check "and wrote nothing" test ! -e out
+  status=0
+  ip netns exec "$ns" "$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1;10.77.0.1:47713" \
+    --no-journal >mixed.log 2>&1 || status=$?
+  check "a mixed source;address endpoint without keys is refused (exit 1)" test "$status" = 1
+  status=0
+  ip netns exec "$ns" "$ORCH_BIN/orch" run pages.orch --listen "tcp://[::1]:47714" --workers 1 \
+    --no-journal --quiet >v6.log 2>&1 || status=$?
+  check "IPv6 loopback without keys runs, its local worker on the private socket (status 0)" \
+    test "$status" = 0
+  check "its outputs are the in-process outputs" diff -r expected out
+  rm -rf out
+  ip netns del "$ns"
+else
+  echo "note: network namespaces are not permitted here: the 127.lan checks are skipped"
+fi
+
 # --- floods: 1,000 idle connections, 6 x 100 MB of junk, 100 MB ZMTP messages ---
 flood_run() { # flood_run NAME COORDINATOR-FLAGS... : slow.orch under a flood, 2 real workers
   local name=$1; shift
@@ -131,7 +302,7 @@ flood_run() { # flood_run NAME COORDINATOR-FLAGS... : slow.orch under a flood, 2
     "$@" --no-journal --heartbeat-ms 200 >"$name.log" 2>&1) &
   local run=$!; pids+=("$run")
   await_port "$port"
-  local keys=()
+  local keys=(--insecure)
   for w in w1 w2; do
     [ "$name" = curve-flood ] && keys=(--key "$w.key" --server-key coordinator.pub)
     "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --name "$w" --once --quiet \
@@ -156,5 +327,49 @@ flood_run() { # flood_run NAME COORDINATOR-FLAGS... : slow.orch under a flood, 2
 sed 's/ms: 4)/ms: 16)/; s/pipeline pages/pipeline slow/' pages.orch >slow.orch
 flood_run curve-flood --key coordinator.key --authorized-keys workers.pub
 flood_run insecure-flood --insecure
+
+# --- 6 peers that say hello (a coordinator without keys welcomes anyone) and each send one
+# message of 1,000 MiB: the endpoint takes 64 KiB messages (larger ones come in pieces, within
+# 64 MiB for all workers together), so the coordinator's memory stays where it was ---
+peak_rss_run() { # peak_rss_run NAME [FLOOD-MODE]: slow.orch without keys on loopback, 2
+  # workers, under a flood of hostile_peer.py's FLOOD-MODE; the coordinator's peak RSS (KiB) in
+  # NAME.rss
+  local name=$1 flood=${2:-}
+  local port; port=$(free_port)
+  /usr/bin/time -f %M -o "$name.rss" timeout 120 "$ORCH_BIN/orch" run slow.orch \
+    --listen "tcp://127.0.0.1:$port" --insecure --no-journal --heartbeat-ms 200 >"$name.log" 2>&1 &
+  local run=$!; pids+=("$run")
+  await_port "$port"
+  for w in w1 w2; do
+    "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --name "$w" --once --quiet \
+      --insecure >"$name-$w.log" 2>&1 &
+    pids+=("$!")
+  done
+  for _ in $(seq 100); do [ "$(grep -c "joined" "$name.log")" = 2 ] && break; sleep 0.1; done
+  if [ -n "$flood" ]; then
+    peer "$flood" "tcp://127.0.0.1:$port" --count 6 --megabytes 1000 --seconds 2 >"$name.json" &
+  fi
+  local status=0; wait "$run" || status=$?
+  wait
+  check "$name: the run completes (status 0)" test "$status" = 0
+  check "$name: every row was written, as in-process" diff -r expected out
+  [ "$failures" -eq 0 ] || cat "$name.log"
+  rm -rf out
+}
+peak_rss_run undisturbed
+peak_rss_run hello-flood hello-flood
+quiet_rss=$(tail -1 undisturbed.rss) flood_rss=$(tail -1 hello-flood.rss)
+check "the 6 flooding peers were welcomed (they are workers to a coordinator without keys)" \
+  test "$(json_field '["welcomed"]' <hello-flood.json)" = 6
+echo "coordinator peak RSS: $quiet_rss KiB undisturbed, $flood_rss KiB under 6 x 1,000 MiB"
+check "6 x 1,000 MiB messages leave the coordinator within 100 MiB of an undisturbed run" \
+  test "$flood_rss" -lt $((quiet_rss + 100 * 1024))
+peak_rss_run piece-flood piece-flood
+pieces_rss=$(tail -1 piece-flood.rss)
+echo "coordinator peak RSS under 6 x 1,000 MiB of pieces sent unasked: $pieces_rss KiB"
+check "pieces sent without the coordinator's MORE leave it within 100 MiB too" \
+  test "$pieces_rss" -lt $((quiet_rss + 100 * 1024))
+check "the coordinator refused the pieces sent out of turn" \
+  grep -q "a piece refused: it sent a piece out of turn" piece-flood.log
 
 finish_checks

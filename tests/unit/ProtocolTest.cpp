@@ -90,6 +90,21 @@ TEST(ProtocolTest, BatchesAndResultsCarryReferencesToKeptValues) {
   EXPECT_EQ(roundTrip<InitMessage>(init).keepOver, 65536u);
 }
 
+// A message for a coordinator without keys, in pieces that each fit its 64 KiB endpoint.
+TEST(ProtocolTest, PiecesCarryBytesAndFitTheUnauthenticatedLimit) {
+  const std::string bytes(ProtocolLimits::kPieceBytes, '\xff');
+  const PieceMessage back = roundTrip<PieceMessage>(PieceMessage{1u << 20, 61440, bytes});
+  EXPECT_EQ(back.total, 1u << 20);
+  EXPECT_EQ(back.offset, 61440u);
+  EXPECT_EQ(back.bytes, bytes);
+  EXPECT_LE(encodeMessage(PieceMessage{ProtocolLimits::kUnauthenticatedPiecesBytes,
+                                       ProtocolLimits::kUnauthenticatedPiecesBytes, bytes})
+                .size(),
+            ProtocolLimits::kUnauthenticatedMessageBytes);
+  EXPECT_TRUE(std::holds_alternative<MoreMessage>(
+      std::get<Message>(decodeMessage(encodeMessage(MoreMessage{})))));
+}
+
 TEST(ProtocolTest, AReferenceIsAWholeValueNeverPartOfOne) {
   // Inside a list, or in a fetch answer, a reference is refused: only an item's whole value
   // may stay on a worker, and a worker serves values, not references.

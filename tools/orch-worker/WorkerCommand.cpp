@@ -4,7 +4,9 @@
 
 #include "ProcessControl.h"
 
+#include "orch/runtime/ProgramPermissions.h"
 #include "orch/runtime/Protocol.h"
+#include "orch/runtime/TrustedFiles.h"
 #include "orch/runtime/Worker.h"
 #include "orch/stdlib/CudaDevices.h"
 
@@ -53,10 +55,12 @@ std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
   return chosen;
 }
 
-/// Sets `worker`'s CURVE keys from --key and --server-key, or from the environment a local
-/// coordinator hands its workers (then removed, so that operators' processes do not inherit
-/// it). False after a message.
-bool chooseWorkerKeys(const WorkerCommandOptions &options, runtime::WorkerOptions &worker) {
+/// Sets how `worker` trusts its coordinator: CURVE keys from --key and --server-key, or from
+/// the environment a local coordinator hands its workers (then removed, so that operators'
+/// processes do not inherit it), or an ipc:// socket in a directory private to this user; else
+/// only with --insecure, and then it runs no programs unless --allow-operators lists them. False
+/// after a message.
+bool chooseWorkerTrust(const WorkerCommandOptions &options, runtime::WorkerOptions &worker) {
   auto fail = [](const std::string &message) {
     llvm::errs() << "orch worker: error: " << message << "\n";
     return false;
@@ -65,6 +69,17 @@ bool chooseWorkerKeys(const WorkerCommandOptions &options, runtime::WorkerOption
     return fail(std::string("CURVE needs both --key (this worker's .key file) and --server-key "
                             "(the coordinator's .pub file); ") +
                 (options.keyPath.empty() ? "--key" : "--server-key") + " is missing");
+  if (!options.keyPath.empty() && options.insecure)
+    return fail("--insecure serves a coordinator without authenticating it; give either "
+                "--key and --server-key or --insecure");
+  runtime::ProgramPermissions &programs = worker.programs;
+  if (!options.allowOperatorsPath.empty()) {
+    auto allowed = runtime::readAllowedOperators(options.allowOperatorsPath);
+    if (auto *problem = std::get_if<std::string>(&allowed))
+      return fail(*problem);
+    programs.allowed = std::get<0>(std::move(allowed));
+    programs.allowedFrom = options.allowOperatorsPath;
+  }
   if (!options.keyPath.empty()) {
     auto pair = runtime::readKeyPairFile(options.keyPath);
     if (auto *problem = std::get_if<std::string>(&pair))
@@ -74,19 +89,54 @@ bool chooseWorkerKeys(const WorkerCommandOptions &options, runtime::WorkerOption
       return fail(*problem);
     worker.curveKey = std::get<runtime::CurveKeyPair>(std::move(pair));
     worker.coordinatorKey = std::get<runtime::CurvePublicKey>(server).key;
+    programs.coordinatorAuthenticated = true;
     return true;
   }
-  const char *handed = ::getenv(runtime::kWorkerCurveEnvironment);
-  if (!handed)
+  if (const char *handed = ::getenv(runtime::kWorkerCurveEnvironment)) {
+    std::istringstream words(handed);
+    runtime::CurveKeyPair pair;
+    pair.name = "local";
+    words >> pair.publicKey >> pair.secretKey >> worker.coordinatorKey;
+    ::unsetenv(runtime::kWorkerCurveEnvironment);
+    if (!runtime::isCurveKey(pair.secretKey) || !runtime::isCurveKey(worker.coordinatorKey))
+      return fail(std::string(runtime::kWorkerCurveEnvironment) + " does not hold CURVE keys");
+    worker.curveKey = std::move(pair);
+    programs.coordinatorAuthenticated = true;
     return true;
-  std::istringstream words(handed);
-  runtime::CurveKeyPair pair;
-  pair.name = "local";
-  words >> pair.publicKey >> pair.secretKey >> worker.coordinatorKey;
-  ::unsetenv(runtime::kWorkerCurveEnvironment);
-  if (!runtime::isCurveKey(pair.secretKey) || !runtime::isCurveKey(worker.coordinatorKey))
-    return fail(std::string(runtime::kWorkerCurveEnvironment) + " does not hold CURVE keys");
-  worker.curveKey = std::move(pair);
+  }
+  const std::string &endpoint = options.connect;
+  std::optional<std::string> unauthenticated;
+  if (endpoint.rfind("ipc://", 0) == 0) {
+    // Only this user (or root) could have made a socket in a directory private to them.
+    const std::string socket = endpoint.substr(6);
+    const size_t slash = socket.rfind('/');
+    const std::string directory =
+        slash == std::string::npos ? "." : socket.substr(0, std::max<size_t>(1, slash));
+    if (std::optional<std::string> problem = runtime::privateDirectoryProblem(directory))
+      unauthenticated = endpoint + " is not private to this user (" + *problem +
+                        "): another user could have made it";
+  } else {
+    unauthenticated = endpoint + " is not authenticated: whoever listens there would send this "
+                                 "worker its plans";
+  }
+  if (!unauthenticated) {
+    programs.coordinatorAuthenticated = true;
+    return true;
+  }
+  if (!options.insecure)
+    return fail("a worker serves only a coordinator it can authenticate, and " + *unauthenticated +
+                ". Give it --key WORKER.key --server-key COORDINATOR.pub (orch keygen; "
+                "docs/cluster.md), or --insecure to serve whoever listens there (it then runs "
+                "no exec/python operators unless --allow-operators lists them)");
+  llvm::errs() << "orch worker: warning: --insecure: this worker serves whatever coordinator "
+                  "listens at "
+               << endpoint
+               << " without authenticating it: that coordinator receives this worker's results "
+                  "and may send it any plan; "
+               << (programs.allowed ? "it runs only the programs listed in " + programs.allowedFrom
+                                    : std::string("it runs no exec/python operators (none is "
+                                                  "allowed with --allow-operators)"))
+               << "\n";
   return true;
 }
 
@@ -97,7 +147,7 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   if (!gpus)
     return 2;
   runtime::WorkerOptions worker;
-  if (!chooseWorkerKeys(options, worker))
+  if (!chooseWorkerTrust(options, worker))
     return 2;
   const runtime::OperatorRegistry registry = standardRegistry();
   installStopHandlers(kExitInterrupted);

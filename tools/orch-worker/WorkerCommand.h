@@ -12,6 +12,10 @@ struct WorkerCommandOptions {
   /// CURVE: this worker's key pair (NAME.key) and the coordinator's public key (NAME.pub).
   std::string keyPath;
   std::string serverKeyPath;
+  /// Serve a coordinator it cannot authenticate (runs no programs unless allowed).
+  bool insecure = false;
+  /// The allow-list of programs declared operators may run ("" = none).
+  std::string allowOperatorsPath;
   std::string name;
   double cpus = 1;
   /// Where other workers fetch kept values ("" = chosen by the worker).

@@ -22,6 +22,17 @@ static cl::opt<std::string> serverKeyPath("server-key",
                                           cl::desc("The coordinator's public key (its .pub "
                                                    "file): only that coordinator is served"),
                                           cl::value_desc("file.pub"), cl::cat(workerCategory));
+static cl::opt<bool>
+    insecure("insecure",
+             cl::desc("Serve a coordinator this worker cannot authenticate (no --server-key): "
+                      "whoever listens at --connect gets to use it, so it runs no programs "
+                      "(exec/python operators) unless --allow-operators lists them"),
+             cl::cat(workerCategory));
+static cl::opt<std::string>
+    allowOperators("allow-operators",
+                   cl::desc("Run only the programs of exec/python operators listed in FILE "
+                            "('exec /path' or 'python /path/script.py' lines), whoever asks"),
+                   cl::value_desc("FILE"), cl::cat(workerCategory));
 static cl::opt<std::string> workerName("name", cl::desc("This worker's name (default host:pid)"),
                                        cl::cat(workerCategory));
 static cl::opt<double> cpus("cpus", cl::desc("CPUs this worker offers"), cl::init(1.0),
@@ -80,6 +91,8 @@ int main(int argc, char **argv) {
   options.connect = connect;
   options.keyPath = keyPath;
   options.serverKeyPath = serverKeyPath;
+  options.insecure = insecure;
+  options.allowOperatorsPath = allowOperators;
   options.name = workerName;
   options.cpus = cpus;
   options.peerEndpoint = peerEndpoint;

@@ -1,6 +1,7 @@
 // Whether and how `orch run --listen ENDPOINT` authenticates workers: CURVE with --key and
 // --authorized-keys, or nothing on a loopback or ipc endpoint, or with --insecure; listening on
-// a network address without keys is refused (docs/cluster.md, "Security").
+// a network address without keys is refused (by the coordinator, from the address it binds)
+// (docs/cluster.md, "Security").
 #pragma once
 
 #include "orch/runtime/CurveKeys.h"
@@ -21,11 +22,9 @@ struct ListenSecurity {
   /// Unset: no authentication.
   std::optional<runtime::CurveKeyPair> key;
   runtime::AuthorizedKeys workers;
+  /// No keys and no --insecure: the coordinator refuses unless it binds loopback addresses.
+  bool loopbackOnly = false;
 };
-
-/// Whether workers on other machines could reach `endpoint` (tcp:// on an address other than
-/// loopback; ipc:// and inproc:// are local).
-bool isNetworkEndpoint(const std::string &endpoint);
 
 /// The security of the coordinator's socket, or nullopt after printing why the flags cannot be
 /// used (a warning is printed for --insecure).

@@ -59,6 +59,7 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
   runtime::CoordinatorOptions coordinator;
   coordinator.curveKey = std::move(security->key);
   coordinator.authorizedKeys = std::move(security->workers);
+  coordinator.loopbackOnly = security->loopbackOnly;
   coordinator.endpoint = options.listen;
   coordinator.heartbeatMs = options.heartbeatMs;
   coordinator.liveness = options.liveness;

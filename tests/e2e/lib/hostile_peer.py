@@ -10,6 +10,12 @@
       N TCP connections, each sending M MB of random bytes (not ZMTP); prints bytes sent.
   zmtp-junk ENDPOINT --count N --megabytes M [--key F.key --server-key F.pub]
       A ZeroMQ DEALER sending N messages of M MB of random bytes; prints what came back.
+  hello-flood ENDPOINT --count N --megabytes M [--seconds S]
+      N DEALERs that each say hello, wait for the welcome (a coordinator without keys welcomes
+      anyone), then send one message of M MiB. Prints {"welcomed": W, "sent": N}.
+  piece-flood ENDPOINT --count N --megabytes M [--seconds S]
+      As hello-flood, but each sends its M MiB as pieces of a message (the protocol's PIECE)
+      without waiting for the coordinator's MORE. Prints {"welcomed": W, "pieces": P}.
 """
 
 import argparse
@@ -56,7 +62,7 @@ def dealer(context, endpoint, args):
 
 
 def hello():
-    return msgpack.packb({"type": "hello", "version": 2, "worker": "hostile", "pid": os.getpid(),
+    return msgpack.packb({"type": "hello", "version": 3, "worker": "hostile", "pid": os.getpid(),
                           "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
 
 
@@ -149,10 +155,71 @@ def zmtp_junk(args):
     print(json.dumps({"queued": queued, "answers": received}))
 
 
+def welcomed_dealers(context, args):
+    """args.count DEALERs that said hello; those the coordinator welcomed within 5 s."""
+    socks = []
+    for i in range(args.count):
+        sock = context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 100000)
+        sock.setsockopt(zmq.IDENTITY, b"flood-%d-%d" % (os.getpid(), i))
+        sock.connect(args.endpoint)
+        sock.send(hello())
+        socks.append(sock)
+    welcomed = []
+    deadline = time.time() + 5
+    waiting = list(socks)
+    while waiting and time.time() < deadline:
+        for sock in list(waiting):
+            if sock.poll(10):
+                body = sock.recv()
+                if msgpack.unpackb(body, raw=False).get("type") == "welcome":
+                    welcomed.append(sock)
+                    waiting.remove(sock)
+    return welcomed
+
+
+def hello_flood(args):
+    context = zmq.Context()
+    welcomed = welcomed_dealers(context, args)
+    # One buffer shared by every send (zero-copy): N x M MiB on the wire, M MiB here.
+    payload = zmq.Frame(bytes(args.megabytes << 20))
+    for sock in welcomed:
+        sock.send(payload, copy=False, track=False)
+    time.sleep(args.seconds)
+    print(json.dumps({"welcomed": len(welcomed), "sent": len(welcomed)}))
+
+
+def piece_flood(args):
+    context = zmq.Context()
+    welcomed = welcomed_dealers(context, args)
+    size = 60 << 10
+    # Each message announces 60 MiB (what a coordinator holds in pieces is 64 MiB at most: the
+    # first peer is told MORE, the others wait in line), and the pieces go on regardless.
+    total = min(args.megabytes << 20, 60 << 20)
+    chunk = bytes(size)
+    pieces = 0
+    sending = list(welcomed)
+    for sent in range(0, args.megabytes << 20, size):
+        offset = sent % total
+        piece = msgpack.packb({"type": "piece", "total": total, "offset": offset, "bytes": chunk},
+                              use_bin_type=True)
+        for sock in list(sending):  # all peers at once, piece after piece
+            try:
+                sock.send(piece, zmq.NOBLOCK)
+                pieces += 1
+            except zmq.Again:
+                sending.remove(sock)
+        if not sending:
+            break
+    time.sleep(args.seconds)
+    print(json.dumps({"welcomed": len(welcomed), "pieces": pieces}))
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
-    for name in ("join", "zmtp-junk"):
+    for name in ("join", "zmtp-junk", "hello-flood", "piece-flood"):
         p = sub.add_parser(name)
         p.add_argument("endpoint")
         p.add_argument("--key")
@@ -169,7 +236,8 @@ def main():
         p.add_argument("--seconds", type=float, default=1.0)
         p.add_argument("--ready")
     args = parser.parse_args()
-    {"join": join, "idle": idle, "junk": junk, "zmtp-junk": zmtp_junk}[args.mode](args)
+    {"join": join, "idle": idle, "junk": junk, "zmtp-junk": zmtp_junk, "hello-flood": hello_flood,
+     "piece-flood": piece_flood}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -52,9 +52,19 @@ struct CoordinatorOptions {
   /// authentication or encryption (the private ipc socket, or --insecure).
   std::optional<CurveKeyPair> curveKey;
   AuthorizedKeys authorizedKeys;
+  /// Without keys, a tcp `endpoint` must turn out to be on loopback once bound (the address
+  /// the socket bound decides, not the text: start() fails otherwise). False with --insecure.
+  bool loopbackOnly = false;
   ConnectionLimits connectionLimits;
 };
 
 std::unique_ptr<BatchExecutor> makeCoordinator(CoordinatorOptions options);
+
+/// Why a coordinator may not listen on `endpoint` without keys, found by binding it for a
+/// moment: a tcp:// endpoint whose bound address is not loopback (an interface may be named
+/// "127.lan"). Nullopt when it may, or when it cannot be bound at all (the coordinator says
+/// why). The coordinator checks again the socket it binds (CoordinatorOptions::loopbackOnly);
+/// this lets `orch run` refuse before it touches any output.
+std::optional<std::string> keylessEndpointProblem(const std::string &endpoint);
 
 } // namespace orch::runtime

@@ -6,6 +6,7 @@
 
 #include "orch/plan/Plan.h"
 #include "orch/runtime/Operator.h"
+#include "orch/runtime/ProgramPermissions.h"
 
 #include <memory>
 #include <string>
@@ -23,10 +24,12 @@ OperatorFactory externalOperatorFactory(const plan::Plan &plan,
                                         const plan::PlanExternalOperator &op);
 
 /// The factories of a plan's Calls: the registry's implementations, and for declared operators
-/// one that starts their processes (owned here).
+/// one that starts their processes (owned here), or, where `permissions` refuse the program,
+/// one whose replicas fail to start with the reason.
 class CallFactories {
 public:
-  CallFactories(const plan::Plan &plan, const OperatorRegistry &registry);
+  CallFactories(const plan::Plan &plan, const OperatorRegistry &registry,
+                const ProgramPermissions *permissions = nullptr);
   /// Null when nothing implements the Call's operator.
   const OperatorFactory *forCall(uint32_t call) const;
   /// Whether the Call runs a declared operator: its replicas start (and fail to start) before

@@ -18,7 +18,7 @@ namespace orch::runtime {
 
 /// 2: values kept on the worker that made them (references in batches and results, drop,
 /// fetch and blobs between workers).
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 
 /// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
 /// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent
@@ -153,9 +153,23 @@ struct ErrorMessage {
   ErrorCode code = ErrorCode::Unspecified;
 };
 
-using Message = std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
-                             HeartbeatMessage, ByeMessage, ErrorMessage, StartedMessage,
-                             ReleaseMessage, DropMessage, FetchMessage, BlobsMessage>;
+/// Worker -> a coordinator without keys (tcp://): one piece of a message larger than such a
+/// coordinator accepts at once (ProtocolLimits::kUnauthenticatedMessageBytes). The first piece
+/// (offset 0) comes unasked; the others only after the coordinator said MORE, in order, until
+/// `total` bytes (docs/protocol.md, "Pieces").
+struct PieceMessage {
+  uint64_t total = 0;
+  uint64_t offset = 0;
+  std::string bytes;
+};
+
+/// Coordinator -> worker: send the rest of the message you began in pieces.
+struct MoreMessage {};
+
+using Message =
+    std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
+                 HeartbeatMessage, ByeMessage, ErrorMessage, StartedMessage, ReleaseMessage,
+                 DropMessage, FetchMessage, BlobsMessage, PieceMessage, MoreMessage>;
 
 const char *messageTypeName(const Message &message);
 
@@ -187,6 +201,14 @@ struct ProtocolLimits {
   /// A whole message (a batch's inputs, a result's values) at most: the sockets refuse and
   /// disconnect a peer that sends more (ZMQ_MAXMSGSIZE).
   static constexpr uint64_t kMessageBytes = uint64_t(1) << 30;
+  /// What a coordinator without keys accepts in one message on a tcp:// endpoint, where
+  /// anyone may connect: larger messages come in pieces of at most kPieceBytes.
+  static constexpr uint64_t kUnauthenticatedMessageBytes = 64u << 10;
+  static constexpr uint64_t kPieceBytes = 60u << 10;
+  /// The messages in pieces such a coordinator holds for all its workers together at once;
+  /// one larger than this cannot be sent to it (a worker turns such a result into a batch
+  /// error).
+  static constexpr uint64_t kUnauthenticatedPiecesBytes = 64u << 20;
   /// Nesting of a whole message; a value inside a batch or result may nest a few levels less.
   static constexpr uint32_t kDepth = 64;
   static constexpr uint32_t kValueDepth = kDepth - 4;

@@ -5,6 +5,7 @@
 
 #include "orch/runtime/CurveKeys.h"
 #include "orch/runtime/Operator.h"
+#include "orch/runtime/ProgramPermissions.h"
 
 #include <atomic>
 #include <cstdint>
@@ -21,6 +22,9 @@ struct WorkerOptions {
   /// coordinator without keys).
   std::optional<CurveKeyPair> curveKey;
   std::string coordinatorKey;
+  /// Which declared operators' programs it starts for its coordinator (its authentication and
+  /// allow-list).
+  ProgramPermissions programs;
   /// Routing identity and name in logs ("" = host:pid).
   std::string name;
   double cpus = 1;

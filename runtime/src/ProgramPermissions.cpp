@@ -1,0 +1,53 @@
+// The worker's rule for starting declared operators' programs, and its allow-list file
+// (ProgramPermissions.h).
+#include "orch/runtime/ProgramPermissions.h"
+
+#include "orch/runtime/TrustedFiles.h"
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace orch::runtime {
+
+std::optional<std::string> ProgramPermissions::refusal(const plan::PlanExternalOperator &op) const {
+  const std::string what = "operator " + op.name + " (" + op.runner + " " + op.path + ")";
+  if (allowed) {
+    if (allowed->count({op.runner, op.path}))
+      return std::nullopt;
+    return "this worker does not run " + what + ": it is not in the worker's --allow-operators " +
+           allowedFrom + " (add the line '" + op.runner + " " + op.path + "' to allow it)";
+  }
+  if (coordinatorAuthenticated)
+    return std::nullopt;
+  return "this worker does not run " + what +
+         " for a coordinator it has not authenticated (it runs with --insecure): a plan that "
+         "names a program is code. Give the worker --key and --server-key (orch keygen), or "
+         "list the programs it may run in --allow-operators FILE";
+}
+
+std::variant<std::set<std::pair<std::string, std::string>>, std::string>
+readAllowedOperators(const std::string &path) {
+  if (auto problem = untrustedFileProblem(path, "the allowed-operators file"))
+    return *problem;
+  std::ifstream in(path);
+  if (!in)
+    return "cannot read the allowed-operators file " + path;
+  std::set<std::pair<std::string, std::string>> allowed;
+  std::string text;
+  for (unsigned number = 1; std::getline(in, text); ++number) {
+    std::istringstream words(text);
+    std::vector<std::string> line;
+    for (std::string word; words >> word;)
+      line.push_back(word);
+    if (line.empty() || line.front()[0] == '#')
+      continue;
+    if (line.size() != 2 || (line[0] != "exec" && line[0] != "python") || line[1][0] != '/')
+      return path + ":" + std::to_string(number) +
+             ": expected 'exec /absolute/program' or 'python /absolute/script.py'";
+    allowed.emplace(line[0], line[1]);
+  }
+  return allowed;
+}
+
+} // namespace orch::runtime
