@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <unistd.h>
 #include <unordered_map>
+#include <sys/stat.h>
 #include <zmq.h>
 
 namespace orch::runtime {
@@ -35,17 +36,32 @@ using Clock = SteadyClock;
 constexpr int kDefaultQueue = 1000;
 constexpr int kOpenEndpointQueue = 64;
 
+/// Whether `endpoint` is an ipc:// socket in the file system (whose directory's permissions
+/// decide who may connect), not an abstract one ("ipc://@name": anyone on the host may).
+bool isFileSocket(const std::string &endpoint) {
+  return endpoint.rfind("ipc://", 0) == 0 && endpoint.size() > 6 && endpoint[6] != '@';
+}
+
 /// Why a socket bound at `bound` (its ZMQ_LAST_ENDPOINT) for `requested` may not listen
-/// without keys: it is tcp:// on an address other than loopback. Nullopt when it may.
+/// without keys: only tcp:// on a loopback address and ipc:// may (ws://, tipc://, ... reach
+/// other hosts). Nullopt when it may.
 std::optional<std::string> keylessRefusal(const std::string &requested, const std::string &bound) {
-  if (bound.rfind("tcp://", 0) != 0 || isLoopbackAddress(tcpHost(bound)))
+  const std::string advice =
+      ", so anyone who can reach it could join as a worker, read the inputs and forge results. "
+      "Make keys with `orch keygen coordinator` and `orch keygen WORKER` and run with --key "
+      "coordinator.key --authorized-keys workers.pub (the workers' .pub files, one per line); "
+      "workers get --key WORKER.key --server-key coordinator.pub. On a trusted network, "
+      "--insecure listens without keys";
+  if (bound.rfind("ipc://", 0) == 0)
+    return std::nullopt;
+  if (bound.rfind("tcp://", 0) != 0)
+    return "refusing to listen on " + requested +
+           " without keys: only tcp:// on a loopback address and ipc:// may go without them" +
+           advice;
+  if (isLoopbackAddress(tcpHost(bound)))
     return std::nullopt;
   return "refusing to listen on " + requested + " without keys: it binds " + tcpHost(bound) +
-         ", not a loopback address, so anyone who can reach it could join as a worker, read the "
-         "inputs and forge results. Make keys with `orch keygen coordinator` and `orch keygen "
-         "WORKER` and run with --key coordinator.key --authorized-keys workers.pub (the "
-         "workers' .pub files, one per line); workers get --key WORKER.key --server-key "
-         "coordinator.pub. On a trusted network, --insecure listens without keys";
+         ", not a loopback address" + advice;
 }
 
 /// IPv6 endpoints ("tcp://[::1]:7700") need ZeroMQ's IPv6 option.
@@ -65,6 +81,12 @@ std::filesystem::path makeSocketDirectory() {
     long pid = 0;
     char rest[64] = {};
     if (std::sscanf(name.c_str(), "orch-%ld-%63s", &pid, rest) != 2 || pid <= 0)
+      continue;
+    // Only this user's own directories (never a link, never another user's: in a shared /tmp
+    // anyone may name a directory so).
+    struct stat info {};
+    if (::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+        info.st_uid != ::geteuid())
       continue;
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
       fs::remove_all(entry.path(), error);
@@ -110,7 +132,7 @@ public:
     // Where anyone may connect (no keys, tcp://), messages are small (large ones come in
     // pieces, PieceMessage) and each connection queues few: what strangers make this process
     // hold stays bounded. ZeroMQ copies these options into each endpoint as it binds.
-    const bool open = !options_.curveKey && options_.endpoint.rfind("ipc://", 0) != 0;
+    const bool open = !options_.curveKey && !isFileSocket(options_.endpoint);
     router_.set(zmq::sockopt::maxmsgsize,
                 int64_t(open ? ProtocolLimits::kUnauthenticatedMessageBytes
                              : ProtocolLimits::kMessageBytes));
@@ -152,7 +174,7 @@ public:
     // Local workers of a run without keys connect to a private socket of their own, where
     // they know who their coordinator is (a worker serves a tcp:// one only with its key).
     std::string localEndpoint = endpoint_;
-    if (!options_.curveKey && options_.localWorkers > 0 && endpoint_.rfind("ipc://", 0) != 0) {
+    if (!options_.curveKey && options_.localWorkers > 0 && !isFileSocket(endpoint_)) {
       socketDirectory_ = makeSocketDirectory();
       if (socketDirectory_.empty())
         return std::string("cannot create a private directory for the workers' socket in ") +
@@ -360,6 +382,9 @@ private:
     uint64_t total = 0;
     /// Told MORE: its `total` bytes are reserved.
     bool granted = false;
+    /// When it was told MORE or last sent a piece: one that holds its reservation without
+    /// sending for as long as a worker may be silent is lost (expireStalledPieces).
+    Clock::time_point progress;
   };
   using KeptKey = KeptValueLedger::Key;
   struct Sent {
@@ -399,7 +424,7 @@ private:
   /// (unbound before a message is read: the address bound decides, as an interface may be
   /// named like one); on loopback, a note says who may join.
   std::optional<std::string> refuseKeylessNetworkAddress() {
-    if (!options_.loopbackOnly || endpoint_.rfind("tcp://", 0) != 0)
+    if (!options_.loopbackOnly || isFileSocket(endpoint_))
       return std::nullopt;
     if (std::optional<std::string> refused = keylessRefusal(options_.endpoint, endpoint_)) {
       router_.unbind(endpoint_);
@@ -560,11 +585,12 @@ private:
       grantPieces();
       return std::nullopt;
     }
-    if (found == pieces_.end() || !found->second.granted ||
+    if (found == pieces_.end() || !found->second.granted || piece.bytes.empty() ||
         piece.offset != found->second.bytes.size() ||
         piece.bytes.size() > found->second.total - piece.offset)
       return broke("it sent a piece out of turn");
     found->second.bytes += piece.bytes;
+    found->second.progress = Clock::now();
     if (found->second.bytes.size() < found->second.total)
       return std::nullopt;
     std::string whole = std::move(found->second.bytes);
@@ -582,10 +608,25 @@ private:
         return;
       piecesReserved_ += pieces.total;
       pieces.granted = true;
+      pieces.progress = Clock::now();
       pieces.bytes.reserve(pieces.total);
       piecesWaiting_.pop_front();
       sendTo(w, MoreMessage{});
     }
+  }
+
+  /// A worker told MORE that sends no piece for liveness x heartbeat holds the budget of the
+  /// others: it is lost (its heartbeats do not count), and its reservation freed.
+  void expireStalledPieces() {
+    const auto patience = std::chrono::milliseconds(uint64_t(options_.heartbeatMs) *
+                                                    options_.liveness);
+    std::vector<uint32_t> stalled;
+    for (const auto &[w, pieces] : pieces_)
+      if (pieces.granted && Clock::now() - pieces.progress > patience)
+        stalled.push_back(w);
+    for (uint32_t w : stalled)
+      lose(w, "it was asked for the rest of a message in pieces and sent none for " +
+                  std::to_string(patience.count()) + " ms");
   }
 
   /// Forgets worker `w`'s message in pieces (complete, or the worker is gone).
@@ -1024,6 +1065,7 @@ private:
   bool placing() const { return !options_.localWorkers || placingFrom_ <= Clock::now(); }
 
   void tick() {
+    expireStalledPieces();
     const Clock::time_point now = Clock::now();
     if (options_.localWorkers && placingFrom_ > now && now - startedAt_ > kLocalWorkersGrace) {
       placingFrom_ = now;
@@ -1106,7 +1148,7 @@ private:
 } // namespace
 
 std::optional<std::string> keylessEndpointProblem(const std::string &endpoint) {
-  if (endpoint.rfind("tcp://", 0) != 0)
+  if (endpoint.empty() || isFileSocket(endpoint))
     return std::nullopt;
   zmq::context_t context(1);
   zmq::socket_t probe(context, zmq::socket_type::router);

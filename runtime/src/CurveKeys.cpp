@@ -31,10 +31,14 @@ struct KeyFileLine {
   std::vector<std::string> words;
 };
 
-std::variant<std::vector<KeyFileLine>, std::string> readKeyFileLines(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    return systemError("cannot read", path);
+/// The key lines of the file at `path` (`what`), read only if it can be trusted
+/// (TrustedFiles.h); `secret`: others may not read it either.
+std::variant<std::vector<KeyFileLine>, std::string>
+readKeyFileLines(const std::string &path, const std::string &what, bool secret = false) {
+  std::string contents;
+  if (std::optional<std::string> problem = readTrustedFile(path, what, contents, secret))
+    return *problem;
+  std::istringstream in(contents);
   std::vector<KeyFileLine> lines;
   std::string text;
   for (unsigned number = 1; std::getline(in, text); ++number) {
@@ -122,18 +126,7 @@ std::optional<std::string> writeKeyFiles(const CurveKeyPair &pair, const std::st
 }
 
 std::variant<CurveKeyPair, std::string> readKeyPairFile(const std::string &path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0)
-    return systemError("cannot read the key file", path);
-  if (info.st_mode & 077) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", unsigned(info.st_mode & 07777));
-    return "the key file " + path + " can be read by other users (mode " + mode +
-           "): its secret key must be private; chmod 600 " + path;
-  }
-  if (auto problem = untrustedFileProblem(path, "the key file"))
-    return *problem;
-  auto lines = readKeyFileLines(path);
+  auto lines = readKeyFileLines(path, "the key file", true);
   if (auto *problem = std::get_if<std::string>(&lines))
     return *problem;
   CurveKeyPair pair;
@@ -181,9 +174,7 @@ std::variant<CurvePublicKey, std::string> parsePublicKeyLine(const KeyFileLine &
 } // namespace
 
 std::variant<CurvePublicKey, std::string> readPublicKeyFile(const std::string &path) {
-  if (auto problem = untrustedFileProblem(path, "the public key file"))
-    return *problem;
-  auto lines = readKeyFileLines(path);
+  auto lines = readKeyFileLines(path, "the public key file");
   if (auto *problem = std::get_if<std::string>(&lines))
     return *problem;
   const auto &keyLines = std::get<std::vector<KeyFileLine>>(lines);
@@ -193,9 +184,7 @@ std::variant<CurvePublicKey, std::string> readPublicKeyFile(const std::string &p
 }
 
 std::variant<AuthorizedKeys, std::string> readAuthorizedKeys(const std::string &path) {
-  if (auto problem = untrustedFileProblem(path, "the authorized-keys file"))
-    return *problem;
-  auto lines = readKeyFileLines(path);
+  auto lines = readKeyFileLines(path, "the authorized-keys file");
   if (auto *problem = std::get_if<std::string>(&lines))
     return *problem;
   AuthorizedKeys keys;

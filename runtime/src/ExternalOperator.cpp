@@ -22,9 +22,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// `python -c` puts the working directory first on sys.path, where anyone who can write it
+/// could plant a `msgpack.py`: it goes before anything is imported (the bridge puts the
+/// script's own folder there instead).
 constexpr const char *kPythonBootstrap =
-    "import os; exec(compile(os.environ.pop('ORCH_OPERATOR_SOURCE'), 'orch_operator.py', "
-    "'exec'))";
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; import os; "
+    "exec(compile(os.environ.pop('ORCH_OPERATOR_SOURCE'), 'orch_operator.py', 'exec'))";
 
 /// How long a process that was asked to shut down may take before it is killed.
 constexpr std::chrono::milliseconds kShutdownGrace{2000};

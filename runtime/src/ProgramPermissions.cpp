@@ -4,19 +4,38 @@
 
 #include "orch/runtime/TrustedFiles.h"
 
-#include <fstream>
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
 namespace orch::runtime {
+namespace {
+
+/// `path` with every link and `..` resolved, or "" when it names nothing.
+std::string realPath(const std::string &path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) ? std::string(resolved) : std::string();
+}
+
+} // namespace
 
 std::optional<std::string> ProgramPermissions::refusal(const plan::PlanExternalOperator &op) const {
   const std::string what = "operator " + op.name + " (" + op.runner + " " + op.path + ")";
   if (allowed) {
-    if (allowed->count({op.runner, op.path}))
-      return std::nullopt;
-    return "this worker does not run " + what + ": it is not in the worker's --allow-operators " +
-           allowedFrom + " (add the line '" + op.runner + " " + op.path + "' to allow it)";
+    // Paths compare as the files they name ("/opt/ops/../ops/x.py" is "/opt/ops/x.py").
+    const std::string real = realPath(op.path);
+    const bool listed = std::any_of(allowed->begin(), allowed->end(), [&](const auto &entry) {
+      return entry.first == op.runner && (entry.second == op.path || (!real.empty() && realPath(entry.second) == real));
+    });
+    if (!listed)
+      return "this worker does not run " + what + ": it is not in the worker's --allow-operators " +
+             allowedFrom + " (add the line '" + op.runner + " " + op.path + "' to allow it)";
+    // A listed program that someone else could change is not the program that was allowed.
+    if (std::optional<std::string> problem = untrustedFileProblem(op.path, "the program"))
+      return "this worker does not run " + what + ": " + *problem;
+    return std::nullopt;
   }
   if (coordinatorAuthenticated)
     return std::nullopt;
@@ -28,11 +47,10 @@ std::optional<std::string> ProgramPermissions::refusal(const plan::PlanExternalO
 
 std::variant<std::set<std::pair<std::string, std::string>>, std::string>
 readAllowedOperators(const std::string &path) {
-  if (auto problem = untrustedFileProblem(path, "the allowed-operators file"))
+  std::string contents;
+  if (auto problem = readTrustedFile(path, "the allowed-operators file", contents))
     return *problem;
-  std::ifstream in(path);
-  if (!in)
-    return "cannot read the allowed-operators file " + path;
+  std::istringstream in(contents);
   std::set<std::pair<std::string, std::string>> allowed;
   std::string text;
   for (unsigned number = 1; std::getline(in, text); ++number) {

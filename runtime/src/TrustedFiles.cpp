@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,8 +16,7 @@ namespace {
 
 std::string userName(uid_t uid) {
   char buffer[1024];
-  struct passwd entry {
-  }, *found = nullptr;
+  struct passwd entry {}, *found = nullptr;
   if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found)
     return found->pw_name;
   return "uid " + std::to_string(uid);
@@ -34,8 +34,8 @@ std::optional<std::string> ownershipProblem(const struct stat &info, const std::
                                             const std::string &what, const std::string &why) {
   const uid_t me = ::geteuid();
   if (info.st_uid != me && info.st_uid != 0)
-    return what + " " + path + " belongs to " + userName(info.st_uid) + ", not to " + userName(me) +
-           " (who runs Orch)" + (me == 0 ? "" : " or root") + ": " + why +
+    return what + " " + path + " belongs to " + userName(info.st_uid) + ", not to " +
+           userName(me) + " (who runs Orch)" + (me == 0 ? "" : " or root") + ": " + why +
            "; make it yours (chown " + userName(me) + " " + path + ")";
   const bool sticky = S_ISDIR(info.st_mode) && (info.st_mode & S_ISVTX);
   if ((info.st_mode & 022) && !sticky)
@@ -44,25 +44,88 @@ std::optional<std::string> ownershipProblem(const struct stat &info, const std::
   return std::nullopt;
 }
 
-} // namespace
+/// Why a directory on the way to `file` (`directory` and every one above it, resolved) could
+/// let someone else replace it, or nullopt.
+std::optional<std::string> ancestorProblem(const std::string &directory, const std::string &what,
+                                           const std::string &file) {
+  char resolved[PATH_MAX];
+  if (!::realpath(directory.c_str(), resolved))
+    return "cannot read the directory of " + what + " " + file + ": " + std::strerror(errno);
+  for (std::string at = resolved;;) {
+    struct stat info {};
+    if (::stat(at.c_str(), &info) != 0)
+      return "cannot read the directory " + at + " of " + what + " " + file + ": " +
+             std::strerror(errno);
+    if (auto problem = ownershipProblem(info, at, "the directory",
+                                        "whoever can write it can replace " + what + " " + file))
+      return problem;
+    if (at == "/")
+      return std::nullopt;
+    at = at.substr(0, std::max<size_t>(1, at.rfind('/')));
+  }
+}
 
-std::optional<std::string> untrustedFileProblem(const std::string &path, const std::string &what) {
+std::string directoryOf(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// The checks of a file that grants access, on the file `info` describes (opened from `path`).
+std::optional<std::string> trustProblem(const std::string &path, const struct stat &info,
+                                        const std::string &what) {
+  if (!S_ISREG(info.st_mode))
+    return what + " " + path + " is not a regular file";
+  if (auto problem =
+          ownershipProblem(info, path, what, "whoever can change it decides who is trusted"))
+    return problem;
+  // Whoever can write a directory on the way can put another file in its place: the one the
+  // path names (a link may sit there) and the one the file really is in.
+  if (auto problem = ancestorProblem(directoryOf(path), what, path))
+    return problem;
   char resolved[PATH_MAX];
   if (!::realpath(path.c_str(), resolved))
     return "cannot read " + what + " " + path + ": " + std::strerror(errno);
+  return ancestorProblem(directoryOf(resolved), what, path);
+}
+
+} // namespace
+
+std::optional<std::string> untrustedFileProblem(const std::string &path, const std::string &what) {
   struct stat info {};
-  if (::stat(resolved, &info) != 0)
+  if (::stat(path.c_str(), &info) != 0)
     return "cannot read " + what + " " + path + ": " + std::strerror(errno);
-  const std::string why = "whoever can change it decides who is trusted";
-  if (auto problem = ownershipProblem(info, path, what, why))
-    return problem;
-  // Whoever can write the directory can put another file in its place.
-  std::string directory = resolved;
-  directory = directory.substr(0, std::max<size_t>(1, directory.rfind('/')));
-  if (::stat(directory.c_str(), &info) != 0)
-    return "cannot read the directory of " + what + " " + path + ": " + std::strerror(errno);
-  return ownershipProblem(info, directory, "the directory",
-                          "whoever can write it can replace " + what + " " + path);
+  return trustProblem(path, info, what);
+}
+
+std::optional<std::string> readTrustedFile(const std::string &path, const std::string &what,
+                                           std::string &text, bool secret) {
+  // The file read is the file checked: opened once, then checked through its descriptor.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return "cannot read " + what + " " + path + ": " + std::strerror(errno);
+  struct stat info {};
+  std::optional<std::string> problem;
+  if (::fstat(fd, &info) != 0)
+    problem = "cannot read " + what + " " + path + ": " + std::strerror(errno);
+  else if (secret && S_ISREG(info.st_mode) && (info.st_mode & 077))
+    problem = what + " " + path + " can be read by other users (mode " + octalMode(info.st_mode) +
+              "): its secret key must be private; chmod 600 " + path;
+  else
+    problem = trustProblem(path, info, what);
+  text.clear();
+  char buffer[4096];
+  for (ssize_t got; !problem && (got = ::read(fd, buffer, sizeof buffer)) != 0;) {
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      problem = "cannot read " + what + " " + path + ": " + std::strerror(errno);
+    else if ((text += std::string(buffer, size_t(got))).size() > (1u << 20))
+      problem = what + " " + path + " is larger than 1 MiB: not a file of keys";
+  }
+  ::close(fd);
+  return problem;
 }
 
 std::optional<std::string> privateDirectoryProblem(const std::string &directory) {

@@ -143,6 +143,24 @@ status=0
 "$ORCH_BIN/orch-worker" --connect "ipc://$PWD/open-dir/c.sock" --once >open-ipc.log 2>&1 || status=$?
 check "an ipc:// socket in a directory others can write is not trusted (exit 2)" test "$status" = 2
 check "its refusal says why" grep -q "is not private to this user.*can be written by other users" open-ipc.log
+status=$(exit_code "$ORCH_BIN/orch-worker" --connect "ipc://@orch-abstract-$$" --once)
+check "an abstract ipc://@ socket (anyone may bind it) is not trusted either (exit 2)" test "$status" = 2
+port=$(free_port)
+status=0
+"$ORCH_BIN/orch" run pages.orch --listen "ws://0.0.0.0:$port" --no-journal >ws.log 2>&1 || status=$?
+check "a keyless ws:// endpoint is refused (exit 1): only loopback tcp:// and ipc:// go without keys" \
+  test "$status" = 1
+check "its refusal says so" grep -q "only tcp:// on a loopback address and ipc:// may go without them" ws.log
+# A coordinator removes directories of runs that were killed: only its own user's.
+foreign=$(mktemp -d "${TMPDIR:-/tmp}/orch-4000000-XXXXXX")
+[ "$(id -u)" = 0 ] && chown nobody "$foreign"
+"$ORCH_BIN/orch" run pages.orch --workers 1 --no-journal --quiet >/dev/null 2>&1 && rm -rf out
+if [ "$(id -u)" = 0 ]; then
+  check "another user's leftover-looking directory in the temporary directory is left alone" test -d "$foreign"
+else
+  check "a leftover directory of this user's killed run is removed" test ! -e "$foreign"
+fi
+rm -rf "$foreign"
 chmod 0666 workers.pub
 status=0
 "$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1:$port" --key coordinator.key \
@@ -158,6 +176,15 @@ if [ "$(id -u)" = 0 ]; then
   check "authorized keys owned by another user (nobody) are refused (exit 1)" test "$status" = 1
   chown root workers.pub
 fi
+
+mkdir -m 0777 open-links
+ln -s "$PWD/workers.pub" open-links/workers.pub
+status=0
+"$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1:$port" --key coordinator.key \
+  --authorized-keys open-links/workers.pub --no-journal >open-link.log 2>&1 || status=$?
+check "a link to good keys, in a directory others can write (and so swap it), is refused (exit 1)" \
+  test "$status" = 1
+check "the refusal names that directory" grep -q "the directory $PWD/open-links can be written by other users" open-link.log
 
 # An exec(...) operator of a plan is code: a worker that did not authenticate its coordinator
 # (--insecure) refuses it unless its --allow-operators lists the program.
@@ -203,6 +230,14 @@ status=$(serve_insecurely upper-allowed upper.orch --allow-operators allowed.txt
 check "an --insecure worker runs a python(...) operator its --allow-operators lists" test "$status" = 0
 check "with the operator's results" grep -q '"name": *"DOC-7"' out/upper.jsonl
 rm -rf out
+# Python operators do not import from the working directory (anyone who can write it could
+# plant a module the bridge imports).
+printf 'open("%s/hijacked.txt", "w").write("hijacked")\nfrom importlib import import_module\n' "$PWD" >msgpack.py
+status=0
+"$ORCH_BIN/orch" run upper.orch --no-journal --quiet >cwd-import.log 2>&1 || status=$?
+check "a python(...) operator run beside a planted msgpack.py works (status 0)" test "$status" = 0
+check "and did not import it" test ! -e hijacked.txt
+rm -f msgpack.py; rm -rf out
 status=$(serve_insecurely evil-listed evil.orch --allow-operators allowed.txt)
 check "an exec program the list does not name stays refused" test "$status" = 1
 check "still nothing ran" test ! -e owned.txt
@@ -235,6 +270,28 @@ check "results over 64 MiB fail their rows, and the run ends (status 2)" test "$
 check "each says why" test "$(grep -c "the result of this batch is a message of .* bytes, more than a coordinator without keys takes from a worker (64 MiB): run it with keys" huge.errors.jsonl)" = 2
 rm -rf out
 
+# A peer told MORE that then sends only heartbeats cannot hold the 64 MiB for ever: it is lost
+# after liveness x heartbeat, and a real worker's results in pieces go through.
+port=$(free_port)
+rm -rf out
+timeout 60 "$ORCH_BIN/orch" run blobs.orch --listen "tcp://127.0.0.1:$port" --insecure --no-journal \
+  --heartbeat-ms 200 >hog.log 2>&1 &
+run=$!; pids+=("$run")
+await_port "$port"
+peer piece-hog "tcp://127.0.0.1:$port" --seconds 4 >hog.json &
+hog=$!
+sleep 0.5
+timeout 60 "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure --once --quiet \
+  >hog-worker.log 2>&1 || true
+status=0; wait "$run" || status=$?
+wait "$hog" || true
+check "a run with a peer that holds its pieces' reservation completes (status 0)" test "$status" = 0
+check "with every result whole" diff -r expected-blobs out
+check "the hog was told MORE, then declared lost" \
+  test "$("$python" -c 'import json; d = json.load(open("hog.json")); print(d["more"], d["lost"] > 0)')" = "1 True"
+check "the coordinator says why" grep -q "asked for the rest of a message in pieces and sent none for 1000 ms" hog.log
+rm -rf out
+
 # The issue's attack: a root worker left running, and another user (nobody) who binds the
 # coordinator's port after a run. A worker with keys pins its coordinator run after run.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && setpriv --reuid=nobody --regid=nogroup \
@@ -258,6 +315,26 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && setpriv --reuid=nobody
   check "the root worker says the coordinator is not the one it pins" \
     grep -q "cannot join the coordinator at tcp://127.0.0.1:$port" pinned.log
   kill -TERM "$pinned"; wait "$pinned" || true
+  # A worker on an ipc:// socket checks it before every connection: a directory that changed
+  # hands between runs (removed by a cleanup, made again by nobody) is not trusted.
+  private=$(mktemp -d "${TMPDIR:-/tmp}/orch-ipc-test-XXXXXX")
+  "$ORCH_BIN/orch-worker" --connect "ipc://$private/c.sock" --name ipc-worker --connect-timeout 2 \
+    >ipc-worker.log 2>&1 &
+  ipc_worker=$!; pids+=("$ipc_worker")
+  status=0
+  timeout 60 "$ORCH_BIN/orch" run pages.orch --listen "ipc://$private/c.sock" --no-journal \
+    --quiet >ipc-run.log 2>&1 || status=$?
+  check "a worker on a private ipc:// socket serves its run (status 0)" test "$status" = 0
+  rm -rf out "$private"
+  setpriv --reuid=nobody --regid=nogroup --clear-groups mkdir -m 0777 "$private"
+  (cd nobody && exec timeout 8 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    "$ORCH_BIN/orch" run evil.orch --listen "ipc://$private/c.sock" --no-journal) \
+    >nobody-ipc.log 2>&1 || true
+  check "the worker ran nothing for nobody's coordinator in the remade directory" test ! -e owned.txt
+  check "it said why it did not connect" \
+    grep -q "not connecting: ipc://$private/c.sock is not private to this user" ipc-worker.log
+  kill -TERM "$ipc_worker"; wait "$ipc_worker" || true
+  rm -rf "$private"
   chmod 0700 .
 else
   echo "note: the unprivileged-user scenario needs root and setpriv (skipped)"

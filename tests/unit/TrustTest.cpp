@@ -62,19 +62,31 @@ TEST(TrustTest, ProgramsRunOnlyForAnAuthenticatedCoordinatorOrFromTheList) {
   const fs::path dir = fs::temp_directory_path() / ("orch-trust-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   ::chmod(dir.c_str(), 0700);
+  const std::string script = (dir / "x.py").string();
+  std::ofstream(script) << "class X:\n    pass\n";
+  ::chmod(script.c_str(), 0644);
   const std::string list = (dir / "allowed").string();
-  std::ofstream(list) << "# ours\npython /opt/ops/x.py\n\nexec /usr/bin/convert\n";
+  std::ofstream(list) << "# ours\npython " << script << "\n\nexec /usr/bin/env\n";
   auto allowed = readAllowedOperators(list);
   ASSERT_TRUE(allowed.index() == 0) << std::get<std::string>(allowed);
   ProgramPermissions listed{false, std::get<0>(allowed), list};
-  EXPECT_FALSE(listed.refusal(program("python", "/opt/ops/x.py")));
-  EXPECT_FALSE(listed.refusal(program("exec", "/usr/bin/convert")));
+  EXPECT_FALSE(listed.refusal(program("python", script)));
+  EXPECT_FALSE(listed.refusal(program("exec", "/usr/bin/env")));
+  // Paths compare as the files they name.
+  EXPECT_FALSE(listed.refusal(program("python", (dir / ".." / dir.filename() / "x.py").string())));
   // With a list, nothing else runs, even for an authenticated coordinator.
   listed.coordinatorAuthenticated = true;
   std::optional<std::string> unlisted = listed.refusal(program("exec", "/bin/sh"));
   ASSERT_TRUE(unlisted);
   EXPECT_NE(unlisted->find("add the line 'exec /bin/sh'"), std::string::npos) << *unlisted;
-  EXPECT_TRUE(listed.refusal(program("python", "/usr/bin/convert")));
+  EXPECT_TRUE(listed.refusal(program("python", "/usr/bin/env")));
+  // A listed program that others could change is not the one allowed.
+  ::chmod(script.c_str(), 0666);
+  std::optional<std::string> changed = listed.refusal(program("python", script));
+  ASSERT_TRUE(changed);
+  EXPECT_NE(changed->find("the program " + script + " can be written by other users"),
+            std::string::npos)
+      << *changed;
 
   std::ofstream(list) << "exec relative/path\n";
   auto relative = readAllowedOperators(list);

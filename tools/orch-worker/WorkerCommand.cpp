@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <sys/stat.h>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -53,6 +54,29 @@ std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
                    << (devices.count ? std::to_string(devices.count) + " devices" : devices.reason)
                    << "): its GPU replicas will run on the CPU\n";
   return chosen;
+}
+
+/// Why the coordinator at `endpoint` (no keys) is not authenticated, or nullopt: an ipc://
+/// socket in the file system is, when it and its directory could only have been made by this
+/// user (or root); an abstract one ("ipc://@name") or any network endpoint is not. Checked again
+/// before every connection: the directory may have changed hands between runs.
+std::optional<std::string> unauthenticatedEndpoint(const std::string &endpoint) {
+  if (endpoint.rfind("ipc://", 0) != 0 || endpoint.rfind("ipc://@", 0) == 0)
+    return endpoint + " is not authenticated: whoever listens there would send this worker its "
+                      "plans";
+  const std::string socket = endpoint.substr(6);
+  const size_t slash = socket.rfind('/');
+  const std::string directory =
+      slash == std::string::npos ? "." : socket.substr(0, std::max<size_t>(1, slash));
+  std::optional<std::string> problem = runtime::privateDirectoryProblem(directory);
+  struct stat info {};
+  if (!problem && ::lstat(socket.c_str(), &info) == 0 && info.st_uid != ::geteuid() &&
+      info.st_uid != 0)
+    problem = "the socket " + socket + " belongs to another user";
+  if (!problem)
+    return std::nullopt;
+  return endpoint + " is not private to this user (" + *problem +
+         "): another user could have made it";
 }
 
 /// Sets how `worker` trusts its coordinator: CURVE keys from --key and --server-key, or from
@@ -105,20 +129,7 @@ bool chooseWorkerTrust(const WorkerCommandOptions &options, runtime::WorkerOptio
     return true;
   }
   const std::string &endpoint = options.connect;
-  std::optional<std::string> unauthenticated;
-  if (endpoint.rfind("ipc://", 0) == 0) {
-    // Only this user (or root) could have made a socket in a directory private to them.
-    const std::string socket = endpoint.substr(6);
-    const size_t slash = socket.rfind('/');
-    const std::string directory =
-        slash == std::string::npos ? "." : socket.substr(0, std::max<size_t>(1, slash));
-    if (std::optional<std::string> problem = runtime::privateDirectoryProblem(directory))
-      unauthenticated = endpoint + " is not private to this user (" + *problem +
-                        "): another user could have made it";
-  } else {
-    unauthenticated = endpoint + " is not authenticated: whoever listens there would send this "
-                                 "worker its plans";
-  }
+  std::optional<std::string> unauthenticated = unauthenticatedEndpoint(endpoint);
   if (!unauthenticated) {
     programs.coordinatorAuthenticated = true;
     return true;
@@ -172,8 +183,19 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   // A cluster's workers outlive runs: after each one they connect again (backing off while no
   // coordinator answers) until they are stopped.
   std::chrono::milliseconds backOff(100);
+  const bool checkSocket = !worker.curveKey && options.connect.rfind("ipc://", 0) == 0;
   for (;;) {
-    const int exit = runtime::runWorker(worker, registry);
+    int exit = runtime::kWorkerLost;
+    const std::optional<std::string> unauthenticated =
+        checkSocket ? unauthenticatedEndpoint(options.connect) : std::nullopt;
+    if (checkSocket)
+      worker.programs.coordinatorAuthenticated = !unauthenticated;
+    if (unauthenticated && !options.insecure)
+      logLine("not connecting: " + *unauthenticated);
+    else
+      exit = runtime::runWorker(worker, registry);
+    if (unauthenticated && !options.insecure && options.once)
+      return 2;
     if (stopRequested.load())
       return runtime::kWorkerDone;
     if (options.once)

@@ -16,6 +16,10 @@
   piece-flood ENDPOINT --count N --megabytes M [--seconds S]
       As hello-flood, but each sends its M MiB as pieces of a message (the protocol's PIECE)
       without waiting for the coordinator's MORE. Prints {"welcomed": W, "pieces": P}.
+  piece-hog ENDPOINT [--seconds S]
+      One peer that says hello, begins a message of 64 MiB in pieces, and after the
+      coordinator's MORE sends nothing but heartbeats, holding what the coordinator reserved.
+      Prints {"more": M, "lost": L} (L: it was told it was declared lost).
 """
 
 import argparse
@@ -216,10 +220,32 @@ def piece_flood(args):
     print(json.dumps({"welcomed": len(welcomed), "pieces": pieces}))
 
 
+def piece_hog(args):
+    context = zmq.Context()
+    args.count = 1
+    welcomed = welcomed_dealers(context, args)
+    more = lost = 0
+    if welcomed:
+        sock = welcomed[0]
+        sock.send(msgpack.packb({"type": "piece", "total": 64 << 20, "offset": 0, "bytes": b"x"},
+                                use_bin_type=True))
+        deadline = time.time() + args.seconds
+        next_beat = 0.0
+        while time.time() < deadline:
+            if time.time() >= next_beat:
+                sock.send(msgpack.packb({"type": "heartbeat"}), zmq.NOBLOCK)
+                next_beat = time.time() + 0.1
+            if sock.poll(20):
+                body = msgpack.unpackb(sock.recv(), raw=False)
+                more += body.get("type") == "more"
+                lost += body.get("code") == "declared-lost"
+    print(json.dumps({"more": more, "lost": lost}))
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
-    for name in ("join", "zmtp-junk", "hello-flood", "piece-flood"):
+    for name in ("join", "zmtp-junk", "hello-flood", "piece-flood", "piece-hog"):
         p = sub.add_parser(name)
         p.add_argument("endpoint")
         p.add_argument("--key")
@@ -237,7 +263,7 @@ def main():
         p.add_argument("--ready")
     args = parser.parse_args()
     {"join": join, "idle": idle, "junk": junk, "zmtp-junk": zmtp_junk, "hello-flood": hello_flood,
-     "piece-flood": piece_flood}[args.mode](args)
+     "piece-flood": piece_flood, "piece-hog": piece_hog}[args.mode](args)
 
 
 if __name__ == "__main__":
