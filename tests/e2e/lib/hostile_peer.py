@@ -66,7 +66,9 @@ def dealer(context, endpoint, args):
 
 
 def hello():
-    return msgpack.packb({"type": "hello", "version": 3, "worker": "hostile", "pid": os.getpid(),
+    # ORCH_PROTOCOL_VERSION: to speak to an older coordinator (the tests' control runs).
+    version = int(os.environ.get("ORCH_PROTOCOL_VERSION", "3"))
+    return msgpack.packb({"type": "hello", "version": version, "worker": "hostile", "pid": os.getpid(),
                           "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
 
 
