@@ -21,9 +21,9 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
-#include <sys/stat.h>
 #include <zmq.h>
 
 namespace orch::runtime {
@@ -618,8 +618,8 @@ private:
   /// A worker told MORE that sends no piece for liveness x heartbeat holds the budget of the
   /// others: it is lost (its heartbeats do not count), and its reservation freed.
   void expireStalledPieces() {
-    const auto patience = std::chrono::milliseconds(uint64_t(options_.heartbeatMs) *
-                                                    options_.liveness);
+    const auto patience =
+        std::chrono::milliseconds(uint64_t(options_.heartbeatMs) * options_.liveness);
     std::vector<uint32_t> stalled;
     for (const auto &[w, pieces] : pieces_)
       if (pieces.granted && Clock::now() - pieces.progress > patience)

@@ -27,7 +27,8 @@ std::optional<std::string> ProgramPermissions::refusal(const plan::PlanExternalO
     // Paths compare as the files they name ("/opt/ops/../ops/x.py" is "/opt/ops/x.py").
     const std::string real = realPath(op.path);
     const bool listed = std::any_of(allowed->begin(), allowed->end(), [&](const auto &entry) {
-      return entry.first == op.runner && (entry.second == op.path || (!real.empty() && realPath(entry.second) == real));
+      return entry.first == op.runner &&
+             (entry.second == op.path || (!real.empty() && realPath(entry.second) == real));
     });
     if (!listed)
       return "this worker does not run " + what + ": it is not in the worker's --allow-operators " +

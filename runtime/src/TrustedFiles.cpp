@@ -16,7 +16,8 @@ namespace {
 
 std::string userName(uid_t uid) {
   char buffer[1024];
-  struct passwd entry {}, *found = nullptr;
+  struct passwd entry {
+  }, *found = nullptr;
   if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found)
     return found->pw_name;
   return "uid " + std::to_string(uid);
@@ -34,8 +35,8 @@ std::optional<std::string> ownershipProblem(const struct stat &info, const std::
                                             const std::string &what, const std::string &why) {
   const uid_t me = ::geteuid();
   if (info.st_uid != me && info.st_uid != 0)
-    return what + " " + path + " belongs to " + userName(info.st_uid) + ", not to " +
-           userName(me) + " (who runs Orch)" + (me == 0 ? "" : " or root") + ": " + why +
+    return what + " " + path + " belongs to " + userName(info.st_uid) + ", not to " + userName(me) +
+           " (who runs Orch)" + (me == 0 ? "" : " or root") + ": " + why +
            "; make it yours (chown " + userName(me) + " " + path + ")";
   const bool sticky = S_ISDIR(info.st_mode) && (info.st_mode & S_ISVTX);
   if ((info.st_mode & 022) && !sticky)

@@ -594,7 +594,7 @@ private:
   /// Whether the coordinator takes large messages in pieces (no keys, tcp://), what waits to
   /// be sent to it, how much of the front message went, and whether it asked for the rest.
   const bool pieced_ = !options_.curveKey && (options_.endpoint.rfind("ipc://", 0) != 0 ||
-                                               options_.endpoint.rfind("ipc://@", 0) == 0);
+                                              options_.endpoint.rfind("ipc://@", 0) == 0);
   std::deque<zmq::message_t> outbox_;
   uint64_t pieceOffset_ = 0;
   bool moreWanted_ = false;

@@ -128,7 +128,10 @@ ORCH
 for mode in --in-process --workers=1; do
   "$ORCH_BIN/orch" run stuck.orch --restart "$mode" --errors stuck.errors.jsonl >stuck.log 2>&1 &
   run=$!
-  sleep 1
+  # Once the batch runs (the first progress line): a background job of a script starts with
+  # SIGINT ignored until orch installs its handler, so a signal sent earlier would be lost.
+  for _ in $(seq 200); do grep -q "admitted source rows" stuck.log && break; sleep 0.05; done
+  sleep 0.5
   kill -INT "$run"
   status=0; timeout 20 tail --pid="$run" -f /dev/null || status=$?
   check "SIGINT during a long batch ($mode) ends the run without waiting for it" test "$status" = 0

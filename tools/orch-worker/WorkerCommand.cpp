@@ -18,8 +18,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
-#include <sys/stat.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 

@@ -257,6 +257,9 @@ std::string describeOutputs(const plan::Plan &plan) {
 } // namespace
 
 int runPipeline(const RunCommandOptions &options) {
+  // First of all: a background job of a script starts with SIGINT ignored, and a signal that
+  // came while the program compiled would be lost (the run then stops once it begins).
+  tools::installStopHandlers(kRunInterrupted);
   std::optional<plan::Plan> plan = loadPlan(options);
   if (!plan)
     return kRunCannotRun;
@@ -301,7 +304,6 @@ int runPipeline(const RunCommandOptions &options) {
                         "worker processes (the default) are killed and replaced instead\n";
         break;
       }
-  tools::installStopHandlers(kRunInterrupted);
   // Tesseract's OpenMP threads fight over the cores otherwise (local workers set it too).
   ::setenv("OMP_THREAD_LIMIT", "1", 0);
   std::unique_ptr<runtime::BatchExecutor> executor =
