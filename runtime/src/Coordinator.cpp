@@ -34,6 +34,9 @@ using Clock = SteadyClock;
 /// Messages a connection may queue before ZeroMQ stops reading it: its default, and on an
 /// endpoint anyone may reach (with messages of at most 64 KiB: 4 MiB a connection).
 constexpr int kDefaultQueue = 1000;
+/// Bytes per second a worker must at least send a message in pieces at, once told MORE (a
+/// peer that trickles would hold the pieces' budget of every worker for ever).
+constexpr uint64_t kSlowestPieces = 1u << 20;
 constexpr int kOpenEndpointQueue = 64;
 
 /// Whether `endpoint` is an ipc:// socket in the file system (whose directory's permissions
@@ -382,9 +385,10 @@ private:
     uint64_t total = 0;
     /// Told MORE: its `total` bytes are reserved.
     bool granted = false;
-    /// When it was told MORE or last sent a piece: one that holds its reservation without
-    /// sending for as long as a worker may be silent is lost (expireStalledPieces).
-    Clock::time_point progress;
+    /// When it was told MORE or last sent a piece, and by when it must have sent all: one
+    /// that holds its reservation without sending for as long as a worker may be silent, or
+    /// sends slower than kSlowestPieces, is lost (expireStalledPieces).
+    Clock::time_point progress, deadline;
   };
   using KeptKey = KeptValueLedger::Key;
   struct Sent {
@@ -609,6 +613,8 @@ private:
       piecesReserved_ += pieces.total;
       pieces.granted = true;
       pieces.progress = Clock::now();
+      pieces.deadline = pieces.progress + piecesPatience() +
+                        std::chrono::milliseconds(1000 * pieces.total / kSlowestPieces);
       pieces.bytes.reserve(pieces.total);
       piecesWaiting_.pop_front();
       sendTo(w, MoreMessage{});
@@ -618,15 +624,27 @@ private:
   /// A worker told MORE that sends no piece for liveness x heartbeat holds the budget of the
   /// others: it is lost (its heartbeats do not count), and its reservation freed.
   void expireStalledPieces() {
-    const auto patience =
-        std::chrono::milliseconds(uint64_t(options_.heartbeatMs) * options_.liveness);
-    std::vector<uint32_t> stalled;
-    for (const auto &[w, pieces] : pieces_)
-      if (pieces.granted && Clock::now() - pieces.progress > patience)
-        stalled.push_back(w);
-    for (uint32_t w : stalled)
-      lose(w, "it was asked for the rest of a message in pieces and sent none for " +
-                  std::to_string(patience.count()) + " ms");
+    const auto patience = piecesPatience();
+    const Clock::time_point now = Clock::now();
+    std::vector<std::pair<uint32_t, std::string>> stalled;
+    for (const auto &[w, pieces] : pieces_) {
+      if (!pieces.granted)
+        continue;
+      if (now - pieces.progress > patience)
+        stalled.emplace_back(w, "it was asked for the rest of a message in pieces and sent none "
+                                "for " +
+                                    std::to_string(patience.count()) + " ms");
+      else if (now > pieces.deadline)
+        stalled.emplace_back(w, "it sent a message in pieces slower than " +
+                                    std::to_string(kSlowestPieces >> 10) + " KiB/s");
+    }
+    for (const auto &[w, why] : stalled)
+      lose(w, why);
+  }
+
+  /// How long a worker told MORE may send no piece: as long as a worker may be silent.
+  std::chrono::milliseconds piecesPatience() const {
+    return std::chrono::milliseconds(uint64_t(options_.heartbeatMs) * options_.liveness);
   }
 
   /// Forgets worker `w`'s message in pieces (complete, or the worker is gone).

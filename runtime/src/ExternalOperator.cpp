@@ -26,8 +26,26 @@ using Clock = std::chrono::steady_clock;
 /// could plant a `msgpack.py`: it goes before anything is imported (the bridge puts the
 /// script's own folder there instead).
 constexpr const char *kPythonBootstrap =
-    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; import os; "
+    "import sys, os; here = os.path.realpath(os.getcwd()); "
+    "sys.path[:] = [p for p in sys.path if p not in ('', '.') and os.path.realpath(p) != here]; "
     "exec(compile(os.environ.pop('ORCH_OPERATOR_SOURCE'), 'orch_operator.py', 'exec'))";
+
+/// $PYTHONPATH without the entries that mean the working directory (an empty one, as
+/// `PYTHONPATH=$PYTHONPATH:/x` leaves when it was unset, or "."): Python would import from it,
+/// sitecustomize.py included, before the bootstrap runs.
+std::string pythonPathWithoutWorkingDirectory(const std::string &path) {
+  std::string kept;
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = path.find(':', start);
+    const std::string entry = path.substr(start, colon - start);
+    if (!entry.empty() && entry != "." && entry != "./")
+      kept += (kept.empty() ? "" : ":") + entry;
+    if (colon == std::string::npos)
+      return kept;
+    start = colon + 1;
+  }
+}
 
 /// How long a process that was asked to shut down may take before it is killed.
 constexpr std::chrono::milliseconds kShutdownGrace{2000};
@@ -172,6 +190,8 @@ private:
       // line naming the operator, and tracebacks name orch_operator.py.
       spec.argv = {pythonInterpreter(), "-u", "-c", kPythonBootstrap, "orch-operator", op_.name};
       spec.environment.emplace_back("ORCH_OPERATOR_SOURCE", kPythonBridgeSource);
+      if (const char *path = std::getenv("PYTHONPATH"))
+        spec.environment.emplace_back("PYTHONPATH", pythonPathWithoutWorkingDirectory(path));
     } else {
       spec.argv = {op_.path};
       spec.argv.insert(spec.argv.end(), op_.args.begin(), op_.args.end());

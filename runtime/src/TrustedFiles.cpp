@@ -66,6 +66,31 @@ std::optional<std::string> ancestorProblem(const std::string &directory, const s
   }
 }
 
+/// Why a directory that holds a name on the way to `file`, as the path names it (each prefix of
+/// the absolute path, links followed only within a prefix: the directory that holds a link
+/// counts), could let someone else replace it, or nullopt.
+std::optional<std::string> namedAncestorProblem(const std::string &file, const std::string &what) {
+  std::string absolute = file;
+  if (absolute.empty() || absolute.front() != '/') {
+    char cwd[PATH_MAX];
+    if (!::getcwd(cwd, sizeof cwd))
+      return "cannot read the working directory: " + std::string(std::strerror(errno));
+    absolute = std::string(cwd) + "/" + file;
+  }
+  for (size_t slash = absolute.rfind('/'); slash != std::string::npos && slash > 0;
+       slash = absolute.rfind('/', slash - 1)) {
+    const std::string directory = absolute.substr(0, slash);
+    struct stat info {};
+    if (::stat(directory.c_str(), &info) != 0)
+      return "cannot read the directory " + directory + " of " + what + " " + file + ": " +
+             std::strerror(errno);
+    if (auto problem = ownershipProblem(info, directory, "the directory",
+                                        "whoever can write it can replace " + what + " " + file))
+      return problem;
+  }
+  return std::nullopt;
+}
+
 std::string directoryOf(const std::string &path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos)
@@ -83,7 +108,7 @@ std::optional<std::string> trustProblem(const std::string &path, const struct st
     return problem;
   // Whoever can write a directory on the way can put another file in its place: the one the
   // path names (a link may sit there) and the one the file really is in.
-  if (auto problem = ancestorProblem(directoryOf(path), what, path))
+  if (auto problem = namedAncestorProblem(path, what))
     return problem;
   char resolved[PATH_MAX];
   if (!::realpath(path.c_str(), resolved))
@@ -140,7 +165,10 @@ std::optional<std::string> privateDirectoryProblem(const std::string &directory)
   if (info.st_mode & 022)
     return "the directory " + directory + " can be written by other users (mode " +
            octalMode(info.st_mode) + ")";
-  return std::nullopt;
+  // Nor may anyone else be able to replace it: the directories above, as named and as resolved.
+  if (auto problem = namedAncestorProblem(directory, "the directory"))
+    return problem;
+  return ancestorProblem(directory, "the directory", directory);
 }
 
 } // namespace orch::runtime

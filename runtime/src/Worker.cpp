@@ -195,6 +195,10 @@ public:
     coordinator_.set(zmq::sockopt::routing_id, name_);
     coordinator_.set(zmq::sockopt::linger, 0);
     coordinator_.set(zmq::sockopt::maxmsgsize, int64_t(ProtocolLimits::kMessageBytes));
+    // Without keys, an ipc:// socket is trusted for the directory it was checked in just now
+    // (WorkerOptions): ZeroMQ must not connect again on its own to whatever is there later.
+    if (connectsOnce())
+      coordinator_.set(zmq::sockopt::reconnect_ivl, -1);
     if (options_.curveKey) {
       coordinator_.set(zmq::sockopt::curve_serverkey, options_.coordinatorKey);
       coordinator_.set(zmq::sockopt::curve_publickey, options_.curveKey->publicKey);
@@ -223,7 +227,8 @@ public:
 
   int run() {
     ::pthread_setname_np(::pthread_self(), "orch-worker");
-    coordinator_.connect(options_.endpoint);
+    if (!connectsOnce() || awaitSocketFile())
+      coordinator_.connect(options_.endpoint);
     HelloMessage hello;
     hello.worker = name_;
     hello.pid = ::getpid();
@@ -459,6 +464,27 @@ private:
     replicas_[init.replica] = std::make_unique<HostedReplica>(
         context_, init.replica, *factory, std::move(config), factories_->startsEagerly(init.call),
         *locality_, peers_ ? init.keepOver : 0);
+  }
+
+  /// Whether the session connects once, not again on its own: to an ipc:// socket in the file
+  /// system without keys, trusted for its directory when it was checked.
+  bool connectsOnce() const {
+    return !options_.curveKey && options_.endpoint.rfind("ipc://", 0) == 0 &&
+           options_.endpoint.rfind("ipc://@", 0) != 0;
+  }
+
+  /// Waits (within the connect timeout, or until stopped) until the coordinator's socket file
+  /// is there, so that the one connection is not tried before it binds.
+  bool awaitSocketFile() const {
+    const std::string path = options_.endpoint.substr(6);
+    const Clock::time_point giveUp =
+        Clock::now() + std::chrono::milliseconds(options_.connectTimeoutMs);
+    while (::access(path.c_str(), F_OK) != 0) {
+      if ((options_.stopRequested && options_.stopRequested->load()) || Clock::now() >= giveUp)
+        return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
   }
 
   /// Binds the socket other workers fetch kept values from (WorkerOptions::peerEndpoint, else

@@ -185,6 +185,17 @@ status=0
 check "a link to good keys, in a directory others can write (and so swap it), is refused (exit 1)" \
   test "$status" = 1
 check "the refusal names that directory" grep -q "the directory $PWD/open-links can be written by other users" open-link.log
+mkdir -m 0700 keys-dir && cp workers.pub keys-dir/
+ln -s "$PWD/keys-dir" open-links/keys
+status=$(exit_code "$ORCH_BIN/orch" run pages.orch --listen "tcp://127.0.0.1:$port" --key coordinator.key \
+  --authorized-keys open-links/keys/workers.pub --no-journal)
+check "keys reached through a link to their directory, held by a directory others can write, are refused" \
+  test "$status" = 1
+mkdir -p -m 0700 open-dir/private
+status=0
+"$ORCH_BIN/orch-worker" --connect "ipc://$PWD/open-dir/private/c.sock" --once >open-above.log 2>&1 || status=$?
+check "an ipc:// socket in a private directory inside one others can write is not trusted (exit 2)" \
+  test "$status" = 2
 
 # An exec(...) operator of a plan is code: a worker that did not authenticate its coordinator
 # (--insecure) refuses it unless its --allow-operators lists the program.
@@ -237,7 +248,27 @@ status=0
 "$ORCH_BIN/orch" run upper.orch --no-journal --quiet >cwd-import.log 2>&1 || status=$?
 check "a python(...) operator run beside a planted msgpack.py works (status 0)" test "$status" = 0
 check "and did not import it" test ! -e hijacked.txt
+PYTHONPATH=/nonexistent: "$ORCH_BIN/orch" run upper.orch --no-journal --quiet >cwd-import2.log 2>&1 || true
+check "nor with an empty entry in PYTHONPATH (which Python reads as the working directory)" test ! -e hijacked.txt
 rm -f msgpack.py; rm -rf out
+# Ctrl-C while the program compiles leaves the outputs of the previous run as they were.
+"$python" -c '
+print("pipeline big;\nsource rows = jsonl(\"rows.jsonl\") as Doc;\ns0 = test.identity(rows);")
+for i in range(1, 20000):
+    print("s%d = test.identity(s%d);" % (i, i - 1))
+print("sink jsonl(path: \"out/big.jsonl\", record: { last: s19999 });")' >big.orch
+mkdir -p out && echo '{"previous": true}' >out/big.jsonl
+"$ORCH_BIN/orch" run big.orch --in-process --no-journal >big.log 2>&1 &
+run=$!
+# Once it catches SIGINT (a background job starts with it ignored), while it compiles.
+for _ in $(seq 200); do
+  grep -q '^SigCgt:.*[2367abef]$' "/proc/$run/status" 2>/dev/null && break; sleep 0.01
+done
+kill -INT "$run"
+status=0; wait "$run" || status=$?
+check "Ctrl-C while the program compiles stops it (status 130)" test "$status" = 130
+check "... leaving the previous outputs untouched" test "$(cat out/big.jsonl)" = '{"previous": true}'
+rm -rf out
 status=$(serve_insecurely evil-listed evil.orch --allow-operators allowed.txt)
 check "an exec program the list does not name stays refused" test "$status" = 1
 check "still nothing ran" test ! -e owned.txt
@@ -290,6 +321,22 @@ check "with every result whole" diff -r expected-blobs out
 check "the hog was told MORE, then declared lost" \
   test "$("$python" -c 'import json; d = json.load(open("hog.json")); print(d["more"], d["lost"] > 0)')" = "1 True"
 check "the coordinator says why" grep -q "asked for the rest of a message in pieces and sent none for 1000 ms" hog.log
+rm -rf out
+port=$(free_port)
+timeout 60 "$ORCH_BIN/orch" run blobs.orch --listen "tcp://127.0.0.1:$port" --insecure --no-journal \
+  --heartbeat-ms 200 >trickle.log 2>&1 &
+run=$!; pids+=("$run")
+await_port "$port"
+peer piece-hog "tcp://127.0.0.1:$port" --seconds 6 --trickle --megabytes 1 >trickle.json &
+hog=$!
+sleep 0.5
+timeout 60 "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure --once --quiet \
+  >trickle-worker.log 2>&1 || true
+status=0; wait "$run" || status=$?
+wait "$hog" || true
+check "a peer that trickles its pieces a byte at a time is lost too, and the run completes" test "$status" = 0
+check "... saying it sent slower than the least rate" grep -q "it sent a message in pieces slower than 1024 KiB/s" trickle.log
+check "... with every result whole" diff -r expected-blobs out
 rm -rf out
 
 # The issue's attack: a root worker left running, and another user (nobody) who binds the

@@ -263,6 +263,11 @@ int runPipeline(const RunCommandOptions &options) {
   std::optional<plan::Plan> plan = loadPlan(options);
   if (!plan)
     return kRunCannotRun;
+  if (stopRequested.load()) {
+    // Before any output is touched: a previous run's outputs stay as they are.
+    llvm::errs() << "orch: interrupted before the run began; no output was touched\n";
+    return kRunInterrupted;
+  }
   const std::optional<int64_t> gpuCount = localGpuCount(*plan, options);
   if (!gpuCount)
     return kRunCannotRun;

@@ -16,10 +16,11 @@
   piece-flood ENDPOINT --count N --megabytes M [--seconds S]
       As hello-flood, but each sends its M MiB as pieces of a message (the protocol's PIECE)
       without waiting for the coordinator's MORE. Prints {"welcomed": W, "pieces": P}.
-  piece-hog ENDPOINT [--seconds S]
-      One peer that says hello, begins a message of 64 MiB in pieces, and after the
-      coordinator's MORE sends nothing but heartbeats, holding what the coordinator reserved.
-      Prints {"more": M, "lost": L} (L: it was told it was declared lost).
+  piece-hog ENDPOINT [--seconds S] [--trickle [--megabytes M]]
+      One peer that says hello, begins a message of 64 MiB (M with --trickle) in pieces, and after the
+      coordinator's MORE sends nothing but heartbeats (with --trickle, one byte of the message
+      every 0.3 s too), holding what the coordinator reserved. Prints {"more": M, "lost": L}
+      (L: how often it was told it was declared lost).
 """
 
 import argparse
@@ -229,14 +230,20 @@ def piece_hog(args):
     more = lost = 0
     if welcomed:
         sock = welcomed[0]
-        sock.send(msgpack.packb({"type": "piece", "total": 64 << 20, "offset": 0, "bytes": b"x"},
+        total = (args.megabytes << 20) if args.trickle else (64 << 20)
+        sock.send(msgpack.packb({"type": "piece", "total": total, "offset": 0, "bytes": b"x"},
                                 use_bin_type=True))
         deadline = time.time() + args.seconds
         next_beat = 0.0
+        offset = 1
         while time.time() < deadline:
             if time.time() >= next_beat:
                 sock.send(msgpack.packb({"type": "heartbeat"}), zmq.NOBLOCK)
-                next_beat = time.time() + 0.1
+                if args.trickle and more:
+                    sock.send(msgpack.packb({"type": "piece", "total": total, "offset": offset,
+                                             "bytes": b"x"}, use_bin_type=True), zmq.NOBLOCK)
+                    offset += 1
+                next_beat = time.time() + (0.3 if args.trickle else 0.1)
             if sock.poll(20):
                 body = msgpack.unpackb(sock.recv(), raw=False)
                 more += body.get("type") == "more"
@@ -249,6 +256,8 @@ def main():
     sub = parser.add_subparsers(dest="mode", required=True)
     for name in ("join", "zmtp-junk", "hello-flood", "piece-flood", "piece-hog"):
         p = sub.add_parser(name)
+        if name == "piece-hog":
+            p.add_argument("--trickle", action="store_true")
         p.add_argument("endpoint")
         p.add_argument("--key")
         p.add_argument("--server-key")

@@ -24,7 +24,8 @@ std::optional<std::string> readTrustedFile(const std::string &path, const std::s
                                            std::string &text, bool secret = false);
 
 /// Why `directory` is not private to the user running Orch (owned by them or root, writable by
-/// nobody else: a sticky /tmp does not count, as anyone may create a name there), or nullopt.
+/// nobody else: a sticky /tmp does not count, as anyone may create a name there; and no
+/// directory above it, as named or resolved, writable by someone else), or nullopt.
 /// A socket in a private directory can only have been made by that user.
 std::optional<std::string> privateDirectoryProblem(const std::string &directory);
 
