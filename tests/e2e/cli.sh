@@ -50,13 +50,13 @@ check "orch run without orch-worker beside it exits 1" \
 check "... naming the missing program" \
   grep -q "install orch-worker beside orch" <("$workdir/lonely/orch" run "$workdir/lonely/one.orch" --workers 1 --quiet 2>&1)
 check "... while --in-process needs no worker" \
-  test "$(exit_code "$workdir/lonely/orch" run "$workdir/lonely/one.orch" --in-process --quiet)" = 0
+  test "$(exit_code "$workdir/lonely/orch" run "$workdir/lonely/one.orch" --in-process --quiet --no-journal)" = 0
 # Installed side by side, orch finds its orch-worker.
 cmake --install "$ORCH_BIN/.." --prefix "$workdir/prefix" >/dev/null
 check "cmake --install puts the four programs in PREFIX/bin" \
   test "$(ls "$workdir/prefix/bin" | tr '\n' ' ')" = "orch orch-lsp orch-worker orchc "
 check "... and the installed orch runs local workers" \
-  test "$(exit_code "$workdir/prefix/bin/orch" run "$workdir/lonely/one.orch" --workers 1 --quiet)" = 0
+  test "$(exit_code "$workdir/prefix/bin/orch" run "$workdir/lonely/one.orch" --workers 1 --quiet --no-journal)" = 0
 check "the Slurm template is valid bash" bash -n "$ORCH_SOURCE_DIR/deploy/slurm/orch.sbatch"
 check "orch worker --once without a coordinator gives up with status 1" \
   test "$(exit_code "$ORCH_BIN/orch" worker --connect "ipc://$workdir/none.sock" --connect-timeout 1 --once)" = 1
