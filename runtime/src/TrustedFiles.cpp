@@ -45,41 +45,14 @@ std::optional<std::string> ownershipProblem(const struct stat &info, const std::
   return std::nullopt;
 }
 
-/// Why a directory on the way to `file` (`directory` and every one above it, resolved) could
-/// let someone else replace it, or nullopt.
-std::optional<std::string> ancestorProblem(const std::string &directory, const std::string &what,
-                                           const std::string &file) {
-  char resolved[PATH_MAX];
-  if (!::realpath(directory.c_str(), resolved))
-    return "cannot read the directory of " + what + " " + file + ": " + std::strerror(errno);
-  for (std::string at = resolved;;) {
-    struct stat info {};
-    if (::stat(at.c_str(), &info) != 0)
-      return "cannot read the directory " + at + " of " + what + " " + file + ": " +
-             std::strerror(errno);
-    if (auto problem = ownershipProblem(info, at, "the directory",
-                                        "whoever can write it can replace " + what + " " + file))
-      return problem;
-    if (at == "/")
-      return std::nullopt;
-    at = at.substr(0, std::max<size_t>(1, at.rfind('/')));
-  }
-}
-
-/// Why a directory that holds a name on the way to `file`, as the path names it (each prefix of
-/// the absolute path, links followed only within a prefix: the directory that holds a link
-/// counts), could let someone else replace it, or nullopt.
-std::optional<std::string> namedAncestorProblem(const std::string &file, const std::string &what) {
-  std::string absolute = file;
-  if (absolute.empty() || absolute.front() != '/') {
-    char cwd[PATH_MAX];
-    if (!::getcwd(cwd, sizeof cwd))
-      return "cannot read the working directory: " + std::string(std::strerror(errno));
-    absolute = std::string(cwd) + "/" + file;
-  }
-  for (size_t slash = absolute.rfind('/'); slash != std::string::npos && slash > 0;
-       slash = absolute.rfind('/', slash - 1)) {
-    const std::string directory = absolute.substr(0, slash);
+/// Why a directory above `path` (absolute; every proper prefix of it, links followed within a
+/// prefix, so the directory that holds a link counts) could let someone else replace `what`
+/// `file`, or nullopt.
+std::optional<std::string> directoriesAboveProblem(const std::string &path, const std::string &what,
+                                                   const std::string &file) {
+  for (size_t slash = path.rfind('/'); slash != std::string::npos;
+       slash = slash == 0 ? std::string::npos : path.rfind('/', slash - 1)) {
+    const std::string directory = slash == 0 ? "/" : path.substr(0, slash);
     struct stat info {};
     if (::stat(directory.c_str(), &info) != 0)
       return "cannot read the directory " + directory + " of " + what + " " + file + ": " +
@@ -91,11 +64,22 @@ std::optional<std::string> namedAncestorProblem(const std::string &file, const s
   return std::nullopt;
 }
 
-std::string directoryOf(const std::string &path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
+/// Why a directory on the way to `path` could let someone else replace it: the way the path
+/// names it (a link may sit there) and the way it really is, or nullopt.
+std::optional<std::string> wayProblem(const std::string &path, const std::string &what) {
+  std::string named = path;
+  if (named.empty() || named.front() != '/') {
+    char cwd[PATH_MAX];
+    if (!::getcwd(cwd, sizeof cwd))
+      return "cannot read the working directory: " + std::string(std::strerror(errno));
+    named = std::string(cwd) + "/" + path;
+  }
+  if (auto problem = directoriesAboveProblem(named, what, path))
+    return problem;
+  char resolved[PATH_MAX];
+  if (!::realpath(path.c_str(), resolved))
+    return "cannot read " + what + " " + path + ": " + std::strerror(errno);
+  return directoriesAboveProblem(resolved, what, path);
 }
 
 /// The checks of a file that grants access, on the file `info` describes (opened from `path`).
@@ -106,14 +90,8 @@ std::optional<std::string> trustProblem(const std::string &path, const struct st
   if (auto problem =
           ownershipProblem(info, path, what, "whoever can change it decides who is trusted"))
     return problem;
-  // Whoever can write a directory on the way can put another file in its place: the one the
-  // path names (a link may sit there) and the one the file really is in.
-  if (auto problem = namedAncestorProblem(path, what))
-    return problem;
-  char resolved[PATH_MAX];
-  if (!::realpath(path.c_str(), resolved))
-    return "cannot read " + what + " " + path + ": " + std::strerror(errno);
-  return ancestorProblem(directoryOf(resolved), what, path);
+  // Whoever can write a directory on the way can put another file in its place.
+  return wayProblem(path, what);
 }
 
 } // namespace
@@ -165,10 +143,8 @@ std::optional<std::string> privateDirectoryProblem(const std::string &directory)
   if (info.st_mode & 022)
     return "the directory " + directory + " can be written by other users (mode " +
            octalMode(info.st_mode) + ")";
-  // Nor may anyone else be able to replace it: the directories above, as named and as resolved.
-  if (auto problem = namedAncestorProblem(directory, "the directory"))
-    return problem;
-  return ancestorProblem(directory, "the directory", directory);
+  // Nor may anyone else be able to replace it.
+  return wayProblem(directory, "the directory");
 }
 
 } // namespace orch::runtime

@@ -227,8 +227,12 @@ public:
 
   int run() {
     ::pthread_setname_np(::pthread_self(), "orch-worker");
-    if (!connectsOnce() || awaitSocketFile())
-      coordinator_.connect(options_.endpoint);
+    if (connectsOnce() && !awaitSocketFile()) {
+      if (!options_.stopRequested || !options_.stopRequested->load())
+        log("no answer from a coordinator at " + options_.endpoint);
+      return kWorkerLost;
+    }
+    coordinator_.connect(options_.endpoint);
     HelloMessage hello;
     hello.worker = name_;
     hello.pid = ::getpid();

@@ -301,43 +301,34 @@ check "results over 64 MiB fail their rows, and the run ends (status 2)" test "$
 check "each says why" test "$(grep -c "the result of this batch is a message of .* bytes, more than a coordinator without keys takes from a worker (64 MiB): run it with keys" huge.errors.jsonl)" = 2
 rm -rf out
 
-# A peer told MORE that then sends only heartbeats cannot hold the 64 MiB for ever: it is lost
-# after liveness x heartbeat, and a real worker's results in pieces go through.
-port=$(free_port)
-rm -rf out
-timeout 60 "$ORCH_BIN/orch" run blobs.orch --listen "tcp://127.0.0.1:$port" --insecure --no-journal \
-  --heartbeat-ms 200 >hog.log 2>&1 &
-run=$!; pids+=("$run")
-await_port "$port"
-peer piece-hog "tcp://127.0.0.1:$port" --seconds 4 >hog.json &
-hog=$!
-sleep 0.5
-timeout 60 "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure --once --quiet \
-  >hog-worker.log 2>&1 || true
-status=0; wait "$run" || status=$?
-wait "$hog" || true
-check "a run with a peer that holds its pieces' reservation completes (status 0)" test "$status" = 0
-check "with every result whole" diff -r expected-blobs out
-check "the hog was told MORE, then declared lost" \
-  test "$("$python" -c 'import json; d = json.load(open("hog.json")); print(d["more"], d["lost"] > 0)')" = "1 True"
-check "the coordinator says why" grep -q "asked for the rest of a message in pieces and sent none for 1000 ms" hog.log
-rm -rf out
-port=$(free_port)
-timeout 60 "$ORCH_BIN/orch" run blobs.orch --listen "tcp://127.0.0.1:$port" --insecure --no-journal \
-  --heartbeat-ms 200 >trickle.log 2>&1 &
-run=$!; pids+=("$run")
-await_port "$port"
-peer piece-hog "tcp://127.0.0.1:$port" --seconds 6 --trickle --megabytes 1 >trickle.json &
-hog=$!
-sleep 0.5
-timeout 60 "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure --once --quiet \
-  >trickle-worker.log 2>&1 || true
-status=0; wait "$run" || status=$?
-wait "$hog" || true
-check "a peer that trickles its pieces a byte at a time is lost too, and the run completes" test "$status" = 0
-check "... saying it sent slower than the least rate" grep -q "it sent a message in pieces slower than 1024 KiB/s" trickle.log
-check "... with every result whole" diff -r expected-blobs out
-rm -rf out
+# A peer told MORE that then sends only heartbeats, or trickles a byte at a time, cannot hold
+# the 64 MiB for ever: it is lost, and a real worker's results in pieces go through.
+hog_run() { # hog_run NAME PIECE-HOG-FLAGS...: blobs.orch without keys, the hog and one worker
+  local name=$1; shift
+  local port; port=$(free_port)
+  rm -rf out
+  timeout 60 "$ORCH_BIN/orch" run blobs.orch --listen "tcp://127.0.0.1:$port" --insecure \
+    --no-journal --heartbeat-ms 200 >"$name.log" 2>&1 &
+  local run=$!; pids+=("$run")
+  await_port "$port"
+  peer piece-hog "tcp://127.0.0.1:$port" "$@" >"$name.json" &
+  local hog=$!
+  sleep 0.5
+  timeout 60 "$ORCH_BIN/orch-worker" --connect "tcp://127.0.0.1:$port" --insecure --once --quiet \
+    >"$name-worker.log" 2>&1 || true
+  local status=0; wait "$run" || status=$?
+  wait "$hog" || true
+  check "$name: the run completes (status 0)" test "$status" = 0
+  check "$name: with every result whole" diff -r expected-blobs out
+  check "$name: the hog was told MORE, then declared lost" \
+    test "$("$python" -c 'import json; d = json.load(open("'"$name"'.json")); print(d["more"], d["lost"] > 0)')" = "1 True"
+  rm -rf out
+}
+hog_run hog --seconds 4
+check "the coordinator says why" \
+  grep -q "asked for the rest of a message in pieces and sent none for 1000 ms" hog.log
+hog_run trickle --seconds 6 --trickle --megabytes 1
+check "... and why the trickling one" grep -q "it sent a message in pieces slower than 1024 KiB/s" trickle.log
 
 # The issue's attack: a root worker left running, and another user (nobody) who binds the
 # coordinator's port after a run. A worker with keys pins its coordinator run after run.

@@ -79,18 +79,6 @@ std::optional<std::string> unauthenticatedEndpoint(const std::string &endpoint) 
          "): another user could have made it";
 }
 
-/// Waits (up to `seconds`, or until stopped) until something is at `path`.
-bool awaitSocket(const std::string &path, unsigned seconds) {
-  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  struct stat info {};
-  while (::lstat(path.c_str(), &info) != 0) {
-    if (stopRequested.load() || std::chrono::steady_clock::now() >= giveUp)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 /// Sets how `worker` trusts its coordinator: CURVE keys from --key and --server-key, or from
 /// the environment a local coordinator hands its workers (then removed, so that operators'
 /// processes do not inherit it), or an ipc:// socket in a directory private to this user; else
@@ -199,21 +187,15 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
                            options.connect.rfind("ipc://@", 0) != 0;
   for (;;) {
     int exit = runtime::kWorkerLost;
-    // Keyless ipc: connect once the socket is there, just after checking it (the session does
-    // not connect again on its own).
-    const bool present =
-        !checkSocket || awaitSocket(options.connect.substr(6), options.connectTimeoutSeconds);
-    if (!present && stopRequested.load())
-      return runtime::kWorkerDone;
-    if (!present)
-      logLine("no coordinator at " + options.connect);
+    // Keyless ipc: checked before every connection (the session connects once, not again on
+    // its own: Worker.cpp).
     const std::optional<std::string> unauthenticated =
-        checkSocket && present ? unauthenticatedEndpoint(options.connect) : std::nullopt;
+        checkSocket ? unauthenticatedEndpoint(options.connect) : std::nullopt;
     if (checkSocket)
       worker.programs.coordinatorAuthenticated = !unauthenticated;
     if (unauthenticated && !options.insecure)
       logLine("not connecting: " + *unauthenticated);
-    else if (present)
+    else
       exit = runtime::runWorker(worker, registry);
     if (unauthenticated && !options.insecure && options.once)
       return 2;
