@@ -2,7 +2,7 @@
 // built directly from the batch's inputs) and batch 64, and bytes of engine state per live grain.
 #include "BenchPlans.h"
 
-#include "orch/runtime/LineageEngine.h"
+#include "orch/runtime/engine/LineageEngine.h"
 
 #include <benchmark/benchmark.h>
 

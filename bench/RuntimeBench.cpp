@@ -3,10 +3,10 @@
 // threads of this process, talking over ipc:// with full MessagePack encoding).
 #include "BenchPlans.h"
 
-#include "orch/runtime/Coordinator.h"
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/TestOperators.h"
-#include "orch/runtime/Worker.h"
+#include "orch/runtime/cluster/Coordinator.h"
+#include "orch/runtime/cluster/Worker.h"
+#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <benchmark/benchmark.h>

@@ -2,7 +2,7 @@
 // StandardOperators.cpp registers them all.
 #pragma once
 
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 
 namespace orch::stdlib {
 

@@ -1,7 +1,7 @@
 // Reading typed fields of record values (domain objects such as File, PdfPage, Clip, Frame).
 #pragma once
 
-#include "orch/runtime/Value.h"
+#include "orch/runtime/values/Value.h"
 
 #include <optional>
 #include <string>

@@ -50,7 +50,7 @@ check "orch run without orch-worker beside it exits 1" \
 check "... naming the missing program" \
   grep -q "install orch-worker beside orch" <("$workdir/lonely/orch" run "$workdir/lonely/one.orch" --workers 1 --quiet 2>&1)
 check "... while --in-process needs no worker" \
-  test "$(exit_code "$workdir/lonely/orch" run "$workdir/lonely/one.orch" --in-process --quiet --no-journal)" = 0
+  test "$(exit_code "$workdir/lonely/orch" run "$workdir/lonely/one.orch" --in-process --quiet --no-journal --errors "$workdir/one.errors.jsonl")" = 0
 # Installed side by side, orch finds its orch-worker.
 cmake --install "$ORCH_BIN/.." --prefix "$workdir/prefix" >/dev/null
 check "cmake --install puts the four programs in PREFIX/bin" \

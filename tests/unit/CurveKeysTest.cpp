@@ -1,6 +1,6 @@
 // Key files as `orch keygen` writes them and the coordinator and workers read them: formats,
 // modes, and the messages for files that cannot be used.
-#include "orch/runtime/CurveKeys.h"
+#include "orch/runtime/cluster/CurveKeys.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include "orch/plan/PlanCodec.h"
 #include "orch/plan/PlanPrinters.h"
 #include "orch/plan/Sha256.h"
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/Protocol.h"
+#include "orch/runtime/cluster/Protocol.h"
+#include "orch/runtime/execution/LocalRunner.h"
 
 #include <gtest/gtest.h>
 

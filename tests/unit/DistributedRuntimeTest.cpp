@@ -3,12 +3,12 @@
 #include "RandomPrograms.h"
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/Coordinator.h"
-#include "orch/runtime/CurveKeys.h"
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/Protocol.h"
-#include "orch/runtime/TestOperators.h"
-#include "orch/runtime/Worker.h"
+#include "orch/runtime/cluster/Coordinator.h"
+#include "orch/runtime/cluster/CurveKeys.h"
+#include "orch/runtime/cluster/Protocol.h"
+#include "orch/runtime/cluster/Worker.h"
+#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>

@@ -3,8 +3,8 @@
 // and can lose batches (an infrastructure failure) and deliver their late reports afterwards.
 #pragma once
 
-#include "orch/runtime/LineageEngine.h"
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/engine/LineageEngine.h"
+#include "orch/runtime/operators/Operator.h"
 
 #include <functional>
 #include <map>

@@ -7,8 +7,8 @@
 #include "RandomPrograms.h"
 #include "ReferenceInterpreter.h"
 
-#include "orch/runtime/LineageEngine.h"
-#include "orch/runtime/TestOperators.h"
+#include "orch/runtime/engine/LineageEngine.h"
+#include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/CoreOperators.h"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // casts checked when they run, the conditional and coalesce over filtered branches.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/execution/LocalRunner.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 // and hung batches with timeouts, and very wide and very long inputs.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/Coordinator.h"
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/Worker.h"
+#include "orch/runtime/cluster/Coordinator.h"
+#include "orch/runtime/cluster/Worker.h"
+#include "orch/runtime/execution/LocalRunner.h"
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>

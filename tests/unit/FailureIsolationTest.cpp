@@ -4,9 +4,9 @@
 // as soon as every row is finished, whatever is still running.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/Coordinator.h"
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/RunLoop.h"
+#include "orch/runtime/cluster/Coordinator.h"
+#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/RunLoop.h"
 
 #include <gtest/gtest.h>
 

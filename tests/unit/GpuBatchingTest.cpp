@@ -3,7 +3,7 @@
 // (an injected engine): the batch is redone on the CPU with identical rows, and the failure is
 // logged with its device.
 #include "orch/stdlib/GpuBatching.h"
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 #include "orch/stdlib/CudaImageEngine.h"
 #include "orch/stdlib/ImageKernels.h"
 #include "orch/stdlib/StandardOperators.h"

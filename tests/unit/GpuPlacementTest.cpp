@@ -2,8 +2,8 @@
 // between local workers, and the in-process executor handing each replica its device.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/GpuPlacement.h"
-#include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/execution/GpuPlacement.h"
+#include "orch/runtime/execution/LocalRunner.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // image.encode's files, decoded back with FFmpeg's decoders: PNG equals the image pixel for
 // pixel (a rendered PDF page among them), JPEG and WebP come close, and each has its format's
 // signature.
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>

@@ -2,8 +2,8 @@
 // exceptions, timeouts, and runs that cannot start.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/TestOperators.h"
+#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // outputs never depend on the budget.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/LocalRunner.h"
+#include "orch/runtime/execution/LocalRunner.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // may name is implemented, every implementation is in the catalog, and docs/operators.md
 // documents each one.
 #include "orch/plan/OperatorCatalog.h"
-#include "orch/runtime/TestOperators.h"
+#include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 #include "PeerFetcher.h"
 #include "PeerServer.h"
 
-#include "orch/runtime/CurveKeys.h"
+#include "orch/runtime/cluster/CurveKeys.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Untrusted input cannot take the coordinator down: a JSON line nested 30,000 levels deep, a
 // WebDataset member whose header claims 100 GiB, a JSON member nested 50,000 levels deep are
 // each one failed row with the reason, and the rows around them are read as usual.
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Messages between coordinator and workers, encoded and decoded without sockets.
-#include "orch/runtime/Protocol.h"
+#include "orch/runtime/cluster/Protocol.h"
 
 #include <gtest/gtest.h>
 

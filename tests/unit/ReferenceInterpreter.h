@@ -5,8 +5,8 @@
 #pragma once
 
 #include "orch/plan/Plan.h"
-#include "orch/runtime/EngineTypes.h"
-#include "orch/runtime/Value.h"
+#include "orch/runtime/engine/EngineTypes.h"
+#include "orch/runtime/values/Value.h"
 
 #include <gtest/gtest.h>
 

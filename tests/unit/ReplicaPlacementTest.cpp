@@ -1,7 +1,7 @@
 // The coordinator's placement rules without sockets: replicas per CPU, GPU preference and
 // requirement, a newcomer taking idle replicas, a lost worker's replicas moving on, and batches
 // going to the least busy replica within the pipelining depth.
-#include "orch/runtime/ReplicaPlacement.h"
+#include "orch/runtime/cluster/ReplicaPlacement.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include "CompileExample.h"
 
-#include "orch/runtime/Operator.h"
-#include "orch/runtime/TestOperators.h"
+#include "orch/runtime/operators/Operator.h"
+#include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <gtest/gtest.h>

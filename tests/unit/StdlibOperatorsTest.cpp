@@ -1,6 +1,6 @@
 // Standard operators on small, hand-made inputs: images, Unicode text, JSON values, and how
 // bad inputs become RecordFailures instead of errors.
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 #include "orch/stdlib/ImageKernels.h"
 #include "orch/stdlib/StandardOperators.h"
 

@@ -3,8 +3,8 @@
 // operators' programs a worker starts for which coordinator (docs/cluster.md, "Security").
 #include "NetworkAddresses.h"
 
-#include "orch/runtime/Coordinator.h"
-#include "orch/runtime/ProgramPermissions.h"
+#include "orch/runtime/cluster/Coordinator.h"
+#include "orch/runtime/operators/ProgramPermissions.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The webdataset sink's members, known answer: keys made safe for WebDataset readers, Bytes as
 // they are, strings as UTF-8, records as JSON; a rolled-back source row leaves nothing; shards
 // close at the first commit past shard_samples. Read back with libarchive.
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <archive.h>

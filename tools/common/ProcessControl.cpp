@@ -1,8 +1,8 @@
 // Signals, self-location, restart and the standard registry for Orch's processes.
 #include "ProcessControl.h"
 
-#include "orch/runtime/OutputFiles.h"
-#include "orch/runtime/TestOperators.h"
+#include "orch/runtime/operators/TestOperators.h"
+#include "orch/runtime/outputs/OutputFiles.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include "llvm/Support/raw_ostream.h"

@@ -2,7 +2,7 @@
 // SIGTERM, find and restart their own program, log a line, build the standard operator registry.
 #pragma once
 
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 
 #include <atomic>
 #include <cstdint>

@@ -4,10 +4,10 @@
 
 #include "ProcessControl.h"
 
-#include "orch/runtime/ProgramPermissions.h"
-#include "orch/runtime/Protocol.h"
-#include "orch/runtime/TrustedFiles.h"
-#include "orch/runtime/Worker.h"
+#include "orch/runtime/cluster/Protocol.h"
+#include "orch/runtime/cluster/Worker.h"
+#include "orch/runtime/operators/ProgramPermissions.h"
+#include "orch/runtime/operators/TrustedFiles.h"
 #include "orch/stdlib/CudaDevices.h"
 
 #include "llvm/ADT/SmallVector.h"

@@ -2,7 +2,7 @@
 // and hands over to WorkerCommand.cpp. `orch worker ARGS` runs this program with ARGS.
 #include "WorkerCommand.h"
 
-#include "orch/runtime/MemorySize.h"
+#include "orch/runtime/execution/MemorySize.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"

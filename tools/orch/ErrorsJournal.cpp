@@ -1,7 +1,7 @@
 // Writes failed source rows with their causes as JSON lines.
 #include "ErrorsJournal.h"
 
-#include "orch/runtime/OutputFiles.h"
+#include "orch/runtime/outputs/OutputFiles.h"
 
 #include <cerrno>
 #include <cstring>

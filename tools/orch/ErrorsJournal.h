@@ -2,7 +2,7 @@
 #pragma once
 
 #include "orch/plan/Plan.h"
-#include "orch/runtime/EngineTypes.h"
+#include "orch/runtime/engine/EngineTypes.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // Key pair generation for `orch keygen` (KeygenCommand.h).
 #include "KeygenCommand.h"
 
-#include "orch/runtime/CurveKeys.h"
+#include "orch/runtime/cluster/CurveKeys.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -1,7 +1,7 @@
 // The coordinator's choice between CURVE and no authentication (ListenSecurity.h).
 #include "ListenSecurity.h"
 
-#include "orch/runtime/Coordinator.h"
+#include "orch/runtime/cluster/Coordinator.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -4,7 +4,7 @@
 // (docs/cluster.md, "Security").
 #pragma once
 
-#include "orch/runtime/CurveKeys.h"
+#include "orch/runtime/cluster/CurveKeys.h"
 
 #include <optional>
 #include <string>

@@ -2,7 +2,7 @@
 // place (source rows with ETA, then one line per Call); elsewhere, a plain line now and then.
 #pragma once
 
-#include "orch/runtime/RunLoop.h"
+#include "orch/runtime/execution/RunLoop.h"
 
 #include <chrono>
 

@@ -10,9 +10,7 @@
 #include "orch/driver/CompileDriver.h"
 #include "orch/ir/DiagnosticPrinter.h"
 #include "orch/plan/PlanCodec.h"
-#include "orch/runtime/Coordinator.h"
-#include "orch/runtime/LocalRunner.h"
-#include "orch/runtime/MemorySize.h"
+#include "orch/runtime/execution/MemorySize.h"
 #include "orch/stdlib/CudaDevices.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -23,14 +21,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
-#include <thread>
-#include <unistd.h>
 
 namespace orch {
 namespace {
@@ -40,50 +35,21 @@ using tools::logLine;
 using tools::standardRegistry;
 using tools::stopRequested;
 
-/// `gpuCount`: this machine's usable CUDA devices. GPU replicas get them: in process directly,
-/// with local workers split between the workers. Remote workers bring their own. Local workers
-/// are orch-worker processes (installed beside orch); null after an error when it is missing.
-std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &options,
-                                                     const plan::Plan &plan,
-                                                     const runtime::OperatorRegistry &registry,
-                                                     int64_t gpuCount) {
-  if (options.inProcess)
-    return runtime::makeThreadExecutor(registry, options.threads, allDevices(gpuCount), logLine);
+/// Reads the coordinator's keys (or takes --insecure) for `--listen`; false after an error.
+bool applyListenSecurity(RunCommandOptions &options) {
+  runtime::CoordinatorOptions &coordinator = options.settings.coordinator;
+  options.security.listen = coordinator.endpoint;
   std::optional<ListenSecurity> security = chooseListenSecurity(options.security);
   if (!security)
-    return nullptr;
-  if (!options.listen.empty())
-    // Peers take file descriptors: allow as many as the hard limit lets us (the coordinator
-    // keeps half for sinks, sources and operators).
-    tools::raiseFileDescriptorLimit(65536);
-  runtime::CoordinatorOptions coordinator;
+    return false;
   coordinator.curveKey = std::move(security->key);
   coordinator.authorizedKeys = std::move(security->workers);
   coordinator.loopbackOnly = security->loopbackOnly;
-  coordinator.endpoint = options.listen;
-  coordinator.heartbeatMs = options.heartbeatMs;
-  coordinator.liveness = options.liveness;
-  coordinator.depth = options.depth;
-  coordinator.keepValuesOver = options.keepValuesOver;
-  coordinator.localGpuDevices = gpuCount;
-  coordinator.log = logLine;
-  if (options.workers >= 0) {
-    coordinator.localWorkers = unsigned(options.workers);
-  } else if (options.listen.empty()) {
-    int64_t replicas = 0;
-    for (const plan::PlanCall &call : plan.calls)
-      replicas += std::max<int64_t>(1, call.options.replicas);
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    coordinator.localWorkers = unsigned(std::min<int64_t>(replicas, cores));
-  }
-  coordinator.workerProgram = tools::siblingProgram("orch-worker");
-  if (coordinator.localWorkers > 0 && ::access(coordinator.workerProgram.c_str(), X_OK) != 0) {
-    llvm::errs() << "orch: error: local workers run " << coordinator.workerProgram
-                 << ", which is missing or not executable (" << std::strerror(errno)
-                 << "); install orch-worker beside orch, or run with --in-process\n";
-    return nullptr;
-  }
-  return runtime::makeCoordinator(std::move(coordinator));
+  if (!coordinator.endpoint.empty())
+    // Peers take file descriptors: allow as many as the hard limit lets us (the coordinator
+    // keeps half for sinks, sources and operators).
+    tools::raiseFileDescriptorLimit(65536);
+  return true;
 }
 
 /// This machine's usable CUDA devices, looked up only when a Call asks for GPUs. Where there
@@ -91,6 +57,7 @@ std::unique_ptr<runtime::BatchExecutor> makeExecutor(const RunCommandOptions &op
 /// an error for `require_gpu` (nullopt). In cluster mode the workers have the GPUs, so nothing
 /// is reported here.
 std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOptions &options) {
+  const std::string &listen = options.settings.coordinator.endpoint;
   std::vector<const plan::PlanCall *> wanting;
   for (const plan::PlanCall &call : plan.calls)
     if (call.gpu && (call.options.gpus > 0 || call.options.requireGpu))
@@ -98,7 +65,7 @@ std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOpt
   if (wanting.empty())
     return 0;
   const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
-  if (devices.count > 0 || !options.listen.empty())
+  if (devices.count > 0 || !listen.empty())
     return devices.count;
   for (const plan::PlanCall *call : wanting)
     if (call->options.requireGpu) {
@@ -256,7 +223,7 @@ std::string describeOutputs(const plan::Plan &plan) {
 
 } // namespace
 
-int runPipeline(const RunCommandOptions &options) {
+int runPipeline(RunCommandOptions options) {
   // First of all: a background job of a script starts with SIGINT ignored, and a signal that
   // came while the program compiled would be lost (the run then stops once it begins).
   tools::installStopHandlers(kRunInterrupted);
@@ -269,14 +236,16 @@ int runPipeline(const RunCommandOptions &options) {
     return kRunInterrupted;
   }
   const std::optional<int64_t> gpuCount = localGpuCount(*plan, options);
-  if (!gpuCount)
+  if (!gpuCount || (!options.settings.inProcess && !applyListenSecurity(options)))
     return kRunCannotRun;
   const runtime::OperatorRegistry registry = standardRegistry();
   ErrorsJournal errors(*plan, options.errorsPath.empty() ? plan->pipelineName + ".errors.jsonl"
                                                          : options.errorsPath);
-  runtime::RunOptions runOptions;
-  runOptions.engine = options.engine;
-  runOptions.hangGuardFloor = options.hangGuardFloor;
+  runtime::RunSettings &settings = options.settings;
+  settings.gpuCount = *gpuCount;
+  settings.workerProgram = tools::siblingProgram("orch-worker");
+  settings.log = logLine;
+  runtime::RunOptions &runOptions = settings.run;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
   runOptions.openErrorsJournal = [&](uint64_t keep) -> std::optional<std::string> {
     std::string problem;
@@ -285,11 +254,6 @@ int runPipeline(const RunCommandOptions &options) {
     return problem;
   };
   runOptions.errorsJournalSize = [&] { return errors.size(); };
-  if (!options.noJournal)
-    runOptions.journal.dir =
-        options.journalDir.empty() ? plan->pipelineName + ".run" : options.journalDir;
-  runOptions.journal.restart = options.restart;
-  runOptions.journal.retryFailed = options.retryFailed;
   runOptions.stopRequested = &stopRequested;
   ProgressDisplay display(llvm::errs().is_displayed());
   if (!options.quiet) {
@@ -300,23 +264,7 @@ int runPipeline(const RunCommandOptions &options) {
   }
   runtime::RunRecorder recorder;
   runOptions.recorder = &recorder;
-  if (options.inProcess)
-    for (const plan::PlanCall &call : plan->calls)
-      if (call.options.timeoutNanoseconds > 0) {
-        llvm::errs() << "orch: note: call '" << call.name
-                     << "' has a timeout, and --in-process cannot stop a batch that runs past "
-                        "it: its thread is abandoned (the result discarded) and replaced; "
-                        "worker processes (the default) are killed and replaced instead\n";
-        break;
-      }
-  // Tesseract's OpenMP threads fight over the cores otherwise (local workers set it too).
-  ::setenv("OMP_THREAD_LIMIT", "1", 0);
-  std::unique_ptr<runtime::BatchExecutor> executor =
-      makeExecutor(options, *plan, registry, *gpuCount);
-  if (!executor)
-    return kRunCannotRun;
-  runtime::RunSummary summary = runtime::runPlan(*plan, registry, *executor, runOptions);
-  executor.reset();
+  runtime::RunSummary summary = runtime::drivePlan(*plan, registry, std::move(settings));
   if (!summary.started) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return stopRequested.load() ? kRunInterrupted : kRunCannotRun;

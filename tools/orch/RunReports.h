@@ -3,8 +3,8 @@
 #pragma once
 
 #include "orch/plan/Plan.h"
-#include "orch/runtime/RunLoop.h"
-#include "orch/runtime/RunRecorder.h"
+#include "orch/runtime/execution/RunLoop.h"
+#include "orch/runtime/outputs/RunRecorder.h"
 
 #include <optional>
 #include <string>

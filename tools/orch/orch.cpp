@@ -6,7 +6,7 @@
 #include "ReportCommand.h"
 #include "RunCommand.h"
 
-#include "orch/runtime/MemorySize.h"
+#include "orch/runtime/execution/MemorySize.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -233,26 +233,29 @@ static int runCommand() {
     }
     options.overrides.push_back(*override);
   }
-  options.inProcess = inProcess;
-  options.threads = threads;
-  options.workers = workers;
-  options.listen = listen;
-  options.security.listen = listen;
+  orch::runtime::RunSettings &settings = options.settings;
+  orch::runtime::EngineOptions &engine = settings.run.engine;
+  settings.inProcess = inProcess;
+  settings.threads = threads;
+  settings.localWorkers = workers;
+  settings.coordinator.endpoint = listen;
   options.security.keyPath = keyPath;
   options.security.authorizedKeysPath = authorizedKeysPath;
   options.security.insecure = insecure;
-  options.heartbeatMs = heartbeatMs;
-  options.liveness = liveness;
-  options.depth = depth;
-  options.engine.maxLiveRoots = maxLiveRoots;
-  if (memoryLimit.getNumOccurrences() == 0) {
-    options.engine.memoryLimitBytes = orch::runtime::machineMemory() / 2;
-  } else if (std::optional<uint64_t> bytes = orch::runtime::parseMemorySize(memoryLimit)) {
-    options.engine.memoryLimitBytes = *bytes;
-  } else {
-    llvm::errs() << "orch: error: --memory-limit expects a size such as 2GiB, 512MiB or 0, got '"
-                 << memoryLimit << "'\n";
-    return orch::kRunCannotRun;
+  settings.coordinator.heartbeatMs = heartbeatMs;
+  settings.coordinator.liveness = liveness;
+  settings.coordinator.depth = depth;
+  engine.maxLiveRoots = maxLiveRoots;
+  // Without the flag: RunSettings' default, half the machine's memory.
+  if (memoryLimit.getNumOccurrences() > 0) {
+    std::optional<uint64_t> bytes = orch::runtime::parseMemorySize(memoryLimit);
+    if (!bytes) {
+      llvm::errs() << "orch: error: --memory-limit expects a size such as 2GiB, 512MiB or 0, "
+                      "got '"
+                   << memoryLimit << "'\n";
+      return orch::kRunCannotRun;
+    }
+    engine.memoryLimitBytes = *bytes;
   }
   if (keepValuesOver.getNumOccurrences() > 0) {
     std::optional<uint64_t> bytes = keepValuesOver == "off"
@@ -264,7 +267,7 @@ static int runCommand() {
                    << keepValuesOver << "'\n";
       return orch::kRunCannotRun;
     }
-    options.keepValuesOver = *bytes;
+    settings.coordinator.keepValuesOver = *bytes;
   }
   if (hangGuard.getNumOccurrences() > 0) {
     // `none` as in the language's `timeout: none`.
@@ -277,21 +280,21 @@ static int runCommand() {
                    << hangGuard << "'\n";
       return orch::kRunCannotRun;
     }
-    options.hangGuardFloor = *floor;
+    settings.run.hangGuardFloor = *floor;
   }
-  options.engine.readyOrder = readyOrder;
-  options.engine.batching = batching;
-  options.engine.gather = gather;
-  options.engine.probeFirst = probeFirst;
+  engine.readyOrder = readyOrder;
+  engine.batching = batching;
+  engine.gather = gather;
+  engine.probeFirst = probeFirst;
   options.errorsPath = errorsPath;
-  options.journalDir = journalDir;
-  options.noJournal = noJournal;
-  options.restart = restart;
-  options.retryFailed = retryFailed;
+  settings.journal = !noJournal;
+  settings.run.journal.dir = journalDir;
+  settings.run.journal.restart = restart;
+  settings.run.journal.retryFailed = retryFailed;
   options.quiet = quiet;
   options.metricsPath = metricsPath;
   options.tracePath = tracePath;
-  return orch::runPipeline(options);
+  return orch::runPipeline(std::move(options));
 }
 
 int main(int argc, char **argv) {

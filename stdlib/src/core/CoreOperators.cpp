@@ -2,7 +2,7 @@
 #include "orch/stdlib/CoreOperators.h"
 
 #include "orch/plan/HelperOperators.h"
-#include "orch/runtime/ComputeEval.h"
+#include "orch/runtime/values/ComputeEval.h"
 
 #include <algorithm>
 #include <functional>

@@ -2,7 +2,7 @@
 // (RGB when channels is 3, gray when 1), rows without padding.
 #pragma once
 
-#include "orch/runtime/Value.h"
+#include "orch/runtime/values/Value.h"
 #include "orch/stdlib/ImageKernels.h"
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Helpers shared by the standard library's file operators.
 #pragma once
 
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // Value <-> JSON.
 #include "JsonValue.h"
 
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 
 #include <cmath>
 

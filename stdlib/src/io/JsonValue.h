@@ -2,7 +2,7 @@
 // their field order both ways (ordered_json).
 #pragma once
 
-#include "orch/runtime/Value.h"
+#include "orch/runtime/values/Value.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // The sinks' shared helpers (SinkSupport.h).
 #include "SinkSupport.h"
 
-#include "orch/runtime/OutputFiles.h"
+#include "orch/runtime/outputs/OutputFiles.h"
 
 #include <algorithm>
 #include <cerrno>

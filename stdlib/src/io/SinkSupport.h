@@ -4,8 +4,8 @@
 
 #include "JsonValue.h"
 
-#include "orch/runtime/Operator.h"
-#include "orch/runtime/OutputFiles.h"
+#include "orch/runtime/operators/Operator.h"
+#include "orch/runtime/outputs/OutputFiles.h"
 
 #include <filesystem>
 #include <string>

@@ -10,7 +10,7 @@
 #include "OperatorGroups.h"
 #include "SinkSupport.h"
 
-#include "orch/runtime/MemorySize.h"
+#include "orch/runtime/execution/MemorySize.h"
 
 #include <archive.h>
 #include <archive_entry.h>

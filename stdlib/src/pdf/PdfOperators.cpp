@@ -6,7 +6,7 @@
 #include "ValueFields.h"
 #include "image/ImageValue.h"
 
-#include "orch/runtime/MemorySize.h"
+#include "orch/runtime/execution/MemorySize.h"
 
 #include <poppler-document.h>
 #include <poppler-global.h>

@@ -2,7 +2,7 @@
 // which needs ICU, lives in stdlib/src/text/).
 #pragma once
 
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 
 namespace orch::stdlib {
 

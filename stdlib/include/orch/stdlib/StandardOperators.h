@@ -1,7 +1,7 @@
 // Registers every operator of the standard library that this build implements.
 #pragma once
 
-#include "orch/runtime/Operator.h"
+#include "orch/runtime/operators/Operator.h"
 
 namespace orch::stdlib {
 

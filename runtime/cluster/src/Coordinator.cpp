@@ -1,0 +1,1189 @@
+// The coordinator: ROUTER socket, worker registry (placement rules: ReplicaPlacement), batch
+// dispatch with pipelining, heartbeats both ways, lost-worker recovery and local worker processes.
+#include "orch/runtime/cluster/Coordinator.h"
+
+#include "ConnectionGuard.h"
+#include "KeptValueLedger.h"
+#include "LocalWorkerProcesses.h"
+#include "MessageSocket.h"
+#include "NetworkAddresses.h"
+#include "orch/runtime/cluster/ReplicaPlacement.h"
+#include "orch/runtime/execution/MemorySize.h"
+
+#include "orch/plan/PlanCodec.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_map>
+#include <zmq.h>
+
+namespace orch::runtime {
+namespace {
+
+using Clock = SteadyClock;
+
+/// Messages a connection may queue before ZeroMQ stops reading it: its default, and on an
+/// endpoint anyone may reach (with messages of at most 64 KiB: 4 MiB a connection).
+constexpr int kDefaultQueue = 1000;
+/// Bytes per second a worker must at least send a message in pieces at, once told MORE (a
+/// peer that trickles would hold the pieces' budget of every worker for ever).
+constexpr uint64_t kSlowestPieces = 1u << 20;
+constexpr int kOpenEndpointQueue = 64;
+
+/// Whether `endpoint` is an ipc:// socket in the file system (whose directory's permissions
+/// decide who may connect), not an abstract one ("ipc://@name": anyone on the host may).
+bool isFileSocket(const std::string &endpoint) {
+  return endpoint.rfind("ipc://", 0) == 0 && endpoint.size() > 6 && endpoint[6] != '@';
+}
+
+/// Why a socket bound at `bound` (its ZMQ_LAST_ENDPOINT) for `requested` may not listen
+/// without keys: only tcp:// on a loopback address and ipc:// may (ws://, tipc://, ... reach
+/// other hosts). Nullopt when it may.
+std::optional<std::string> keylessRefusal(const std::string &requested, const std::string &bound) {
+  const std::string advice =
+      ", so anyone who can reach it could join as a worker, read the inputs and forge results. "
+      "Make keys with `orch keygen coordinator` and `orch keygen WORKER` and run with --key "
+      "coordinator.key --authorized-keys workers.pub (the workers' .pub files, one per line); "
+      "workers get --key WORKER.key --server-key coordinator.pub. On a trusted network, "
+      "--insecure listens without keys";
+  if (bound.rfind("ipc://", 0) == 0)
+    return std::nullopt;
+  if (bound.rfind("tcp://", 0) != 0)
+    return "refusing to listen on " + requested +
+           " without keys: only tcp:// on a loopback address and ipc:// may go without them" +
+           advice;
+  if (isLoopbackAddress(tcpHost(bound)))
+    return std::nullopt;
+  return "refusing to listen on " + requested + " without keys: it binds " + tcpHost(bound) +
+         ", not a loopback address" + advice;
+}
+
+/// IPv6 endpoints ("tcp://[::1]:7700") need ZeroMQ's IPv6 option.
+void allowIpv6For(zmq::socket_t &socket, const std::string &endpoint) {
+  if (tcpHost(endpoint).find(':') != std::string::npos)
+    socket.set(zmq::sockopt::ipv6, 1);
+}
+
+/// A private directory for this run's ipc socket ($TMPDIR/orch-PID-XXXXXX), removed at the
+/// end. Directories left by runs that were killed (their PID is gone) are removed first.
+std::filesystem::path makeSocketDirectory() {
+  namespace fs = std::filesystem;
+  const fs::path temp = fs::temp_directory_path();
+  std::error_code error;
+  for (const fs::directory_entry &entry : fs::directory_iterator(temp, error)) {
+    const std::string name = entry.path().filename().string();
+    long pid = 0;
+    char rest[64] = {};
+    if (std::sscanf(name.c_str(), "orch-%ld-%63s", &pid, rest) != 2 || pid <= 0)
+      continue;
+    // Only this user's own directories (never a link, never another user's: in a shared /tmp
+    // anyone may name a directory so).
+    struct stat info {};
+    if (::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+        info.st_uid != ::geteuid())
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      fs::remove_all(entry.path(), error);
+  }
+  std::string pattern = (temp / ("orch-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data()))
+    return {};
+  return pattern;
+}
+
+/// "4", "0.5": a worker's CPUs as people write them.
+std::string formatCpus(double cpus) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", cpus);
+  return text;
+}
+
+class Coordinator : public BatchExecutor {
+public:
+  explicit Coordinator(CoordinatorOptions options)
+      : options_(std::move(options)), context_(1), router_(context_, zmq::socket_type::router) {
+    router_.set(zmq::sockopt::linger, 0);
+    // A worker that restarts (same name) takes over its routing identity at once.
+    router_.set(zmq::sockopt::router_handover, 1);
+  }
+
+  ~Coordinator() override { stop(); }
+
+  std::optional<std::string>
+  start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
+    plan_ = &plan;
+    inputLabels_ = inputLabels;
+    encodedPlan_ = plan::encodePlan(plan);
+    keepOver_ = keptResultSizes(plan, options_.keepValuesOver);
+    if (options_.endpoint.empty()) {
+      socketDirectory_ = makeSocketDirectory();
+      if (socketDirectory_.empty())
+        return std::string("cannot create a private directory for the workers' socket in ") +
+               std::filesystem::temp_directory_path().string();
+      options_.endpoint = "ipc://" + (socketDirectory_ / "coordinator.sock").string();
+    }
+    // Hostile peers: no message beyond the protocol's size, no handshake left half done.
+    // Where anyone may connect (no keys, tcp://), messages are small (large ones come in
+    // pieces, PieceMessage) and each connection queues few: what strangers make this process
+    // hold stays bounded. ZeroMQ copies these options into each endpoint as it binds.
+    const bool open = !options_.curveKey && !isFileSocket(options_.endpoint);
+    router_.set(zmq::sockopt::maxmsgsize,
+                int64_t(open ? ProtocolLimits::kUnauthenticatedMessageBytes
+                             : ProtocolLimits::kMessageBytes));
+    router_.set(zmq::sockopt::rcvhwm, open ? kOpenEndpointQueue : kDefaultQueue);
+    // (The guard's hello deadline comes first and counts them; this is the backstop.)
+    router_.set(zmq::sockopt::handshake_ivl,
+                int(2 * options_.connectionLimits.helloDeadline.count()));
+    std::optional<AuthorizedKeys> admitted;
+    std::vector<std::string> workerEnvironment;
+    if (options_.curveKey) {
+      admitted = options_.authorizedKeys;
+      if (options_.localWorkers > 0) {
+        // Local workers authenticate with a key made for this run, handed to them in their
+        // environment (readable only by this user).
+        const CurveKeyPair local = generateCurveKeyPair("local");
+        (*admitted)[local.publicKey] = local.name;
+        peerKeys_.push_back(local.publicKey);
+        workerEnvironment.push_back(std::string(kWorkerCurveEnvironment) + "=" + local.publicKey +
+                                    " " + local.secretKey + " " + options_.curveKey->publicKey);
+      }
+      for (const auto &[key, name] : options_.authorizedKeys)
+        peerKeys_.push_back(key);
+      router_.set(zmq::sockopt::curve_server, 1);
+      router_.set(zmq::sockopt::curve_secretkey, options_.curveKey->secretKey);
+      router_.set(zmq::sockopt::zap_domain, "orch");
+    }
+    allowIpv6For(router_, options_.endpoint);
+    try {
+      guard_ = std::make_unique<ConnectionGuard>(context_, router_, std::move(admitted),
+                                                 options_.connectionLimits,
+                                                 [this](const std::string &line) { log(line); });
+      router_.bind(options_.endpoint);
+    } catch (const zmq::error_t &error) {
+      return "cannot listen on " + options_.endpoint + ": " + error.what();
+    }
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    if (std::optional<std::string> refused = refuseKeylessNetworkAddress())
+      return refused;
+    // Local workers of a run without keys connect to a private socket of their own, where
+    // they know who their coordinator is (a worker serves a tcp:// one only with its key).
+    std::string localEndpoint = endpoint_;
+    if (!options_.curveKey && options_.localWorkers > 0 && !isFileSocket(endpoint_)) {
+      socketDirectory_ = makeSocketDirectory();
+      if (socketDirectory_.empty())
+        return std::string("cannot create a private directory for the workers' socket in ") +
+               std::filesystem::temp_directory_path().string();
+      try {
+        router_.set(zmq::sockopt::maxmsgsize, int64_t(ProtocolLimits::kMessageBytes));
+        router_.set(zmq::sockopt::rcvhwm, kDefaultQueue);
+        router_.bind("ipc://" + (socketDirectory_ / "coordinator.sock").string());
+      } catch (const zmq::error_t &error) {
+        return "cannot listen on a private socket for local workers: " + std::string(error.what());
+      }
+      localEndpoint = router_.get(zmq::sockopt::last_endpoint);
+    }
+    placement_ = std::make_unique<ReplicaPlacement>(plan);
+    startedAt_ = Clock::now();
+    if (options_.localWorkers > 0) {
+      processes_ = std::make_unique<LocalWorkerProcesses>(
+          options_.workerProgram, localEndpoint, options_.localWorkers, options_.localGpuDevices,
+          std::move(workerEnvironment), [this](const std::string &line) { log(line); });
+      processes_->startAll();
+    } else if (placement_->replicaCount() > 0) {
+      log("listening on " + endpoint_ + "; waiting for workers (orch worker --connect " +
+          endpoint_ + ")");
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) override {
+    std::vector<bool> waiting(plan_->calls.size(), false);
+    for (uint32_t c = 0; c < plan_->calls.size(); ++c)
+      waiting[c] = plan_->externalOperator(plan_->calls[c].op) != nullptr;
+    for (;;) {
+      if (startFailure_)
+        return startFailure_;
+      bool ready = true;
+      for (uint32_t c = 0; c < waiting.size(); ++c)
+        ready = ready && (!waiting[c] || startedCalls_.count(c));
+      if (ready) {
+        warmedUp_ = true;
+        return std::nullopt;
+      }
+      if (stop && stop->load())
+        return std::string("interrupted while the operators' processes started");
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      pollForInput(&item, 1, std::chrono::milliseconds(100));
+      receiveForAWhile();
+      tick();
+    }
+  }
+
+  bool canRun(uint32_t call) const override { return placement_->canRun(call, options_.depth); }
+
+  void submit(Batch batch) override {
+    forgetDroppedValues();
+    if (std::optional<std::string> problem = batchExceedsProtocolLimits(batch)) {
+      // No worker could read it: a batch error, as in-process (runOperatorBatch).
+      endWithError(batch, std::move(*problem));
+      return;
+    }
+    Waiting waiting{std::move(batch), std::nullopt};
+    if (!sendOrWait(waiting)) {
+      waiting_.push_back(std::move(waiting));
+      ++waitingBatches_;
+    }
+  }
+
+  void abandon(uint64_t batchId, const std::string &why) override {
+    auto sent = outstanding_.find(batchId);
+    if (sent == outstanding_.end())
+      return;
+    const uint32_t w = sent->second.worker;
+    outstanding_.erase(sent);
+    // The worker's process is killed (a local one) or told to restart (a remote one); the
+    // batches it held come back as lost, and its replicas move to the other workers.
+    lose(w, why, ErrorCode::Restart);
+  }
+
+  // A batch whose end (a result, a loss, a refusal) waits in pending_, or that waits for a
+  // value being computed again, is still in flight; recomputations are not the engine's.
+  size_t inFlight() const override {
+    return outstanding_.size() - recomputesOut_ + pendingEnds_ + waitingBatches_;
+  }
+
+  std::vector<ExecutorEvent> wait(Clock::time_point deadline) override {
+    const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
+    for (;;) {
+      Clock::time_point now = Clock::now();
+      auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::min(deadline, now + interval) - now);
+      if (!pending_.empty() || timeout.count() < 0)
+        timeout = std::chrono::milliseconds(0);
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      pollForInput(&item, 1, timeout);
+      receiveForAWhile();
+      tick();
+      forgetDroppedValues();
+      sendWaiting();
+      if (!pending_.empty() || Clock::now() >= deadline) {
+        std::vector<ExecutorEvent> events;
+        events.swap(pending_);
+        pendingEnds_ = 0;
+        return events;
+      }
+    }
+  }
+
+  void stop() override {
+    if (stopped_)
+      return;
+    stopped_ = true;
+    for (uint32_t w = 0; w < workers_.size(); ++w)
+      if (workers_[w].alive)
+        sendTo(w, ByeMessage{"the run is over"});
+    if (processes_)
+      processes_->stopAll(std::chrono::milliseconds(2000));
+    if (guard_)
+      guardCounts_ = guard_->counts();
+    guard_.reset();
+    router_.close();
+    std::error_code ignored;
+    if (!socketDirectory_.empty())
+      std::filesystem::remove_all(socketDirectory_, ignored);
+    else if (endpoint_.rfind("ipc://", 0) == 0)
+      std::filesystem::remove(endpoint_.substr(6), ignored);
+  }
+
+  std::string describe() const override {
+    std::string text = std::to_string(joined_) + " worker(s) joined at " + endpoint_;
+    if (options_.localWorkers)
+      text += " (" + std::to_string(options_.localWorkers) + " local processes)";
+    text += ", " + std::to_string(lost_) + " lost";
+    if (processes_ && processes_->replaced())
+      text += ", " + std::to_string(processes_->replaced()) + " replaced";
+    if (options_.curveKey) {
+      std::set<std::string> keys;
+      for (const Worker &worker : workers_)
+        keys.insert(worker.key);
+      text += "; CURVE keys:";
+      for (const std::string &key : keys)
+        text += " " + key;
+    }
+    if (malformed_ || strangers_)
+      text += "; " + std::to_string(malformed_) + " malformed and " + std::to_string(strangers_) +
+              " unexpected message(s) answered with errors";
+    const ConnectionGuardCounts counts = guard_ ? guard_->counts() : guardCounts_;
+    if (counts.refusedKeys)
+      text += "; " + std::to_string(counts.refusedKeys) + " unlisted key(s) refused";
+    const uint64_t closed = counts.closedLate + counts.closedCrowded + counts.closedViolations;
+    if (closed)
+      text += "; " + std::to_string(closed) + " connection(s) closed (" +
+              std::to_string(counts.closedViolations) + " broke the protocol, " +
+              std::to_string(counts.closedLate) + " said no hello in time, " +
+              std::to_string(counts.closedCrowded) + " over the limits)";
+    if (counts.failedHandshakes)
+      text += "; " + std::to_string(counts.failedHandshakes) + " failed handshake(s)";
+    text += "; " + formatMemory(batchBytes_ + resultBytes_) + " through the coordinator";
+    if (kept_.valuesKept())
+      text += ", " + std::to_string(kept_.valuesKept()) + " value(s) (" +
+              formatMemory(kept_.bytesKept()) + ") kept on workers, " +
+              std::to_string(fetchedFromPeers_) + " fetched by another worker" +
+              (valuesRelayed_ ? ", " + std::to_string(valuesRelayed_) + " relayed" : std::string());
+    if (kept_.valuesRecomputed())
+      text += ", " + std::to_string(kept_.valuesRecomputed()) +
+              " computed again after their worker was lost";
+    return text;
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> counters() const override {
+    return {{"batch_bytes_sent", batchBytes_},
+            {"result_bytes_received", resultBytes_},
+            {"values_kept_on_workers", kept_.valuesKept()},
+            {"values_fetched_between_workers", fetchedFromPeers_},
+            {"values_relayed_by_coordinator", valuesRelayed_},
+            {"bytes_kept_on_workers", kept_.bytesKept()},
+            {"values_recomputed", kept_.valuesRecomputed()}};
+  }
+
+  std::vector<WorkerIdentity> workers() const override {
+    std::vector<WorkerIdentity> identities;
+    for (const Worker &worker : workers_)
+      identities.push_back({worker.name, worker.host, worker.key, worker.joinedAt, worker.lostAt,
+                            worker.lostReason});
+    return identities;
+  }
+
+private:
+  struct Worker {
+    std::string identity;
+    std::string name;
+    std::string host;
+    /// The name of the CURVE key it authenticated with ("" without CURVE).
+    std::string key;
+    Clock::time_point joinedAt = Clock::now();
+    std::optional<Clock::time_point> lostAt;
+    std::string lostReason;
+    int64_t pid = 0;
+    bool alive = true;
+    Clock::time_point lastHeard, lastSent;
+    /// Where other workers fetch the values it keeps ("": it keeps none).
+    PeerAddress peer;
+  };
+  /// A message a worker sends in pieces (to a coordinator without keys on tcp://).
+  struct Pieces {
+    std::string bytes;
+    uint64_t total = 0;
+    /// Told MORE: its `total` bytes are reserved.
+    bool granted = false;
+    /// When it was told MORE or last sent a piece, and by when it must have sent all: one
+    /// that holds its reservation without sending for as long as a worker may be silent, or
+    /// sends slower than kSlowestPieces, is lost (expireStalledPieces).
+    Clock::time_point progress, deadline;
+  };
+  using KeptKey = KeptValueLedger::Key;
+  struct Sent {
+    uint32_t replica;
+    uint32_t worker;
+    uint32_t call;
+    /// For a Call whose results may be kept: its grains and inputs, the recipe to compute a
+    /// kept result again.
+    std::vector<BatchGrain> grains;
+    std::vector<Value> inputs;
+    /// Set for a recomputation of that kept value (not the engine's batch).
+    std::optional<KeptKey> recomputes;
+  };
+  /// A batch that waits for a value being computed again (or, a recomputation, for a replica).
+  struct Waiting {
+    Batch batch;
+    std::optional<KeptKey> recomputes;
+    /// Relays asked of owners that the chosen worker cannot reach, not yet answered.
+    uint32_t relaysPending = 0;
+  };
+  /// Recomputations' batch ids, apart from the engine's.
+  static constexpr uint64_t kFirstRecomputeBatch = uint64_t(1) << 62;
+
+  /// Handles the messages waiting, for at most a few milliseconds: a flood of messages (a
+  /// hostile peer's, or a lost worker's that keeps talking) must not keep the coordinator from
+  /// its heartbeats and deadlines (tick), or its workers would lose it.
+  void receiveForAWhile() {
+    const Clock::time_point until = Clock::now() + std::chrono::milliseconds(20);
+    for (unsigned handled = 0; auto frames = receiveFrames(router_); ++handled) {
+      receive(*frames);
+      if (handled % 64 == 63 && Clock::now() >= until)
+        return;
+    }
+  }
+
+  /// Without keys, a tcp:// socket that bound anything but a loopback address is refused
+  /// (unbound before a message is read: the address bound decides, as an interface may be
+  /// named like one); on loopback, a note says who may join.
+  std::optional<std::string> refuseKeylessNetworkAddress() {
+    if (!options_.loopbackOnly || isFileSocket(endpoint_))
+      return std::nullopt;
+    if (std::optional<std::string> refused = keylessRefusal(options_.endpoint, endpoint_)) {
+      router_.unbind(endpoint_);
+      return refused;
+    }
+    log("note: " + endpoint_ +
+        " admits any process on this machine as a worker; where other users log in, use keys "
+        "(orch keygen; docs/cluster.md)");
+    return std::nullopt;
+  }
+
+  void log(const std::string &line) {
+    if (options_.log)
+      options_.log(line);
+  }
+
+  /// Logs the first problems of a kind, then every thousandth, so a flood cannot flood the log.
+  void logProblem(uint64_t count, const std::string &line) {
+    if (count <= 5 || count % 1000 == 0)
+      log(line + (count > 5 ? " (" + std::to_string(count) + " so far)" : ""));
+  }
+
+  void sendTo(uint32_t w, const Message &message) {
+    const size_t bytes = sendRaw(workers_[w].identity, message);
+    if (std::holds_alternative<BatchMessage>(message))
+      batchBytes_ += bytes;
+    workers_[w].lastSent = Clock::now();
+  }
+
+  size_t sendRaw(const std::string &identity, const Message &message) {
+    try {
+      return sendMessageTo(router_, identity, message);
+    } catch (const zmq::error_t &) {
+      // A peer that cannot take a message is handled by the heartbeat.
+      return 0;
+    }
+  }
+
+  void receive(std::vector<zmq::message_t> &frames) {
+    const std::string identity = frames.front().to_string();
+    // The connection it came on, and the key name ZAP gave it (CURVE only).
+    const int fd = ::zmq_msg_get(frames.back().handle(), ZMQ_SRCFD);
+    const char *keyName = ::zmq_msg_gets(frames.back().handle(), "User-Id");
+    auto known = byIdentity_.find(identity);
+    const bool member = known != byIdentity_.end() && workers_[known->second].alive;
+    if (member)
+      workers_[known->second].lastHeard = Clock::now();
+    if (frames.size() != 2) {
+      ++malformed_;
+      logProblem(malformed_, "a message of " + std::to_string(frames.size()) +
+                                 " frames (expected 2) was refused");
+      sendRaw(identity, ErrorMessage{"expected one body frame"});
+      violated(fd, member ? known->second : kNoIndex, "it sent a message of several frames");
+      return;
+    }
+    auto decoded = decodeMessage(frames.back().to_string_view());
+    if (auto *problem = std::get_if<std::string>(&decoded)) {
+      ++malformed_;
+      logProblem(malformed_, "malformed message refused: " + *problem);
+      sendRaw(identity, ErrorMessage{"malformed message: " + *problem});
+      // A worker whose message cannot be read may have sent a result: rather than wait for it
+      // forever, its batches run elsewhere.
+      violated(fd, member ? known->second : kNoIndex,
+               "it sent a message that cannot be read (" + *problem + ")");
+      return;
+    }
+    Message &message = std::get<Message>(decoded);
+    if (auto *hello = std::get_if<HelloMessage>(&message)) {
+      welcome(identity, *hello, fd, keyName ? keyName : "");
+      return;
+    }
+    if (known == byIdentity_.end() || !workers_[known->second].alive) {
+      ++strangers_;
+      const std::string why = known == byIdentity_.end()
+                                  ? "unknown worker: say hello first"
+                                  : "this worker was declared lost; exit and start again";
+      logProblem(strangers_,
+                 std::string(messageTypeName(message)) + " from " +
+                     (known == byIdentity_.end() ? "an unknown peer" : "a lost worker") +
+                     " refused");
+      sendRaw(identity, ErrorMessage{why, known == byIdentity_.end() ? ErrorCode::Unspecified
+                                                                     : ErrorCode::DeclaredLost});
+      // A worker declared lost may still be sending what it had; a stranger is not a worker.
+      if (known == byIdentity_.end())
+        violated(fd, kNoIndex, "");
+      return;
+    }
+    const uint32_t w = known->second;
+    size_t bytes = frames.back().size();
+    if (auto *piece = std::get_if<PieceMessage>(&message)) {
+      std::optional<std::string> whole = takePiece(w, fd, *piece);
+      if (!whole)
+        return;
+      auto assembled = decodeMessage(*whole);
+      auto *inside = std::get_if<Message>(&assembled);
+      if (!inside || std::holds_alternative<HelloMessage>(*inside) ||
+          std::holds_alternative<PieceMessage>(*inside)) {
+        ++malformed_;
+        const std::string why =
+            inside
+                ? std::string("a message in pieces held a ") + messageTypeName(*inside)
+                : "a message in pieces cannot be read (" + std::get<std::string>(assembled) + ")";
+        logProblem(malformed_, why + ": refused");
+        sendTo(w, ErrorMessage{why});
+        violated(fd, w, "it sent " + why);
+        return;
+      }
+      message = std::move(*inside);
+      bytes = whole->size();
+    }
+    if (auto *result = std::get_if<ResultMessage>(&message)) {
+      resultBytes_ += bytes;
+      finish(w, std::move(*result));
+    } else if (auto *started = std::get_if<StartedMessage>(&message)) {
+      noteStarted(w, *started);
+    } else if (auto *bye = std::get_if<ByeMessage>(&message)) {
+      lose(w, "it said goodbye (" + bye->reason + ")");
+    } else if (auto *blobs = std::get_if<BlobsMessage>(&message)) {
+      resultBytes_ += bytes;
+      relayed(w, *blobs);
+    } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
+      log("worker " + workers_[w].name + " reported: " + error->message);
+    } else if (!std::holds_alternative<HeartbeatMessage>(message)) {
+      ++strangers_;
+      logProblem(strangers_, std::string("a worker sent a coordinator's message (") +
+                                 messageTypeName(message) + ")");
+      sendTo(w, ErrorMessage{std::string("workers do not send ") + messageTypeName(message)});
+      violated(fd, w,
+               std::string("it sent a coordinator's message (") + messageTypeName(message) + ")");
+    }
+  }
+
+  /// Takes a piece of a message worker `w` sends in pieces (PieceMessage); the whole message
+  /// once its last piece came. The first piece waits in line until the messages in pieces of
+  /// all workers together fit kUnauthenticatedPiecesBytes, then the worker is told MORE; a
+  /// piece out of turn breaks the protocol.
+  std::optional<std::string> takePiece(uint32_t w, int fd, PieceMessage &piece) {
+    auto broke = [&](const std::string &why) -> std::optional<std::string> {
+      ++malformed_;
+      logProblem(malformed_, "a piece refused: " + why);
+      sendTo(w, ErrorMessage{why});
+      violated(fd, w, why);
+      return std::nullopt;
+    };
+    auto found = pieces_.find(w);
+    if (piece.offset == 0) {
+      if (found != pieces_.end())
+        return broke("it began a message in pieces before its last one ended");
+      if (piece.total <= piece.bytes.size() ||
+          piece.total > ProtocolLimits::kUnauthenticatedPiecesBytes)
+        return broke("it announced a message in pieces of " + std::to_string(piece.total) +
+                     " bytes (more than its first piece, and at most " +
+                     std::to_string(ProtocolLimits::kUnauthenticatedPiecesBytes) + ")");
+      Pieces &pieces = pieces_[w];
+      pieces.total = piece.total;
+      pieces.bytes = std::move(piece.bytes);
+      piecesWaiting_.push_back(w);
+      grantPieces();
+      return std::nullopt;
+    }
+    if (found == pieces_.end() || !found->second.granted || piece.bytes.empty() ||
+        piece.offset != found->second.bytes.size() ||
+        piece.bytes.size() > found->second.total - piece.offset)
+      return broke("it sent a piece out of turn");
+    found->second.bytes += piece.bytes;
+    found->second.progress = Clock::now();
+    if (found->second.bytes.size() < found->second.total)
+      return std::nullopt;
+    std::string whole = std::move(found->second.bytes);
+    dropPieces(w);
+    return whole;
+  }
+
+  /// Tells the workers that wait in line to send the rest of their messages, as long as they
+  /// fit the budget (whose bytes are reserved at once).
+  void grantPieces() {
+    while (!piecesWaiting_.empty()) {
+      const uint32_t w = piecesWaiting_.front();
+      Pieces &pieces = pieces_.at(w);
+      if (piecesReserved_ + pieces.total > ProtocolLimits::kUnauthenticatedPiecesBytes)
+        return;
+      piecesReserved_ += pieces.total;
+      pieces.granted = true;
+      pieces.progress = Clock::now();
+      pieces.deadline = pieces.progress + piecesPatience() +
+                        std::chrono::milliseconds(1000 * pieces.total / kSlowestPieces);
+      pieces.bytes.reserve(pieces.total);
+      piecesWaiting_.pop_front();
+      sendTo(w, MoreMessage{});
+    }
+  }
+
+  /// A worker told MORE that sends no piece for liveness x heartbeat holds the budget of the
+  /// others: it is lost (its heartbeats do not count), and its reservation freed.
+  void expireStalledPieces() {
+    const auto patience = piecesPatience();
+    const Clock::time_point now = Clock::now();
+    std::vector<std::pair<uint32_t, std::string>> stalled;
+    for (const auto &[w, pieces] : pieces_) {
+      if (!pieces.granted)
+        continue;
+      if (now - pieces.progress > patience)
+        stalled.emplace_back(w, "it was asked for the rest of a message in pieces and sent none "
+                                "for " +
+                                    std::to_string(patience.count()) + " ms");
+      else if (now > pieces.deadline)
+        stalled.emplace_back(w, "it sent a message in pieces slower than " +
+                                    std::to_string(kSlowestPieces >> 10) + " KiB/s");
+    }
+    for (const auto &[w, why] : stalled)
+      lose(w, why);
+  }
+
+  /// How long a worker told MORE may send no piece: as long as a worker may be silent.
+  std::chrono::milliseconds piecesPatience() const {
+    return std::chrono::milliseconds(uint64_t(options_.heartbeatMs) * options_.liveness);
+  }
+
+  /// Forgets worker `w`'s message in pieces (complete, or the worker is gone).
+  void dropPieces(uint32_t w) {
+    auto found = pieces_.find(w);
+    if (found == pieces_.end())
+      return;
+    if (found->second.granted)
+      piecesReserved_ -= found->second.total;
+    else
+      std::erase(piecesWaiting_, w);
+    pieces_.erase(found);
+    grantPieces();
+  }
+
+  /// A peer broke the protocol: its connection is closed (after its error answer went out),
+  /// and a worker `w` among it is lost first (its batches run elsewhere).
+  void violated(int fd, uint32_t w, const std::string &why) {
+    if (w != kNoIndex)
+      lose(w, why);
+    if (guard_)
+      guard_->disconnect(fd);
+  }
+
+  void welcome(const std::string &identity, const HelloMessage &hello, int fd,
+               const std::string &key) {
+    if (hello.version != kProtocolVersion) {
+      ++strangers_;
+      logProblem(strangers_, "worker " + hello.worker + " speaks protocol " +
+                                 std::to_string(hello.version) + "; refused");
+      sendRaw(identity, ErrorMessage{"protocol version " + std::to_string(hello.version) +
+                                     " is not supported; this coordinator speaks " +
+                                     std::to_string(kProtocolVersion)});
+      if (guard_)
+        guard_->disconnect(fd);
+      return;
+    }
+    if (guard_)
+      guard_->joined(fd);
+    auto known = byIdentity_.find(identity);
+    if (known != byIdentity_.end() && workers_[known->second].alive)
+      lose(known->second, "it said hello again");
+    Worker worker;
+    worker.identity = identity;
+    worker.name = hello.worker;
+    worker.pid = hello.pid;
+    worker.host = hello.host;
+    worker.key = key;
+    worker.lastHeard = worker.lastSent = Clock::now();
+    worker.peer = PeerAddress{hello.worker, hello.peerEndpoint, hello.peerKey};
+    const uint32_t w = static_cast<uint32_t>(workers_.size());
+    // Both number workers in the order they join.
+    if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes) != w)
+      throw std::logic_error("orch: the coordinator and its placement disagree on workers");
+    workers_.push_back(std::move(worker));
+    byIdentity_[identity] = w;
+    byName_[hello.worker] = w;
+    ++joined_;
+    WelcomeMessage welcomeMessage;
+    welcomeMessage.heartbeatMs = options_.heartbeatMs;
+    welcomeMessage.liveness = options_.liveness;
+    welcomeMessage.plan = encodedPlan_;
+    welcomeMessage.peerKeys = peerKeys_;
+    sendTo(w, welcomeMessage);
+    if (key.empty() ? !options_.localWorkers : key != "local")
+      log("worker " + hello.worker + " joined (" + (key.empty() ? "" : "key " + key + ", ") +
+          formatCpus(hello.cpus) + " cpus, " + std::to_string(hello.gpus.size()) + " gpus)");
+    if (!placing()) {
+      // Local workers start together: replicas wait for all of them rather than start on the
+      // first and move (a model would load twice).
+      if (joined_ < uint64_t(options_.localWorkers))
+        return;
+      placingFrom_ = Clock::now();
+    }
+    place();
+    // A replacement would otherwise sit idle next to workers that took over the lost one's
+    // replicas.
+    init(placement_->rebalance(w));
+  }
+
+  /// Sends INIT for each replica that moved to a worker.
+  void init(const std::vector<ReplicaPlacement::Move> &moves) {
+    for (const ReplicaPlacement::Move &move : moves) {
+      const uint32_t call = placement_->replica(move.replica).call;
+      // The worker it leaves stops hosting it (a declared operator's process would idle).
+      if (move.from != kNoIndex && workers_[move.from].alive)
+        sendTo(move.from, ReleaseMessage{move.replica});
+      const uint64_t keepOver = workers_[move.worker].peer.endpoint.empty() ? 0 : keepOver_[call];
+      sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver});
+    }
+  }
+
+  void finish(uint32_t w, ResultMessage result) {
+    ExecutorEvent event;
+    auto sent = outstanding_.find(result.report.batchId);
+    std::optional<Sent> recipe;
+    if (sent != outstanding_.end()) {
+      if (sent->second.worker != w) {
+        ++strangers_;
+        logProblem(strangers_, "worker " + workers_[w].name + " reported a batch it was not sent");
+        sendTo(w, ErrorMessage{"batch " + std::to_string(result.report.batchId) +
+                               " was not sent to this worker"});
+        return;
+      }
+      ReplicaPlacement::Replica &replica = placement_->replica(sent->second.replica);
+      event.call = sent->second.call;
+      recipe = std::move(sent->second);
+      outstanding_.erase(sent);
+      const bool wasRunning =
+          !replica.queued.empty() && replica.queued.front() == result.report.batchId;
+      std::erase(replica.queued, result.report.batchId);
+      if (wasRunning && !replica.queued.empty() && replica.queued.front() < kFirstRecomputeBatch)
+        started(replica.queued.front());
+    }
+    if (result.report.loss != BatchLoss::None && !result.unreachable.empty())
+      noteUnreachable(w, result.unreachable);
+    std::optional<KeptValueLedger::Recipe> madeFrom;
+    if (recipe)
+      madeFrom.emplace(KeptValueLedger::Recipe{recipe->call, recipe->grains, recipe->inputs});
+    kept_.track(w, workers_[w].name, result.report, madeFrom);
+    if (recipe && recipe->recomputes) {
+      --recomputesOut_;
+      if (kept_.recomputed(*recipe->recomputes, result.report))
+        recompute(*recipe->recomputes);
+      return;
+    }
+    // A report for a batch no longer outstanding still goes to the engine, which counts it as
+    // stale.
+    event.kind = ExecutorEvent::Kind::Finished;
+    event.report = std::move(result.report);
+    event.seconds = result.seconds;
+    event.place = workers_[w].name + "/replica " + std::to_string(result.replica);
+    pending_.push_back(std::move(event));
+    ++pendingEnds_;
+  }
+
+  /// Worker `reader` could not reach `owner`'s peer socket: from now on the coordinator relays
+  /// that owner's values to it.
+  void noteUnreachable(uint32_t reader, const std::string &owner) {
+    auto found = byName_.find(owner);
+    if (found == byName_.end() || !workers_[found->second].alive ||
+        !unreachable_.insert({reader, found->second}).second)
+      return;
+    log("worker " + workers_[reader].name + " cannot reach the values worker " + owner +
+        " keeps (its peer socket " + workers_[found->second].peer.endpoint +
+        "): the coordinator passes them on (docs/cluster.md)");
+  }
+
+  /// A declared operator's replica started on worker `w`, or could not: before the run
+  /// begins that stops it; later (a replacement worker) the replica's batches fail instead.
+  void noteStarted(uint32_t w, const StartedMessage &started) {
+    if (started.replica >= placement_->replicaCount())
+      return;
+    const uint32_t call = placement_->replica(started.replica).call;
+    if (!started.error) {
+      startedCalls_.insert(call);
+      return;
+    }
+    if (!warmedUp_ && !startFailure_)
+      startFailure_ = *started.error;
+    else
+      log("worker " + workers_[w].name + ": replica " + std::to_string(started.replica) +
+          " of call '" + plan_->calls[call].name + "' could not start: " + *started.error);
+  }
+
+  void started(uint64_t batchId) {
+    ExecutorEvent event;
+    event.kind = ExecutorEvent::Kind::Started;
+    event.batchId = batchId;
+    event.startedAt = Clock::now();
+    pending_.push_back(std::move(event));
+  }
+
+  void lose(uint32_t w, const std::string &why, ErrorCode tell = ErrorCode::DeclaredLost) {
+    Worker &worker = workers_[w];
+    if (!worker.alive)
+      return;
+    worker.alive = false;
+    dropPieces(w);
+    worker.lostAt = Clock::now();
+    worker.lostReason = why;
+    ++lost_;
+    log("worker " + worker.name + " lost: " + why);
+    // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
+    sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
+    placement_->removeWorker(w);
+    // Its kept values are gone: each is computed again from its recipe, upstream first (a
+    // recipe that reads another lost value waits for it).
+    std::vector<KeptKey> lostValues = kept_.lose(w);
+    // Relays it will never answer: the batches that wait for them look again (its values are
+    // being computed again now).
+    for (uint64_t batchId : relays_[w])
+      for (Waiting &waiting : waiting_)
+        if (waiting.batch.id == batchId && waiting.relaysPending > 0)
+          --waiting.relaysPending;
+    relays_.erase(w);
+    std::erase_if(unreachable_, [w](const std::pair<uint32_t, uint32_t> &pair) {
+      return pair.first == w || pair.second == w;
+    });
+    for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+      if (it->second.worker != w) {
+        ++it;
+        continue;
+      }
+      if (it->second.recomputes) {
+        lostValues.push_back(*it->second.recomputes);
+        --recomputesOut_;
+        it = outstanding_.erase(it);
+        continue;
+      }
+      ExecutorEvent event;
+      event.kind = ExecutorEvent::Kind::Lost;
+      event.call = it->second.call;
+      event.batchId = it->first;
+      event.reason = "worker " + worker.name + " lost: " + why;
+      event.bystander = tell == ErrorCode::Restart;
+      pending_.push_back(std::move(event));
+      ++pendingEnds_;
+      it = outstanding_.erase(it);
+    }
+    if (processes_ && worker.pid > 0) {
+      // A hung local worker must not linger; its replacement takes over.
+      processes_->kill(static_cast<pid_t>(worker.pid));
+    }
+    place();
+    for (const KeptKey &key : lostValues)
+      recompute(key);
+  }
+
+  /// Which Calls' results may stay on workers: those that only other Calls read (not a sink,
+  /// an expression, a filter or a gather, which the coordinator evaluates itself).
+  static std::vector<uint64_t> keptResultSizes(const plan::Plan &plan, uint64_t threshold) {
+    std::vector<uint64_t> keepOver(plan.calls.size(), 0);
+    if (threshold == 0)
+      return keepOver;
+    std::vector<bool> keepable(plan.calls.size(), true), invoked(plan.calls.size(), false);
+    for (const plan::PlanNode &node : plan.nodes) {
+      if (node.kind != plan::NodeKind::Invoke || node.index >= plan.calls.size())
+        continue;
+      invoked[node.index] = true;
+      bool onlyCalls = node.sinks.empty();
+      for (uint32_t consumer : node.consumers)
+        onlyCalls = onlyCalls && plan.nodes[consumer].kind == plan::NodeKind::Invoke;
+      keepable[node.index] = keepable[node.index] && onlyCalls;
+    }
+    for (size_t c = 0; c < plan.calls.size(); ++c)
+      if (invoked[c] && keepable[c])
+        keepOver[c] = threshold;
+    return keepOver;
+  }
+
+  /// Ends `batch` with a batch error without sending it.
+  void endWithError(const Batch &batch, std::string message) {
+    ExecutorEvent event;
+    event.call = batch.call;
+    event.report.batchId = batch.id;
+    event.report.batchError = std::move(message);
+    pending_.push_back(std::move(event));
+    ++pendingEnds_;
+  }
+
+  /// Sends a batch to a replica of its Call (preferably on the worker that keeps most of its
+  /// referenced inputs, telling it where the others are), or ends it when an input is lost for
+  /// good. False when it must wait: an input is being computed again, or (a recomputation) no
+  /// replica has room.
+  bool sendOrWait(Waiting &waiting) {
+    if (waiting.relaysPending > 0)
+      return false;
+    Batch &batch = waiting.batch;
+    std::map<uint32_t, uint64_t> bytesByOwner;
+    std::map<uint32_t, std::vector<uint64_t>> idsByOwner;
+    for (Value &input : batch.inputs) {
+      if (input.kind() != Value::Kind::Ref)
+        continue;
+      const KeptValueLedger::Record *record = kept_.resolve(input);
+      if (!record)
+        continue;
+      if (record->state == KeptValueLedger::Record::State::Recomputing)
+        return false;
+      if (record->state == KeptValueLedger::Record::State::Failed) {
+        const std::string why =
+            "an input kept by worker " + input.asRef().owner +
+            " was lost with it and could not be computed again: " + record->failure;
+        if (waiting.recomputes)
+          recomputeFailed(*waiting.recomputes, why);
+        else
+          endWithError(batch, why);
+        return true;
+      }
+      bytesByOwner[record->worker] += input.asRef().bytes;
+      idsByOwner[record->worker].push_back(input.asRef().id);
+    }
+    uint32_t preferred = kNoIndex;
+    uint64_t most = 0;
+    for (const auto &[w, bytes] : bytesByOwner)
+      if (bytes > most) {
+        preferred = w;
+        most = bytes;
+      }
+    const uint32_t r = placement_->pick(batch.call, options_.depth, preferred);
+    if (r == kNoIndex)
+      return false;
+    ReplicaPlacement::Replica &replica = placement_->replica(r);
+    if (relayUnreachable(waiting, replica.worker, idsByOwner))
+      return false;
+    std::vector<PeerAddress> peers;
+    for (const auto &[w, bytes] : bytesByOwner)
+      if (w != replica.worker) {
+        peers.push_back(workers_[w].peer);
+        fetchedFromPeers_ += idsByOwner[w].size();
+      }
+    Sent sent{r, replica.worker, batch.call, {}, {}, waiting.recomputes};
+    if (keepOver_[batch.call] > 0) {
+      sent.grains = batch.grains;
+      sent.inputs = batch.inputs;
+    }
+    replica.queued.push_back(batch.id);
+    outstanding_[batch.id] = std::move(sent);
+    if (waiting.recomputes)
+      ++recomputesOut_;
+    const uint64_t id = batch.id;
+    const uint32_t worker = replica.worker;
+    sendTo(worker, BatchMessage{r, std::move(batch), std::move(peers)});
+    // A recomputation is not the engine's batch: its start is nobody's business but the
+    // replica's next batch starts after it.
+    if (replica.queued.size() == 1 && !waiting.recomputes)
+      started(id);
+    return true;
+  }
+
+  /// Asks the owners of `waiting`'s referenced inputs that worker `reader` cannot reach for
+  /// those values (over their connection to the coordinator): they travel inline then. True
+  /// when it asked (the batch waits for the answers).
+  bool relayUnreachable(Waiting &waiting, uint32_t reader,
+                        const std::map<uint32_t, std::vector<uint64_t>> &idsByOwner) {
+    for (const auto &[owner, ids] : idsByOwner) {
+      if (!unreachable_.count({reader, owner}))
+        continue;
+      sendTo(owner, FetchMessage{ids});
+      relays_[owner].push_back(waiting.batch.id);
+      ++waiting.relaysPending;
+    }
+    return waiting.relaysPending > 0;
+  }
+
+  /// An owner's answer to the oldest relay asked of it: its values replace the references in
+  /// the batch that waits for them.
+  void relayed(uint32_t owner, BlobsMessage &blobs) {
+    std::deque<uint64_t> &asked = relays_[owner];
+    if (asked.empty())
+      return;
+    const uint64_t batchId = asked.front();
+    asked.pop_front();
+    for (Waiting &waiting : waiting_) {
+      if (waiting.batch.id != batchId)
+        continue;
+      for (Value &input : waiting.batch.inputs) {
+        if (input.kind() != Value::Kind::Ref || input.asRef().owner != workers_[owner].name)
+          continue;
+        for (size_t i = 0; i < blobs.ids.size(); ++i)
+          if (blobs.ids[i] == input.asRef().id) {
+            input = blobs.values[i];
+            ++valuesRelayed_;
+            break;
+          }
+      }
+      if (waiting.relaysPending > 0)
+        --waiting.relaysPending;
+      return;
+    }
+  }
+
+  /// Retries the batches that wait, in order.
+  void sendWaiting() {
+    if (waiting_.empty())
+      return;
+    std::deque<Waiting> still;
+    while (!waiting_.empty()) {
+      Waiting waiting = std::move(waiting_.front());
+      waiting_.pop_front();
+      const bool engineBatch = !waiting.recomputes;
+      if (sendOrWait(waiting)) {
+        if (engineBatch)
+          --waitingBatches_;
+      } else {
+        still.push_back(std::move(waiting));
+      }
+    }
+    waiting_.swap(still);
+  }
+
+  /// Computes a lost kept value again: its recipe runs on a replica of its Call as a batch of
+  /// its own (once the recipe's own inputs are there).
+  void recompute(const KeptKey &key) {
+    std::optional<Batch> batch = kept_.recomputation(key, nextRecomputeBatch_++);
+    if (!batch)
+      return;
+    Waiting waiting{std::move(*batch), key};
+    if (!sendOrWait(waiting))
+      waiting_.push_back(std::move(waiting));
+  }
+
+  void recomputeFailed(const KeptKey &key, const std::string &why) {
+    if (kept_.recomputeFailed(key, why))
+      recompute(key);
+    else
+      log("a value kept by worker " + key.first + " could not be computed again: " + why);
+  }
+
+  /// Forgets the kept values the engine let go of and tells their owners to drop them.
+  void forgetDroppedValues() {
+    std::map<uint32_t, std::vector<uint64_t>> byWorker;
+    for (const KeptKey &key : kept_.takeDropped()) {
+      auto owner = byName_.find(key.first);
+      if (owner != byName_.end() && workers_[owner->second].alive)
+        byWorker[owner->second].push_back(key.second);
+    }
+    for (auto &[w, ids] : byWorker)
+      sendTo(w, DropMessage{std::move(ids)});
+  }
+
+  /// Places the replicas that have no worker (a Call that requires a GPU waits for a worker
+  /// with one).
+  void place() {
+    uint32_t waitingForGpu = kNoIndex;
+    init(placement_->place(&waitingForGpu));
+    if (waitingForGpu != kNoIndex && !warnedGpu_) {
+      warnedGpu_ = true;
+      log("call '" + plan_->calls[waitingForGpu].name +
+          "' requires a GPU: waiting for a worker with --gpus");
+    }
+  }
+
+  /// Whether replicas are placed yet: at once with remote workers; with local ones when all
+  /// joined or kLocalWorkersGrace passed.
+  bool placing() const { return !options_.localWorkers || placingFrom_ <= Clock::now(); }
+
+  void tick() {
+    expireStalledPieces();
+    const Clock::time_point now = Clock::now();
+    if (options_.localWorkers && placingFrom_ > now && now - startedAt_ > kLocalWorkersGrace) {
+      placingFrom_ = now;
+      place();
+    }
+    const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
+    for (uint32_t w = 0; w < workers_.size(); ++w) {
+      Worker &worker = workers_[w];
+      if (!worker.alive)
+        continue;
+      if (now - worker.lastHeard > interval * options_.liveness) {
+        lose(w, "silent for more than " + std::to_string(options_.heartbeatMs * options_.liveness) +
+                    " ms");
+        continue;
+      }
+      if (now - worker.lastSent >= interval)
+        sendTo(w, HeartbeatMessage{});
+    }
+    if (!processes_ || stopped_)
+      return;
+    for (const auto &[pid, how] : processes_->reapAndReplace())
+      for (uint32_t w = 0; w < workers_.size(); ++w)
+        if (workers_[w].pid == pid)
+          lose(w, "its process " + how);
+  }
+
+  CoordinatorOptions options_;
+  zmq::context_t context_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  const plan::Plan *plan_ = nullptr;
+  std::vector<std::vector<std::string>> inputLabels_;
+  std::string encodedPlan_;
+  std::vector<Worker> workers_;
+  std::map<std::string, uint32_t> byIdentity_;
+  std::unique_ptr<ReplicaPlacement> placement_;
+  std::unordered_map<uint64_t, Sent> outstanding_;
+  std::map<std::string, uint32_t> byName_;
+  /// Per Call: results of at least this many bytes stay on their worker (0: none).
+  std::vector<uint64_t> keepOver_;
+  /// With CURVE: the worker keys that may fetch from each other.
+  std::vector<std::string> peerKeys_;
+  KeptValueLedger kept_;
+  std::deque<Waiting> waiting_;
+  /// Engine batches in waiting_, and recomputations in outstanding_.
+  size_t waitingBatches_ = 0, recomputesOut_ = 0;
+  uint64_t nextRecomputeBatch_ = kFirstRecomputeBatch;
+  uint64_t batchBytes_ = 0, resultBytes_ = 0, fetchedFromPeers_ = 0, valuesRelayed_ = 0;
+  /// Messages in pieces, by worker; the workers whose first piece waits for MORE, in order;
+  /// the bytes reserved for those told MORE.
+  std::map<uint32_t, Pieces> pieces_;
+  std::deque<uint32_t> piecesWaiting_;
+  uint64_t piecesReserved_ = 0;
+  /// (reader, owner): the reader cannot reach the owner's peer socket.
+  std::set<std::pair<uint32_t, uint32_t>> unreachable_;
+  /// Per owner: the batches whose relays it was asked for, in the order asked.
+  std::map<uint32_t, std::deque<uint64_t>> relays_;
+  std::vector<ExecutorEvent> pending_;
+  /// Finished and lost events waiting in pending_.
+  size_t pendingEnds_ = 0;
+  std::filesystem::path socketDirectory_;
+  std::unique_ptr<LocalWorkerProcesses> processes_;
+  std::unique_ptr<ConnectionGuard> guard_;
+  /// The guard's counts when it stopped.
+  ConnectionGuardCounts guardCounts_;
+  uint64_t joined_ = 0, lost_ = 0, malformed_ = 0, strangers_ = 0;
+  bool stopped_ = false;
+  bool warnedGpu_ = false;
+  /// Calls of declared operators with a replica that started, and the first start failure
+  /// before the run began.
+  std::set<uint32_t> startedCalls_;
+  Clock::time_point startedAt_ = Clock::now();
+  /// When replicas began to be placed (the far future until then, with local workers).
+  Clock::time_point placingFrom_ = Clock::time_point::max();
+  static constexpr std::chrono::seconds kLocalWorkersGrace{3};
+  std::optional<std::string> startFailure_;
+  bool warmedUp_ = false;
+};
+
+} // namespace
+
+std::optional<std::string> keylessEndpointProblem(const std::string &endpoint) {
+  if (endpoint.empty() || isFileSocket(endpoint))
+    return std::nullopt;
+  zmq::context_t context(1);
+  zmq::socket_t probe(context, zmq::socket_type::router);
+  probe.set(zmq::sockopt::linger, 0);
+  allowIpv6For(probe, endpoint);
+  try {
+    probe.bind(endpoint);
+  } catch (const zmq::error_t &) {
+    return std::nullopt; // the coordinator's own bind reports why it cannot
+  }
+  const std::string bound = probe.get(zmq::sockopt::last_endpoint);
+  probe.close();
+  return keylessRefusal(endpoint, bound);
+}
+
+std::unique_ptr<BatchExecutor> makeCoordinator(CoordinatorOptions options) {
+  return std::make_unique<Coordinator>(std::move(options));
+}
+
+} // namespace orch::runtime

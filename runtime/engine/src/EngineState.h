@@ -1,0 +1,354 @@
+// The lineage engine's state and the steps that change it. Private to the runtime library:
+// LineageEngine.h is the interface; this is the single writer behind it.
+#pragma once
+
+#include "DomainFreeNodes.h"
+#include "EngineInvariant.h"
+#include "PlanLayout.h"
+#include "ReadyQueue.h"
+#include "orch/runtime/values/ComputeEval.h"
+
+#include "orch/runtime/engine/LineageEngine.h"
+
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::runtime {
+
+/// An expansion record's slot (reused once its root finishes).
+using ExpansionId = Id<struct ExpansionTag>;
+
+struct Grain {
+  /// Unique across the run each time the grain becomes ready: queue entries that no longer
+  /// match are stale and skipped.
+  uint64_t ticket = 0;
+  uint32_t generation = 0;
+  GrainPhase phase = GrainPhase::Sealed;
+};
+
+struct Entity {
+  EntityId parent;
+  uint32_t ordinal = 0;
+  RootId root;
+  DomainId domain;
+  /// First of this entity's items, grains and child-expansion references in their pools.
+  uint32_t items = 0;
+  uint32_t grains = 0;
+  uint32_t expansions = 0;
+  bool live = false;
+  uint64_t key = 0;
+};
+
+/// One reduce's incremental progress over one expansion: O(children) in total.
+struct ReduceProgress {
+  uint32_t pending = 0;
+  /// Children [0, cursor) are terminal and their values gathered. A failed member suppresses
+  /// the reduce when the cursor reaches it, so the cause is always the lowest failed ordinal.
+  uint32_t cursor = 0;
+  bool resolved = false;
+  ValueList gathered;
+};
+
+/// A GroupFailure barrier on (Call, this expansion's parent).
+struct Barrier {
+  CallId call;
+  uint32_t cause = kNoIndex;
+};
+
+struct Expansion {
+  EntityId parent;
+  DomainId domain;
+  ItemOutcome outcome = ItemOutcome::Unresolved;
+  std::vector<EntityId> children;
+  std::vector<ReduceProgress> reduces;
+  std::vector<Barrier> barriers;
+};
+
+struct Root {
+  EntityId entity;
+  uint64_t admission = 0;
+  uint32_t source = 0;
+  uint64_t sourceRow = 0;
+  /// Items not yet terminal plus queued events: zero means everything under the root is done.
+  uint64_t unresolved = 0;
+  /// Sink inputs not yet terminal plus expansions that may still add sink rows: zero means
+  /// the root's rows are known and it finishes early (its remaining grains are cancelled).
+  uint64_t pendingSinkInputs = 0;
+  std::vector<Failure> failures;
+  bool live = false;
+  /// Queued in rootsToFinish.
+  bool finishing = false;
+};
+
+/// Where a batch stands in its Call's recovery (semantics.md, failures): operator-error
+/// attempts so far, infrastructure re-runs so far, whether the isolate policy's deferred retry
+/// was spent, and whether it is a half of a bisected batch (run once, split again on error).
+struct BatchRecovery {
+  uint32_t attempt = 0;
+  uint32_t infrastructureAttempts = 0;
+  bool deferredRetried = false;
+  bool splitting = false;
+};
+
+/// A batch that is waiting to be re-run (retry lane) or bisected (deferred lane).
+struct PendingBatch {
+  std::vector<QueuedGrain> grains;
+  uint64_t admission = 0;
+  BatchRecovery recovery;
+};
+
+struct OutstandingBatch {
+  CallId call;
+  BatchRecovery recovery;
+  std::vector<QueuedGrain> grains;
+  std::vector<uint32_t> generations;
+  /// Bytes of its inputs, and the growth of the bytes held reserved for it (MemoryAccount).
+  uint64_t inputBytes = 0;
+  uint64_t reservedBytes = 0;
+};
+
+/// A Call's dispatch lanes, in priority order (None: nothing to dispatch).
+enum class Lane : uint8_t { Retry, Fresh, Deferred, None };
+
+/// What the byte budget says of a Call's next batch, best first: it fits (or gives bytes back);
+/// over the budget with nothing in flight, a Call not measured yet, then one that adds bytes;
+/// held back.
+enum class BudgetRank : uint8_t { Fits, Unmeasured, Grows, HeldBack };
+
+struct CallQueues {
+  ReadyQueue fresh;
+  std::deque<PendingBatch> retry;
+  std::deque<PendingBatch> deferred;
+};
+
+/// What a value counts for in the byte budget (nothing for an absent value).
+inline uint64_t heldBytes(const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::Null:
+    return 0;
+  case Value::Kind::Bool:
+  case Value::Kind::Int:
+  case Value::Kind::Float:
+    return 16; // as approximateBytes counts a scalar, without the call
+  default:
+    return approximateBytes(value);
+  }
+}
+
+/// A slot of `pool`: a freed one when there is one, else a new one at the end.
+template <typename IdT, typename T>
+IdT allocateSlot(IdVector<IdT, T> &pool, std::vector<IdT> &freed) {
+  if (!freed.empty()) {
+    const IdT slot = freed.back();
+    freed.pop_back();
+    return slot;
+  }
+  pool.emplace_back();
+  return IdT(static_cast<uint32_t>(pool.size() - 1));
+}
+
+/// Makes room for `needed` elements in `pool`: exactly that when it is more than twice the
+/// capacity (a big expansion at once), else by doubling as usual.
+template <typename Vector> void growFor(Vector &pool, size_t needed) {
+  if (needed > pool.capacity())
+    pool.reserve(std::max(needed, 2 * pool.capacity()));
+}
+
+/// Fixed-size blocks of T, one size per domain, recycled when roots finish.
+template <typename T> class BlockPool {
+public:
+  explicit BlockPool(size_t domains) : free_(domains) {}
+  uint32_t allocate(DomainId domain, uint32_t size) {
+    if (size == 0)
+      return 0;
+    if (!free_[domain].empty()) {
+      uint32_t start = free_[domain].back();
+      free_[domain].pop_back();
+      return start;
+    }
+    uint32_t start = static_cast<uint32_t>(slots_.size());
+    slots_.resize(slots_.size() + size);
+    return start;
+  }
+  /// Room for `blocks` more blocks of `size` without a reallocation on the way: one expansion
+  /// into a million children grows the pool once, to what it needs, not by doublings that
+  /// leave it up to twice as large (and hold the old and new copies at once).
+  void reserveFor(DomainId domain, size_t blocks, uint32_t size) {
+    const size_t fresh = blocks > free_[domain].size() ? blocks - free_[domain].size() : 0;
+    growFor(slots_, slots_.size() + fresh * size);
+  }
+  void release(DomainId domain, uint32_t start, uint32_t size) {
+    if (size != 0)
+      free_[domain].push_back(start);
+  }
+  T &operator[](size_t index) { return slots_[index]; }
+  const T &operator[](size_t index) const { return slots_[index]; }
+  size_t size() const { return slots_.size(); }
+  size_t freeSlots(const IdVector<DomainId, uint32_t> &blockSizes) const {
+    size_t total = 0;
+    for (DomainId d : free_.ids())
+      total += free_[d].size() * blockSizes[d];
+    return total;
+  }
+
+private:
+  std::vector<T> slots_;
+  IdVector<DomainId, std::vector<uint32_t>> free_;
+};
+
+struct LineageEngine::State {
+  State(const plan::Plan &plan, EngineOptions options);
+
+  const plan::Plan &plan;
+  EngineOptions options;
+  PlanLayout layout;
+  IdVector<DomainId, uint32_t> itemsPerDomain, grainsPerDomain, childrenPerDomain;
+
+  /// Items of domain-free nodes, evaluated once.
+  IdVector<NodeId, Item> domainFree;
+  IdVector<EntityId, Entity> entities;
+  std::vector<EntityId> freeEntities;
+  BlockPool<Item> items;
+  BlockPool<Grain> grains;
+  /// Per entity and child domain: the expansion, or none before it exists.
+  BlockPool<ExpansionId> expansionRefs;
+  IdVector<ExpansionId, Expansion> expansions;
+  std::vector<ExpansionId> freeExpansions;
+  IdVector<RootId, Root> roots;
+  std::vector<RootId> freeRoots;
+  size_t liveRootCount = 0;
+
+  IdVector<CallId, CallQueues> queues;
+  IdVector<CallId, CallLoad> loads;
+  std::unordered_map<uint64_t, OutstandingBatch> outstanding;
+  uint64_t nextBatchId = 1;
+  uint64_t nextTicket = 1;
+  uint64_t nextAdmission = 0;
+  std::vector<uint64_t> nextSourceRow;
+  bool admissionClosed = false;
+  std::optional<std::string> abortReason;
+
+  struct Event {
+    EntityId entity;
+    NodeId node;
+  };
+  std::vector<Event> work;
+  std::vector<RootId> rootsToFinish;
+  std::vector<RootResult> finished;
+
+  /// GlobalBarrier gather: unsealed grains per domain, and reduces held back per child domain.
+  struct ParkedReduce {
+    EntityId parent;
+    /// The parent's lineage key: a root that finished early leaves its parked reduces stale.
+    uint64_t key;
+    NodeId node;
+    ItemOutcome outcome;
+    Value value;
+    uint32_t cause;
+  };
+  IdVector<DomainId, uint64_t> unsealedGrains;
+  /// Per domain: parent entities that have not expanded into it yet (more members may come).
+  IdVector<DomainId, uint64_t> unexpanded;
+  IdVector<DomainId, std::vector<ParkedReduce>> parked;
+
+  EngineStats stats;
+  MemoryAccount memory;
+
+  // Plan and layout tables by typed id.
+  const plan::PlanNode &planNode(NodeId node) const { return plan.nodes[node.index]; }
+  const plan::PlanCall &planCall(CallId call) const { return plan.calls[call.index]; }
+  const NodeLayout &nodeLayout(NodeId node) const { return layout.nodes[node]; }
+  const DomainLayout &domainLayout(DomainId domain) const { return layout.domains[domain]; }
+  /// The domain a plan node's items live in (none for a domain-free node).
+  DomainId domainOf(NodeId node) const { return DomainId(planNode(node).domain); }
+
+  // Entities and items (LineageEngine.cpp). Arguments come in one order: the entity, then the
+  // plan node (or Call, or domain) it is looked at through.
+  EntityId createEntity(DomainId domain, EntityId parent, uint32_t ordinal, RootId root,
+                        uint64_t key);
+  Item &itemOf(EntityId entity, NodeId node);
+  /// The item `node` has for `entity`: its own, an ancestor's (a node of an ancestor domain) or
+  /// the run's (a domain-free node).
+  const Item &inputItem(EntityId entity, NodeId node) const;
+  Grain &grainOf(EntityId entity, NodeId node);
+  ExpansionId expansionOf(EntityId entity, DomainId childDomain) const;
+  std::vector<uint32_t> pathOf(EntityId entity) const;
+  /// Records a failure under `entity`'s root (no Call: `call` is none); returns its index there.
+  uint32_t recordFailure(EntityId entity, FailureKind kind, CallId call, std::string message);
+  void setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value, uint32_t cause);
+  /// Drops the values of `node`'s inputs that nothing else reads (NodeLayout::releasedWhenDone).
+  void releaseConsumedInputs(EntityId entity, NodeId node);
+  void holdBytes(uint64_t bytes);
+  void releaseBytes(uint64_t bytes);
+  void setPhase(Grain &grain, NodeId node, GrainPhase to);
+
+  // Propagation (LineageEngine.cpp).
+  void propagate();
+  void processEvent(const Event &event);
+  void evaluate(EntityId entity, NodeId node);
+  void evaluateFilter(EntityId entity, NodeId node);
+  /// If and coalesce: they wait only for the operands they need.
+  void evaluateChoice(EntityId entity, NodeId node);
+  void evaluateInvoke(EntityId entity, NodeId node);
+  /// Seals a waiting grain without running it: an input was dropped, failed or suppressed.
+  void skipGrain(Grain &grain, EntityId entity, NodeId node, ItemOutcome outcome, uint32_t cause);
+  /// Seals a ready (or re-queued) grain that a GroupFailure barrier stops.
+  void sealByBarrier(Grain &grain, EntityId entity, NodeId node, uint32_t cause);
+  /// A sealed grain's output suppressed by a barrier (also for an in-flight grain's report).
+  void suppressByBarrier(EntityId entity, NodeId node, uint32_t cause);
+  void makeReady(EntityId entity, NodeId node);
+  void materialise(EntityId parent, NodeId expandNode);
+  void gather(EntityId child, NodeId reduceNode);
+  void resolveReduce(ExpansionId expansion, NodeId reduceNode, ItemOutcome outcome, Value value,
+                     uint32_t cause);
+  void broadcastDown(EntityId ancestor, NodeId broadcastNode);
+  const Barrier *barrierFor(EntityId entity, CallId call) const;
+  bool releaseParkedReduces();
+  void sinkInputResolved(RootId root);
+  void queueRootFinish(RootId root);
+  void finishRoot(RootId root);
+  /// Releases a finished root's entities and hands `result` over.
+  void retireRoot(RootId root, RootResult result);
+  /// The entities of domain `path[path.size() - 1]` under `entity` (of domain `path[from - 1]`),
+  /// in ordinal order, walking the expansions along `path` from level `from`.
+  std::vector<EntityId> descendantsAlong(EntityId entity, const std::vector<DomainId> &path,
+                                         size_t from) const;
+  void collectRows(const Root &root, RootResult &result) const;
+  void releaseEntityTree(EntityId entity);
+  void abortRun(const std::string &reason);
+  /// Fails every unfinished root with one cause and forgets their work.
+  void failLiveRoots(FailureKind kind, const std::string &reason);
+
+  // Dispatch and commit (EngineCommit.cpp).
+  /// The queued grain is still the same grain (same ready ticket) and in `phase`.
+  bool queuedGrainIs(const QueuedGrain &queued, GrainPhase phase) const;
+  bool isLive(const QueuedGrain &queued) const;
+  /// The grain is still the one dispatched: its root did not finish early since.
+  bool isStillInFlight(const QueuedGrain &queued) const;
+  std::optional<Batch> reserve(const std::function<bool(uint32_t)> &mayRun);
+  /// How many grains `call`'s next batch from `lane` would hold, at most.
+  size_t pendingGrains(const CallQueues &queue, Lane lane, CallId call) const;
+  /// Whether the byte budget lets `call` dispatch a batch of up to `grains` grains now, and how
+  /// urgently; the growth to reserve for it in `growth`.
+  BudgetRank budgetRank(CallId call, size_t grains, uint64_t &growth) const;
+  /// A committed or lost batch no longer needs its reserved growth.
+  void unreserve(const OutstandingBatch &batch);
+  Batch dispatch(CallId call, std::vector<QueuedGrain> grains, BatchRecovery recovery);
+  CommitResult commit(const BatchReport &report);
+  CommitResult handleBatchError(OutstandingBatch batch, const std::string &message);
+  void requeue(CallId call, std::vector<QueuedGrain> grains, bool deferred, BatchRecovery recovery);
+  void failGrains(const OutstandingBatch &batch, FailureKind kind, const std::string &message);
+  void installBarrier(EntityId entity, CallId call, uint32_t cause);
+  bool failBatch(uint64_t batchId, const std::string &reason, BatchLoss loss);
+  /// The Call's recovery for a batch that failed as a whole (an exception, a crash, a timeout):
+  /// its retries, then (isolate) one deferred retry, then bisection down to the single grains
+  /// that still fail, which fail with `kind`. `what` names the batch for an abort.
+  void narrowDown(OutstandingBatch batch, const std::string &message, FailureKind kind,
+                  const std::string &what);
+  /// Requeues the batch's halves as splitting batches, behind fresh work.
+  void bisect(OutstandingBatch batch, BatchRecovery next);
+};
+
+} // namespace orch::runtime

@@ -1,0 +1,1016 @@
+// The lineage engine: admission, entities and items, propagation to a fixed point, finished
+// roots and their rows. Dispatch and the commit rule are in EngineCommit.cpp.
+#include "EngineState.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace orch::runtime {
+
+using plan::NodeKind;
+
+void engineInvariantFailed(const std::string &what) {
+  throw std::logic_error("orch: lineage engine invariant broken (a bug in Orch): " + what);
+}
+
+namespace {
+
+uint64_t mixKey(uint64_t value) {
+  value += 0x9e3779b97f4a7c15ULL;
+  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
+  return value ^ (value >> 31);
+}
+
+/// A finished row that never ran (a source error, an abort): failed with one cause.
+RootResult failedRoot(uint64_t admission, uint32_t source, uint64_t sourceRow,
+                      std::vector<Failure> failures) {
+  RootResult result;
+  result.admission = admission;
+  result.source = source;
+  result.sourceRow = sourceRow;
+  result.status = RootStatus::Failed;
+  result.failures = std::move(failures);
+  return result;
+}
+
+bool isFailure(ItemOutcome outcome) {
+  return outcome == ItemOutcome::Failed || outcome == ItemOutcome::Suppressed;
+}
+
+/// Failures from the lowest ordinal path up (a stable sort: equal paths keep the order they
+/// happened in), so that the first one, the root's cause, does not depend on timing.
+void orderFailuresByPath(RootResult &result) {
+  std::vector<uint32_t> order(result.failures.size());
+  for (uint32_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return result.failures[a].path < result.failures[b].path;
+  });
+  std::vector<uint32_t> newIndex(order.size());
+  std::vector<Failure> sorted;
+  sorted.reserve(order.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    newIndex[order[i]] = i;
+    sorted.push_back(std::move(result.failures[order[i]]));
+  }
+  result.failures = std::move(sorted);
+  for (SinkRow &row : result.rows)
+    if (row.failure != kNoIndex)
+      row.failure = newIndex[row.failure];
+}
+
+/// Each failed row's cause is the failure with the lowest ordinal path under the row's entity
+/// among those known when its root finished (semantics.md, the cause rule), so that a row, its
+/// root and the errors journal name the same cause whatever order failures arrived in.
+/// `result.failures` must be ordered by path.
+void attributeRowsToLowestFailures(RootResult &result) {
+  for (SinkRow &row : result.rows) {
+    if (row.status != RowStatus::Failed)
+      continue;
+    auto lowest = std::lower_bound(result.failures.begin(), result.failures.end(), row.path,
+                                   [](const Failure &failure, const std::vector<uint32_t> &path) {
+                                     return failure.path < path;
+                                   });
+    if (lowest != result.failures.end() && lowest->path.size() >= row.path.size() &&
+        std::equal(row.path.begin(), row.path.end(), lowest->path.begin()))
+      row.failure = uint32_t(lowest - result.failures.begin());
+  }
+}
+
+} // namespace
+
+LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
+    : plan(plan_), options(options_), layout(buildPlanLayout(plan_)), items(plan_.domains.size()),
+      grains(plan_.domains.size()), expansionRefs(plan_.domains.size()),
+      nextSourceRow(plan_.sources.size(), 0), unsealedGrains(plan_.domains.size(), 0),
+      unexpanded(plan_.domains.size(), 0), parked(plan_.domains.size()) {
+  for (const DomainLayout &domain : layout.domains) {
+    itemsPerDomain.push_back(static_cast<uint32_t>(domain.nodes.size()));
+    grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
+    childrenPerDomain.push_back(static_cast<uint32_t>(domain.children.size()));
+  }
+  for (uint32_t c = 0; c < plan.calls.size(); ++c)
+    queues.push_back(
+        CallQueues{ReadyQueue(options.readyOrder, options.batching, options.seed + c), {}, {}});
+  loads.resize(plan.calls.size());
+  memory.limit = options.memoryLimitBytes;
+  domainFree.resize(plan.nodes.size());
+  if (std::optional<std::string> problem = evaluateDomainFreeNodes(plan, layout, domainFree))
+    engineInvariantFailed("a constant expression failed after checkPlanRunnable: " + *problem);
+}
+
+// --- Entities and items -------------------------------------------------------------------
+
+EntityId LineageEngine::State::createEntity(DomainId domain, EntityId parent, uint32_t ordinal,
+                                            RootId root, uint64_t key) {
+  const EntityId id = allocateSlot(entities, freeEntities);
+  Entity &entity = entities[id];
+  entity.parent = parent;
+  entity.ordinal = ordinal;
+  entity.root = root;
+  entity.domain = domain;
+  entity.live = true;
+  entity.key = key;
+  const DomainLayout &shape = layout.domains[domain];
+  entity.items = items.allocate(domain, itemsPerDomain[domain]);
+  entity.grains = grains.allocate(domain, grainsPerDomain[domain]);
+  entity.expansions = expansionRefs.allocate(domain, childrenPerDomain[domain]);
+  for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i)
+    items[entity.items + i] = Item{};
+  for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
+    Grain &grain = grains[entity.grains + g];
+    grain.phase = GrainPhase::Waiting;
+    grain.ticket = 0;
+    ++loads[nodeLayout(shape.invokes[g]).call].waiting;
+  }
+  for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
+    expansionRefs[entity.expansions + c] = ExpansionId();
+    ++unexpanded[shape.children[c]];
+  }
+  unsealedGrains[domain] += grainsPerDomain[domain];
+  roots[root].unresolved += itemsPerDomain[domain];
+  roots[root].pendingSinkInputs += shape.pendingSinkInputs;
+  ++stats.entitiesCreated;
+  return id;
+}
+
+Item &LineageEngine::State::itemOf(EntityId entity, NodeId node) {
+  return items[entities[entity].items + nodeLayout(node).itemSlot];
+}
+
+const Item &LineageEngine::State::inputItem(EntityId entity, NodeId node) const {
+  const DomainId domain = domainOf(node);
+  if (!domain.valid())
+    return domainFree[node];
+  EntityId at = entity;
+  while (entities[at].domain != domain) {
+    at = entities[at].parent;
+    if (!at.valid())
+      engineInvariantFailed("node " + std::to_string(node.index) + " read outside its lineage");
+  }
+  return items[entities[at].items + nodeLayout(node).itemSlot];
+}
+
+Grain &LineageEngine::State::grainOf(EntityId entity, NodeId node) {
+  return grains[entities[entity].grains + nodeLayout(node).grainSlot];
+}
+
+ExpansionId LineageEngine::State::expansionOf(EntityId entity, DomainId childDomain) const {
+  return expansionRefs[entities[entity].expansions + domainLayout(childDomain).childSlot];
+}
+
+std::vector<uint32_t> LineageEngine::State::pathOf(EntityId entity) const {
+  std::vector<uint32_t> path;
+  for (EntityId at = entity; entities[at].parent.valid(); at = entities[at].parent)
+    path.push_back(entities[at].ordinal);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+uint32_t LineageEngine::State::recordFailure(EntityId entity, FailureKind kind, CallId call,
+                                             std::string message) {
+  Root &root = roots[entities[entity].root];
+  root.failures.push_back(Failure{kind, call.valid() ? planCall(call).name : std::string(),
+                                  pathOf(entity), std::move(message)});
+  return static_cast<uint32_t>(root.failures.size() - 1);
+}
+
+void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value,
+                                   uint32_t cause) {
+  Item &item = itemOf(entity, node);
+  if (item.outcome != ItemOutcome::Unresolved)
+    engineInvariantFailed("item of node " + std::to_string(node.index) + " resolved twice (" +
+                          itemOutcomeName(item.outcome) + ", then " + itemOutcomeName(outcome) +
+                          ")");
+  if (isFailure(outcome) && cause == kNoIndex)
+    engineInvariantFailed("a failed item without a cause");
+  item.outcome = outcome;
+  item.value = std::move(value);
+  item.cause = cause;
+  holdBytes(heldBytes(item.value));
+  if (planNode(node).kind == NodeKind::Invoke)
+    releaseConsumedInputs(entity, node);
+  // The event keeps the root unresolved until its consumers have been visited.
+  work.push_back(Event{entity, node});
+}
+
+void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
+  for (NodeId input : nodeLayout(node).releasedWhenDone) {
+    Item &item = itemOf(entity, input);
+    releaseBytes(heldBytes(item.value));
+    item.value = Value();
+  }
+}
+
+void LineageEngine::State::holdBytes(uint64_t bytes) {
+  memory.items += bytes;
+  memory.peak = std::max(memory.peak, memory.held());
+}
+
+void LineageEngine::State::releaseBytes(uint64_t bytes) {
+  if (bytes > memory.items)
+    engineInvariantFailed("more bytes released than held");
+  memory.items -= bytes;
+}
+
+void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
+  if (!isLegalGrainTransition(grain.phase, to))
+    engineInvariantFailed(std::string("grain transition ") + grainPhaseName(grain.phase) + " -> " +
+                          grainPhaseName(to) + " of node " + std::to_string(node.index));
+  CallLoad &load = loads[nodeLayout(node).call];
+  auto counter = [&](GrainPhase phase) -> uint64_t & {
+    switch (phase) {
+    case GrainPhase::Waiting:
+      return load.waiting;
+    case GrainPhase::Ready:
+      return load.ready;
+    case GrainPhase::InFlight:
+      return load.inFlight;
+    case GrainPhase::Sealed:
+      break;
+    }
+    return load.sealed;
+  };
+  --counter(grain.phase);
+  ++counter(to);
+  if (to == GrainPhase::Sealed)
+    --unsealedGrains[domainOf(node)];
+  grain.phase = to;
+  ++stats.grainTransitions;
+}
+
+// --- Propagation --------------------------------------------------------------------------
+
+void LineageEngine::State::propagate() {
+  do {
+    // `work` may grow while an event is processed: index, never iterate.
+    for (size_t next = 0; next < work.size(); ++next)
+      processEvent(Event(work[next]));
+    work.clear();
+  } while (releaseParkedReduces());
+  for (RootId root : rootsToFinish)
+    finishRoot(root);
+  rootsToFinish.clear();
+}
+
+void LineageEngine::State::processEvent(const Event &event) {
+  const DomainId domain = entities[event.entity].domain;
+  for (uint32_t index : planNode(event.node).consumers) {
+    const NodeId consumer(index);
+    if (domainOf(consumer) == domain) {
+      evaluate(event.entity, consumer);
+      continue;
+    }
+    const plan::PlanNode &target = planNode(consumer);
+    switch (target.kind) {
+    case NodeKind::Expand:
+      materialise(event.entity, consumer);
+      break;
+    case NodeKind::Reduce:
+      gather(event.entity, consumer);
+      break;
+    case NodeKind::Broadcast:
+      broadcastDown(event.entity, consumer);
+      break;
+    default:
+      engineInvariantFailed(std::string("a ") + plan::nodeKindName(target.kind) +
+                            " consumer in another domain");
+    }
+  }
+  const RootId root = entities[event.entity].root;
+  if (nodeLayout(event.node).sinkInput)
+    sinkInputResolved(root);
+  if (--roots[root].unresolved == 0)
+    queueRootFinish(root);
+}
+
+void LineageEngine::State::sinkInputResolved(RootId rootId) {
+  Root &root = roots[rootId];
+  if (--root.pendingSinkInputs == 0 && domainLayout(entities[root.entity].domain).sinksAtOrBelow)
+    queueRootFinish(rootId);
+}
+
+void LineageEngine::State::queueRootFinish(RootId root) {
+  if (roots[root].finishing)
+    return;
+  roots[root].finishing = true;
+  rootsToFinish.push_back(root);
+}
+
+namespace {
+
+/// The readiness rule over a node's inputs (semantics.md): a failure wins, then waiting, then
+/// a drop; otherwise every input is present.
+struct InputSummary {
+  ItemOutcome outcome = ItemOutcome::Present;
+  uint32_t cause = kNoIndex;
+};
+
+} // namespace
+
+void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
+  const plan::PlanNode &target = planNode(node);
+  auto input = [&](size_t i) -> const Item & {
+    return inputItem(entity, NodeId(target.inputs[i]));
+  };
+  if (target.kind == NodeKind::Invoke) {
+    evaluateInvoke(entity, node);
+    return;
+  }
+  if (itemOf(entity, node).outcome != ItemOutcome::Unresolved)
+    return;
+  if (target.kind == NodeKind::Broadcast) {
+    const Item &source = input(0);
+    if (source.outcome != ItemOutcome::Unresolved)
+      setItem(entity, node, source.outcome, source.value, source.cause);
+    return;
+  }
+  if (target.kind == NodeKind::Filter) {
+    evaluateFilter(entity, node);
+    return;
+  }
+  if (target.kind == NodeKind::Compute && (nodeLayout(node).compute == plan::ComputeOp::If ||
+                                           nodeLayout(node).compute == plan::ComputeOp::Coalesce)) {
+    evaluateChoice(entity, node);
+    return;
+  }
+  InputSummary summary;
+  bool waiting = false;
+  for (size_t i = 0; i < target.inputs.size(); ++i) {
+    const Item &item = input(i);
+    if (isFailure(item.outcome)) {
+      setItem(entity, node, ItemOutcome::Suppressed, Value(), item.cause);
+      return;
+    }
+    if (item.outcome == ItemOutcome::Unresolved)
+      waiting = true;
+    else if (item.outcome == ItemOutcome::Dropped)
+      summary.outcome = ItemOutcome::Dropped;
+  }
+  if (waiting)
+    return;
+  if (summary.outcome == ItemOutcome::Dropped) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+    return;
+  }
+  switch (target.kind) {
+  case NodeKind::Project: {
+    const Value &record = input(0).value;
+    if (const Value *field = record.field(target.field)) {
+      setItem(entity, node, ItemOutcome::Present, *field, kNoIndex);
+    } else if (plan.nodes[target.inputs[0]].type.kind() == plan::TypeKind::Json) {
+      setItem(entity, node, ItemOutcome::Present, Value(), kNoIndex);
+    } else {
+      uint32_t cause = recordFailure(entity, FailureKind::ContractViolation, CallId(),
+                                     "value " + record.str().substr(0, 120) + " has no field '" +
+                                         target.field + "'");
+      setItem(entity, node, ItemOutcome::Failed, Value(), cause);
+    }
+    return;
+  }
+  case NodeKind::Record: {
+    RecordFields fields;
+    fields.reserve(target.inputs.size());
+    for (size_t i = 0; i < target.inputs.size(); ++i)
+      fields.emplace_back(target.labels[i], input(i).value);
+    setItem(entity, node, ItemOutcome::Present, Value::record(std::move(fields)), kNoIndex);
+    return;
+  }
+  case NodeKind::Compute: {
+    std::vector<Value> operands;
+    operands.reserve(target.inputs.size());
+    for (size_t i = 0; i < target.inputs.size(); ++i)
+      operands.push_back(input(i).value);
+    if (nodeLayout(node).compute == plan::ComputeOp::Ordinal) {
+      setItem(entity, node, ItemOutcome::Present, Value::integer(int64_t(entities[entity].ordinal)),
+              kNoIndex);
+      return;
+    }
+    ComputeOutcome outcome = evaluateCompute(nodeLayout(node).compute, operands, target.type);
+    if (outcome.failure) {
+      const uint32_t cause = recordFailure(entity, FailureKind::RecordFailure, CallId(),
+                                           describeComputeFailure(plan, node, *outcome.failure));
+      setItem(entity, node, ItemOutcome::Failed, Value(), cause);
+    } else {
+      setItem(entity, node, ItemOutcome::Present, std::move(outcome.value), kNoIndex);
+    }
+    return;
+  }
+  default:
+    engineInvariantFailed(std::string("evaluate of a ") + plan::nodeKindName(target.kind));
+  }
+}
+
+void LineageEngine::State::evaluateChoice(EntityId entity, NodeId node) {
+  const plan::PlanNode &target = planNode(node);
+  auto input = [&](size_t i) -> const Item & {
+    return inputItem(entity, NodeId(target.inputs[i]));
+  };
+  auto take = [&](const Item &chosen) {
+    if (chosen.outcome == ItemOutcome::Unresolved)
+      return;
+    setItem(entity, node, isFailure(chosen.outcome) ? ItemOutcome::Suppressed : chosen.outcome,
+            chosen.value, chosen.cause);
+  };
+  if (nodeLayout(node).compute == plan::ComputeOp::If) {
+    // The condition decides which branch is waited for; the other one does not matter.
+    const Item &condition = input(0);
+    if (condition.outcome != ItemOutcome::Present)
+      take(condition);
+    else
+      take(condition.value.kind() == Value::Kind::Bool && condition.value.asBool() ? input(1)
+                                                                                   : input(2));
+    return;
+  }
+  // coalesce: the first operand that is not dropped, in order; a failure is not skipped.
+  for (size_t i = 0; i < target.inputs.size(); ++i) {
+    const Item &candidate = input(i);
+    if (candidate.outcome != ItemOutcome::Dropped) {
+      take(candidate);
+      return;
+    }
+  }
+  setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+}
+
+void LineageEngine::State::evaluateFilter(EntityId entity, NodeId node) {
+  // semantics.md: a dropped value stays dropped whatever the mask; then a failed value or mask
+  // suppresses; then the mask decides.
+  const plan::PlanNode &filter = planNode(node);
+  const Item &value = inputItem(entity, NodeId(filter.inputs[0]));
+  const Item &mask = inputItem(entity, NodeId(filter.inputs[1]));
+  if (value.outcome == ItemOutcome::Dropped) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+  } else if (isFailure(value.outcome)) {
+    setItem(entity, node, ItemOutcome::Suppressed, Value(), value.cause);
+  } else if (value.outcome == ItemOutcome::Unresolved) {
+    return;
+  } else if (isFailure(mask.outcome)) {
+    setItem(entity, node, ItemOutcome::Suppressed, Value(), mask.cause);
+  } else if (mask.outcome == ItemOutcome::Present && mask.value.kind() == Value::Kind::Bool &&
+             mask.value.asBool()) {
+    setItem(entity, node, ItemOutcome::Present, value.value, kNoIndex);
+  } else if (mask.outcome != ItemOutcome::Unresolved) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
+  }
+}
+
+void LineageEngine::State::evaluateInvoke(EntityId entity, NodeId node) {
+  Grain &grain = grainOf(entity, node);
+  if (grain.phase != GrainPhase::Waiting)
+    return;
+  bool waiting = false, dropped = false;
+  for (uint32_t input : planNode(node).inputs) {
+    const Item &item = inputItem(entity, NodeId(input));
+    if (isFailure(item.outcome)) {
+      skipGrain(grain, entity, node, ItemOutcome::Suppressed, item.cause);
+      return;
+    }
+    waiting |= item.outcome == ItemOutcome::Unresolved;
+    dropped |= item.outcome == ItemOutcome::Dropped;
+  }
+  if (waiting)
+    return;
+  if (dropped) {
+    skipGrain(grain, entity, node, ItemOutcome::Dropped, kNoIndex);
+    return;
+  }
+  makeReady(entity, node);
+}
+
+void LineageEngine::State::skipGrain(Grain &grain, EntityId entity, NodeId node,
+                                     ItemOutcome outcome, uint32_t cause) {
+  setPhase(grain, node, GrainPhase::Sealed);
+  ++stats.grainsSkipped;
+  ++loads[nodeLayout(node).call].skipped;
+  setItem(entity, node, outcome, Value(), cause);
+}
+
+void LineageEngine::State::sealByBarrier(Grain &grain, EntityId entity, NodeId node,
+                                         uint32_t cause) {
+  setPhase(grain, node, GrainPhase::Sealed);
+  suppressByBarrier(entity, node, cause);
+}
+
+void LineageEngine::State::suppressByBarrier(EntityId entity, NodeId node, uint32_t cause) {
+  ++stats.grainsSuppressedByBarrier;
+  ++loads[nodeLayout(node).call].suppressedByBarrier;
+  setItem(entity, node, ItemOutcome::Suppressed, Value(), cause);
+}
+
+const Barrier *LineageEngine::State::barrierFor(EntityId entity, CallId call) const {
+  const EntityId parent = entities[entity].parent;
+  if (!parent.valid())
+    return nullptr;
+  const ExpansionId expansion = expansionOf(parent, entities[entity].domain);
+  for (const Barrier &barrier : expansions[expansion].barriers)
+    if (barrier.call == call)
+      return &barrier;
+  return nullptr;
+}
+
+void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
+  const CallId call = nodeLayout(node).call;
+  Grain &grain = grainOf(entity, node);
+  if (const Barrier *barrier = barrierFor(entity, call)) {
+    sealByBarrier(grain, entity, node, barrier->cause);
+    return;
+  }
+  // A value an earlier run of this plan kept for this very grain: it does not run again.
+  if (options.recall)
+    if (const Value *kept = options.recall(node.index, entities[entity].key)) {
+      setPhase(grain, node, GrainPhase::Sealed);
+      ++stats.grainsRecalled;
+      setItem(entity, node, ItemOutcome::Present, *kept, kNoIndex);
+      return;
+    }
+  setPhase(grain, node, GrainPhase::Ready);
+  grain.ticket = nextTicket++;
+  const Entity &owner = entities[entity];
+  const QueuedGrain queued{node, entity, grain.ticket, roots[owner.root].admission, owner.parent};
+  if (options.probeFirst && owner.parent.valid() && owner.ordinal == 0)
+    queues[call].fresh.pushFront(queued);
+  else
+    queues[call].fresh.push(queued);
+}
+
+void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
+  const DomainId childDomain = domainOf(expandNode);
+  const DomainLayout &childShape = domainLayout(childDomain);
+  const uint32_t refSlot = entities[parent].expansions + childShape.childSlot;
+  if (expansionRefs[refSlot].valid())
+    engineInvariantFailed("an entity expanded twice into one domain");
+  const ExpansionId id = allocateSlot(expansions, freeExpansions);
+  expansionRefs[refSlot] = id;
+  --unexpanded[childDomain];
+  // The children (if any) are counted below before this expansion stops being pending.
+  const bool addsSinkRows = childShape.sinksAtOrBelow;
+  const std::vector<NodeId> &reduces = childShape.reducesOver;
+  {
+    Expansion &expansion = expansions[id];
+    expansion.parent = parent;
+    expansion.domain = childDomain;
+    expansion.reduces.assign(reduces.size(), ReduceProgress{});
+  }
+  // Copy the handle: creating children may move the item pool.
+  const Item source = inputItem(parent, NodeId(planNode(expandNode).inputs[0]));
+  if (source.outcome != ItemOutcome::Present) {
+    const bool dropped = source.outcome == ItemOutcome::Dropped;
+    expansions[id].outcome = dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
+    for (NodeId reduce : reduces)
+      resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed, Value(),
+                    dropped ? kNoIndex : source.cause);
+    if (addsSinkRows)
+      sinkInputResolved(entities[parent].root);
+    return;
+  }
+  const ValueList &elements = source.value.asList();
+  const uint32_t count = static_cast<uint32_t>(elements.size());
+  expansions[id].outcome = ItemOutcome::Present;
+  expansions[id].children.reserve(count);
+  for (ReduceProgress &progress : expansions[id].reduces)
+    progress.pending = count;
+  const RootId root = entities[parent].root;
+  const uint64_t parentKey = entities[parent].key;
+  if (count > freeEntities.size())
+    growFor(entities, entities.size() + (count - freeEntities.size()));
+  items.reserveFor(childDomain, count, itemsPerDomain[childDomain]);
+  grains.reserveFor(childDomain, count, grainsPerDomain[childDomain]);
+  expansionRefs.reserveFor(childDomain, count, childrenPerDomain[childDomain]);
+  for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
+    const EntityId child =
+        createEntity(childDomain, parent, ordinal, root, mixKey(parentKey ^ (ordinal + 1)));
+    expansions[id].children.push_back(child);
+  }
+  for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
+    const EntityId child = expansions[id].children[ordinal];
+    setItem(child, expandNode, ItemOutcome::Present, elements[ordinal], kNoIndex);
+    for (NodeId broadcast : childShape.broadcasts)
+      evaluate(child, broadcast);
+  }
+  if (count == 0)
+    for (NodeId reduce : reduces)
+      resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
+  // The children hold their elements: the list goes if nothing else reads it.
+  releaseConsumedInputs(parent, expandNode);
+  if (addsSinkRows)
+    sinkInputResolved(root);
+}
+
+void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
+  const ExpansionId expansionId = expansionOf(entities[child].parent, entities[child].domain);
+  ReduceProgress &progress = expansions[expansionId].reduces[nodeLayout(reduceNode).reduceSlot];
+  const NodeId member(planNode(reduceNode).inputs[0]);
+  if (progress.resolved)
+    return;
+  if (progress.pending == 0)
+    engineInvariantFailed("a reduce gathered more members than its expansion has");
+  --progress.pending;
+  if (const Item &arrived = inputItem(child, member); isFailure(arrived.outcome)) {
+    // Suppressed at once, whatever the other members still do (semantics.md).
+    resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), arrived.cause);
+    return;
+  }
+  const std::vector<EntityId> &children = expansions[expansionId].children;
+  while (progress.cursor < children.size()) {
+    const Item &next = inputItem(children[progress.cursor], member);
+    if (next.outcome == ItemOutcome::Unresolved)
+      break;
+    if (next.outcome == ItemOutcome::Present)
+      progress.gathered.push_back(next.value);
+    ++progress.cursor;
+  }
+  if (progress.pending == 0)
+    resolveReduce(expansionId, reduceNode, ItemOutcome::Present,
+                  Value::list(std::move(progress.gathered)), kNoIndex);
+}
+
+void LineageEngine::State::resolveReduce(ExpansionId expansion, NodeId reduceNode,
+                                         ItemOutcome outcome, Value value, uint32_t cause) {
+  Expansion &record = expansions[expansion];
+  record.reduces[nodeLayout(reduceNode).reduceSlot].resolved = true;
+  if (options.gather == GatherMode::GlobalBarrier) {
+    parked[record.domain].push_back(ParkedReduce{record.parent, entities[record.parent].key,
+                                                 reduceNode, outcome, std::move(value), cause});
+    return;
+  }
+  setItem(record.parent, reduceNode, outcome, std::move(value), cause);
+}
+
+bool LineageEngine::State::releaseParkedReduces() {
+  if (options.gather != GatherMode::GlobalBarrier || !admissionClosed)
+    return false;
+  bool released = false;
+  for (DomainId domain : parked.ids()) {
+    if (parked[domain].empty())
+      continue;
+    // Every member of this domain must exist (all parents expanded) and have finished.
+    if (unexpanded[domain] != 0 || unsealedGrains[domain] != 0)
+      continue;
+    std::vector<ParkedReduce> ready = std::move(parked[domain]);
+    parked[domain].clear();
+    for (ParkedReduce &reduce : ready)
+      if (entities[reduce.parent].live && entities[reduce.parent].key == reduce.key)
+        setItem(reduce.parent, reduce.node, reduce.outcome, std::move(reduce.value), reduce.cause);
+    released = true;
+  }
+  return released;
+}
+
+void LineageEngine::State::broadcastDown(EntityId ancestor, NodeId broadcastNode) {
+  const std::vector<DomainId> &path = domainLayout(domainOf(broadcastNode)).pathFromRoot;
+  for (EntityId entity :
+       descendantsAlong(ancestor, path, domainLayout(entities[ancestor].domain).depth + 1))
+    evaluate(entity, broadcastNode);
+}
+
+std::vector<EntityId> LineageEngine::State::descendantsAlong(EntityId entity,
+                                                             const std::vector<DomainId> &path,
+                                                             size_t from) const {
+  // Breadth first keeps ordinal order: parents are visited in order and each parent's children
+  // are appended in ordinal order. Entities that have not expanded yet add nothing.
+  std::vector<EntityId> level{entity}, next;
+  for (size_t depth = from; depth < path.size(); ++depth) {
+    next.clear();
+    for (EntityId parent : level) {
+      const ExpansionId expansion = expansionOf(parent, path[depth]);
+      if (expansion.valid())
+        next.insert(next.end(), expansions[expansion].children.begin(),
+                    expansions[expansion].children.end());
+    }
+    level.swap(next);
+  }
+  return level;
+}
+
+// --- Finished roots ---------------------------------------------------------------------------
+
+void LineageEngine::State::collectRows(const Root &root, RootResult &result) const {
+  const DomainId rootDomain = entities[root.entity].domain;
+  for (uint32_t s = 0; s < plan.sinks.size(); ++s) {
+    const plan::PlanSink &sink = plan.sinks[s];
+    const std::vector<DomainId> &path = domainLayout(DomainId(sink.domain)).pathFromRoot;
+    if (path.front() != rootDomain)
+      continue;
+    auto emit = [&](EntityId entity) {
+      SinkRow row;
+      row.sink = s;
+      row.path = pathOf(entity);
+      row.status = RowStatus::Written;
+      for (uint32_t input : sink.inputs) {
+        const Item &item = inputItem(entity, NodeId(input));
+        if (isFailure(item.outcome)) {
+          row.status = RowStatus::Failed;
+          row.failure = item.cause;
+          break;
+        }
+        if (item.outcome == ItemOutcome::Dropped)
+          row.status = RowStatus::Dropped;
+        else if (item.outcome == ItemOutcome::Unresolved)
+          engineInvariantFailed("a finished root with an unresolved sink input");
+        row.values.push_back(item.value);
+      }
+      if (row.status != RowStatus::Written)
+        row.values.clear();
+      result.rows.push_back(std::move(row));
+    };
+    for (EntityId entity : descendantsAlong(root.entity, path, 1))
+      emit(entity);
+  }
+}
+
+void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
+  std::vector<EntityId> pending{rootEntity};
+  while (!pending.empty()) {
+    const EntityId id = pending.back();
+    pending.pop_back();
+    Entity &entity = entities[id];
+    const DomainId domain = entity.domain;
+    const DomainLayout &shape = domainLayout(domain);
+    for (uint32_t c = 0; c < childrenPerDomain[domain]; ++c) {
+      const ExpansionId expansion = expansionRefs[entity.expansions + c];
+      if (!expansion.valid()) {
+        // A root that finished early or was aborted: this entity never expanded.
+        --unexpanded[shape.children[c]];
+        continue;
+      }
+      pending.insert(pending.end(), expansions[expansion].children.begin(),
+                     expansions[expansion].children.end());
+      expansions[expansion] = Expansion{};
+      freeExpansions.push_back(expansion);
+    }
+    for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
+      Value &value = items[entity.items + i].value;
+      releaseBytes(heldBytes(value));
+      value = Value();
+    }
+    for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
+      Grain &grain = grains[entity.grains + g];
+      const NodeId node = shape.invokes[g];
+      if (grain.phase != GrainPhase::Sealed) {
+        // A root that finished early or was aborted: the grain is cancelled. Queue entries go
+        // stale with the entity; an in-flight grain's report is discarded at commit.
+        ++loads[nodeLayout(node).call].cancelled;
+        ++stats.grainsCancelled;
+        setPhase(grain, node, GrainPhase::Sealed);
+      }
+    }
+    items.release(domain, entity.items, itemsPerDomain[domain]);
+    grains.release(domain, entity.grains, grainsPerDomain[domain]);
+    expansionRefs.release(domain, entity.expansions, childrenPerDomain[domain]);
+    entity.live = false;
+    freeEntities.push_back(id);
+  }
+}
+
+void LineageEngine::State::finishRoot(RootId rootId) {
+  Root &root = roots[rootId];
+  RootResult result;
+  result.admission = root.admission;
+  result.source = root.source;
+  result.sourceRow = root.sourceRow;
+  collectRows(root, result);
+  result.failures = std::move(root.failures);
+  orderFailuresByPath(result);
+  attributeRowsToLowestFailures(result);
+  bool anyFailed = false, anyWritten = false;
+  for (const SinkRow &row : result.rows) {
+    anyFailed |= row.status == RowStatus::Failed;
+    anyWritten |= row.status == RowStatus::Written;
+  }
+  result.status = anyFailed || (!anyWritten && !result.failures.empty()) ? RootStatus::Failed
+                  : anyWritten                                           ? RootStatus::Written
+                                                                         : RootStatus::Dropped;
+  retireRoot(rootId, std::move(result));
+}
+
+void LineageEngine::State::retireRoot(RootId root, RootResult result) {
+  releaseEntityTree(roots[root].entity);
+  roots[root] = Root{};
+  freeRoots.push_back(root);
+  --liveRootCount;
+  ++stats.rootsFinished;
+  finished.push_back(std::move(result));
+}
+
+void LineageEngine::State::abortRun(const std::string &reason) {
+  if (!abortReason)
+    abortReason = reason;
+  // Admission stays open: the rows the source still has are failed as they are admitted, so
+  // that every row is accounted for.
+  failLiveRoots(FailureKind::Aborted, reason);
+}
+
+void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &reason) {
+  outstanding.clear();
+  memory.reserved = 0;
+  memory.inFlight = 0;
+  for (CallQueues &queue : queues) {
+    queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
+    queue.retry.clear();
+    queue.deferred.clear();
+  }
+  for (auto &domain : parked)
+    domain.clear();
+  work.clear();
+  rootsToFinish.clear();
+  for (RootId r : roots.ids()) {
+    Root &root = roots[r];
+    if (!root.live)
+      continue;
+    root.failures.push_back(Failure{kind, "", {}, reason});
+    retireRoot(r,
+               failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures)));
+  }
+}
+
+// --- Public interface ---------------------------------------------------------------------
+
+LineageEngine::LineageEngine(const plan::Plan &plan, EngineOptions options)
+    : state_(std::make_unique<State>(plan, options)) {}
+
+LineageEngine::~LineageEngine() = default;
+
+bool LineageEngine::canAdmit() const {
+  const State &s = *state_;
+  if (s.admissionClosed)
+    return false;
+  // The flat-record baseline admits everything: its reduces wait for the whole child domain.
+  if (s.abortReason || s.options.gather == GatherMode::GlobalBarrier)
+    return true;
+  // Over the byte budget the roots already started finish first (one always runs).
+  if (s.memory.limit > 0 && s.liveRootCount > 0 &&
+      s.memory.held() + s.memory.reserved >= s.memory.limit)
+    return false;
+  return s.liveRootCount < s.options.maxLiveRoots;
+}
+
+const MemoryAccount &LineageEngine::memory() const { return state_->memory; }
+
+void LineageEngine::setExternalBytes(uint64_t bytes) {
+  State &s = *state_;
+  s.memory.external = bytes;
+  s.memory.peak = std::max(s.memory.peak, s.memory.held());
+}
+
+uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
+  State &s = *state_;
+  if (source >= s.plan.sources.size())
+    engineInvariantFailed("admission from source " + std::to_string(source));
+  const uint64_t admission = s.nextAdmission++;
+  const uint64_t sourceRow = s.nextSourceRow[source]++;
+  ++s.stats.rootsAdmitted;
+  if (s.abortReason) {
+    RootResult result = failedRoot(admission, source, sourceRow,
+                                   {Failure{FailureKind::Aborted, "", {}, *s.abortReason}});
+    ++s.stats.rootsFinished;
+    s.finished.push_back(std::move(result));
+    return admission;
+  }
+  if (s.admissionClosed)
+    engineInvariantFailed("admission after closeAdmission");
+  const RootId rootId = allocateSlot(s.roots, s.freeRoots);
+  Root &root = s.roots[rootId];
+  root.admission = admission;
+  root.source = source;
+  root.sourceRow = sourceRow;
+  root.live = true;
+  root.unresolved = 0;
+  ++s.liveRootCount;
+  const plan::PlanSource &planSource = s.plan.sources[source];
+  const DomainId domain(planSource.domain);
+  // The key names the row in its source (not its admission, which a resumed run changes), so
+  // that an entity is the same one across runs.
+  const EntityId entity = s.createEntity(domain, EntityId(), static_cast<uint32_t>(sourceRow),
+                                         rootId, mixKey(uint64_t(source) << 48 ^ sourceRow));
+  s.roots[rootId].entity = entity;
+  s.setItem(entity, NodeId(planSource.node), ItemOutcome::Present, std::move(row), kNoIndex);
+  for (NodeId broadcast : s.domainLayout(domain).broadcasts)
+    s.evaluate(entity, broadcast);
+  s.propagate();
+  return admission;
+}
+
+void LineageEngine::skipSourceRow(uint32_t source) {
+  State &s = *state_;
+  if (source >= s.plan.sources.size())
+    engineInvariantFailed("skipping a row of source " + std::to_string(source));
+  ++s.nextSourceRow[source];
+}
+
+uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
+  State &s = *state_;
+  const uint64_t admission = s.nextAdmission++;
+  RootResult result = failedRoot(admission, source, s.nextSourceRow[source]++,
+                                 {Failure{FailureKind::SourceError, "", {}, std::move(message)}});
+  ++s.stats.rootsAdmitted;
+  ++s.stats.rootsFinished;
+  s.finished.push_back(std::move(result));
+  return admission;
+}
+
+void LineageEngine::interrupt(const std::string &reason) {
+  State &s = *state_;
+  s.admissionClosed = true;
+  s.failLiveRoots(FailureKind::Interrupted, reason);
+}
+
+void LineageEngine::closeAdmission() {
+  State &s = *state_;
+  s.admissionClosed = true;
+  s.propagate();
+}
+
+std::optional<Batch> LineageEngine::reserveBatch(const std::function<bool(uint32_t)> &mayRun) {
+  return state_->reserve(mayRun);
+}
+
+CommitResult LineageEngine::commit(const BatchReport &report) { return state_->commit(report); }
+
+bool LineageEngine::failBatch(uint64_t batchId, const std::string &reason, BatchLoss loss) {
+  return state_->failBatch(batchId, reason, loss);
+}
+
+std::vector<RootResult> LineageEngine::takeFinishedRoots() {
+  std::vector<RootResult> done;
+  done.swap(state_->finished);
+  return done;
+}
+
+bool LineageEngine::complete() const {
+  const State &s = *state_;
+  return s.admissionClosed && s.liveRootCount == 0;
+}
+
+const std::optional<std::string> &LineageEngine::abortReason() const { return state_->abortReason; }
+
+bool LineageEngine::hasReadyWork() {
+  State &s = *state_;
+  for (CallQueues &queue : s.queues)
+    if (!queue.retry.empty() || !queue.deferred.empty() ||
+        queue.fresh.peek([&](const QueuedGrain &grain) { return s.isLive(grain); }))
+      return true;
+  return false;
+}
+
+std::optional<std::string> LineageEngine::deadlockReport() {
+  const State &s = *state_;
+  if (complete() || !s.outstanding.empty() || hasReadyWork() || canAdmit())
+    return std::nullopt;
+  if (s.liveRootCount == 0)
+    return std::nullopt;
+  std::string text = "deadlock: nothing is ready or running, but " +
+                     std::to_string(s.liveRootCount) + " root(s) are unfinished";
+  if (!s.admissionClosed)
+    text += " and admission is paused at the bound of " + std::to_string(s.options.maxLiveRoots) +
+            " live roots";
+  for (CallId c : s.loads.ids()) {
+    const CallLoad &load = s.loads[c];
+    if (load.waiting + load.ready + load.inFlight != 0)
+      text += "; call '" + s.planCall(c).name + "': " + std::to_string(load.waiting) +
+              " waiting, " + std::to_string(load.ready) + " ready, " +
+              std::to_string(load.inFlight) + " in flight";
+  }
+  size_t parkedCount = 0;
+  for (const auto &domain : s.parked)
+    parkedCount += domain.size();
+  if (parkedCount)
+    text += "; " + std::to_string(parkedCount) + " reduce(s) held at the global barrier";
+  return text;
+}
+
+const std::vector<std::string> &LineageEngine::callInputLabels(uint32_t call) const {
+  return state_->layout.calls[CallId(call)].inputLabels;
+}
+
+size_t LineageEngine::liveRoots() const { return state_->liveRootCount; }
+const EngineStats &LineageEngine::stats() const { return state_->stats; }
+const CallLoad &LineageEngine::callLoad(uint32_t call) const { return state_->loads[CallId(call)]; }
+
+size_t LineageEngine::stateBytes() const {
+  const State &s = *state_;
+  size_t bytes = (s.entities.size() - s.freeEntities.size()) * sizeof(Entity);
+  bytes += (s.items.size() - s.items.freeSlots(s.itemsPerDomain)) * sizeof(Item);
+  bytes += (s.grains.size() - s.grains.freeSlots(s.grainsPerDomain)) * sizeof(Grain);
+  bytes += (s.expansionRefs.size() - s.expansionRefs.freeSlots(s.childrenPerDomain)) *
+           sizeof(ExpansionId);
+  for (const Expansion &expansion : s.expansions) {
+    if (!expansion.parent.valid())
+      continue;
+    bytes += sizeof(Expansion) + expansion.children.capacity() * sizeof(EntityId) +
+             expansion.reduces.capacity() * sizeof(ReduceProgress) +
+             expansion.barriers.capacity() * sizeof(Barrier);
+    for (const ReduceProgress &progress : expansion.reduces)
+      bytes += progress.gathered.capacity() * sizeof(Value);
+  }
+  bytes += (s.roots.size() - s.freeRoots.size()) * sizeof(Root);
+  for (const CallQueues &queue : s.queues)
+    bytes += queue.fresh.bytes();
+  for (const auto &[id, batch] : s.outstanding)
+    bytes += sizeof(OutstandingBatch) + batch.grains.capacity() * sizeof(QueuedGrain) +
+             batch.generations.capacity() * sizeof(uint32_t);
+  return bytes;
+}
+
+} // namespace orch::runtime

@@ -1,0 +1,82 @@
+// Per-domain and per-node tables the engine precomputes from a plan, so that no run-time step
+// searches the graph: where each node's item sits in an entity, which grains an entity has,
+// which reduces gather a domain, which child domains an entity may expand into.
+#pragma once
+
+#include "IdVector.h"
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/engine/EngineTypes.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+struct DomainLayout {
+  DomainId parent;
+  uint32_t depth = 0;
+  /// The expand node that opens this domain (none for a root domain).
+  NodeId openedBy;
+  /// This domain's position among its parent's child domains.
+  uint32_t childSlot = kNoIndex;
+  /// Nodes whose items live in this domain's entities; a node's itemSlot indexes this list.
+  std::vector<NodeId> nodes;
+  /// Invoke nodes of this domain; a node's grainSlot indexes this list.
+  std::vector<NodeId> invokes;
+  std::vector<NodeId> broadcasts;
+  std::vector<DomainId> children;
+  /// Reduce nodes (in the parent domain) whose input lives here; reduceSlot indexes this list.
+  std::vector<NodeId> reducesOver;
+  /// Domains from the root down to this one, inclusive.
+  std::vector<DomainId> pathFromRoot;
+  /// Some sink writes rows of this domain or of a domain below it.
+  bool sinksAtOrBelow = false;
+  /// Nodes of this domain that a sink reads, and child domains with sinks at or below them:
+  /// what an entity of this domain adds to its root's count of pending sink inputs.
+  uint32_t pendingSinkInputs = 0;
+};
+
+struct NodeLayout {
+  uint32_t itemSlot = kNoIndex;
+  uint32_t grainSlot = kNoIndex;
+  uint32_t reduceSlot = kNoIndex;
+  /// Invoke: its Call.
+  CallId call;
+  /// Invoke: for each of the Call's input labels, the position in this node's inputs.
+  std::vector<uint32_t> inputOrder;
+  /// A sink reads this node's items (a root finishes once all such items are terminal).
+  bool sinkInput = false;
+  /// Compute: its operation.
+  plan::ComputeOp compute = plan::ComputeOp::Add;
+  /// Invoke: inputs whose values nothing else reads (this grain is their only consumer, in its
+  /// own domain, and no sink reads them): dropped once this grain's item is set, so that a
+  /// rendered page does not outlive its OCR. Expand: the list it expands, in the parent, when
+  /// nothing else reads it: dropped once the children hold their elements.
+  std::vector<NodeId> releasedWhenDone;
+};
+
+struct CallLayout {
+  /// The operator's dataflow inputs in the order batches carry them.
+  std::vector<std::string> inputLabels;
+  std::vector<NodeId> nodes;
+  /// Some node of it drops inputs once its grain is done (NodeLayout::releasedWhenDone): its
+  /// batches give their inputs' bytes back.
+  bool releasesInputs = false;
+};
+
+struct PlanLayout {
+  IdVector<DomainId, DomainLayout> domains;
+  IdVector<NodeId, NodeLayout> nodes;
+  IdVector<CallId, CallLayout> calls;
+  /// Domain-free nodes in plan order, evaluated once per run.
+  std::vector<NodeId> domainFreeNodes;
+};
+
+PlanLayout buildPlanLayout(const plan::Plan &plan);
+
+/// Whether `ancestor` is `domain` or one of its ancestors.
+bool isSameOrAncestorDomain(const PlanLayout &layout, DomainId ancestor, DomainId domain);
+
+} // namespace orch::runtime

@@ -1,0 +1,355 @@
+// The in-process executor: operator batches on worker threads, one operator instance per
+// replica, created on first use by the thread that runs it.
+#include "orch/runtime/execution/LocalRunner.h"
+
+#include "orch/runtime/execution/GpuPlacement.h"
+#include "orch/runtime/operators/ExternalOperator.h"
+
+#include "orch/runtime/execution/JobQueue.h"
+#include "orch/runtime/operators/ChildProcess.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace orch::runtime {
+namespace {
+
+using Clock = SteadyClock;
+
+struct Job {
+  Batch batch;
+  uint32_t instance = 0;
+};
+
+struct Finished {
+  uint32_t call = 0;
+  uint32_t instance = 0;
+  BatchReport report;
+  double seconds = 0;
+};
+
+struct Started {
+  uint64_t batchId = 0;
+  Clock::time_point at;
+};
+
+/// Operator instances ("replicas") of each Call; each is used by one batch at a time and
+/// created on first use by the worker thread that runs it.
+struct Replicas {
+  OperatorConfig config;
+  /// Per instance: its configuration when it differs (a GPU replica's device).
+  std::vector<OperatorConfig> instanceConfigs;
+  const OperatorFactory *factory = nullptr;
+  /// An instance is held by the thread running a batch on it, and back here between batches.
+  std::vector<std::unique_ptr<Operator>> instances;
+  std::vector<uint32_t> idle;
+};
+
+/// What the pool's threads share. A thread abandoned in a batch that ran past its timeout
+/// keeps this alive until its operator returns (if ever); it then discards its result.
+struct PoolState {
+  std::mutex mutex;
+  std::condition_variable eventReady;
+  JobQueue<Job> jobs;
+  std::vector<Finished> finished;
+  std::vector<Started> started;
+  struct Running {
+    uint32_t thread = 0;
+    bool abandoned = false;
+  };
+  std::unordered_map<uint64_t, Running> running;
+  bool stopping = false;
+  std::vector<Replicas> replicas;
+};
+
+class WorkerPool {
+public:
+  WorkerPool(unsigned threads, std::shared_ptr<PoolState> state) : state_(std::move(state)) {
+    for (uint32_t t = 0; t < threads; ++t)
+      threads_.emplace_back(work, state_, t);
+  }
+
+  ~WorkerPool() {
+    std::vector<uint32_t> busy;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->stopping = true;
+      // Batches still running are abandoned: a stopped run does not wait for its operators.
+      for (auto &[id, running] : state_->running) {
+        // An abandoned thread's slot already holds its replacement.
+        if (running.abandoned)
+          continue;
+        running.abandoned = true;
+        busy.push_back(running.thread);
+      }
+    }
+    state_->jobs.close();
+    for (uint32_t t : busy)
+      threads_[t].detach();
+    for (std::thread &thread : threads_)
+      if (thread.joinable())
+        thread.join();
+  }
+
+  void submit(Job job) { state_->jobs.push(std::move(job)); }
+
+  /// Waits until a batch started or finished, or `deadline` passed.
+  void wait(Clock::time_point deadline, std::vector<Started> &started,
+            std::vector<Finished> &finished) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->eventReady.wait_until(
+        lock, deadline, [this] { return !state_->finished.empty() || !state_->started.empty(); });
+    started.swap(state_->started);
+    finished.swap(state_->finished);
+  }
+
+  /// Leaves the thread running `batchId` to its operator and starts another in its place.
+  /// False if the batch is not running (it finished meanwhile: its report is on its way).
+  bool abandon(uint64_t batchId) {
+    uint32_t thread;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      auto found = state_->running.find(batchId);
+      if (found == state_->running.end())
+        return false;
+      found->second.abandoned = true;
+      thread = found->second.thread;
+    }
+    threads_[thread].detach();
+    threads_[thread] = std::thread(work, state_, thread);
+    return true;
+  }
+
+private:
+  static void work(std::shared_ptr<PoolState> state, uint32_t self) {
+    while (std::optional<Job> next = state->jobs.pop()) {
+      Job job = std::move(*next);
+      std::unique_ptr<Operator> instance;
+      Replicas *replicas;
+      {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        // A pool being stopped does not start what it took just before.
+        if (state->stopping)
+          return;
+        state->running[job.batch.id] = PoolState::Running{self, false};
+        state->started.push_back(Started{job.batch.id, Clock::now()});
+        replicas = &state->replicas[job.batch.call];
+        instance = std::move(replicas->instances[job.instance]);
+      }
+      state->eventReady.notify_one();
+      const Clock::time_point start = Clock::now();
+      Finished finished;
+      finished.call = job.batch.call;
+      finished.instance = job.instance;
+      finished.report = runOperatorBatch(instance, *replicas->factory,
+                                         replicas->instanceConfigs.empty()
+                                             ? replicas->config
+                                             : replicas->instanceConfigs[job.instance],
+                                         job.batch);
+      finished.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        auto running = state->running.find(job.batch.id);
+        const bool abandoned = running->second.abandoned;
+        state->running.erase(running);
+        if (abandoned)
+          return;
+        replicas->instances[job.instance] = std::move(instance);
+        state->finished.push_back(std::move(finished));
+      }
+      state->eventReady.notify_one();
+    }
+  }
+
+  std::shared_ptr<PoolState> state_;
+  std::vector<std::thread> threads_;
+};
+
+/// Hands batches to the pool while the Call has an idle replica.
+class ThreadExecutor : public BatchExecutor {
+public:
+  ThreadExecutor(const OperatorRegistry &registry, unsigned threads,
+                 std::vector<int64_t> gpuDevices, std::function<void(const std::string &)> log)
+      : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
+        gpuPlacer_(gpuDevices_), log_(std::move(log)), state_(std::make_shared<PoolState>()) {}
+
+  ~ThreadExecutor() override { stop(); }
+
+  std::optional<std::string>
+  start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
+    std::vector<Replicas> &replicas = state_->replicas;
+    factories_.emplace(plan, registry_);
+    for (uint32_t c = 0; c < plan.calls.size(); ++c) {
+      const plan::PlanCall &call = plan.calls[c];
+      const OperatorFactory *factory = factories_->forCall(c);
+      if (!factory)
+        return "no implementation for operator " + call.op;
+      Replicas pool{OperatorConfig(call.name, call.op, call.constants, inputLabels[c])
+                        .withOptions(call.options)
+                        .withLog(log_),
+                    {},
+                    factory,
+                    {},
+                    {}};
+      const uint32_t count = static_cast<uint32_t>(std::max<int64_t>(1, call.options.replicas));
+      pool.instances.resize(count);
+      const bool onGpus = call.gpu && call.options.gpus > 0 && !gpuDevices_.empty();
+      for (uint32_t i = 0; i < count; ++i) {
+        pool.instanceConfigs.push_back(OperatorConfig(pool.config).withReplica(i));
+        if (onGpus)
+          pool.instanceConfigs.back().withGpuDevice(gpuPlacer_.place(call.options.gpus));
+      }
+      for (uint32_t i = count; i-- > 0;)
+        pool.idle.push_back(i);
+      replicas.push_back(std::move(pool));
+    }
+    if (std::optional<std::string> problem = startEagerReplicas())
+      return problem;
+    pool_ = std::make_unique<WorkerPool>(threads_, state_);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) override {
+    // No batch runs yet: the instances are only touched here.
+    try {
+      for (Replicas &pool : state_->replicas)
+        for (std::unique_ptr<Operator> &instance : pool.instances)
+          if (instance)
+            instance->awaitStarted(stop);
+    } catch (const std::exception &error) {
+      dropInstances();
+      return std::string(error.what());
+    }
+    return std::nullopt;
+  }
+
+  // `idle` lists are only touched on the run loop's thread.
+  bool canRun(uint32_t call) const override {
+    return busy_.size() < threads_ && !state_->replicas[call].idle.empty();
+  }
+
+  void submit(Batch batch) override {
+    Replicas &replicas = state_->replicas[batch.call];
+    const uint32_t instance = replicas.idle.back();
+    replicas.idle.pop_back();
+    busy_[batch.id] = {batch.call, instance};
+    pool_->submit(Job{std::move(batch), instance});
+  }
+
+  size_t inFlight() const override { return busy_.size(); }
+
+  std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) override {
+    std::vector<Started> started;
+    std::vector<Finished> finished;
+    pool_->wait(deadline, started, finished);
+    std::vector<ExecutorEvent> events;
+    for (const Started &start : started) {
+      ExecutorEvent event;
+      event.kind = ExecutorEvent::Kind::Started;
+      event.batchId = start.batchId;
+      event.startedAt = start.at;
+      events.push_back(std::move(event));
+    }
+    for (Finished &done : finished) {
+      release(done.report.batchId);
+      ExecutorEvent event;
+      event.call = done.call;
+      event.report = std::move(done.report);
+      event.seconds = done.seconds;
+      event.place =
+          state_->replicas[done.call].config.name() + "/replica " + std::to_string(done.instance);
+      events.push_back(std::move(event));
+    }
+    return events;
+  }
+
+  void abandon(uint64_t batchId, const std::string &) override {
+    // A batch that finished meanwhile reports as usual (the engine finds it stale).
+    if (pool_->abandon(batchId)) {
+      ++abandonedForTimeouts_;
+      release(batchId);
+    }
+  }
+
+  void stop() override {
+    pool_.reset();
+    // Threads left in abandoned batches keep their operators' processes: they go now.
+    killLeftoversOfChildProcesses();
+  }
+
+  std::string describe() const override {
+    std::string text = std::to_string(threads_) + " worker threads in this process";
+    if (abandonedForTimeouts_)
+      text += ", " + std::to_string(abandonedForTimeouts_) +
+              " abandoned in timed-out batches (replaced)";
+    return text;
+  }
+
+private:
+  /// Replicas of declared operators start now, all at once (awaitStarted waits for them), so
+  /// that a script that cannot load stops the run before any row is admitted. The first
+  /// failure, or nullopt.
+  std::optional<std::string> startEagerReplicas() {
+    std::vector<Replicas> &replicas = state_->replicas;
+    try {
+      for (uint32_t c = 0; c < replicas.size(); ++c)
+        if (factories_->startsEagerly(c))
+          for (uint32_t i = 0; i < replicas[c].instances.size(); ++i)
+            replicas[c].instances[i] = (*replicas[c].factory)(replicas[c].instanceConfigs.empty()
+                                                                  ? replicas[c].config
+                                                                  : replicas[c].instanceConfigs[i]);
+    } catch (const std::exception &error) {
+      dropInstances();
+      return std::string(error.what());
+    }
+    return std::nullopt;
+  }
+
+  void dropInstances() {
+    for (Replicas &pool : state_->replicas)
+      for (std::unique_ptr<Operator> &instance : pool.instances)
+        instance.reset();
+  }
+
+  /// The batch's replica is free again (a fresh instance is made if its thread was abandoned).
+  void release(uint64_t batchId) {
+    auto found = busy_.find(batchId);
+    if (found == busy_.end())
+      return;
+    state_->replicas[found->second.first].idle.push_back(found->second.second);
+    busy_.erase(found);
+  }
+
+  const OperatorRegistry &registry_;
+  std::optional<CallFactories> factories_;
+  unsigned threads_;
+  std::vector<int64_t> gpuDevices_;
+  GpuPlacer gpuPlacer_;
+  std::function<void(const std::string &)> log_;
+  std::shared_ptr<PoolState> state_;
+  /// Batches handed to the pool: their Call and replica instance.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> busy_;
+  std::unique_ptr<WorkerPool> pool_;
+  uint64_t abandonedForTimeouts_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
+                                                  unsigned threads, std::vector<int64_t> gpuDevices,
+                                                  std::function<void(const std::string &)> log) {
+  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices), std::move(log));
+}
+
+RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
+                      const RunOptions &options, unsigned threads) {
+  std::unique_ptr<BatchExecutor> executor = makeThreadExecutor(registry, threads);
+  return runPlan(plan, registry, *executor, options);
+}
+
+} // namespace orch::runtime

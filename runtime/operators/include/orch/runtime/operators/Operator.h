@@ -1,0 +1,277 @@
+// The operator API: what stdlib, test and plugin operators implement, and the registry that
+// binds the plan's operator names to implementations. Transforms are batch-first: one call
+// processes many rows (possibly of many parents) and answers per row.
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/engine/EngineTypes.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::runtime {
+
+/// Thrown by factories for a configuration that cannot work (an unwritable path) and by
+/// `process` for a batch error; the runtime catches both at the operator boundary.
+class OperatorError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Thrown by `process` when the batch ended without the operator's answer: its process crashed
+/// or hung and was restarted (`Crash`, `Timeout`: the batch is narrowed down to the rows that
+/// crash alone), or the machinery failed (`Infrastructure`: it runs again whole).
+class OperatorLost : public OperatorError {
+public:
+  OperatorLost(const std::string &message, BatchLoss loss) : OperatorError(message), loss_(loss) {}
+  BatchLoss loss() const { return loss_; }
+
+private:
+  BatchLoss loss_;
+};
+
+/// Thrown by a sink's `write` for a row whose value the format cannot hold (NaN in JSON): the
+/// root fails with the reason, like any output failure, but it says nothing about the output
+/// device, so it does not count towards stopping a run whose outputs keep failing.
+class UnwritableValue : public OperatorError {
+public:
+  using OperatorError::OperatorError;
+};
+
+/// One row of a batch: the operator's dataflow inputs in parameter order, and where it sits.
+struct OperatorRow {
+  std::span<const Value> inputs;
+  GrainLineage lineage;
+};
+
+struct RowResult {
+  RowResultKind kind = RowResultKind::Value;
+  Value value;
+  std::string message;
+
+  static RowResult ok(Value value) { return {RowResultKind::Value, std::move(value), {}}; }
+  /// This row failed; nothing else is affected.
+  static RowResult recordFailure(std::string message) {
+    return {RowResultKind::RecordFailure, Value(), std::move(message)};
+  }
+  /// This row failed and poisons its parent: its siblings still waiting for this Call are
+  /// suppressed.
+  static RowResult groupFailure(std::string message) {
+    return {RowResultKind::GroupFailure, Value(), std::move(message)};
+  }
+};
+
+/// Where a sink takes up a run that was interrupted (docs/outputs.md): its output as the last
+/// committed source row left it.
+struct SinkResume {
+  /// What the last committed source row left (jsonl: the size of the output to cut back to;
+  /// webdataset: bytes of every shard so far).
+  uint64_t size = 0;
+  /// The names committed rows published, in commit order (files; finished shards). The last
+  /// ones may not have been renamed into place yet: resuming finishes their publication.
+  std::vector<std::string> names;
+  /// For each of `names`: `size` as the commit that published it left it.
+  std::vector<uint64_t> nameEnds;
+  /// Names among `names` that rows published and a --retry-failed then took back (files
+  /// removed; a shard stays a shard, without their samples).
+  std::vector<std::string> retiredNames;
+  /// What the source rows that run again (`--retry-failed`) had written: byte ranges (sorted,
+  /// within `size`) to cut out after cutting back, and the names among `names` they published.
+  std::vector<std::pair<uint64_t, uint64_t>> dropRanges;
+  std::vector<std::string> dropNames;
+};
+
+/// The static configuration of one Call, source or sink: its constants (defaults filled in by
+/// the compiler) and dataflow input names.
+class OperatorConfig {
+public:
+  OperatorConfig(std::string name, std::string op,
+                 const std::vector<plan::NamedConstant> &constants,
+                 std::vector<std::string> inputLabels);
+
+  /// The Call's (or sink's) name for messages and the operator's name.
+  const std::string &name() const { return name_; }
+  const std::string &op() const { return op_; }
+  const std::vector<std::string> &inputLabels() const { return inputLabels_; }
+
+  /// A Call's options (scheduling; `gpus` tells an operator to use its GPU implementation).
+  OperatorConfig &withOptions(const plan::CallOptions &options) {
+    options_ = &options;
+    return *this;
+  }
+  /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls).
+  double gpus() const { return options_ ? options_->gpus : 0; }
+  /// CPUs per replica the Call asked for (1 without options).
+  double cpus() const { return options_ ? options_->cpus : 1; }
+  /// The Call's `timeout` (0: none).
+  int64_t timeoutNanoseconds() const { return options_ ? options_->timeoutNanoseconds : 0; }
+  const std::vector<plan::NamedConstant> &constants() const { return *constants_; }
+  /// The CUDA device this replica runs on, chosen by the executor (see GpuPlacement.h);
+  /// -1 when none was assigned: the replica then runs on the CPU.
+  OperatorConfig &withGpuDevice(int64_t device) {
+    gpuDevice_ = device;
+    return *this;
+  }
+  int64_t gpuDevice() const { return gpuDevice_; }
+  /// Which replica of its Call this instance is (0 for sources and sinks).
+  /// A sink that takes up an interrupted run's output instead of starting it afresh.
+  OperatorConfig &withResume(const SinkResume *resume) {
+    resume_ = resume;
+    return *this;
+  }
+  const SinkResume *resume() const { return resume_; }
+  OperatorConfig &withReplica(uint32_t replica) {
+    replica_ = replica;
+    return *this;
+  }
+  uint32_t replica() const { return replica_; }
+
+  /// Where an operator reports what the user should know (its GPU failed and it runs on the
+  /// CPU): the worker's or the run's log. Lines go nowhere when unset.
+  OperatorConfig &withLog(std::function<void(const std::string &)> log) {
+    log_ = std::move(log);
+    return *this;
+  }
+  void log(const std::string &line) const {
+    if (log_)
+      log_(name_ + ": " + line);
+  }
+
+  const plan::StaticValue *constant(std::string_view name) const;
+  /// Typed constants; OperatorError when missing or of another type.
+  std::string stringConstant(std::string_view name) const;
+  int64_t intConstant(std::string_view name) const;
+  double floatConstant(std::string_view name) const;
+  bool boolConstant(std::string_view name) const;
+
+private:
+  std::string name_;
+  std::string op_;
+  const std::vector<plan::NamedConstant> *constants_;
+  std::vector<std::string> inputLabels_;
+  const plan::CallOptions *options_ = nullptr;
+  int64_t gpuDevice_ = -1;
+  uint32_t replica_ = 0;
+  const SinkResume *resume_ = nullptr;
+  std::function<void(const std::string &)> log_;
+};
+
+class Operator {
+public:
+  virtual ~Operator() = default;
+  /// Appends one result per row to `results`, in row order. Throwing is a batch error.
+  virtual void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) = 0;
+  /// Operators that start slowly (a model loading in a child process) begin in their factory
+  /// and finish here; executors call it for every replica before the first row is admitted, so
+  /// that starting them overlaps. OperatorError: the operator cannot start (the run stops), or
+  /// `stop` was set meanwhile (an interrupted run).
+  virtual void awaitStarted(const std::atomic<bool> *stop) { (void)stop; }
+  /// How long the next `process` may run (0: no limit); an operator that runs its work in a
+  /// child process stops it at the limit and throws OperatorLost (BatchLoss::Timeout). Others
+  /// are stopped from outside (docs/runtime.md, timeouts).
+  virtual void setBatchTimeout(std::chrono::nanoseconds limit) { (void)limit; }
+};
+
+/// A source yields rows lazily; each becomes one root entity.
+struct SourceRow {
+  /// The row, or nullopt with `error` for a row that could not be read (a malformed line).
+  std::optional<Value> value;
+  std::string error;
+};
+
+class RowSource {
+public:
+  virtual ~RowSource() = default;
+  /// The next row, or nullopt at the end.
+  virtual std::optional<SourceRow> next() = 0;
+  /// How many rows there are in all, when known up front (for progress and ETA).
+  virtual std::optional<uint64_t> total() const { return std::nullopt; }
+  /// What the rows come from, so that a run is resumed only on the same inputs (the run
+  /// journal): paths with sizes and modification times. Empty: nothing to check.
+  virtual std::string fingerprint() const { return {}; }
+};
+
+/// A sink receives the rows of finished roots; values follow the sink's input labels. The rows of
+/// one root are one transaction across every sink, in two phases (docs/outputs.md): each sink
+/// stages the root's rows (`write`) and prepares them (everything that can fail: bytes written,
+/// shards ended, obstacles found); then the run journal records the root as committed, with what
+/// `committedSize`/`committedNames` report; then each sink publishes (`commit`: renames). A
+/// failure before the journal's record rolls the root back in every sink; once it is recorded,
+/// the root's rows are part of the output, and a publication cut short is finished when the run
+/// resumes (`SinkResume`).
+class RowSink {
+public:
+  virtual ~RowSink() = default;
+  /// Brings the output to where the run starts, once every sink of the run was opened (and,
+  /// resuming, checked that it can): afresh, emptied; resuming, cut back to the last commit,
+  /// the rows of retried source rows cut out, publications cut short finished. A sink checks
+  /// in its constructor everything that could stop this, so that a run that cannot resume
+  /// changes no output; and it recognises what an interrupted takeUp already did, so that the
+  /// next run completes it. OperatorError when it cannot.
+  virtual void takeUp() {}
+  /// Stages one row. OperatorError when it cannot (disk full, a name another row took): the
+  /// root fails with that cause and its rows are rolled back in every sink.
+  virtual void write(std::span<const Value> values) = 0;
+  /// Makes the staged rows ready to publish: after it returns, `commit` does nothing that can
+  /// fail but a rename. OperatorError when it cannot (the caller rolls back).
+  virtual void prepare() {}
+  /// Publishes the prepared rows (files: renamed into place). OperatorError only when the file
+  /// system refuses a rename it allowed in `prepare`: the run stops, and resuming finishes it.
+  virtual void commit() {}
+  /// Takes back the rows staged or prepared since the last commit; never leaves a partial row.
+  virtual void rollback() {}
+  /// After `prepare`: what the run journal records for the root, to resume from (SinkResume).
+  virtual uint64_t committedSize() const { return 0; }
+  /// After `prepare`: the names the root's commit publishes (files, finished shards).
+  virtual std::vector<std::string> committedNames() const { return {}; }
+  /// Bytes this run committed (for the run's account of its outputs).
+  virtual uint64_t bytesCommitted() const { return 0; }
+  /// Makes what was committed durable (fsync); called periodically and at the end.
+  virtual void sync() {}
+  /// Flushes; called once at the end of the run.
+  virtual void close() {}
+};
+
+using OperatorFactory = std::function<std::unique_ptr<Operator>(const OperatorConfig &)>;
+using SourceFactory = std::function<std::unique_ptr<RowSource>(const OperatorConfig &)>;
+using SinkFactory = std::function<std::unique_ptr<RowSink>(const OperatorConfig &)>;
+
+/// Runs one batch on `instance` (created from `factory` on first use) as every executor does:
+/// rows in, one report out; an exception (or a failing factory) becomes a batch error.
+BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                             const OperatorConfig &config, const Batch &batch);
+
+class OperatorRegistry {
+public:
+  void addTransform(std::string name, OperatorFactory factory);
+  void addSource(std::string name, SourceFactory factory);
+  void addSink(std::string name, SinkFactory factory);
+
+  const OperatorFactory *transform(std::string_view name) const;
+  const SourceFactory *source(std::string_view name) const;
+  const SinkFactory *sink(std::string_view name) const;
+
+  /// Names of the transforms, sorted (what a worker offers in its HELLO).
+  std::vector<std::string> transformNames() const;
+  std::vector<std::string> sourceNames() const;
+  std::vector<std::string> sinkNames() const;
+
+  /// The operators `plan` uses that have no implementation here, as "kind name" strings.
+  std::vector<std::string> missingFor(const plan::Plan &plan) const;
+
+private:
+  std::unordered_map<std::string, OperatorFactory> transforms_;
+  std::unordered_map<std::string, SourceFactory> sources_;
+  std::unordered_map<std::string, SinkFactory> sinks_;
+};
+
+} // namespace orch::runtime

@@ -1,0 +1,168 @@
+// Operator configuration access and the registry of implementations.
+#include "orch/runtime/operators/Operator.h"
+#include "orch/runtime/operators/MessageLimits.h"
+
+#include <algorithm>
+
+namespace orch::runtime {
+
+OperatorConfig::OperatorConfig(std::string name, std::string op,
+                               const std::vector<plan::NamedConstant> &constants,
+                               std::vector<std::string> inputLabels)
+    : name_(std::move(name)), op_(std::move(op)), constants_(&constants),
+      inputLabels_(std::move(inputLabels)) {}
+
+const plan::StaticValue *OperatorConfig::constant(std::string_view name) const {
+  for (const plan::NamedConstant &named : *constants_)
+    if (named.name == name)
+      return &named.value;
+  return nullptr;
+}
+
+namespace {
+
+template <typename T>
+const T &typedConstant(const OperatorConfig &config, std::string_view name, const char *type) {
+  const plan::StaticValue *value = config.constant(name);
+  if (!value)
+    throw OperatorError(config.op() + ": missing constant '" + std::string(name) + "'");
+  if (const T *typed = std::get_if<T>(value))
+    return *typed;
+  throw OperatorError(config.op() + ": constant '" + std::string(name) + "' is not " + type);
+}
+
+} // namespace
+
+std::string OperatorConfig::stringConstant(std::string_view name) const {
+  return typedConstant<std::string>(*this, name, "a String");
+}
+
+int64_t OperatorConfig::intConstant(std::string_view name) const {
+  return typedConstant<int64_t>(*this, name, "an Int");
+}
+
+double OperatorConfig::floatConstant(std::string_view name) const {
+  const plan::StaticValue *value = constant(name);
+  if (value)
+    if (const int64_t *integer = std::get_if<int64_t>(value))
+      return static_cast<double>(*integer);
+  return typedConstant<double>(*this, name, "a Float");
+}
+
+bool OperatorConfig::boolConstant(std::string_view name) const {
+  return typedConstant<bool>(*this, name, "a Bool");
+}
+
+void OperatorRegistry::addTransform(std::string name, OperatorFactory factory) {
+  transforms_[std::move(name)] = std::move(factory);
+}
+
+void OperatorRegistry::addSource(std::string name, SourceFactory factory) {
+  sources_[std::move(name)] = std::move(factory);
+}
+
+void OperatorRegistry::addSink(std::string name, SinkFactory factory) {
+  sinks_[std::move(name)] = std::move(factory);
+}
+
+namespace {
+
+template <typename Map> auto *lookup(const Map &map, std::string_view name) {
+  auto found = map.find(std::string(name));
+  return found == map.end() ? nullptr : &found->second;
+}
+
+} // namespace
+
+const OperatorFactory *OperatorRegistry::transform(std::string_view name) const {
+  return lookup(transforms_, name);
+}
+
+const SourceFactory *OperatorRegistry::source(std::string_view name) const {
+  return lookup(sources_, name);
+}
+
+const SinkFactory *OperatorRegistry::sink(std::string_view name) const {
+  return lookup(sinks_, name);
+}
+
+namespace {
+
+template <typename Map> std::vector<std::string> sortedNames(const Map &map) {
+  std::vector<std::string> names;
+  for (const auto &[name, factory] : map)
+    names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+} // namespace
+
+std::vector<std::string> OperatorRegistry::transformNames() const {
+  return sortedNames(transforms_);
+}
+
+std::vector<std::string> OperatorRegistry::sourceNames() const { return sortedNames(sources_); }
+
+std::vector<std::string> OperatorRegistry::sinkNames() const { return sortedNames(sinks_); }
+
+BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                             const OperatorConfig &config, const Batch &batch) {
+  BatchReport report;
+  report.batchId = batch.id;
+  // Values that could not travel between processes fail the same way in every executor; the
+  // Call's recovery narrows the batch error down to the rows that carry them.
+  if ((report.batchError = batchExceedsProtocolLimits(batch)))
+    return report;
+  std::vector<OperatorRow> rows;
+  rows.reserve(batch.grains.size());
+  for (size_t i = 0; i < batch.grains.size(); ++i)
+    rows.push_back(OperatorRow{batch.inputsOf(i), batch.grains[i].lineage});
+  std::vector<RowResult> results;
+  results.reserve(rows.size());
+  try {
+    if (!instance)
+      instance = factory(config);
+    instance->setBatchTimeout(std::chrono::nanoseconds(batch.timeoutNanoseconds));
+    instance->process(rows, results);
+  } catch (const OperatorLost &error) {
+    report.batchError = error.what();
+    report.loss = error.loss();
+    return report;
+  } catch (const std::exception &error) {
+    report.batchError = error.what();
+    return report;
+  } catch (...) {
+    report.batchError = "unknown exception";
+    return report;
+  }
+  report.grains.reserve(results.size());
+  for (size_t i = 0; i < results.size() && !batch.grains.empty(); ++i) {
+    // Extra results are reported against the last grain: the engine rejects the batch.
+    const BatchGrain &grain = batch.grains[std::min(i, batch.grains.size() - 1)];
+    report.grains.push_back(GrainReport{grain.grain, grain.generation, results[i].kind,
+                                        std::move(results[i].value),
+                                        std::move(results[i].message)});
+  }
+  if (std::optional<std::string> problem = reportExceedsProtocolLimits(report)) {
+    report.grains.clear();
+    report.batchError = std::move(problem);
+  }
+  return report;
+}
+
+std::vector<std::string> OperatorRegistry::missingFor(const plan::Plan &plan) const {
+  std::vector<std::string> missing;
+  for (const plan::PlanSource &source : plan.sources)
+    if (!this->source(source.op))
+      missing.push_back("source " + source.op);
+  for (const plan::PlanCall &call : plan.calls)
+    if (!transform(call.op) && !plan.externalOperator(call.op))
+      missing.push_back("operator " + call.op);
+  for (const plan::PlanSink &sink : plan.sinks)
+    if (!this->sink(sink.op))
+      missing.push_back("sink " + sink.op);
+  return missing;
+}
+
+} // namespace orch::runtime

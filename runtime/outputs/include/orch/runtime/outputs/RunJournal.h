@@ -1,0 +1,111 @@
+// The run journal (docs/outputs.md): a directory beside a run's outputs that records, for every
+// finished source row, where its rows ended in each sink, once they are committed there. A run
+// that was killed is resumed from it: committed rows are skipped at admission, sinks are cut
+// back to their last committed state, and each source row's rows end up in the outputs exactly
+// once. The journal also makes a run the only writer of its outputs (a lock).
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/engine/EngineTypes.h"
+#include "orch/runtime/operators/Operator.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace orch::runtime {
+
+class GrainCheckpoints;
+
+struct JournalOptions {
+  /// The journal's directory ("" = no journal: outputs start afresh, nothing is resumed).
+  std::string dir;
+  /// Start afresh even when an unfinished run of the same plan and inputs could be resumed.
+  bool restart = false;
+  /// Resuming (or re-running a finished run), run the source rows that failed again.
+  bool retryFailed = false;
+};
+
+/// What one source row left in one sink: the bytes it appended (jsonl) and the files it wrote.
+struct SinkRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::vector<std::string> names;
+};
+
+class RunJournal {
+public:
+  /// Opens (creating) the journal for `plan`, whose sources' inputs fingerprint as `inputs`,
+  /// and takes its lock. Resumes when the journal holds an unfinished run of the same plan and
+  /// inputs (or a finished one and `retryFailed`); refuses an unfinished run of another plan or
+  /// other inputs unless `restart`. Nullptr with `error` when it cannot.
+  static std::unique_ptr<RunJournal> open(const JournalOptions &options, const plan::Plan &plan,
+                                          const std::string &inputs, std::string &error);
+  ~RunJournal();
+
+  bool resuming() const { return resuming_; }
+  /// Source rows the resumed run does not run again.
+  uint64_t done() const { return done_.size(); }
+  bool isDone(uint32_t source, uint64_t row) const;
+  /// How sink `sink` takes up the outputs (nullptr: afresh).
+  const SinkResume *sinkResume(size_t sink) const;
+  /// How much of the errors journal to keep (0 afresh).
+  uint64_t errorsJournalKeep() const { return errorsKeep_; }
+  const std::string &dir() const { return dir_; }
+  /// What the user should know about how the run took up the journal ("" if nothing): a
+  /// --retry-failed that found no earlier run of this plan and inputs to retry.
+  const std::string &notice() const { return notice_; }
+
+  /// Before the sinks take up their outputs (RowSink::takeUp): with --retry-failed, records
+  /// the intent (the records the retry keeps) so that a run stopped while the sinks cut their
+  /// retried rows out is completed by the next one. False with `error` when it cannot.
+  bool beginTakeUp(std::string &error);
+  /// Writes the journal for this run (its header; with --retry-failed, the records kept), once
+  /// the sinks took up their outputs: a run that cannot open a sink leaves the journal as it
+  /// was. False with `error` when it cannot write.
+  bool start(std::string &error);
+  /// Records that the source row's rows are committed in every sink (they are prepared there;
+  /// published after). False with `error` when the record cannot be written: nothing was
+  /// committed.
+  bool commit(const RootResult &root, const std::vector<SinkRange> &ranges, uint64_t errorsSize,
+              std::string &error);
+  /// Resume down to the child (GrainCheckpoints): the value a grain (its invoke node, its
+  /// entity's key) had in an earlier run of this plan and inputs, or nullptr; how many there
+  /// are; and keeping a finished grain's value (its root: `source`, `sourceRow`) for a later
+  /// resume.
+  const Value *recall(uint32_t node, uint64_t key) const;
+  size_t recallable() const;
+  void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+
+  /// Makes the records durable (after the sinks synced theirs).
+  void sync();
+  /// The run ended without an error: a later run starts afresh.
+  void complete();
+
+private:
+  RunJournal() = default;
+
+  std::string dir_;
+  int lockFd_ = -1;
+  int commitsFd_ = -1;
+  bool resuming_ = false;
+  std::unordered_set<uint64_t> done_;
+  std::vector<SinkResume> sinkResume_;
+  uint64_t errorsKeep_ = 0;
+  std::string header_;
+  std::string planMeaning_;
+  std::string notice_;
+
+  /// The store of finished grains' values (`values`).
+  std::unique_ptr<GrainCheckpoints> checkpoints_;
+  /// Bytes of `commits` kept when resuming (whole records).
+  uint64_t commitsKept_ = 0;
+  bool retryFailed_ = false;
+  std::string retryCommits_;
+  size_t sinks_ = 0;
+};
+
+} // namespace orch::runtime

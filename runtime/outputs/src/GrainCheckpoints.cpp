@@ -1,0 +1,137 @@
+// The store of finished grains' values (GrainCheckpoints.h).
+#include "GrainCheckpoints.h"
+
+#include "orch/runtime/values/ValueCodec.h"
+
+#include "orch/runtime/outputs/OutputFiles.h"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace orch::runtime {
+namespace {
+
+uint32_t checksum(std::string_view bytes) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : bytes)
+    hash = (hash ^ c) * 16777619u;
+  return hash;
+}
+
+void appendU32(std::string &out, uint32_t value) {
+  for (int i = 0; i < 4; ++i)
+    out += char((value >> (8 * i)) & 0xff);
+}
+
+uint32_t readU32(std::string_view in, size_t at) {
+  uint32_t value = 0;
+  for (int i = 0; i < 4; ++i)
+    value |= uint32_t(uint8_t(in[at + i])) << (8 * i);
+  return value;
+}
+
+} // namespace
+
+GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan) {
+  // A kept value of a Call that reads what a `checkpoint: false` Call made would mix that
+  // Call's results from before and after a stop.
+  std::vector<bool> fresh(plan.nodes.size(), false);
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const plan::PlanNode &node = plan.nodes[n];
+    const bool invoke = node.kind == plan::NodeKind::Invoke && node.index < plan.calls.size();
+    fresh[n] = invoke && !plan.calls[node.index].options.checkpoint;
+    for (uint32_t input : node.inputs)
+      fresh[n] = fresh[n] || (input < n && fresh[input]);
+    keepsNode_.push_back(invoke && !fresh[n]);
+  }
+}
+
+GrainCheckpoints::~GrainCheckpoints() {
+  flush();
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void GrainCheckpoints::load(const std::string &bytes,
+                            const std::function<bool(uint32_t, uint64_t)> &wanted) {
+  const msgpack::unpack_limit limits(kValueLimit, kValueLimit, kValueLimit, kValueLimit,
+                                     kValueLimit, 512);
+  const std::string_view store(bytes);
+  for (size_t at = 0; at + 8 <= store.size();) {
+    const uint32_t length = readU32(store, at);
+    const std::string_view payload = store.substr(at + 8);
+    if (length > payload.size() || checksum(payload.substr(0, length)) != readU32(store, at + 4))
+      break;
+    using Record = std::tuple<uint32_t, uint64_t, uint32_t, uint64_t, Value>;
+    auto record = decodeWhole<Record>(
+        payload.substr(0, length), limits, false, [](const msgpack::object &object) {
+          if (object.type != msgpack::type::ARRAY || object.via.array.size != 5)
+            throw plan::MessagePackError("not a kept value");
+          const msgpack::object *items = object.via.array.ptr;
+          return Record(items[0].as<uint32_t>(), items[1].as<uint64_t>(), items[2].as<uint32_t>(),
+                        items[3].as<uint64_t>(), readValue(items[4]));
+        });
+    auto *kept = std::get_if<0>(&record);
+    if (!kept)
+      break;
+    if (wanted(std::get<2>(*kept), std::get<3>(*kept))) {
+      kept_[GrainKey{std::get<0>(*kept), std::get<1>(*kept)}] = std::move(std::get<4>(*kept));
+      loadedRecords_.append(store.substr(at, 8 + length));
+    }
+    at += 8 + length;
+  }
+}
+
+void GrainCheckpoints::attach(int fd) {
+  fd_ = fd;
+  loadedRecords_.clear();
+  loadedRecords_.shrink_to_fit();
+}
+
+const Value *GrainCheckpoints::recall(uint32_t node, uint64_t key) const {
+  auto found = kept_.find(GrainKey{node, key});
+  return found == kept_.end() ? nullptr : &found->second;
+}
+
+void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
+                            const Value &value) {
+  if (node >= keepsNode_.size() || !keepsNode_[node] || fd_ < 0 || value.kind() == Value::Kind::Ref)
+    return;
+  msgpack::sbuffer buffer;
+  Packer out(buffer);
+  out.pack_array(5);
+  out.pack(node);
+  out.pack(key);
+  out.pack(source);
+  out.pack(sourceRow);
+  packValue(out, value);
+  if (buffer.size() >= kValueLimit)
+    return;
+  const std::string_view payload(buffer.data(), buffer.size());
+  appendU32(buffer_, uint32_t(payload.size()));
+  appendU32(buffer_, checksum(payload));
+  buffer_.append(payload);
+  const auto now = std::chrono::steady_clock::now();
+  if (buffer_.size() >= (1u << 20) || now - flushedAt_ >= std::chrono::milliseconds(100)) {
+    flush();
+    flushedAt_ = now;
+  }
+}
+
+void GrainCheckpoints::flush() {
+  if (buffer_.empty() || fd_ < 0)
+    return;
+  // One write: a crash leaves whole records and at most one cut short (ignored when loaded).
+  writeAll(fd_, buffer_);
+  buffer_.clear();
+}
+
+void GrainCheckpoints::sync() {
+  flush();
+  if (fd_ >= 0)
+    ::fdatasync(fd_);
+}
+
+} // namespace orch::runtime

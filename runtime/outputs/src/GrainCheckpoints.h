@@ -1,0 +1,61 @@
+// The run journal's store of finished grains' values (`<pipeline>.run/values`, docs/outputs.md,
+// resume down to the child): a resumed run seals a grain found here with its value instead of
+// running it. Records are [u32 length][u32 FNV-1a of the payload][payload], the payload a
+// MessagePack array [node, key, source, row, value]; a record cut short by a crash, or damaged,
+// ends the store.
+#pragma once
+
+#include "orch/plan/Plan.h"
+#include "orch/runtime/values/Value.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::runtime {
+
+class GrainCheckpoints {
+public:
+  /// Values are kept for the invoke nodes of Calls that keep their results (`checkpoint`), and
+  /// do not read what a Call with `checkpoint: false` made.
+  explicit GrainCheckpoints(const plan::Plan &plan);
+  ~GrainCheckpoints();
+
+  /// Loads the store `bytes` of an earlier run: the values of the rows `wanted` (source, row).
+  void load(const std::string &bytes, const std::function<bool(uint32_t, uint64_t)> &wanted);
+  /// The records loaded: the store a resumed run starts from (the rest is garbage).
+  const std::string &loadedRecords() const { return loadedRecords_; }
+  /// From now on, new values are appended to `fd` (owned).
+  void attach(int fd);
+
+  /// The value a grain (its invoke node, its entity's key) had in an earlier run, or nullptr.
+  const Value *recall(uint32_t node, uint64_t key) const;
+  size_t recallable() const { return kept_.size(); }
+  /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded.
+  /// Buffered, written within a tenth of a second (a process killed loses at most that).
+  void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  static constexpr size_t kValueLimit = 64 * 1024;
+  void flush();
+  void sync();
+
+private:
+  struct GrainKey {
+    uint32_t node;
+    uint64_t key;
+    friend bool operator==(const GrainKey &, const GrainKey &) = default;
+  };
+  struct GrainKeyHash {
+    size_t operator()(const GrainKey &k) const { return k.key ^ (uint64_t(k.node) << 40); }
+  };
+  std::vector<bool> keepsNode_;
+  std::unordered_map<GrainKey, Value, GrainKeyHash> kept_;
+  std::string loadedRecords_;
+  std::string buffer_;
+  std::chrono::steady_clock::time_point flushedAt_{};
+  int fd_ = -1;
+};
+
+} // namespace orch::runtime
