@@ -3,7 +3,7 @@
 #include "orch/runtime/cluster/Coordinator.h"
 
 #include "ConnectionGuard.h"
-#include "KeptValueLedger.h"
+#include "KeptValueRoutes.h"
 #include "LocalWorkerProcesses.h"
 #include "MessageSocket.h"
 #include "NetworkAddresses.h"
@@ -107,7 +107,7 @@ std::string formatCpus(double cpus) {
   return text;
 }
 
-class Coordinator : public BatchExecutor {
+class Coordinator : public BatchExecutor, private RouteTarget {
 public:
   explicit Coordinator(CoordinatorOptions options)
       : options_(std::move(options)), context_(1), router_(context_, zmq::socket_type::router) {
@@ -123,7 +123,7 @@ public:
     plan_ = &plan;
     inputLabels_ = inputLabels;
     encodedPlan_ = plan::encodePlan(plan);
-    keepOver_ = keptResultSizes(plan, options_.keepValuesOver);
+    routes_.start(plan, options_.keepValuesOver);
     if (options_.endpoint.empty()) {
       socketDirectory_ = makeSocketDirectory();
       if (socketDirectory_.empty())
@@ -237,11 +237,7 @@ public:
       endWithError(batch, std::move(*problem));
       return;
     }
-    Waiting waiting{std::move(batch), std::nullopt};
-    if (!sendOrWait(waiting)) {
-      waiting_.push_back(std::move(waiting));
-      ++waitingBatches_;
-    }
+    routes_.route(std::move(batch));
   }
 
   void abandon(uint64_t batchId, const std::string &why) override {
@@ -258,7 +254,7 @@ public:
   // A batch whose end (a result, a loss, a refusal) waits in pending_, or that waits for a
   // value being computed again, is still in flight; recomputations are not the engine's.
   size_t inFlight() const override {
-    return outstanding_.size() - recomputesOut_ + pendingEnds_ + waitingBatches_;
+    return outstanding_.size() - recomputesOut_ + pendingEnds_ + routes_.waitingBatches();
   }
 
   std::vector<ExecutorEvent> wait(Clock::time_point deadline) override {
@@ -274,7 +270,7 @@ public:
       receiveForAWhile();
       tick();
       forgetDroppedValues();
-      sendWaiting();
+      routes_.retryWaiting();
       if (!pending_.empty() || Clock::now() >= deadline) {
         std::vector<ExecutorEvent> events;
         events.swap(pending_);
@@ -334,13 +330,14 @@ public:
     if (counts.failedHandshakes)
       text += "; " + std::to_string(counts.failedHandshakes) + " failed handshake(s)";
     text += "; " + formatMemory(batchBytes_ + resultBytes_) + " through the coordinator";
-    if (kept_.valuesKept())
-      text += ", " + std::to_string(kept_.valuesKept()) + " value(s) (" +
-              formatMemory(kept_.bytesKept()) + ") kept on workers, " +
-              std::to_string(fetchedFromPeers_) + " fetched by another worker" +
-              (valuesRelayed_ ? ", " + std::to_string(valuesRelayed_) + " relayed" : std::string());
-    if (kept_.valuesRecomputed())
-      text += ", " + std::to_string(kept_.valuesRecomputed()) +
+    if (routes_.ledger().valuesKept())
+      text += ", " + std::to_string(routes_.ledger().valuesKept()) + " value(s) (" +
+              formatMemory(routes_.ledger().bytesKept()) + ") kept on workers, " +
+              std::to_string(routes_.fetchedFromPeers()) + " fetched by another worker" +
+              (routes_.valuesRelayed() ? ", " + std::to_string(routes_.valuesRelayed()) + " relayed"
+                                       : std::string());
+    if (routes_.ledger().valuesRecomputed())
+      text += ", " + std::to_string(routes_.ledger().valuesRecomputed()) +
               " computed again after their worker was lost";
     return text;
   }
@@ -348,11 +345,11 @@ public:
   std::vector<std::pair<std::string, uint64_t>> counters() const override {
     return {{"batch_bytes_sent", batchBytes_},
             {"result_bytes_received", resultBytes_},
-            {"values_kept_on_workers", kept_.valuesKept()},
-            {"values_fetched_between_workers", fetchedFromPeers_},
-            {"values_relayed_by_coordinator", valuesRelayed_},
-            {"bytes_kept_on_workers", kept_.bytesKept()},
-            {"values_recomputed", kept_.valuesRecomputed()}};
+            {"values_kept_on_workers", routes_.ledger().valuesKept()},
+            {"values_fetched_between_workers", routes_.fetchedFromPeers()},
+            {"values_relayed_by_coordinator", routes_.valuesRelayed()},
+            {"bytes_kept_on_workers", routes_.ledger().bytesKept()},
+            {"values_recomputed", routes_.ledger().valuesRecomputed()}};
   }
 
   std::vector<WorkerIdentity> workers() const override {
@@ -402,15 +399,6 @@ private:
     /// Set for a recomputation of that kept value (not the engine's batch).
     std::optional<KeptKey> recomputes;
   };
-  /// A batch that waits for a value being computed again (or, a recomputation, for a replica).
-  struct Waiting {
-    Batch batch;
-    std::optional<KeptKey> recomputes;
-    /// Relays asked of owners that the chosen worker cannot reach, not yet answered.
-    uint32_t relaysPending = 0;
-  };
-  /// Recomputations' batch ids, apart from the engine's.
-  static constexpr uint64_t kFirstRecomputeBatch = uint64_t(1) << 62;
 
   /// Handles the messages waiting, for at most a few milliseconds: a flood of messages (a
   /// hostile peer's, or a lost worker's that keeps talking) must not keep the coordinator from
@@ -440,7 +428,7 @@ private:
     return std::nullopt;
   }
 
-  void log(const std::string &line) {
+  void log(const std::string &line) override {
     if (options_.log)
       options_.log(line);
   }
@@ -548,7 +536,7 @@ private:
       lose(w, "it said goodbye (" + bye->reason + ")");
     } else if (auto *blobs = std::get_if<BlobsMessage>(&message)) {
       resultBytes_ += bytes;
-      relayed(w, *blobs);
+      routes_.relayed(w, workers_[w].name, blobs->ids, blobs->values);
     } else if (auto *error = std::get_if<ErrorMessage>(&message)) {
       log("worker " + workers_[w].name + " reported: " + error->message);
     } else if (!std::holds_alternative<HeartbeatMessage>(message)) {
@@ -732,7 +720,8 @@ private:
       // The worker it leaves stops hosting it (a declared operator's process would idle).
       if (move.from != kNoIndex && workers_[move.from].alive)
         sendTo(move.from, ReleaseMessage{move.replica});
-      const uint64_t keepOver = workers_[move.worker].peer.endpoint.empty() ? 0 : keepOver_[call];
+      const uint64_t keepOver =
+          workers_[move.worker].peer.endpoint.empty() ? 0 : routes_.keepOver(call);
       sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver});
     }
   }
@@ -756,7 +745,8 @@ private:
       const bool wasRunning =
           !replica.queued.empty() && replica.queued.front() == result.report.batchId;
       std::erase(replica.queued, result.report.batchId);
-      if (wasRunning && !replica.queued.empty() && replica.queued.front() < kFirstRecomputeBatch)
+      if (wasRunning && !replica.queued.empty() &&
+          !KeptValueRoutes::isRecomputation(replica.queued.front()))
         started(replica.queued.front());
     }
     if (result.report.loss != BatchLoss::None && !result.unreachable.empty())
@@ -764,11 +754,10 @@ private:
     std::optional<KeptValueLedger::Recipe> madeFrom;
     if (recipe)
       madeFrom.emplace(KeptValueLedger::Recipe{recipe->call, recipe->grains, recipe->inputs});
-    kept_.track(w, workers_[w].name, result.report, madeFrom);
+    routes_.ledger().track(w, workers_[w].name, result.report, madeFrom);
     if (recipe && recipe->recomputes) {
       --recomputesOut_;
-      if (kept_.recomputed(*recipe->recomputes, result.report))
-        recompute(*recipe->recomputes);
+      routes_.recomputed(*recipe->recomputes, result.report);
       return;
     }
     // A report for a batch no longer outstanding still goes to the engine, which counts it as
@@ -786,7 +775,7 @@ private:
   void noteUnreachable(uint32_t reader, const std::string &owner) {
     auto found = byName_.find(owner);
     if (found == byName_.end() || !workers_[found->second].alive ||
-        !unreachable_.insert({reader, found->second}).second)
+        !routes_.markUnreachable(reader, found->second))
       return;
     log("worker " + workers_[reader].name + " cannot reach the values worker " + owner +
         " keeps (its peer socket " + workers_[found->second].peer.endpoint +
@@ -831,19 +820,9 @@ private:
     // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
     sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
     placement_->removeWorker(w);
-    // Its kept values are gone: each is computed again from its recipe, upstream first (a
-    // recipe that reads another lost value waits for it).
-    std::vector<KeptKey> lostValues = kept_.lose(w);
-    // Relays it will never answer: the batches that wait for them look again (its values are
-    // being computed again now).
-    for (uint64_t batchId : relays_[w])
-      for (Waiting &waiting : waiting_)
-        if (waiting.batch.id == batchId && waiting.relaysPending > 0)
-          --waiting.relaysPending;
-    relays_.erase(w);
-    std::erase_if(unreachable_, [w](const std::pair<uint32_t, uint32_t> &pair) {
-      return pair.first == w || pair.second == w;
-    });
+    // Its kept values are gone: each is computed again from its recipe once the replicas
+    // have moved, with the recomputations that ran on it.
+    std::vector<KeptKey> lostValues = routes_.workerLost(w);
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       if (it->second.worker != w) {
         ++it;
@@ -870,34 +849,11 @@ private:
       processes_->kill(static_cast<pid_t>(worker.pid));
     }
     place();
-    for (const KeptKey &key : lostValues)
-      recompute(key);
-  }
-
-  /// Which Calls' results may stay on workers: those that only other Calls read (not a sink,
-  /// an expression, a filter or a gather, which the coordinator evaluates itself).
-  static std::vector<uint64_t> keptResultSizes(const plan::Plan &plan, uint64_t threshold) {
-    std::vector<uint64_t> keepOver(plan.calls.size(), 0);
-    if (threshold == 0)
-      return keepOver;
-    std::vector<bool> keepable(plan.calls.size(), true), invoked(plan.calls.size(), false);
-    for (const plan::PlanNode &node : plan.nodes) {
-      if (node.kind != plan::NodeKind::Invoke || node.index >= plan.calls.size())
-        continue;
-      invoked[node.index] = true;
-      bool onlyCalls = node.sinks.empty();
-      for (uint32_t consumer : node.consumers)
-        onlyCalls = onlyCalls && plan.nodes[consumer].kind == plan::NodeKind::Invoke;
-      keepable[node.index] = keepable[node.index] && onlyCalls;
-    }
-    for (size_t c = 0; c < plan.calls.size(); ++c)
-      if (invoked[c] && keepable[c])
-        keepOver[c] = threshold;
-    return keepOver;
+    routes_.recompute(lostValues);
   }
 
   /// Ends `batch` with a batch error without sending it.
-  void endWithError(const Batch &batch, std::string message) {
+  void endWithError(const Batch &batch, std::string message) override {
     ExecutorEvent event;
     event.call = batch.call;
     event.report.batchId = batch.id;
@@ -906,158 +862,46 @@ private:
     ++pendingEnds_;
   }
 
-  /// Sends a batch to a replica of its Call (preferably on the worker that keeps most of its
-  /// referenced inputs, telling it where the others are), or ends it when an input is lost for
-  /// good. False when it must wait: an input is being computed again, or (a recomputation) no
-  /// replica has room.
-  bool sendOrWait(Waiting &waiting) {
-    if (waiting.relaysPending > 0)
-      return false;
-    Batch &batch = waiting.batch;
-    std::map<uint32_t, uint64_t> bytesByOwner;
-    std::map<uint32_t, std::vector<uint64_t>> idsByOwner;
-    for (Value &input : batch.inputs) {
-      if (input.kind() != Value::Kind::Ref)
-        continue;
-      const KeptValueLedger::Record *record = kept_.resolve(input);
-      if (!record)
-        continue;
-      if (record->state == KeptValueLedger::Record::State::Recomputing)
-        return false;
-      if (record->state == KeptValueLedger::Record::State::Failed) {
-        const std::string why =
-            "an input kept by worker " + input.asRef().owner +
-            " was lost with it and could not be computed again: " + record->failure;
-        if (waiting.recomputes)
-          recomputeFailed(*waiting.recomputes, why);
-        else
-          endWithError(batch, why);
-        return true;
-      }
-      bytesByOwner[record->worker] += input.asRef().bytes;
-      idsByOwner[record->worker].push_back(input.asRef().id);
-    }
-    uint32_t preferred = kNoIndex;
-    uint64_t most = 0;
-    for (const auto &[w, bytes] : bytesByOwner)
-      if (bytes > most) {
-        preferred = w;
-        most = bytes;
-      }
-    const uint32_t r = placement_->pick(batch.call, options_.depth, preferred);
-    if (r == kNoIndex)
-      return false;
+  // RouteTarget: what the kept-value routes decide, carried out with the sockets.
+  uint32_t pickReplica(uint32_t call, uint32_t preferred) override {
+    return placement_->pick(call, options_.depth, preferred);
+  }
+
+  uint32_t workerOfReplica(uint32_t replica) const override {
+    return placement_->replica(replica).worker;
+  }
+
+  void send(uint32_t r, Batch batch, std::vector<uint32_t> peerWorkers,
+            std::optional<KeptKey> recomputes) override {
     ReplicaPlacement::Replica &replica = placement_->replica(r);
-    if (relayUnreachable(waiting, replica.worker, idsByOwner))
-      return false;
     std::vector<PeerAddress> peers;
-    for (const auto &[w, bytes] : bytesByOwner)
-      if (w != replica.worker) {
-        peers.push_back(workers_[w].peer);
-        fetchedFromPeers_ += idsByOwner[w].size();
-      }
-    Sent sent{r, replica.worker, batch.call, {}, {}, waiting.recomputes};
-    if (keepOver_[batch.call] > 0) {
+    for (uint32_t w : peerWorkers)
+      peers.push_back(workers_[w].peer);
+    Sent sent{r, replica.worker, batch.call, {}, {}, recomputes};
+    if (routes_.keepOver(batch.call) > 0) {
       sent.grains = batch.grains;
       sent.inputs = batch.inputs;
     }
     replica.queued.push_back(batch.id);
     outstanding_[batch.id] = std::move(sent);
-    if (waiting.recomputes)
+    if (recomputes)
       ++recomputesOut_;
     const uint64_t id = batch.id;
-    const uint32_t worker = replica.worker;
-    sendTo(worker, BatchMessage{r, std::move(batch), std::move(peers)});
+    sendTo(replica.worker, BatchMessage{r, std::move(batch), std::move(peers)});
     // A recomputation is not the engine's batch: its start is nobody's business but the
     // replica's next batch starts after it.
-    if (replica.queued.size() == 1 && !waiting.recomputes)
+    if (replica.queued.size() == 1 && !recomputes)
       started(id);
-    return true;
   }
 
-  /// Asks the owners of `waiting`'s referenced inputs that worker `reader` cannot reach for
-  /// those values (over their connection to the coordinator): they travel inline then. True
-  /// when it asked (the batch waits for the answers).
-  bool relayUnreachable(Waiting &waiting, uint32_t reader,
-                        const std::map<uint32_t, std::vector<uint64_t>> &idsByOwner) {
-    for (const auto &[owner, ids] : idsByOwner) {
-      if (!unreachable_.count({reader, owner}))
-        continue;
-      sendTo(owner, FetchMessage{ids});
-      relays_[owner].push_back(waiting.batch.id);
-      ++waiting.relaysPending;
-    }
-    return waiting.relaysPending > 0;
-  }
-
-  /// An owner's answer to the oldest relay asked of it: its values replace the references in
-  /// the batch that waits for them.
-  void relayed(uint32_t owner, BlobsMessage &blobs) {
-    std::deque<uint64_t> &asked = relays_[owner];
-    if (asked.empty())
-      return;
-    const uint64_t batchId = asked.front();
-    asked.pop_front();
-    for (Waiting &waiting : waiting_) {
-      if (waiting.batch.id != batchId)
-        continue;
-      for (Value &input : waiting.batch.inputs) {
-        if (input.kind() != Value::Kind::Ref || input.asRef().owner != workers_[owner].name)
-          continue;
-        for (size_t i = 0; i < blobs.ids.size(); ++i)
-          if (blobs.ids[i] == input.asRef().id) {
-            input = blobs.values[i];
-            ++valuesRelayed_;
-            break;
-          }
-      }
-      if (waiting.relaysPending > 0)
-        --waiting.relaysPending;
-      return;
-    }
-  }
-
-  /// Retries the batches that wait, in order.
-  void sendWaiting() {
-    if (waiting_.empty())
-      return;
-    std::deque<Waiting> still;
-    while (!waiting_.empty()) {
-      Waiting waiting = std::move(waiting_.front());
-      waiting_.pop_front();
-      const bool engineBatch = !waiting.recomputes;
-      if (sendOrWait(waiting)) {
-        if (engineBatch)
-          --waitingBatches_;
-      } else {
-        still.push_back(std::move(waiting));
-      }
-    }
-    waiting_.swap(still);
-  }
-
-  /// Computes a lost kept value again: its recipe runs on a replica of its Call as a batch of
-  /// its own (once the recipe's own inputs are there).
-  void recompute(const KeptKey &key) {
-    std::optional<Batch> batch = kept_.recomputation(key, nextRecomputeBatch_++);
-    if (!batch)
-      return;
-    Waiting waiting{std::move(*batch), key};
-    if (!sendOrWait(waiting))
-      waiting_.push_back(std::move(waiting));
-  }
-
-  void recomputeFailed(const KeptKey &key, const std::string &why) {
-    if (kept_.recomputeFailed(key, why))
-      recompute(key);
-    else
-      log("a value kept by worker " + key.first + " could not be computed again: " + why);
+  void askForValues(uint32_t owner, std::vector<uint64_t> ids) override {
+    sendTo(owner, FetchMessage{std::move(ids)});
   }
 
   /// Forgets the kept values the engine let go of and tells their owners to drop them.
   void forgetDroppedValues() {
     std::map<uint32_t, std::vector<uint64_t>> byWorker;
-    for (const KeptKey &key : kept_.takeDropped()) {
+    for (const KeptKey &key : routes_.ledger().takeDropped()) {
       auto owner = byName_.find(key.first);
       if (owner != byName_.end() && workers_[owner->second].alive)
         byWorker[owner->second].push_back(key.second);
@@ -1122,25 +966,17 @@ private:
   std::unique_ptr<ReplicaPlacement> placement_;
   std::unordered_map<uint64_t, Sent> outstanding_;
   std::map<std::string, uint32_t> byName_;
-  /// Per Call: results of at least this many bytes stay on their worker (0: none).
-  std::vector<uint64_t> keepOver_;
   /// With CURVE: the worker keys that may fetch from each other.
   std::vector<std::string> peerKeys_;
-  KeptValueLedger kept_;
-  std::deque<Waiting> waiting_;
-  /// Engine batches in waiting_, and recomputations in outstanding_.
-  size_t waitingBatches_ = 0, recomputesOut_ = 0;
-  uint64_t nextRecomputeBatch_ = kFirstRecomputeBatch;
-  uint64_t batchBytes_ = 0, resultBytes_ = 0, fetchedFromPeers_ = 0, valuesRelayed_ = 0;
+  KeptValueRoutes routes_{*this};
+  /// Recomputations in outstanding_ (they are not the engine's batches).
+  size_t recomputesOut_ = 0;
+  uint64_t batchBytes_ = 0, resultBytes_ = 0;
   /// Messages in pieces, by worker; the workers whose first piece waits for MORE, in order;
   /// the bytes reserved for those told MORE.
   std::map<uint32_t, Pieces> pieces_;
   std::deque<uint32_t> piecesWaiting_;
   uint64_t piecesReserved_ = 0;
-  /// (reader, owner): the reader cannot reach the owner's peer socket.
-  std::set<std::pair<uint32_t, uint32_t>> unreachable_;
-  /// Per owner: the batches whose relays it was asked for, in the order asked.
-  std::map<uint32_t, std::deque<uint64_t>> relays_;
   std::vector<ExecutorEvent> pending_;
   /// Finished and lost events waiting in pending_.
   size_t pendingEnds_ = 0;
