@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -100,7 +101,21 @@ void checkOrdinalOrder(const RootResult &root, const std::string &where) {
   }
 }
 
+struct DispatchChoice {
+  const char *policy;
+  ReadyOrder order;
+  BatchingScope scope;
+  bool probeFirst;
+};
+constexpr std::array<DispatchChoice, 4> kDispatchChoices{{
+    {"fifo", ReadyOrder::Fifo, BatchingScope::CrossParent, false},
+    {"unordered", ReadyOrder::Unordered, BatchingScope::CrossParent, false},
+    {"parent-bound", ReadyOrder::Fifo, BatchingScope::ParentBound, false},
+    {"probe-first", ReadyOrder::Fifo, BatchingScope::CrossParent, true},
+}};
+
 TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
+  std::map<std::string, int> plansPerPolicy;
   constexpr int kPlans = 600;
   int compared = 0, withFailures = 0, withLosses = 0, nested = 0, withFilters = 0,
       withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0, withBudget = 0;
@@ -124,13 +139,16 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
       rows.push_back(
           Value::record({{"id", Value::integer(i)}, {"n", Value::integer(pick(random, 0, 5))}}));
 
+    // Every dispatch policy in turn, each with the options that choose it.
     EngineOptions engineOptions;
-    engineOptions.readyOrder = chance(random, 0.7) ? ReadyOrder::Fifo : ReadyOrder::Unordered;
-    engineOptions.batching =
-        chance(random, 0.7) ? BatchingScope::CrossParent : BatchingScope::ParentBound;
+    const DispatchChoice &choice = kDispatchChoices[seed % kDispatchChoices.size()];
+    engineOptions.readyOrder = choice.order;
+    engineOptions.batching = choice.scope;
+    engineOptions.probeFirst = choice.probeFirst;
+    ASSERT_STREQ(dispatchPolicyName(engineOptions), choice.policy);
+    ++plansPerPolicy[choice.policy];
     engineOptions.gather = chance(random, 0.8) ? GatherMode::Lineage : GatherMode::GlobalBarrier;
     engineOptions.maxLiveRoots = static_cast<uint32_t>(pick(random, 1, 8));
-    engineOptions.probeFirst = chance(random, 0.3);
     engineOptions.infrastructureRetries = 1000;
     engineOptions.seed = static_cast<uint64_t>(seed);
     // A byte budget, often smaller than one value: outputs never depend on it, nor does the
@@ -182,6 +200,9 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   EXPECT_GT(withBroadcasts, 100);
   EXPECT_GT(withSeveralSinks, 100);
   EXPECT_GT(emptyExpansions, 100);
+  for (const DispatchChoice &choice : kDispatchChoices)
+    EXPECT_EQ(plansPerPolicy[choice.policy], kPlans / int(kDispatchChoices.size()))
+        << choice.policy;
   std::printf("compared %d roots (%d failed); plans: %d with 4+ domains, %d filters, %d "
               "broadcasts, %d with several sinks, %d with lost batches; %d empty child lists\n",
               compared, withFailures, nested, withFilters, withBroadcasts, withSeveralSinks,

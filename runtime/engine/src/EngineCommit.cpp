@@ -28,11 +28,9 @@ bool LineageEngine::State::isStillInFlight(const QueuedGrain &queued) const {
 std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {
   auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
   for (;;) {
-    // Retries first, then fresh work, then deferred recovery; then the oldest admission.
-    CallId bestCall;
-    Lane bestLane = Lane::None;
-    BudgetRank bestRank = BudgetRank::HeldBack;
-    uint64_t bestAdmission = UINT64_MAX;
+    // The policy orders the Calls with work (by default: within the budget, retries before
+    // fresh work before deferred recovery, then the oldest admission).
+    CallCandidate best;
     uint64_t bestGrowth = 0;
     for (CallId c : queues.ids()) {
       if (mayRun && !mayRun(c.index)) {
@@ -40,37 +38,35 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         continue;
       }
       CallQueues &queue = queues[c];
-      Lane lane;
-      uint64_t admission;
+      CallCandidate candidate;
+      candidate.call = c;
       if (!queue.retry.empty()) {
-        lane = Lane::Retry;
-        admission = queue.retry.front().admission;
-      } else if (const QueuedGrain *next = queue.fresh.peek(live)) {
-        lane = Lane::Fresh;
-        admission = next->admission;
+        candidate.lane = Lane::Retry;
+        candidate.admission = queue.retry.front().admission;
+      } else if (const QueuedGrain *next = queue.fresh->peek(live)) {
+        candidate.lane = Lane::Fresh;
+        candidate.admission = next->admission;
       } else if (!queue.deferred.empty()) {
-        lane = Lane::Deferred;
-        admission = queue.deferred.front().admission;
+        candidate.lane = Lane::Deferred;
+        candidate.admission = queue.deferred.front().admission;
       } else {
         loads[c].heldBackNow = false;
         continue;
       }
       uint64_t growth = 0;
-      const BudgetRank rank = budgetRank(c, pendingGrains(queue, lane, c), growth);
-      loads[c].heldBackNow = rank == BudgetRank::HeldBack;
+      candidate.rank = budgetRank(c, pendingGrains(queue, candidate.lane, c), growth);
+      loads[c].heldBackNow = candidate.rank == BudgetRank::HeldBack;
       if (loads[c].heldBackNow)
         continue;
-      if (rank < bestRank || (rank == bestRank && lane < bestLane) ||
-          (rank == bestRank && lane == bestLane && admission < bestAdmission)) {
-        bestCall = c;
-        bestRank = rank;
-        bestLane = lane;
-        bestAdmission = admission;
+      if (!best.call.valid() || policy->before(candidate, best)) {
+        best = candidate;
         bestGrowth = growth;
       }
     }
-    if (!bestCall.valid())
+    if (!best.call.valid())
       return std::nullopt;
+    const CallId bestCall = best.call;
+    const Lane bestLane = best.lane;
     CallQueues &queue = queues[bestCall];
     std::optional<Batch> batch;
     if (bestLane == Lane::Fresh) {
@@ -78,7 +74,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
       const size_t limit =
           static_cast<size_t>(std::max<int64_t>(1, planCall(bestCall).options.batch));
       taken.reserve(limit);
-      queue.fresh.pop(limit, live, taken);
+      queue.fresh->pop(limit, live, taken);
       batch = dispatch(bestCall, std::move(taken), BatchRecovery{});
     } else {
       std::deque<PendingBatch> &lane = bestLane == Lane::Retry ? queue.retry : queue.deferred;

@@ -2,10 +2,10 @@
 // LineageEngine.h is the interface; this is the single writer behind it.
 #pragma once
 
+#include "DispatchPolicy.h"
 #include "DomainFreeNodes.h"
 #include "EngineInvariant.h"
 #include "PlanLayout.h"
-#include "ReadyQueue.h"
 #include "orch/runtime/values/ComputeEval.h"
 
 #include "orch/runtime/engine/LineageEngine.h"
@@ -109,16 +109,8 @@ struct OutstandingBatch {
   uint64_t reservedBytes = 0;
 };
 
-/// A Call's dispatch lanes, in priority order (None: nothing to dispatch).
-enum class Lane : uint8_t { Retry, Fresh, Deferred, None };
-
-/// What the byte budget says of a Call's next batch, best first: it fits (or gives bytes back);
-/// over the budget with nothing in flight, a Call not measured yet, then one that adds bytes;
-/// held back.
-enum class BudgetRank : uint8_t { Fits, Unmeasured, Grows, HeldBack };
-
 struct CallQueues {
-  ReadyQueue fresh;
+  std::unique_ptr<ReadyQueue> fresh;
   std::deque<PendingBatch> retry;
   std::deque<PendingBatch> deferred;
 };
@@ -220,6 +212,8 @@ struct LineageEngine::State {
   std::vector<RootId> freeRoots;
   size_t liveRootCount = 0;
 
+  /// The dispatch policy the options chose (DispatchPolicy.h), and each Call's queues.
+  std::unique_ptr<DispatchPolicy> policy;
   IdVector<CallId, CallQueues> queues;
   IdVector<CallId, CallLoad> loads;
   std::unordered_map<uint64_t, OutstandingBatch> outstanding;

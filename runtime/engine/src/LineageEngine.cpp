@@ -90,9 +90,9 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
     grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
     childrenPerDomain.push_back(static_cast<uint32_t>(domain.children.size()));
   }
+  policy = makeDispatchPolicy(options);
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
-    queues.push_back(
-        CallQueues{ReadyQueue(options.readyOrder, options.batching, options.seed + c), {}, {}});
+    queues.push_back(CallQueues{policy->makeQueue(options.seed + c), {}, {}});
   loads.resize(plan.calls.size());
   memory.limit = options.memoryLimitBytes;
   domainFree.resize(plan.nodes.size());
@@ -528,11 +528,8 @@ void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
   setPhase(grain, node, GrainPhase::Ready);
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];
-  const QueuedGrain queued{node, entity, grain.ticket, roots[owner.root].admission, owner.parent};
-  if (options.probeFirst && owner.parent.valid() && owner.ordinal == 0)
-    queues[call].fresh.pushFront(queued);
-  else
-    queues[call].fresh.push(queued);
+  queues[call].fresh->push(QueuedGrain{node, entity, grain.ticket, roots[owner.root].admission,
+                                       owner.parent, owner.parent.valid() && owner.ordinal == 0});
 }
 
 void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
@@ -807,7 +804,7 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
   memory.reserved = 0;
   memory.inFlight = 0;
   for (CallQueues &queue : queues) {
-    queue.fresh = ReadyQueue(options.readyOrder, options.batching, options.seed);
+    queue.fresh = policy->makeQueue(options.seed);
     queue.retry.clear();
     queue.deferred.clear();
   }
@@ -949,7 +946,7 @@ bool LineageEngine::hasReadyWork() {
   State &s = *state_;
   for (CallQueues &queue : s.queues)
     if (!queue.retry.empty() || !queue.deferred.empty() ||
-        queue.fresh.peek([&](const QueuedGrain &grain) { return s.isLive(grain); }))
+        queue.fresh->peek([&](const QueuedGrain &grain) { return s.isLive(grain); }))
       return true;
   return false;
 }
@@ -1006,7 +1003,7 @@ size_t LineageEngine::stateBytes() const {
   }
   bytes += (s.roots.size() - s.freeRoots.size()) * sizeof(Root);
   for (const CallQueues &queue : s.queues)
-    bytes += queue.fresh.bytes();
+    bytes += queue.fresh->bytes();
   for (const auto &[id, batch] : s.outstanding)
     bytes += sizeof(OutstandingBatch) + batch.grains.capacity() * sizeof(QueuedGrain) +
              batch.generations.capacity() * sizeof(uint32_t);

@@ -19,6 +19,9 @@ namespace orch::runtime {
 /// Why the engine cannot run `plan` (a plan the compiler would never produce), or nullopt.
 std::optional<std::string> checkPlanRunnable(const plan::Plan &plan);
 
+/// The dispatch policy `options` choose: "fifo", "unordered", "parent-bound" or "probe-first".
+const char *dispatchPolicyName(const EngineOptions &options);
+
 class LineageEngine {
 public:
   /// `plan` must pass checkPlanRunnable and outlive the engine.

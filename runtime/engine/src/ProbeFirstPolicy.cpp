@@ -1,0 +1,34 @@
+// Probe-first: FIFO across parents, except that each parent's first child goes ahead of
+// everything queued, so that a parent that poisons itself on its first child suppresses its
+// siblings before they run.
+#include "FifoPolicy.h"
+
+namespace orch::runtime {
+
+namespace {
+
+class ProbeFirstQueue : public FifoQueue {
+public:
+  void push(const QueuedGrain &grain) override {
+    if (grain.firstChild)
+      pushFront(grain);
+    else
+      FifoQueue::push(grain);
+  }
+};
+
+class ProbeFirstPolicy : public DispatchPolicy {
+public:
+  const char *name() const override { return "probe-first"; }
+  std::unique_ptr<ReadyQueue> makeQueue(uint64_t) const override {
+    return std::make_unique<ProbeFirstQueue>();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<DispatchPolicy> makeProbeFirstPolicy() {
+  return std::make_unique<ProbeFirstPolicy>();
+}
+
+} // namespace orch::runtime
