@@ -1,5 +1,6 @@
 // Lookup of operator signatures by kind and name.
 #include "orch/plan/OperatorCatalog.h"
+#include "orch/plan/Plan.h"
 
 namespace orch::plan {
 namespace {
@@ -57,6 +58,34 @@ void OperatorCatalog::add(OperatorSignature signature) {
 const OperatorSignature *OperatorCatalog::find(OperatorKind kind, std::string_view name) const {
   auto found = index_.find(indexKey(kind, name));
   return found == index_.end() ? nullptr : &signatures_[found->second];
+}
+
+} // namespace orch::plan
+
+namespace orch::plan {
+
+std::string sinkTarget(const PlanSink &sink) {
+  const OperatorSignature *signature = standardCatalog().find(OperatorKind::Sink, sink.op);
+  if (!signature)
+    return "";
+  std::string target;
+  const std::string &pattern = signature->target;
+  for (size_t at = 0; at < pattern.size();) {
+    const size_t open = pattern.find('{', at);
+    const size_t close = open == std::string::npos ? open : pattern.find('}', open);
+    if (close == std::string::npos) {
+      target += pattern.substr(at);
+      break;
+    }
+    target += pattern.substr(at, open - at);
+    const std::string name = pattern.substr(open + 1, close - open - 1);
+    for (const NamedConstant &named : sink.constants)
+      if (named.name == name)
+        if (const auto *text = std::get_if<std::string>(&named.value))
+          target += *text;
+    at = close + 1;
+  }
+  return target;
 }
 
 } // namespace orch::plan

@@ -46,10 +46,11 @@ OperatorSignature transform(std::string name, std::vector<OperatorParam> params,
   return signature;
 }
 
-OperatorSignature sink(std::string name, std::vector<OperatorParam> params, std::string doc,
-                       std::string failures) {
+OperatorSignature sink(std::string name, std::string target, std::vector<OperatorParam> params,
+                       std::string doc, std::string failures) {
   OperatorSignature signature;
   signature.name = std::move(name);
+  signature.target = std::move(target);
   signature.kind = OperatorKind::Sink;
   signature.params = std::move(params);
   signature.doc = std::move(doc);
@@ -286,7 +287,7 @@ void addSinks(OperatorCatalog &catalog) {
                     "\"finish\": each source row's rows as soon as it finishes; \"source\": in "
                     "source order, through a bounded reorder buffer (docs/outputs.md)");
   };
-  catalog.add(sink("jsonl",
+  catalog.add(sink("jsonl", "{path}",
                    {constant("path", string, std::nullopt, "output file"),
                     input("record", Type::var(), "the row to write"), order(),
                     constant("nonfinite", string, std::string("fail"),
@@ -297,7 +298,7 @@ void addSinks(OperatorCatalog &catalog) {
                    "(disk full, a NaN or infinity) fails its source row, whose rows are taken back "
                    "from every sink"));
   catalog.add(sink(
-      "webdataset",
+      "webdataset", "{dir}/shard-*.tar",
       {constant("dir", string, std::nullopt, "output directory"),
        input("sample", Type::var(),
              "a record: `__key__` (the sample's key; default its number) and one field per "
@@ -315,7 +316,7 @@ void addSinks(OperatorCatalog &catalog) {
       "member fails its source row; a run that was stopped (killed, interrupted, a full disk) "
       "resumes into its last shard, and `--retry-failed` cuts the retried rows' samples out of "
       "their shards first"));
-  catalog.add(sink("files",
+  catalog.add(sink("files", "{dir}/*{ext}",
                    {constant("dir", string, std::nullopt, "output directory"),
                     input("name", string, "file name (sanitized; never escapes dir)"),
                     constant("ext", string, std::string(), "extension, e.g. \".md\""),

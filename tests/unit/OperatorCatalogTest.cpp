@@ -2,6 +2,7 @@
 // may name is implemented, every implementation is in the catalog, and docs/operators.md
 // documents each one.
 #include "orch/plan/OperatorCatalog.h"
+#include "orch/plan/Plan.h"
 #include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -56,6 +57,33 @@ TEST(OperatorCatalogTest, EveryRegisteredOperatorIsInTheCatalogAndDocumented) {
   check(plan::OperatorKind::Transform, registry.transformNames());
   check(plan::OperatorKind::Source, registry.sourceNames());
   check(plan::OperatorKind::Sink, registry.sinkNames());
+}
+
+plan::PlanSink sinkWith(std::string op, std::vector<plan::NamedConstant> constants) {
+  plan::PlanSink sink;
+  sink.op = std::move(op);
+  sink.constants = std::move(constants);
+  return sink;
+}
+
+TEST(OperatorCatalogTest, EverySinkSaysWhereItWritesFromItsOwnConstants) {
+  for (const plan::OperatorSignature &op : plan::standardCatalog().all())
+    if (op.kind == plan::OperatorKind::Sink) {
+      EXPECT_FALSE(op.target.empty()) << op.name << " does not say where it writes";
+      for (size_t open = op.target.find('{'); open != std::string::npos;
+           open = op.target.find('{', open + 1)) {
+        const std::string name = op.target.substr(open + 1, op.target.find('}', open) - open - 1);
+        EXPECT_TRUE(op.param(name)) << op.name << "'s target names no constant '" << name << "'";
+      }
+    }
+  EXPECT_EQ(plan::sinkTarget(sinkWith("jsonl", {{"path", std::string("out/docs.jsonl")}})),
+            "out/docs.jsonl");
+  EXPECT_EQ(plan::sinkTarget(
+                sinkWith("files", {{"dir", std::string("out/md")}, {"ext", std::string(".md")}})),
+            "out/md/*.md");
+  EXPECT_EQ(plan::sinkTarget(sinkWith("webdataset", {{"dir", std::string("shards")}})),
+            "shards/shard-*.tar");
+  EXPECT_EQ(plan::sinkTarget(sinkWith("nowhere", {{"path", std::string("x")}})), "");
 }
 
 } // namespace

@@ -53,6 +53,8 @@ void printOperator(const plan::OperatorSignature &op, std::ostream &out) {
       out << " Batches of " << op.defaultBatch << " rows unless `batch` says otherwise.";
     out << "\n\n";
   }
+  if (!op.target.empty())
+    out << "Writes to: `" << op.target << "` (`{name}`: the constant's value).\n\n";
   out << "Failures: " << op.failures << ".\n\n";
 }
 

@@ -9,6 +9,7 @@
 
 #include "orch/driver/CompileDriver.h"
 #include "orch/ir/DiagnosticPrinter.h"
+#include "orch/plan/OperatorCatalog.h"
 #include "orch/plan/PlanCodec.h"
 #include "orch/runtime/execution/MemorySize.h"
 #include "orch/stdlib/CudaDevices.h"
@@ -214,7 +215,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
 std::string describeOutputs(const plan::Plan &plan) {
   std::string text;
   for (const plan::PlanSink &sink : plan.sinks) {
-    const std::string where = sinkTarget(sink);
+    const std::string where = plan::sinkTarget(sink);
     if (!where.empty())
       text += (text.empty() ? "" : ", ") + where;
   }

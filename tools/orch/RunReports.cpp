@@ -1,6 +1,8 @@
 // Writes --metrics and --trace files from a run's summary and records.
 #include "RunReports.h"
 
+#include "orch/plan/OperatorCatalog.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -66,21 +68,6 @@ std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary) {
       busiest = Bottleneck{c, share};
   }
   return busiest;
-}
-
-std::string sinkTarget(const plan::PlanSink &sink) {
-  auto constant = [&](const char *name) -> std::string {
-    for (const plan::NamedConstant &named : sink.constants)
-      if (named.name == name)
-        if (auto *value = std::get_if<std::string>(&named.value))
-          return *value;
-    return "";
-  };
-  if (sink.op == "files")
-    return constant("dir") + "/*" + constant("ext");
-  if (sink.op == "webdataset")
-    return constant("dir") + "/shard-*.tar";
-  return constant("path");
 }
 
 std::string workerOfPlace(const std::string &place) {
@@ -153,7 +140,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["outputs"] = Json::array();
   for (size_t s = 0; s < summary.sinks.size() && s < plan.sinks.size(); ++s)
     json["outputs"].push_back({{"sink", summary.sinks[s].name},
-                               {"target", sinkTarget(plan.sinks[s])},
+                               {"target", plan::sinkTarget(plan.sinks[s])},
                                {"rows", summary.sinks[s].rows},
                                {"bytes", summary.sinks[s].bytes}});
   const FinishTimes finish = finishTimes(recorder);

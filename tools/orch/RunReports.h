@@ -35,9 +35,6 @@ struct Bottleneck {
 };
 std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary);
 
-/// Where a sink writes, as its user wrote it: "out/docs.jsonl", "out/pages/*.png".
-std::string sinkTarget(const plan::PlanSink &sink);
-
 /// The worker (or thread) in a batch's place: "local-2" of "local-2/replica 5".
 std::string workerOfPlace(const std::string &place);
 

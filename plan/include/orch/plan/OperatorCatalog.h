@@ -46,6 +46,9 @@ struct OperatorSignature {
   /// The batch size of its Calls when they do not set `batch`: 1, or more for cheap row-wise
   /// functions, whose per-batch overhead would otherwise dominate.
   int64_t defaultBatch = 1;
+  /// Sinks: where they write, with `{name}` for a constant's value ("{path}", "{dir}/*{ext}"):
+  /// what the summary, metrics and report name as the sink's target.
+  std::string target;
 
   const OperatorParam *param(std::string_view name) const;
 };
@@ -74,5 +77,10 @@ std::vector<std::string> transformOptionNames(bool gpu);
 
 /// The standard library's operators (sources, transforms, sinks) and the `test.*` operators.
 const OperatorCatalog &standardCatalog();
+
+struct PlanSink;
+/// Where `sink` writes, from its signature's `target` with its constants filled in ("" for a
+/// sink the standard catalog does not know).
+std::string sinkTarget(const PlanSink &sink);
 
 } // namespace orch::plan

@@ -71,18 +71,21 @@ struct RowResult {
 };
 
 /// Where a sink takes up a run that was interrupted (docs/outputs.md): its output as the last
-/// committed source row left it.
+/// committed source row left it. Every sink's output is described the same way, as an extent:
+/// a stream of bytes (what `committedSize` counts: one file's bytes, or all shards' bytes so
+/// far) and the names the commits published (`committedNames`: files, finished shards). The run
+/// journal records extents and cuts them for `--retry-failed`; what the bytes and names mean is
+/// the sink's business.
 struct SinkResume {
-  /// What the last committed source row left (jsonl: the size of the output to cut back to;
-  /// webdataset: bytes of every shard so far).
+  /// Where the last committed source row left the byte stream (what to cut back to).
   uint64_t size = 0;
-  /// The names committed rows published, in commit order (files; finished shards). The last
-  /// ones may not have been renamed into place yet: resuming finishes their publication.
+  /// The names committed rows published, in commit order. The last ones may not have been
+  /// renamed into place yet: resuming finishes their publication.
   std::vector<std::string> names;
   /// For each of `names`: `size` as the commit that published it left it.
   std::vector<uint64_t> nameEnds;
-  /// Names among `names` that rows published and a --retry-failed then took back (files
-  /// removed; a shard stays a shard, without their samples).
+  /// Names among `names` that rows published and a --retry-failed then took back (the sink
+  /// decides what that means: a file is removed, a shard stays a shard without their samples).
   std::vector<std::string> retiredNames;
   /// What the source rows that run again (`--retry-failed`) had written: byte ranges (sorted,
   /// within `size`) to cut out after cutting back, and the names among `names` they published.
