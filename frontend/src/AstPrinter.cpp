@@ -19,33 +19,40 @@ public:
 
 private:
   void printStatement(const ast::Statement &statement) {
-    if (auto *param = std::get_if<ast::ParamDecl>(&statement.node)) {
-      line(0) << "param " << param->name.name;
-      if (param->declaredType)
-        out_ << " : " << param->declaredType->str();
-      if (param->resolvedValue)
-        out_ << " = " << plan::formatStaticValue(*param->resolvedValue);
-      out_ << at(param->name.location) << "\n";
-    } else if (auto *source = std::get_if<ast::SourceDecl>(&statement.node)) {
-      line(0) << "source " << source->name.name << " as "
-              << (source->domain ? source->domain->name : source->name.name);
-      if (source->use.signature)
-        out_ << " : " << source->use.signature->result.str();
-      out_ << at(source->name.location) << "\n";
-      printUse(source->use, 1);
-    } else if (auto *call = std::get_if<ast::CallDecl>(&statement.node)) {
-      line(0) << "call " << call->name.name << at(call->name.location) << "\n";
-      printUse(call->use, 1);
-    } else if (auto *sink = std::get_if<ast::SinkDecl>(&statement.node)) {
-      line(0) << "sink" << at(statement.location) << "\n";
-      printUse(sink->use, 1);
-    } else if (auto *binding = std::get_if<ast::BindingDecl>(&statement.node)) {
-      line(0) << "binding " << binding->name.name << at(binding->name.location) << "\n";
-      if (binding->value)
-        printExpr(*binding->value, 1);
-    } else if (auto *declared = std::get_if<ast::OperatorDecl>(&statement.node)) {
-      printOperatorDecl(*declared);
-    }
+    std::visit(ast::Overloaded{
+                   [&](const ast::ParamDecl &param) {
+                     line(0) << "param " << param.name.name;
+                     if (param.declaredType)
+                       out_ << " : " << param.declaredType->str();
+                     if (param.resolvedValue)
+                       out_ << " = " << plan::formatStaticValue(*param.resolvedValue);
+                     out_ << at(param.name.location) << "\n";
+                   },
+                   [&](const ast::SourceDecl &source) {
+                     line(0) << "source " << source.name.name << " as "
+                             << (source.domain ? source.domain->name : source.name.name);
+                     if (source.use.signature)
+                       out_ << " : " << source.use.signature->result.str();
+                     out_ << at(source.name.location) << "\n";
+                     printUse(source.use, 1);
+                   },
+                   [&](const ast::CallDecl &call) {
+                     line(0) << "call " << call.name.name << at(call.name.location) << "\n";
+                     printUse(call.use, 1);
+                   },
+                   [&](const ast::SinkDecl &sink) {
+                     line(0) << "sink" << at(statement.location) << "\n";
+                     printUse(sink.use, 1);
+                   },
+                   [&](const ast::BindingDecl &binding) {
+                     line(0) << "binding " << binding.name.name << at(binding.name.location)
+                             << "\n";
+                     if (binding.value)
+                       printExpr(*binding.value, 1);
+                   },
+                   [&](const ast::OperatorDecl &declared) { printOperatorDecl(declared); },
+               },
+               statement.node);
   }
 
   void printOperatorDecl(const ast::OperatorDecl &declared) {

@@ -5,6 +5,7 @@
 #include "orch/ir/Builder.h"
 
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace orch::frontend {
@@ -28,40 +29,52 @@ public:
 
 private:
   void generate(const ast::Statement &statement) {
-    if (auto *source = std::get_if<ast::SourceDecl>(&statement.node)) {
-      ir::DomainId domain =
-          domainIds_.at(source->domain ? source->domain->name : source->name.name);
-      ir::ValueId id =
-          build_.source(ir::Source{source->use.op.text, constants(source->use), domain},
-                        source->use.signature->result, source->name.location);
-      build_.name(id, source->name.name, source->name.location);
-      values_[&statement] = id;
-    } else if (auto *call = std::get_if<ast::CallDecl>(&statement.node)) {
-      calls_[&statement] = addCall(call->name.name, call->use, call->name.location, true);
-    } else if (auto *binding = std::get_if<ast::BindingDecl>(&statement.node)) {
-      enclosing_ = binding->name.name;
-      size_t opsBefore = module_.ops.size();
-      ir::ValueId id = generate(*binding->value, binding->name.name);
-      values_[&statement] = id;
-      // A binding that only renames another value (`x = y;`) adds no operation to name.
-      if (module_.ops.size() > opsBefore) {
-        build_.name(id, binding->name.name, binding->name.location);
-        const std::optional<ast::TypeExpr> &annotation = binding->type;
-        if (annotation && !annotation->isRecord && annotation->arguments.size() == 1 &&
-            domainIds_.count(annotation->name.name)) {
-          module_.op(id).expectedDomain = annotation->name.name;
-          module_.op(id).expectedDomainLocation = annotation->name.location;
-        }
+    std::visit(ast::Overloaded{
+                   [&](const ast::SourceDecl &source) {
+                     ir::DomainId domain =
+                         domainIds_.at(source.domain ? source.domain->name : source.name.name);
+                     ir::ValueId id = build_.source(
+                         ir::Source{source.use.op.text, constants(source.use), domain},
+                         source.use.signature->result, source.name.location);
+                     build_.name(id, source.name.name, source.name.location);
+                     values_[&statement] = id;
+                   },
+                   [&](const ast::CallDecl &call) {
+                     calls_[&statement] =
+                         addCall(call.name.name, call.use, call.name.location, true);
+                   },
+                   [&](const ast::BindingDecl &binding) { generateBinding(statement, binding); },
+                   [&](const ast::SinkDecl &sink) {
+                     enclosing_ = "sink" + std::to_string(sinks_++);
+                     std::vector<std::string> labels;
+                     std::vector<ir::Use> inputs = inputsOf(sink.use, labels);
+                     build_.sink(sink.use.op.text, constants(sink.use), std::move(labels), inputs,
+                                 statement.location);
+                   },
+                   [&](const ast::OperatorDecl &declared) {
+                     if (declared.external)
+                       module_.operators.push_back(*declared.external);
+                   },
+                   // A param's value is a constant wherever it is used (NameRef).
+                   [](const ast::ParamDecl &) {},
+               },
+               statement.node);
+  }
+
+  void generateBinding(const ast::Statement &statement, const ast::BindingDecl &binding) {
+    enclosing_ = binding.name.name;
+    size_t opsBefore = module_.ops.size();
+    ir::ValueId id = generate(*binding.value, binding.name.name);
+    values_[&statement] = id;
+    // A binding that only renames another value (`x = y;`) adds no operation to name.
+    if (module_.ops.size() > opsBefore) {
+      build_.name(id, binding.name.name, binding.name.location);
+      const std::optional<ast::TypeExpr> &annotation = binding.type;
+      if (annotation && !annotation->isRecord && annotation->arguments.size() == 1 &&
+          domainIds_.count(annotation->name.name)) {
+        module_.op(id).expectedDomain = annotation->name.name;
+        module_.op(id).expectedDomainLocation = annotation->name.location;
       }
-    } else if (auto *sink = std::get_if<ast::SinkDecl>(&statement.node)) {
-      enclosing_ = "sink" + std::to_string(sinks_++);
-      std::vector<std::string> labels;
-      std::vector<ir::Use> inputs = inputsOf(sink->use, labels);
-      build_.sink(sink->use.op.text, constants(sink->use), std::move(labels), inputs,
-                  statement.location);
-    } else if (auto *declared = std::get_if<ast::OperatorDecl>(&statement.node)) {
-      if (declared->external)
-        module_.operators.push_back(*declared->external);
     }
   }
 
@@ -71,45 +84,55 @@ private:
   ir::ValueId generate(const ast::Expr &expr, const std::string &bindingName) {
     const plan::Type type = expr.type.value_or(plan::Type());
     const SourceLocation at = expr.location;
-    if (auto *literal = std::get_if<ast::Literal>(&expr.node))
-      return build_.constant(literal->value, at);
-    if (auto *name = std::get_if<ast::NameRef>(&expr.node)) {
-      if (auto *param = std::get_if<ast::ParamDecl>(&name->target->node))
-        return build_.constant(*param->resolvedValue, at);
-      return values_.at(name->target);
-    }
-    if (auto *projection = std::get_if<ast::Projection>(&expr.node))
-      return build_.project(use(*projection->base), projection->field.name, type, at);
-    if (auto *record = std::get_if<ast::Record>(&expr.node)) {
-      std::vector<std::string> fields;
-      std::vector<ir::Use> values;
-      for (const ast::RecordField &field : record->fields) {
-        values.push_back(use(*field.value));
-        fields.push_back(field.name.name);
-      }
-      return build_.record(std::move(fields), values, type, at);
-    }
-    if (auto *invoke = std::get_if<ast::Invoke>(&expr.node))
-      return generateInvoke(*invoke, type, at, bindingName);
-    if (auto *expand = std::get_if<ast::Expand>(&expr.node))
-      return build_.expand(use(*expand->input), domainIds_.at(expand->domain.name), type, at);
-    if (auto *reduce = std::get_if<ast::Reduce>(&expr.node))
-      return build_.reduce(use(*reduce->input), type, at);
-    if (auto *filter = std::get_if<ast::Filter>(&expr.node)) {
-      ir::Use value = use(*filter->value);
-      return build_.filter(value, use(*filter->mask), type, at);
-    }
-    if (auto *broadcast = std::get_if<ast::Broadcast>(&expr.node)) {
-      ir::Use value = use(*broadcast->value);
-      return build_.broadcast(value, use(*broadcast->like), type, at);
-    }
-    if (auto *compute = std::get_if<ast::Compute>(&expr.node)) {
-      std::vector<ir::Use> operands;
-      for (const ast::ExprPtr &operand : compute->operands)
-        operands.push_back(use(*operand));
-      return build_.compute(compute->op, operands, type, at);
-    }
-    return build_.constant(plan::StaticValue(false), at); // unreachable after checking
+    return std::visit(
+        ast::Overloaded{
+            [&](const ast::Literal &literal) { return build_.constant(literal.value, at); },
+            [&](const ast::NameRef &name) {
+              if (auto *param = std::get_if<ast::ParamDecl>(&name.target->node))
+                return build_.constant(*param->resolvedValue, at);
+              return values_.at(name.target);
+            },
+            [&](const ast::Projection &projection) {
+              return build_.project(use(*projection.base), projection.field.name, type, at);
+            },
+            [&](const ast::Record &record) {
+              std::vector<std::string> fields;
+              std::vector<ir::Use> values;
+              for (const ast::RecordField &field : record.fields) {
+                values.push_back(use(*field.value));
+                fields.push_back(field.name.name);
+              }
+              return build_.record(std::move(fields), values, type, at);
+            },
+            [&](const ast::Invoke &invoke) {
+              return generateInvoke(invoke, type, at, bindingName);
+            },
+            [&](const ast::Expand &expand) {
+              return build_.expand(use(*expand.input), domainIds_.at(expand.domain.name), type, at);
+            },
+            [&](const ast::Reduce &reduce) { return build_.reduce(use(*reduce.input), type, at); },
+            [&](const ast::Filter &filter) {
+              ir::Use value = use(*filter.value);
+              return build_.filter(value, use(*filter.mask), type, at);
+            },
+            [&](const ast::Broadcast &broadcast) {
+              ir::Use value = use(*broadcast.value);
+              return build_.broadcast(value, use(*broadcast.like), type, at);
+            },
+            [&](const ast::Compute &compute) {
+              std::vector<ir::Use> operands;
+              for (const ast::ExprPtr &operand : compute.operands)
+                operands.push_back(use(*operand));
+              return build_.compute(compute.op, operands, type, at);
+            },
+            [&](const ast::ErrorExpr &) -> ir::ValueId {
+              // The frontend generates IR only for a file that checked without errors.
+              throw std::logic_error("orch: IR generation met a syntax error's placeholder at " +
+                                     std::to_string(at.line) + ":" + std::to_string(at.column) +
+                                     " (a bug in Orch)");
+            },
+        },
+        expr.node);
   }
 
   ir::ValueId generateInvoke(const ast::Invoke &invoke, const plan::Type &type, SourceLocation at,

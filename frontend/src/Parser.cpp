@@ -845,4 +845,18 @@ ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEng
   return ParseResult{std::move(file), found.empty()};
 }
 
+std::vector<std::string> languageKeywords() {
+  std::vector<std::string> keywords;
+  antlr4::ANTLRInputStream nothing("");
+  OrchLexer lexer(&nothing);
+  const antlr4::dfa::Vocabulary &vocabulary = lexer.getVocabulary();
+  for (size_t type = 1; type <= vocabulary.getMaxTokenType(); ++type) {
+    const std::string literal = vocabulary.getLiteralName(type);
+    // 'pipeline': a word in quotes (punctuation such as ';' is not a keyword).
+    if (literal.size() > 2 && std::isalpha(static_cast<unsigned char>(literal[1])))
+      keywords.push_back(literal.substr(1, literal.size() - 2));
+  }
+  return keywords;
+}
+
 } // namespace orch::frontend

@@ -45,16 +45,22 @@ public:
 
 private:
   void checkStatement(ast::Statement &statement) {
-    if (auto *param = std::get_if<ast::ParamDecl>(&statement.node))
-      checkParam(*param);
-    else if (auto *source = std::get_if<ast::SourceDecl>(&statement.node))
-      checkSource(statement, *source);
-    else if (auto *call = std::get_if<ast::CallDecl>(&statement.node))
-      checkDeclaredUse(call->use, OperatorKind::Transform, BindingSite::CallDeclaration);
-    else if (auto *sink = std::get_if<ast::SinkDecl>(&statement.node))
-      checkDeclaredUse(sink->use, OperatorKind::Sink, BindingSite::Everything);
-    else if (auto *binding = std::get_if<ast::BindingDecl>(&statement.node))
-      checkBinding(statement, *binding);
+    std::visit(ast::Overloaded{
+                   [&](ast::ParamDecl &param) { checkParam(param); },
+                   [&](ast::SourceDecl &source) { checkSource(statement, source); },
+                   [&](ast::CallDecl &call) {
+                     checkDeclaredUse(call.use, OperatorKind::Transform,
+                                      BindingSite::CallDeclaration);
+                   },
+                   [&](ast::SinkDecl &sink) {
+                     checkDeclaredUse(sink.use, OperatorKind::Sink, BindingSite::Everything);
+                   },
+                   [&](ast::BindingDecl &binding) { checkBinding(statement, binding); },
+                   // Checked before every statement (OperatorDeclarations.cpp): uses bind
+                   // against them.
+                   [](ast::OperatorDecl &) {},
+               },
+               statement.node);
   }
 
   // --- params ---------------------------------------------------------------------------

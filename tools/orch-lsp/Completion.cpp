@@ -2,7 +2,10 @@
 // and the dotted name being typed), the candidates from the catalog and the document index.
 #include "Completion.h"
 
+#include "orch/frontend/Parser.h"
+#include "orch/frontend/Sema.h"
 #include "orch/plan/CallOptions.h"
+#include "orch/plan/Plan.h"
 
 #include <cctype>
 #include <set>
@@ -91,12 +94,13 @@ CompletionResult completeAt(std::string_view text, const DocumentIndex &index,
       add(symbol.name, CompletionKind::Value,
           type == index.valueTypes.end() ? std::string() : type->second, "");
     }
-  for (const char *keyword :
-       {"pipeline", "param",     "source",   "call",  "sink",     "expand", "reduce",
-        "filter",   "broadcast", "as",       "true",  "false",    "and",    "or",
-        "not",      "if",        "then",     "else",  "coalesce", "string", "int",
-        "float",    "ordinal",   "operator", "const", "python",   "exec"})
+  // From the grammar, Builtins.cpp and the plan: a keyword or builtin added there is offered.
+  for (const std::string &keyword : frontend::languageKeywords())
     add(keyword, CompletionKind::Keyword, "", "");
+  for (const std::string &builtin : frontend::builtinFunctionNames())
+    add(builtin, CompletionKind::Keyword, "builtin function", "");
+  for (const char *runner : plan::kOperatorRunners)
+    add(runner, CompletionKind::Keyword, "operator runner", "");
   return result;
 }
 

@@ -185,6 +185,13 @@ check("the completion edit replaces the whole dotted prefix",
 partial = FIXED.replace("sink jsonl", "extra = o\nsink jsonl")
 labels = [i["label"] for i in completion(partial, "= o\n", 3)]
 check("completion offers Call names and operators", "ocr" in labels and "ocr.tesseract" in labels, labels)
+partial = FIXED.replace("sink jsonl", "extra = l\nsink jsonl")
+labels = [i["label"] for i in completion(partial, "= l\n", 1)]
+check("completion offers every builtin function starting so (len came from Builtins.cpp)", "len" in labels, labels)
+partial = FIXED.replace("sink jsonl", "extra = f\nsink jsonl")
+labels = [i["label"] for i in completion(partial, "= f\n", 1)]
+check("completion offers format, float, filter and false (builtins and the grammar's keywords)",
+      all(word in labels for word in ("format", "float", "filter", "false")), labels)
 partial = FIXED.replace("{ batch: 8 }", "{ batch: 8, re }")
 labels = [i["label"] for i in completion(partial, "re }", 2)]
 check("completion inside a Call's options offers option keys", "replicas" in labels and "retries" in labels and "recovery" in labels and "pdf.text" not in labels, labels)

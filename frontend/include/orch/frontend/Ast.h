@@ -244,6 +244,15 @@ struct File {
 /// The name a statement binds (params, sources, Calls, bindings); null for sinks.
 const Identifier *declaredName(const Statement &statement);
 
+/// Lambdas as one visitor, for `std::visit`: a node kind without a lambda does not compile, so
+/// that a new kind of expression or statement is handled everywhere or nowhere.
+template <typename... Cases> struct Overloaded : Cases... { using Cases::operator()...; };
+template <typename... Cases> Overloaded(Cases...) -> Overloaded<Cases...>;
+
+/// For `if constexpr` chains over a variant's alternatives: `static_assert(kNoCase<Node>)` in
+/// the last `else` fails to compile when a new alternative has no branch.
+template <typename Node> inline constexpr bool kNoCase = false;
+
 /// Calls `visit(Expr &)` on each direct subexpression of `expr`, in source order.
 template <typename Visit> void forEachChild(Expr &expr, Visit &&visit) {
   auto each = [&](ExprPtr &child) {
@@ -277,6 +286,9 @@ template <typename Visit> void forEachChild(Expr &expr, Visit &&visit) {
         } else if constexpr (std::is_same_v<Node, Compute>) {
           for (ExprPtr &operand : node.operands)
             each(operand);
+        } else if constexpr (!std::is_same_v<Node, NameRef> && !std::is_same_v<Node, Literal> &&
+                             !std::is_same_v<Node, ErrorExpr>) {
+          static_assert(kNoCase<Node>, "forEachChild: an expression kind without a case");
         }
       },
       expr.node);

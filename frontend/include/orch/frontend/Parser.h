@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class SourceMgr;
@@ -32,5 +33,9 @@ struct ParseResult {
 /// Parses one buffer, reporting as many errors as the parser can recover from, in source
 /// order. Never throws.
 ParseResult parseFile(llvm::SourceMgr &sources, uint32_t bufferId, DiagnosticEngine &diags);
+
+/// The language's keywords, from the grammar's lexer ("pipeline", "param", ..., "else"), in
+/// the grammar's order: what an editor completes and highlights.
+std::vector<std::string> languageKeywords();
 
 } // namespace orch::frontend

@@ -50,5 +50,7 @@ std::string didYouMean(const std::string &name, const std::vector<std::string> &
 /// `int`, `float`, `coalesce`, `format`, `len`, `ordinal`), or nullopt.
 std::optional<plan::ComputeOp> builtinFunction(const std::string &name);
 inline bool isBuiltinFunction(const std::string &name) { return builtinFunction(name).has_value(); }
+/// Every builtin function's name, in the order of Builtins.cpp's table.
+std::vector<std::string> builtinFunctionNames();
 
 } // namespace orch::frontend

@@ -60,9 +60,12 @@ struct PlanOperatorParam {
 /// process per replica (docs/python.md): `python` runs a class of a script under the bridge
 /// (python/orch_operator.py); `exec` runs an executable that speaks the same protocol
 /// (docs/protocol.md). Calls name it in `op` like any operator.
+/// The runners of declared operators, as `= python(...)` and `= exec(...)` name them.
+inline constexpr const char *kOperatorRunners[] = {"python", "exec"};
+
 struct PlanExternalOperator {
   std::string name;
-  /// "python" or "exec".
+  /// One of kOperatorRunners.
   std::string runner;
   /// The script or executable, absolute; the same path on every worker host.
   std::string path;
