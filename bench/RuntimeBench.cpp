@@ -5,7 +5,7 @@
 
 #include "orch/runtime/cluster/Coordinator.h"
 #include "orch/runtime/cluster/Worker.h"
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 #include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -65,7 +65,7 @@ void BM_InProcessGrains(benchmark::State &state) {
   const OperatorRegistry registry = benchRegistry(state.range(0));
   uint64_t grains = 0;
   for (auto _ : state) {
-    RunSummary summary = runLocally(plan, registry, RunOptions{}, 2);
+    RunSummary summary = runOnThreads(plan, registry, RunOptions{}, 2);
     grains += summary.calls[0].grains + summary.calls[1].grains;
   }
   report(state, grains);

@@ -8,7 +8,7 @@
 #include "orch/plan/PlanPrinters.h"
 #include "orch/plan/Sha256.h"
 #include "orch/runtime/cluster/Protocol.h"
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -18,32 +18,6 @@
 
 namespace orch::runtime {
 namespace {
-
-TEST(Sha256Test, MatchesTheStandardTestVectors) {
-  EXPECT_EQ(plan::sha256Hex(""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(plan::sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(plan::sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(plan::sha256Hex(std::string(1000000, 'a')),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-}
-
-TEST(ProtocolValuesTest, IntegralFloatsStayFloats) {
-  // msgpack-c's pack(double) writes 2.0 as the integer 2: results crossing between processes
-  // would change type (and JSON output would differ from an in-process run).
-  ResultMessage result;
-  result.report.batchId = 1;
-  result.report.grains.push_back(
-      GrainReport{GrainRef{NodeId(0), EntityId(0)}, 0, RowResultKind::Value,
-                  Value::list({Value::real(0.0), Value::real(2.0), Value::real(-3.0)}), ""});
-  auto decoded = decodeMessage(encodeMessage(result));
-  ASSERT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<std::string>(decoded);
-  const auto &back = std::get<ResultMessage>(std::get<Message>(decoded));
-  for (const Value &value : back.report.grains.at(0).value.asList())
-    EXPECT_EQ(value.kind(), Value::Kind::Float) << value.str();
-}
 
 class DeclaredOperatorsTest : public orch::testing::RuntimeFixture {
 protected:
@@ -63,7 +37,7 @@ protected:
       for (const Failure &failure : root.failures)
         failures_.push_back(failure.message);
     };
-    return runLocally(plan, registry_, options, 2);
+    return runOnThreads(plan, registry_, options, 2);
   }
 
   std::vector<std::string> failures_;

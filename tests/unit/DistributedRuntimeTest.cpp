@@ -7,7 +7,7 @@
 #include "orch/runtime/cluster/CurveKeys.h"
 #include "orch/runtime/cluster/Protocol.h"
 #include "orch/runtime/cluster/Worker.h"
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 #include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -149,7 +149,7 @@ protected:
 
   std::vector<std::string> runInProcess(const plan::Plan &plan) {
     std::vector<RootResult> roots;
-    RunSummary summary = runLocally(plan, registry_, collecting(roots), 3);
+    RunSummary summary = runOnThreads(plan, registry_, collecting(roots), 3);
     EXPECT_TRUE(summary.started) << summary.error.value_or("");
     return normalized(std::move(roots));
   }

@@ -3,7 +3,7 @@
 // casts checked when they run, the conditional and coalesce over filtered branches.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ protected:
     plan_ = compile(program);
     RunOptions options;
     options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
-    return runLocally(plan_, registry_, options, 2);
+    return runOnThreads(plan_, registry_, options, 2);
   }
 
   /// The first failure message of each failed root, by source row.

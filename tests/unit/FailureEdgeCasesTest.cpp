@@ -8,7 +8,7 @@
 
 #include "orch/runtime/cluster/Coordinator.h"
 #include "orch/runtime/cluster/Worker.h"
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>
@@ -371,7 +371,7 @@ protected:
     RunSummary summary;
     switch (executor) {
     case Executor::Threads:
-      summary = runLocally(plan, registry_, options, 3);
+      summary = runOnThreads(plan, registry_, options, 3);
       break;
     case Executor::WorkerProcesses: {
       CoordinatorOptions coordinator;

@@ -5,8 +5,8 @@
 #include "RuntimeFixture.h"
 
 #include "orch/runtime/cluster/Coordinator.h"
-#include "orch/runtime/execution/LocalRunner.h"
 #include "orch/runtime/execution/RunLoop.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -50,7 +50,7 @@ protected:
     };
     const auto start = std::chrono::steady_clock::now();
     if (GetParam() == Executor::Threads) {
-      outcome.summary = runLocally(plan, registry_, options, 3);
+      outcome.summary = runOnThreads(plan, registry_, options, 3);
     } else {
       CoordinatorOptions coordinator;
       coordinator.localWorkers = 2;

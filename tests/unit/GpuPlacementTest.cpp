@@ -3,7 +3,7 @@
 #include "RuntimeFixture.h"
 
 #include "orch/runtime/execution/GpuPlacement.h"
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // outputs never depend on the budget.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -43,7 +43,7 @@ sink jsonl(path: "$DIR/out/sums.jsonl", record: { id: rows.id, sums: reduce(sums
   RunSummary run(const plan::Plan &plan, uint64_t limit) {
     RunOptions options;
     options.engine.memoryLimitBytes = limit;
-    RunSummary summary = runLocally(plan, registry_, options, 6);
+    RunSummary summary = runOnThreads(plan, registry_, options, 6);
     EXPECT_TRUE(summary.started) << summary.error.value_or("");
     EXPECT_FALSE(summary.error) << summary.error.value_or("");
     return summary;

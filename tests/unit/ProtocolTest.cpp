@@ -121,5 +121,20 @@ TEST(ProtocolTest, AReferenceIsAWholeValueNeverPartOfOne) {
   EXPECT_TRUE(std::holds_alternative<std::string>(blobs));
 }
 
+TEST(ProtocolTest, IntegralFloatsStayFloats) {
+  // msgpack-c's pack(double) writes 2.0 as the integer 2: results crossing between processes
+  // would change type (and JSON output would differ from an in-process run).
+  ResultMessage result;
+  result.report.batchId = 1;
+  result.report.grains.push_back(
+      GrainReport{GrainRef{NodeId(0), EntityId(0)}, 0, RowResultKind::Value,
+                  Value::list({Value::real(0.0), Value::real(2.0), Value::real(-3.0)}), ""});
+  auto decoded = decodeMessage(encodeMessage(result));
+  ASSERT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<std::string>(decoded);
+  const auto &back = std::get<ResultMessage>(std::get<Message>(decoded));
+  for (const Value &value : back.report.grains.at(0).value.asList())
+    EXPECT_EQ(value.kind(), Value::Kind::Float) << value.str();
+}
+
 } // namespace
 } // namespace orch::runtime

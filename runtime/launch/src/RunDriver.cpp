@@ -1,8 +1,8 @@
 // Chooses and sizes the executor for a run, then runs the plan through the run loop.
 #include "orch/runtime/launch/RunDriver.h"
 
-#include "orch/runtime/execution/LocalRunner.h"
 #include "orch/runtime/execution/MemorySize.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -23,7 +23,7 @@ makeThreadExecutor(const OperatorRegistry &registry, unsigned threads,
                    std::function<void(const std::string &)> log = {});
 
 /// runPlan with a thread executor of `threads` threads.
-RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
-                      const RunOptions &options, unsigned threads = 2);
+RunSummary runOnThreads(const plan::Plan &plan, const OperatorRegistry &registry,
+                        const RunOptions &options, unsigned threads = 2);
 
 } // namespace orch::runtime

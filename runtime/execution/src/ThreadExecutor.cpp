@@ -1,6 +1,6 @@
 // The in-process executor: operator batches on worker threads, one operator instance per
 // replica, created on first use by the thread that runs it.
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 
 #include "orch/runtime/execution/GpuPlacement.h"
 #include "orch/runtime/operators/ExternalOperator.h"
@@ -346,8 +346,8 @@ std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &regist
   return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices), std::move(log));
 }
 
-RunSummary runLocally(const plan::Plan &plan, const OperatorRegistry &registry,
-                      const RunOptions &options, unsigned threads) {
+RunSummary runOnThreads(const plan::Plan &plan, const OperatorRegistry &registry,
+                        const RunOptions &options, unsigned threads) {
   std::unique_ptr<BatchExecutor> executor = makeThreadExecutor(registry, threads);
   return runPlan(plan, registry, *executor, options);
 }

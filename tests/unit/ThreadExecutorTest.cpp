@@ -2,7 +2,7 @@
 // exceptions, timeouts, and runs that cannot start.
 #include "RuntimeFixture.h"
 
-#include "orch/runtime/execution/LocalRunner.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
 #include "orch/runtime/operators/TestOperators.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -16,18 +16,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class LocalRunnerTest : public orch::testing::RuntimeFixture {
+class ThreadExecutorTest : public orch::testing::RuntimeFixture {
 protected:
   RunSummary run(const plan::Plan &plan, unsigned threads = 4) {
     RunOptions options;
     options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
-    return runLocally(plan, registry_, options, threads);
+    return runOnThreads(plan, registry_, options, threads);
   }
 
   std::vector<RootResult> finished_;
 };
 
-TEST_F(LocalRunnerTest, RunsAPipelineFromFilesToFiles) {
+TEST_F(ThreadExecutorTest, RunsAPipelineFromFilesToFiles) {
   std::string input;
   for (int i = 0; i < 40; ++i)
     input += "{\"id\": " + std::to_string(i) + ", \"n\": " + std::to_string(i % 7) + "}\n";
@@ -61,7 +61,7 @@ sink jsonl(path: "$DIR/out/docs.jsonl", record: { id: rows.id, pages: reduce(wor
   EXPECT_GT(summary.calls[1].grains, summary.calls[1].batches) << "pages were batched";
 }
 
-TEST_F(LocalRunnerTest, AnOperatorExceptionFailsRowsNotTheRun) {
+TEST_F(ThreadExecutorTest, AnOperatorExceptionFailsRowsNotTheRun) {
   writeFile("in.jsonl", "{\"n\": 2}\n{\"n\": 3}\n");
   plan::Plan plan = compile(R"(
 pipeline throwing;
@@ -77,7 +77,7 @@ sink jsonl(path: "$DIR/pages.jsonl", record: { page: boom });
   EXPECT_EQ(lines("pages.jsonl").size(), 4u);
 }
 
-TEST_F(LocalRunnerTest, ABatchPastItsTimeoutIsNarrowedDownAndItsRowFails) {
+TEST_F(ThreadExecutorTest, ABatchPastItsTimeoutIsNarrowedDownAndItsRowFails) {
   writeFile("in.jsonl", "{\"n\": 1}\n");
   plan::Plan plan = compile(R"(
 pipeline slow;
@@ -95,7 +95,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { row: slow });
   EXPECT_EQ(summary.engine.infrastructureFailures, 0u);
 }
 
-TEST_F(LocalRunnerTest, AHungBatchIsAbandonedAndTheRunEnds) {
+TEST_F(ThreadExecutorTest, AHungBatchIsAbandonedAndTheRunEnds) {
   // A thread cannot be killed: it is left to its ten-minute sleep, a new thread takes its
   // place, and after the Call's recovery (isolate: one deferred retry) the row fails; the run
   // does not wait for it.
@@ -118,7 +118,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
       << summary.executor;
 }
 
-TEST_F(LocalRunnerTest, ANonFiniteNumberFailsItsRowInAJsonSinkUnlessItOptsIntoNull) {
+TEST_F(ThreadExecutorTest, ANonFiniteNumberFailsItsRowInAJsonSinkUnlessItOptsIntoNull) {
   // Before, NaN and infinities were written as null and the rows counted as written. Twelve
   // such rows in a row do not stop the run: the output is fine, the values are not.
   std::string input;
@@ -164,7 +164,7 @@ sink jsonl(path: "$DIR/lenient.jsonl", record: { x: float(rows.x as String) }, n
   EXPECT_EQ(lines("lenient.jsonl")[1], "{\"x\":null}");
 }
 
-TEST_F(LocalRunnerTest, TestChecksumHashesPixelsNotASummaryOfTheImage) {
+TEST_F(ThreadExecutorTest, TestChecksumHashesPixelsNotASummaryOfTheImage) {
   // Before, an image hashed as its text ("{width: 2, ..., pixels: <4 bytes>}"): every page of
   // a PDF had one checksum.
   auto image = [](std::string pixels) {
@@ -186,7 +186,7 @@ TEST_F(LocalRunnerTest, TestChecksumHashesPixelsNotASummaryOfTheImage) {
   EXPECT_EQ(results[0].value.asInt(), results[2].value.asInt());
 }
 
-TEST_F(LocalRunnerTest, ADocumentWhosePageZeroFailsFinishesAtOnceAndItsOtherPagesNeverRun) {
+TEST_F(ThreadExecutorTest, ADocumentWhosePageZeroFailsFinishesAtOnceAndItsOtherPagesNeverRun) {
   // Before, the document waited for its 99 other 30 ms pages (3 s) although its only row was
   // already known to fail.
   writeFile("in.jsonl", "{\"n\": 100}\n");
@@ -209,7 +209,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { pages: reduce(slow) });
   EXPECT_EQ(cancelled, summary.engine.grainsCancelled);
 }
 
-TEST_F(LocalRunnerTest, MissingImplementationsStopTheRunBeforeItStarts) {
+TEST_F(ThreadExecutorTest, MissingImplementationsStopTheRunBeforeItStarts) {
   plan::Plan plan = compile(R"(
 pipeline unimplemented;
 source docs = files("$DIR/*.pdf");
@@ -220,7 +220,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { text: text.join(reduce(pdf.text(exp
   registerTestOperators(partial, log_);
   partial.addSource("files", *registry_.source("files"));
   partial.addSink("jsonl", *registry_.sink("jsonl"));
-  RunSummary summary = runLocally(plan, partial, RunOptions{}, 2);
+  RunSummary summary = runOnThreads(plan, partial, RunOptions{}, 2);
   EXPECT_FALSE(summary.started);
   ASSERT_TRUE(summary.error);
   EXPECT_NE(summary.error->find("no implementation for operator pdf.pages, operator pdf.text, "
@@ -229,7 +229,7 @@ sink jsonl(path: "$DIR/out.jsonl", record: { text: text.join(reduce(pdf.text(exp
       << *summary.error;
 }
 
-TEST_F(LocalRunnerTest, AnUnwritableSinkStopsTheRunBeforeItStarts) {
+TEST_F(ThreadExecutorTest, AnUnwritableSinkStopsTheRunBeforeItStarts) {
   writeFile("in.jsonl", "{}\n");
   writeFile("blocker", "a file where a directory should be");
   plan::Plan plan = compile(R"(
