@@ -5,6 +5,9 @@
 
 #include <msgpack.hpp>
 
+#include <memory>
+#include <set>
+
 namespace orch::runtime {
 namespace {
 
@@ -134,6 +137,113 @@ TEST(ProtocolTest, IntegralFloatsStayFloats) {
   const auto &back = std::get<ResultMessage>(std::get<Message>(decoded));
   for (const Value &value : back.report.grains.at(0).value.asList())
     EXPECT_EQ(value.kind(), Value::Kind::Float) << value.str();
+}
+
+/// One or more of every message type, with optional fields set and not.
+std::vector<Message> samples() {
+  std::vector<Message> all;
+  HelloMessage hello{3, "w1", 42, "host", 2.5, {0, 1}, {"a", "b"}, 1 << 30, "tcp://x:1", "KEY"};
+  all.push_back(hello);
+  all.push_back(HelloMessage{3, "w2", 7, "h", 1, {}, {}, 0, "", ""});
+  all.push_back(WelcomeMessage{3, 500, 5, std::string("plan\0bytes", 10), {"k1", "k2"}});
+  all.push_back(WelcomeMessage{3, 100, 2, "", {}});
+  all.push_back(InitMessage{1, 2, {"x", "y"}, 65536});
+  BatchMessage batch;
+  batch.replica = 3;
+  batch.batch.id = 99;
+  batch.batch.call = 1;
+  batch.batch.attempt = 2;
+  batch.batch.inputsPerGrain = 1;
+  batch.batch.grains.push_back(
+      BatchGrain{GrainRef{NodeId(4), EntityId(5)}, 6, GrainLineage{7, 8, 9, 10}});
+  batch.batch.grains.push_back(
+      BatchGrain{GrainRef{NodeId(1), EntityId(2)}, 0, GrainLineage{1, 0, 1, 11}});
+  batch.batch.inputs = {Value::string("s"),
+                        Value::ref(std::make_shared<ValueRef>(ValueRef{"w1", 5, 100}))};
+  all.push_back(batch);
+  batch.batch.timeoutNanoseconds = 123456;
+  batch.peers.push_back(PeerAddress{"w1", "tcp://1", "K"});
+  all.push_back(batch);
+  ResultMessage result;
+  result.replica = 2;
+  result.seconds = 0.25;
+  result.report.batchId = 99;
+  result.report.grains.push_back(
+      GrainReport{GrainRef{NodeId(4), EntityId(5)}, 6, RowResultKind::Value, Value::real(2.0), ""});
+  result.report.grains.push_back(GrainReport{GrainRef{NodeId(4), EntityId(6)}, 1,
+                                             RowResultKind::RecordFailure, Value(), "bad"});
+  all.push_back(result);
+  ResultMessage lost = result;
+  lost.report.grains.clear();
+  lost.report.batchError = "it crashed";
+  lost.report.loss = BatchLoss::Crash;
+  lost.unreachable = "w3";
+  all.push_back(lost);
+  lost.report.loss = BatchLoss::Infrastructure;
+  lost.unreachable = "";
+  all.push_back(lost);
+  lost.report.loss = BatchLoss::Timeout;
+  all.push_back(lost);
+  all.push_back(HeartbeatMessage{});
+  all.push_back(ByeMessage{"done"});
+  all.push_back(ErrorMessage{"no", ErrorCode::Restart});
+  all.push_back(ErrorMessage{"x", ErrorCode::Unspecified});
+  all.push_back(ErrorMessage{"y", ErrorCode::DeclaredLost});
+  all.push_back(StartedMessage{4, 1.5, std::nullopt});
+  all.push_back(StartedMessage{4, 1.5, std::string("trace")});
+  all.push_back(ReleaseMessage{7});
+  all.push_back(DropMessage{{1, 2, 3}});
+  all.push_back(FetchMessage{{4}});
+  all.push_back(BlobsMessage{{4, 5}, {Value::integer(1), Value::list({Value::boolean(true)})}});
+  all.push_back(PieceMessage{100, 50, std::string("\0\1\2", 3)});
+  all.push_back(MoreMessage{});
+  return all;
+}
+
+TEST(ProtocolTest, EveryMessageTypeRoundTripsThroughItsFieldTable) {
+  std::set<std::string> types;
+  for (const Message &message : samples()) {
+    const std::string bytes = encodeMessage(message);
+    auto decoded = decodeMessage(bytes);
+    ASSERT_TRUE(std::holds_alternative<Message>(decoded))
+        << describeMessage(message) << ": " << std::get<std::string>(decoded);
+    const Message &back = std::get<Message>(decoded);
+    EXPECT_EQ(back.index(), message.index());
+    EXPECT_EQ(encodeMessage(back), bytes) << describeMessage(message);
+    EXPECT_EQ(describeMessage(back), describeMessage(message));
+    types.insert(messageTypeName(message));
+  }
+  EXPECT_EQ(types.size(), std::variant_size_v<Message>) << "a message type has no sample";
+}
+
+TEST(ProtocolTest, ADescriptionNamesTheFieldsAMessageWrites) {
+  ResultMessage lost;
+  lost.replica = 2;
+  lost.report.batchId = 9;
+  lost.report.batchError = "it crashed";
+  lost.report.loss = BatchLoss::Crash;
+  EXPECT_EQ(describeMessage(lost), "result {batch=9, replica=2, seconds=0.000000, lost=true, "
+                                   "loss=crash, error=\"it crashed\"}");
+  EXPECT_EQ(describeMessage(WelcomeMessage{3, 500, 5, "abc", {}}),
+            "welcome {version=3, heartbeat_ms=500, liveness=5, peer_keys=[0], plan=3 bytes}");
+}
+
+TEST(ProtocolTest, AResultWithoutRowsMustSayWhyItsBatchFailed) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> out(buffer);
+  out.pack_map(4);
+  out.pack("type");
+  out.pack("result");
+  out.pack("batch");
+  out.pack(1);
+  out.pack("replica");
+  out.pack(0);
+  out.pack("seconds");
+  out.pack(0.5);
+  auto decoded = decodeMessage(std::string_view(buffer.data(), buffer.size()));
+  ASSERT_TRUE(std::holds_alternative<std::string>(decoded));
+  EXPECT_NE(std::get<std::string>(decoded).find("missing 'rows'"), std::string::npos)
+      << std::get<std::string>(decoded);
 }
 
 } // namespace

@@ -28,167 +28,246 @@ using plan::MapReader;
 using plan::MessagePackError;
 using plan::Object;
 
-/// Packs one message as a map: "type" first, then the fields.
-class MessageWriter {
-public:
-  MessageWriter(Packer &out) : out_(out) {}
+// Every message is listed once, as a table of its fields (`fields(visit, message)` below):
+// the same table encodes it (counting the map's entries first), decodes it and describes it,
+// so that a field added there is all three. How a field appears on the wire:
+//   Always    written, and required when read;
+//   Tolerated written, but may be missing when read (peers of an earlier version omit it);
+//   WhenSet   written only when set (not zero, empty or absent), and may be missing.
+enum class Presence { Always, Tolerated, WhenSet };
 
-  void operator()(const HelloMessage &hello) {
-    begin("hello", 10);
-    field("version", hello.version);
-    field("worker", hello.worker);
-    field("pid", hello.pid);
-    field("host", hello.host);
-    field("cpus", hello.cpus);
-    field("gpus", hello.gpus);
-    field("operators", hello.operators);
-    field("memory", hello.memoryBytes);
-    field("peer_endpoint", hello.peerEndpoint);
-    field("peer_key", hello.peerKey);
-  }
-  void operator()(const WelcomeMessage &welcome) {
-    begin("welcome", 5);
-    field("version", welcome.version);
-    field("heartbeat_ms", welcome.heartbeatMs);
-    field("liveness", welcome.liveness);
-    field("peer_keys", welcome.peerKeys);
-    out_.pack("plan");
-    out_.pack_bin(static_cast<uint32_t>(welcome.plan.size()));
-    out_.pack_bin_body(welcome.plan.data(), static_cast<uint32_t>(welcome.plan.size()));
-  }
-  void operator()(const InitMessage &init) {
-    begin("init", 4);
-    field("replica", init.replica);
-    field("call", init.call);
-    field("inputs", init.inputs);
-    field("keep_over", init.keepOver);
-  }
-  void operator()(const BatchMessage &message) {
-    const Batch &batch = message.batch;
-    begin("batch", 7 + (message.peers.empty() ? 0 : 1) + (batch.timeoutNanoseconds ? 1 : 0));
-    field("batch", batch.id);
-    if (batch.timeoutNanoseconds)
-      field("timeout_ns", batch.timeoutNanoseconds);
-    field("replica", message.replica);
-    field("call", batch.call);
-    field("attempt", batch.attempt);
-    out_.pack("grains");
-    out_.pack_array(static_cast<uint32_t>(batch.grains.size()));
-    for (const BatchGrain &grain : batch.grains) {
-      out_.pack_array(7);
-      out_.pack(grain.grain.node.index);
-      out_.pack(grain.grain.entity.index);
-      out_.pack(grain.generation);
-      out_.pack(grain.lineage.root);
-      out_.pack(grain.lineage.ordinal);
-      out_.pack(grain.lineage.depth);
-      out_.pack(grain.lineage.key);
-    }
-    field("inputs_per_grain", batch.inputsPerGrain);
-    out_.pack("inputs");
-    out_.pack_array(static_cast<uint32_t>(batch.inputs.size()));
-    for (const Value &input : batch.inputs)
-      packValue(out_, input);
-    if (!message.peers.empty()) {
-      out_.pack("peers");
-      out_.pack_array(static_cast<uint32_t>(message.peers.size()));
-      for (const PeerAddress &peer : message.peers) {
-        out_.pack_array(3);
-        out_.pack(peer.worker);
-        out_.pack(peer.endpoint);
-        out_.pack(peer.key);
-      }
-    }
-  }
-  void operator()(const ResultMessage &result) {
-    const BatchReport &report = result.report;
-    const bool lost = report.loss != BatchLoss::None;
-    const bool narrowed = report.loss == BatchLoss::Crash || report.loss == BatchLoss::Timeout;
-    begin("result", 4 + (lost ? 1 : 0) + (narrowed ? 1 : 0) + (result.unreachable.empty() ? 0 : 1));
-    field("batch", report.batchId);
-    field("replica", result.replica);
-    field("seconds", result.seconds);
-    if (lost)
-      field("lost", true);
-    if (narrowed)
-      field("loss", std::string(batchLossName(report.loss)));
-    if (!result.unreachable.empty())
-      field("unreachable", result.unreachable);
-    if (report.batchError) {
-      field("error", *report.batchError);
-    } else {
-      out_.pack("rows");
-      out_.pack_array(static_cast<uint32_t>(report.grains.size()));
-      for (const GrainReport &row : report.grains) {
-        out_.pack_array(6);
-        out_.pack(row.grain.node.index);
-        out_.pack(row.grain.entity.index);
-        out_.pack(row.generation);
-        out_.pack(static_cast<uint32_t>(row.kind));
-        packValue(out_, row.value);
-        out_.pack(row.message);
-      }
-    }
-  }
-  void operator()(const HeartbeatMessage &) { begin("heartbeat", 0); }
-  void operator()(const ByeMessage &bye) {
-    begin("bye", 1);
-    field("reason", bye.reason);
-  }
-  void operator()(const ErrorMessage &error) {
-    begin("error", 2);
-    field("message", error.message);
-    field("code", std::string(errorCodeName(error.code)));
-  }
-  void operator()(const ReleaseMessage &release) {
-    begin("release", 1);
-    field("replica", release.replica);
-  }
-  void operator()(const DropMessage &drop) {
-    begin("drop", 1);
-    field("ids", drop.ids);
-  }
-  void operator()(const FetchMessage &fetch) {
-    begin("fetch", 1);
-    field("ids", fetch.ids);
-  }
-  void operator()(const BlobsMessage &blobs) {
-    begin("blobs", 2);
-    field("ids", blobs.ids);
-    out_.pack("values");
-    out_.pack_array(static_cast<uint32_t>(blobs.values.size()));
-    for (const Value &value : blobs.values)
-      packValue(out_, value);
-  }
-  void operator()(const PieceMessage &piece) {
-    begin("piece", 3);
-    field("total", piece.total);
-    field("offset", piece.offset);
-    out_.pack("bytes");
-    out_.pack_bin(static_cast<uint32_t>(piece.bytes.size()));
-    out_.pack_bin_body(piece.bytes.data(), static_cast<uint32_t>(piece.bytes.size()));
-  }
-  void operator()(const MoreMessage &) { begin("more", 0); }
-  void operator()(const StartedMessage &started) {
-    begin("started", started.error ? 3 : 2);
-    field("replica", started.replica);
-    field("seconds", started.seconds);
-    if (started.error)
-      field("error", *started.error);
-  }
-
-private:
-  void begin(const char *type, uint32_t fields) {
-    out_.pack_map(fields + 1);
-    field("type", std::string(type));
-  }
-  template <typename T> void field(const char *key, const T &value) {
-    out_.pack(key);
-    out_.pack(value);
-  }
-
-  Packer &out_;
+// Values that travel in a shape of their own, named where the table lists them.
+/// Bytes as MessagePack bin (not str).
+struct Binary {
+  std::string &bytes;
 };
+/// Whole items' values (a reference may stand for one).
+struct ItemValues {
+  std::vector<Value> &values;
+};
+/// "lost": true for any lost batch.
+struct LostFlag {
+  BatchLoss &loss;
+};
+/// "loss": "crash" or "timeout", with "lost" (an infrastructure loss has none).
+struct LossName {
+  BatchLoss &loss;
+};
+/// A report's rows: written unless the batch failed as a whole, then required.
+struct ReportRows {
+  BatchReport &report;
+};
+struct ErrorCodeField {
+  ErrorCode &code;
+};
+
+// --- the tables ---------------------------------------------------------------------------
+
+template <typename Visit> void fields(Visit &&f, HelloMessage &m) {
+  f("version", m.version);
+  f("worker", m.worker);
+  f("pid", m.pid);
+  f("host", m.host);
+  f("cpus", m.cpus);
+  f("gpus", m.gpus);
+  f("operators", m.operators);
+  f("memory", m.memoryBytes, Presence::Tolerated);
+  f("peer_endpoint", m.peerEndpoint, Presence::Tolerated);
+  f("peer_key", m.peerKey, Presence::Tolerated);
+}
+template <typename Visit> void fields(Visit &&f, WelcomeMessage &m) {
+  f("version", m.version);
+  f("heartbeat_ms", m.heartbeatMs);
+  f("liveness", m.liveness);
+  f("peer_keys", m.peerKeys, Presence::Tolerated);
+  f("plan", Binary{m.plan});
+}
+template <typename Visit> void fields(Visit &&f, InitMessage &m) {
+  f("replica", m.replica);
+  f("call", m.call);
+  f("inputs", m.inputs);
+  f("keep_over", m.keepOver, Presence::Tolerated);
+}
+template <typename Visit> void fields(Visit &&f, BatchMessage &m) {
+  f("batch", m.batch.id);
+  f("timeout_ns", m.batch.timeoutNanoseconds, Presence::WhenSet);
+  f("replica", m.replica);
+  f("call", m.batch.call);
+  f("attempt", m.batch.attempt);
+  f("grains", m.batch.grains);
+  f("inputs_per_grain", m.batch.inputsPerGrain);
+  f("inputs", ItemValues{m.batch.inputs});
+  f("peers", m.peers, Presence::WhenSet);
+}
+template <typename Visit> void fields(Visit &&f, ResultMessage &m) {
+  f("batch", m.report.batchId);
+  f("replica", m.replica);
+  f("seconds", m.seconds);
+  f("lost", LostFlag{m.report.loss}, Presence::WhenSet);
+  f("loss", LossName{m.report.loss}, Presence::WhenSet);
+  f("unreachable", m.unreachable, Presence::WhenSet);
+  f("error", m.report.batchError, Presence::WhenSet);
+  f("rows", ReportRows{m.report}, Presence::WhenSet);
+}
+template <typename Visit> void fields(Visit &&, HeartbeatMessage &) {}
+template <typename Visit> void fields(Visit &&f, ByeMessage &m) { f("reason", m.reason); }
+template <typename Visit> void fields(Visit &&f, ErrorMessage &m) {
+  f("message", m.message);
+  f("code", ErrorCodeField{m.code}, Presence::Tolerated);
+}
+template <typename Visit> void fields(Visit &&f, StartedMessage &m) {
+  f("replica", m.replica);
+  f("seconds", m.seconds);
+  f("error", m.error, Presence::WhenSet);
+}
+template <typename Visit> void fields(Visit &&f, ReleaseMessage &m) { f("replica", m.replica); }
+template <typename Visit> void fields(Visit &&f, DropMessage &m) { f("ids", m.ids); }
+template <typename Visit> void fields(Visit &&f, FetchMessage &m) { f("ids", m.ids); }
+template <typename Visit> void fields(Visit &&f, BlobsMessage &m) {
+  f("ids", m.ids);
+  f("values", m.values);
+}
+template <typename Visit> void fields(Visit &&f, PieceMessage &m) {
+  f("total", m.total);
+  f("offset", m.offset);
+  f("bytes", Binary{m.bytes});
+}
+template <typename Visit> void fields(Visit &&, MoreMessage &) {}
+
+/// The message types in the order of Message's alternatives.
+constexpr const char *kMessageTypes[] = {"hello",     "welcome", "init",  "batch",   "result",
+                                         "heartbeat", "bye",     "error", "started", "release",
+                                         "drop",      "fetch",   "blobs", "piece",   "more"};
+static_assert(std::size(kMessageTypes) == std::variant_size_v<Message>,
+              "every message type has a name");
+
+/// What a decoded message must hold beyond its fields' own types.
+void checkDecoded(BatchMessage &m) {
+  Batch &batch = m.batch;
+  batch.timeoutNanoseconds = std::max<int64_t>(0, batch.timeoutNanoseconds);
+  if (uint64_t(batch.inputsPerGrain) * batch.grains.size() != batch.inputs.size())
+    throw MessagePackError("a batch's inputs do not match its grains");
+}
+void checkDecoded(BlobsMessage &m) {
+  if (m.values.size() != m.ids.size())
+    throw MessagePackError("blobs: not one value per id");
+}
+template <typename M> void checkDecoded(M &) {}
+
+// --- whether a field is set (for WhenSet) ---------------------------------------------------
+
+template <typename T> bool isSet(const T &value) {
+  if constexpr (std::is_arithmetic_v<T>)
+    return value != 0;
+  else
+    return !value.empty();
+}
+bool isSet(const std::optional<std::string> &value) { return value.has_value(); }
+bool isSet(const LostFlag &lost) { return lost.loss != BatchLoss::None; }
+bool isSet(const LossName &loss) {
+  return loss.loss == BatchLoss::Crash || loss.loss == BatchLoss::Timeout;
+}
+bool isSet(const ReportRows &rows) { return !rows.report.batchError; }
+bool isSet(const Binary &binary) { return !binary.bytes.empty(); }
+bool isSet(const ItemValues &items) { return !items.values.empty(); }
+bool isSet(const ErrorCodeField &code) { return code.code != ErrorCode::Unspecified; }
+
+/// A WhenSet field that must be there after all, given the fields read before it.
+template <typename T> bool requiredWhenAbsent(const T &) { return false; }
+bool requiredWhenAbsent(const ReportRows &rows) { return !rows.report.batchError; }
+
+// --- writing --------------------------------------------------------------------------------
+
+template <typename T> void write(Packer &out, const T &value) { out.pack(value); }
+void write(Packer &out, const std::optional<std::string> &value) { out.pack(*value); }
+void write(Packer &out, const Binary &binary) {
+  out.pack_bin(static_cast<uint32_t>(binary.bytes.size()));
+  out.pack_bin_body(binary.bytes.data(), static_cast<uint32_t>(binary.bytes.size()));
+}
+void write(Packer &out, const std::vector<Value> &values) {
+  out.pack_array(static_cast<uint32_t>(values.size()));
+  for (const Value &value : values)
+    packValue(out, value);
+}
+void write(Packer &out, const ItemValues &items) { write(out, items.values); }
+void write(Packer &out, const std::vector<BatchGrain> &grains) {
+  out.pack_array(static_cast<uint32_t>(grains.size()));
+  for (const BatchGrain &grain : grains) {
+    out.pack_array(7);
+    out.pack(grain.grain.node.index);
+    out.pack(grain.grain.entity.index);
+    out.pack(grain.generation);
+    out.pack(grain.lineage.root);
+    out.pack(grain.lineage.ordinal);
+    out.pack(grain.lineage.depth);
+    out.pack(grain.lineage.key);
+  }
+}
+void write(Packer &out, const std::vector<PeerAddress> &peers) {
+  out.pack_array(static_cast<uint32_t>(peers.size()));
+  for (const PeerAddress &peer : peers) {
+    out.pack_array(3);
+    out.pack(peer.worker);
+    out.pack(peer.endpoint);
+    out.pack(peer.key);
+  }
+}
+void write(Packer &out, const LostFlag &) { out.pack(true); }
+void write(Packer &out, const LossName &loss) { out.pack(std::string(batchLossName(loss.loss))); }
+void write(Packer &out, const ReportRows &rows) {
+  out.pack_array(static_cast<uint32_t>(rows.report.grains.size()));
+  for (const GrainReport &row : rows.report.grains) {
+    out.pack_array(6);
+    out.pack(row.grain.node.index);
+    out.pack(row.grain.entity.index);
+    out.pack(row.generation);
+    out.pack(static_cast<uint32_t>(row.kind));
+    packValue(out, row.value);
+    out.pack(row.message);
+  }
+}
+void write(Packer &out, const ErrorCodeField &code) {
+  out.pack(std::string(errorCodeName(code.code)));
+}
+
+/// Counts the fields a message writes.
+struct FieldCounter {
+  uint32_t count = 0;
+  template <typename T>
+  void operator()(const char *, const T &value, Presence presence = Presence::Always) {
+    count += presence != Presence::WhenSet || isSet(value);
+  }
+};
+
+/// Writes the fields a message writes, in its table's order.
+struct FieldWriter {
+  Packer &out;
+  template <typename T>
+  void operator()(const char *key, const T &value, Presence presence = Presence::Always) {
+    if (presence == Presence::WhenSet && !isSet(value))
+      return;
+    out.pack(key);
+    write(out, value);
+  }
+};
+
+/// Packs one message as a map: "type" first, then its table's fields.
+void writeMessage(Packer &out, const Message &message) {
+  std::visit(
+      [&](const auto &typed) {
+        // The tables take a message by reference for reading too; writing only reads it.
+        auto &fieldsOf = const_cast<std::decay_t<decltype(typed)> &>(typed);
+        FieldCounter counter;
+        fields(counter, fieldsOf);
+        out.pack_map(counter.count + 1);
+        out.pack("type");
+        out.pack(std::string(kMessageTypes[message.index()]));
+        fields(FieldWriter{out}, fieldsOf);
+      },
+      message);
+}
+
+// --- reading --------------------------------------------------------------------------------
 
 uint32_t u32(const Object &object, const char *what) {
   if (object.type != msgpack::type::POSITIVE_INTEGER || object.via.u64 > UINT32_MAX)
@@ -214,199 +293,185 @@ std::string text(const Object &object, const char *what) {
   return std::string(object.via.str.ptr, object.via.str.size);
 }
 
-std::vector<uint64_t> ids(const MapReader &map) {
-  const Object &array = map.get("ids", msgpack::type::ARRAY);
-  std::vector<uint64_t> result;
-  result.reserve(array.via.array.size);
+/// The elements of the array under `key`, each read by `element`.
+template <typename T, typename Element>
+void readArray(const MapReader &map, const char *key, std::vector<T> &out, Element &&element) {
+  const Object &array = map.get(key, msgpack::type::ARRAY);
+  out.clear();
+  out.reserve(array.via.array.size);
   for (uint32_t i = 0; i < array.via.array.size; ++i)
-    result.push_back(u64(array.via.array.ptr[i], "an id"));
-  return result;
+    out.push_back(element(array.via.array.ptr[i]));
 }
 
-Message readBatch(const MapReader &map) {
-  BatchMessage message;
-  Batch &batch = message.batch;
-  batch.id = uint64_t(map.integer("batch"));
-  message.replica = map.index("replica");
-  batch.call = map.index("call");
-  batch.attempt = uint32_t(map.integer("attempt"));
-  if (map.optional("timeout_ns"))
-    batch.timeoutNanoseconds = std::max<int64_t>(0, map.integer("timeout_ns"));
-  const Object &grains = map.get("grains", msgpack::type::ARRAY);
-  for (uint32_t i = 0; i < grains.via.array.size; ++i) {
-    const Object &entry = tuple(grains.via.array.ptr[i], 7, "a grain");
-    const Object *at = entry.via.array.ptr;
-    batch.grains.push_back(
-        BatchGrain{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
-                   u32(at[2], "generation"),
-                   GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"), u32(at[5], "depth"),
-                                u64(at[6], "key")}});
-  }
-  batch.inputsPerGrain = map.index("inputs_per_grain");
-  const Object &inputs = map.get("inputs", msgpack::type::ARRAY);
-  if (uint64_t(batch.inputsPerGrain) * batch.grains.size() != inputs.via.array.size)
-    throw MessagePackError("a batch's inputs do not match its grains");
-  for (uint32_t i = 0; i < inputs.via.array.size; ++i)
-    batch.inputs.push_back(readItemValue(inputs.via.array.ptr[i]));
-  if (map.optional("peers")) {
-    const Object &peers = map.get("peers", msgpack::type::ARRAY);
-    for (uint32_t i = 0; i < peers.via.array.size; ++i) {
-      const Object *at = tuple(peers.via.array.ptr[i], 3, "a peer").via.array.ptr;
-      message.peers.push_back(PeerAddress{text(at[0], "a peer's name"),
-                                          text(at[1], "a peer's endpoint"),
-                                          text(at[2], "a peer's key")});
-    }
-  }
-  return message;
+void read(const MapReader &map, const char *key, uint32_t &value) { value = map.index(key); }
+void read(const MapReader &map, const char *key, uint64_t &value) {
+  value = u64(map.get(key, msgpack::type::POSITIVE_INTEGER), key);
 }
-
-Message readResult(const MapReader &map) {
-  ResultMessage result;
-  result.report.batchId = uint64_t(map.integer("batch"));
-  result.replica = map.index("replica");
-  result.seconds = map.real("seconds");
-  if (map.optional("lost") && map.boolean("lost"))
-    result.report.loss = BatchLoss::Infrastructure;
-  if (map.optional("loss")) {
-    const std::string loss = map.string("loss");
-    if (result.report.loss == BatchLoss::None || (loss != "crash" && loss != "timeout"))
-      throw MessagePackError("'loss' must be \"crash\" or \"timeout\", with 'lost'");
-    result.report.loss = loss == "crash" ? BatchLoss::Crash : BatchLoss::Timeout;
-  }
-  if (map.optional("unreachable"))
-    result.unreachable = map.string("unreachable");
-  if (map.optional("error")) {
-    result.report.batchError = map.string("error");
-    return result;
-  }
-  const Object &rows = map.get("rows", msgpack::type::ARRAY);
-  for (uint32_t i = 0; i < rows.via.array.size; ++i) {
-    const Object &entry = tuple(rows.via.array.ptr[i], 6, "a row");
-    const Object *at = entry.via.array.ptr;
+void read(const MapReader &map, const char *key, int64_t &value) { value = map.integer(key); }
+void read(const MapReader &map, const char *key, double &value) { value = map.real(key); }
+void read(const MapReader &map, const char *key, std::string &value) { value = map.string(key); }
+void read(const MapReader &map, const char *key, std::optional<std::string> &value) {
+  value = map.string(key);
+}
+void read(const MapReader &map, const char *key, std::vector<std::string> &value) {
+  value = map.strings(key);
+}
+void read(const MapReader &map, const char *key, std::vector<uint64_t> &value) {
+  readArray(map, key, value, [](const Object &id) { return u64(id, "an id"); });
+}
+void read(const MapReader &map, const char *key, std::vector<int64_t> &value) {
+  readArray(map, key, value, [](const Object &gpu) { return int64_t(u32(gpu, "a GPU index")); });
+}
+void read(const MapReader &map, const char *key, Binary binary) {
+  const Object &bytes = map.get(key, msgpack::type::BIN);
+  binary.bytes.assign(bytes.via.bin.ptr, bytes.via.bin.size);
+}
+void read(const MapReader &map, const char *key, std::vector<Value> &values) {
+  readArray(map, key, values, [](const Object &value) { return readValue(value); });
+}
+void read(const MapReader &map, const char *key, ItemValues items) {
+  readArray(map, key, items.values, [](const Object &value) { return readItemValue(value); });
+}
+void read(const MapReader &map, const char *key, std::vector<BatchGrain> &grains) {
+  readArray(map, key, grains, [](const Object &entry) {
+    const Object *at = tuple(entry, 7, "a grain").via.array.ptr;
+    return BatchGrain{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
+                      u32(at[2], "generation"),
+                      GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"), u32(at[5], "depth"),
+                                   u64(at[6], "key")}};
+  });
+}
+void read(const MapReader &map, const char *key, std::vector<PeerAddress> &peers) {
+  readArray(map, key, peers, [](const Object &entry) {
+    const Object *at = tuple(entry, 3, "a peer").via.array.ptr;
+    return PeerAddress{text(at[0], "a peer's name"), text(at[1], "a peer's endpoint"),
+                       text(at[2], "a peer's key")};
+  });
+}
+void read(const MapReader &map, const char *key, LostFlag lost) {
+  if (map.boolean(key))
+    lost.loss = BatchLoss::Infrastructure;
+}
+void read(const MapReader &map, const char *key, LossName loss) {
+  const std::string name = map.string(key);
+  if (loss.loss == BatchLoss::None || (name != "crash" && name != "timeout"))
+    throw MessagePackError("'loss' must be \"crash\" or \"timeout\", with 'lost'");
+  loss.loss = name == "crash" ? BatchLoss::Crash : BatchLoss::Timeout;
+}
+void read(const MapReader &map, const char *key, ReportRows rows) {
+  readArray(map, key, rows.report.grains, [](const Object &entry) {
+    const Object *at = tuple(entry, 6, "a row").via.array.ptr;
     const uint32_t kind = u32(at[3], "row kind");
     if (kind > uint32_t(RowResultKind::GroupFailure))
       throw MessagePackError("unknown row kind " + std::to_string(kind));
-    if (at[5].type != msgpack::type::STR)
-      throw MessagePackError("a row message is not a string");
-    result.report.grains.push_back(
-        GrainReport{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
-                    u32(at[2], "generation"), RowResultKind(kind), readItemValue(at[4]),
-                    std::string(at[5].via.str.ptr, at[5].via.str.size)});
+    return GrainReport{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
+                       u32(at[2], "generation"), RowResultKind(kind), readItemValue(at[4]),
+                       text(at[5], "a row message")};
+  });
+}
+void read(const MapReader &map, const char *key, ErrorCodeField code) {
+  const std::string name = map.string(key);
+  code.code = name == errorCodeName(ErrorCode::DeclaredLost) ? ErrorCode::DeclaredLost
+              : name == errorCodeName(ErrorCode::Restart)    ? ErrorCode::Restart
+                                                             : ErrorCode::Unspecified;
+}
+
+/// Reads a message's fields from its map, in its table's order.
+struct FieldReader {
+  const MapReader &map;
+  template <typename T>
+  void operator()(const char *key, T &&value, Presence presence = Presence::Always) {
+    if (presence != Presence::Always && !map.optional(key)) {
+      if (requiredWhenAbsent(value))
+        throw MessagePackError("missing '" + std::string(key) + "' in the message");
+      return;
+    }
+    read(map, key, std::forward<T>(value));
   }
-  return result;
+};
+
+template <size_t... I> Message emptyMessage(size_t index, std::index_sequence<I...>) {
+  static constexpr Message (*kMakers[])() = {[] { return Message(std::in_place_index<I>); }...};
+  return kMakers[index]();
 }
 
 Message readMessage(const Object &root) {
   MapReader map(root, "the message");
   const std::string type = map.string("type");
-  if (type == "hello") {
-    HelloMessage hello;
-    hello.version = uint32_t(map.integer("version"));
-    hello.worker = map.string("worker");
-    hello.pid = map.integer("pid");
-    hello.host = map.string("host");
-    hello.cpus = map.real("cpus");
-    const Object &gpus = map.get("gpus", msgpack::type::ARRAY);
-    for (uint32_t i = 0; i < gpus.via.array.size; ++i)
-      hello.gpus.push_back(int64_t(u32(gpus.via.array.ptr[i], "a GPU index")));
-    hello.operators = map.strings("operators");
-    // Optional: a worker of an earlier version does not say.
-    if (map.optional("memory"))
-      hello.memoryBytes = uint64_t(std::max<int64_t>(0, map.integer("memory")));
-    if (map.optional("peer_endpoint"))
-      hello.peerEndpoint = map.string("peer_endpoint");
-    if (map.optional("peer_key"))
-      hello.peerKey = map.string("peer_key");
-    return hello;
-  }
-  if (type == "welcome") {
-    WelcomeMessage welcome;
-    welcome.version = uint32_t(map.integer("version"));
-    welcome.heartbeatMs = uint32_t(map.integer("heartbeat_ms"));
-    welcome.liveness = uint32_t(map.integer("liveness"));
-    const Object &plan = map.get("plan", msgpack::type::BIN);
-    welcome.plan.assign(plan.via.bin.ptr, plan.via.bin.size);
-    if (map.optional("peer_keys"))
-      welcome.peerKeys = map.strings("peer_keys");
-    return welcome;
-  }
-  if (type == "init") {
-    InitMessage init{map.index("replica"), map.index("call"), map.strings("inputs")};
-    if (map.optional("keep_over"))
-      init.keepOver = uint64_t(std::max<int64_t>(0, map.integer("keep_over")));
-    return init;
-  }
-  if (type == "batch")
-    return readBatch(map);
-  if (type == "result")
-    return readResult(map);
-  if (type == "heartbeat")
-    return HeartbeatMessage{};
-  if (type == "bye")
-    return ByeMessage{map.string("reason")};
-  if (type == "error") {
-    ErrorMessage error{map.string("message")};
-    if (map.optional("code")) {
-      const std::string code = map.string("code");
-      error.code = code == errorCodeName(ErrorCode::DeclaredLost) ? ErrorCode::DeclaredLost
-                   : code == errorCodeName(ErrorCode::Restart)    ? ErrorCode::Restart
-                                                                  : ErrorCode::Unspecified;
-    }
-    return error;
-  }
-  if (type == "release")
-    return ReleaseMessage{map.index("replica")};
-  if (type == "drop")
-    return DropMessage{ids(map)};
-  if (type == "fetch")
-    return FetchMessage{ids(map)};
-  if (type == "blobs") {
-    BlobsMessage blobs{ids(map), {}};
-    const Object &values = map.get("values", msgpack::type::ARRAY);
-    if (values.via.array.size != blobs.ids.size())
-      throw MessagePackError("blobs: not one value per id");
-    for (uint32_t i = 0; i < values.via.array.size; ++i)
-      blobs.values.push_back(readValue(values.via.array.ptr[i]));
-    return blobs;
-  }
-  if (type == "piece") {
-    PieceMessage piece{u64(map.get("total", msgpack::type::POSITIVE_INTEGER), "total"),
-                       u64(map.get("offset", msgpack::type::POSITIVE_INTEGER), "offset"), ""};
-    const Object &bytes = map.get("bytes", msgpack::type::BIN);
-    piece.bytes.assign(bytes.via.bin.ptr, bytes.via.bin.size);
-    return piece;
-  }
-  if (type == "more")
-    return MoreMessage{};
-  if (type == "started") {
-    StartedMessage started{map.index("replica"), map.real("seconds"), std::nullopt};
-    if (map.optional("error"))
-      started.error = map.string("error");
-    return started;
+  for (size_t index = 0; index < std::size(kMessageTypes); ++index) {
+    if (type != kMessageTypes[index])
+      continue;
+    Message message = emptyMessage(index, std::make_index_sequence<std::variant_size_v<Message>>());
+    std::visit(
+        [&](auto &typed) {
+          fields(FieldReader{map}, typed);
+          checkDecoded(typed);
+        },
+        message);
+    return message;
   }
   throw MessagePackError("unknown message type '" + type.substr(0, 40) + "'");
 }
 
+// --- describing -------------------------------------------------------------------------------
+
+/// "key=value" for each field a message writes; lists and blobs by their size.
+struct FieldDescriber {
+  std::string &text;
+  template <typename T>
+  void operator()(const char *key, const T &value, Presence presence = Presence::Always) {
+    if (presence == Presence::WhenSet && !isSet(value))
+      return;
+    text += std::string(text.empty() ? "" : ", ") + key + "=" + describe(value);
+  }
+  template <typename T> static std::string describe(const T &value) {
+    if constexpr (std::is_same_v<T, std::string>)
+      return "\"" + value.substr(0, 60) + (value.size() > 60 ? "…" : "") + "\"";
+    else if constexpr (std::is_same_v<T, double>)
+      return std::to_string(value);
+    else if constexpr (std::is_arithmetic_v<T>)
+      return std::to_string(value);
+    else
+      return "[" + std::to_string(value.size()) + "]";
+  }
+  static std::string describe(const std::optional<std::string> &value) { return describe(*value); }
+  static std::string describe(const Binary &binary) {
+    return std::to_string(binary.bytes.size()) + " bytes";
+  }
+  static std::string describe(const ItemValues &items) { return describe(items.values); }
+  static std::string describe(const LostFlag &) { return "true"; }
+  static std::string describe(const LossName &loss) { return batchLossName(loss.loss); }
+  static std::string describe(const ReportRows &rows) { return describe(rows.report.grains); }
+  static std::string describe(const ErrorCodeField &code) {
+    return "\"" + std::string(errorCodeName(code.code)) + "\"";
+  }
+};
+
 } // namespace
 
-const char *messageTypeName(const Message &message) {
-  static const char *names[] = {"hello",     "welcome", "init",  "batch",   "result",
-                                "heartbeat", "bye",     "error", "started", "release",
-                                "drop",      "fetch",   "blobs", "piece",   "more"};
-  return names[message.index()];
+const char *messageTypeName(const Message &message) { return kMessageTypes[message.index()]; }
+
+std::string describeMessage(const Message &message) {
+  std::string text;
+  std::visit(
+      [&](const auto &typed) {
+        fields(FieldDescriber{text}, const_cast<std::decay_t<decltype(typed)> &>(typed));
+      },
+      message);
+  return std::string(messageTypeName(message)) + " {" + text + "}";
 }
 
 std::string encodeMessage(const Message &message) {
   msgpack::sbuffer buffer;
   Packer packer(buffer);
-  std::visit(MessageWriter(packer), message);
+  writeMessage(packer, message);
   return std::string(buffer.data(), buffer.size());
 }
 
 EncodedMessage encodeMessageBuffer(const Message &message) {
   msgpack::sbuffer buffer;
   Packer packer(buffer);
-  std::visit(MessageWriter(packer), message);
+  writeMessage(packer, message);
   EncodedMessage encoded;
   encoded.size = buffer.size();
   // sbuffer's storage comes from malloc (msgpack-c's sbuffer.hpp).

@@ -173,6 +173,8 @@ using Message =
                  DropMessage, FetchMessage, BlobsMessage, PieceMessage, MoreMessage>;
 
 const char *messageTypeName(const Message &message);
+/// The message as its fields: `batch {batch=3, replica=1, ..., grains=[2]}` (for logs and tests).
+std::string describeMessage(const Message &message);
 
 std::string encodeMessage(const Message &message);
 
