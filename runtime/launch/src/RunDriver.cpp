@@ -30,8 +30,9 @@ makeExecutor(const plan::Plan &plan, const OperatorRegistry &registry, RunSettin
   if (settings.inProcess)
     return makeThreadExecutor(registry, settings.threads, firstDevices(settings.gpuCount),
                               settings.log);
+  const unsigned localWorkers = localWorkerCount(plan, settings);
   CoordinatorOptions coordinator = std::move(settings.coordinator);
-  coordinator.localWorkers = localWorkerCount(plan, settings);
+  coordinator.localWorkers = localWorkers;
   coordinator.workerProgram = settings.workerProgram;
   coordinator.localGpuDevices = settings.gpuCount;
   coordinator.log = settings.log;
