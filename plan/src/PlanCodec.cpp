@@ -5,6 +5,7 @@
 #include "orch/plan/PlanCodec.h"
 
 #include "orch/plan/MessagePackReader.h"
+#include "orch/plan/RecordFields.h"
 
 #include <msgpack.hpp>
 
@@ -92,17 +93,6 @@ void packValue(Packer &out, const StaticValue &value) {
     out.pack(std::get<ByteSize>(value).bytes);
 }
 
-void packConstants(Packer &out, const std::vector<NamedConstant> &constants) {
-  out.pack_array(uint32_t(constants.size()));
-  for (const NamedConstant &constant : constants) {
-    out.pack_map(2);
-    packKey(out, "name");
-    out.pack(constant.name);
-    packKey(out, "value");
-    packValue(out, constant.value);
-  }
-}
-
 /// The Call options in the table's order; sizes and durations as integers, the recovery
 /// policy by name.
 void packOptions(Packer &out, const CallOptions &options) {
@@ -123,72 +113,6 @@ void packOptions(Packer &out, const CallOptions &options) {
         },
         spec.get(options));
   }
-}
-
-void packExternalOperator(Packer &out, const PlanExternalOperator &op) {
-  out.pack_map(10);
-  packKey(out, "name");
-  out.pack(op.name);
-  packKey(out, "runner");
-  out.pack(op.runner);
-  packKey(out, "path");
-  out.pack(op.path);
-  packKey(out, "sha256");
-  out.pack(op.sha256);
-  packKey(out, "class");
-  out.pack(op.className);
-  packKey(out, "args");
-  packStrings(out, op.args);
-  packKey(out, "params");
-  out.pack_array(uint32_t(op.params.size()));
-  for (const PlanOperatorParam &param : op.params) {
-    out.pack_map(3);
-    packKey(out, "name");
-    out.pack(param.name);
-    packKey(out, "constant");
-    out.pack(param.constant);
-    packKey(out, "type");
-    packType(out, param.type);
-  }
-  packKey(out, "result");
-  packType(out, op.result);
-  packKey(out, "line");
-  out.pack(op.line);
-  packKey(out, "column");
-  out.pack(op.column);
-}
-
-void packNode(Packer &out, const PlanNode &node) {
-  out.pack_map(13);
-  packKey(out, "kind");
-  out.pack(std::string_view(nodeKindName(node.kind)));
-  packKey(out, "domain");
-  packIndex(out, node.domain);
-  packKey(out, "type");
-  packType(out, node.type);
-  packKey(out, "inputs");
-  packIndexes(out, node.inputs);
-  packKey(out, "labels");
-  packStrings(out, node.labels);
-  packKey(out, "index");
-  packIndex(out, node.index);
-  packKey(out, "field");
-  out.pack(node.field);
-  packKey(out, "constant");
-  if (node.constant)
-    packValue(out, *node.constant);
-  else
-    out.pack_nil();
-  packKey(out, "name");
-  out.pack(node.name);
-  packKey(out, "line");
-  out.pack(node.line);
-  packKey(out, "column");
-  out.pack(node.column);
-  packKey(out, "consumers");
-  packIndexes(out, node.consumers);
-  packKey(out, "sinks");
-  packIndexes(out, node.sinks);
 }
 
 // --- reading ------------------------------------------------------------------------------
@@ -249,17 +173,6 @@ StaticValue readValue(const Object &object, const std::string &where) {
   throw DecodeFailure{"unknown constant type '" + type + "' in " + where};
 }
 
-std::vector<NamedConstant> readConstants(const MapReader &map, const std::string &where) {
-  std::vector<NamedConstant> constants;
-  forEachElement(map, "constants", where + " constant",
-                 [&](const Object &item, const std::string &at) {
-                   MapReader constant(item, at);
-                   constants.push_back({constant.string("name"),
-                                        readValue(constant.get("value", msgpack::type::MAP), at)});
-                 });
-  return constants;
-}
-
 CallOptions readOptions(const Object &object, const std::string &where) {
   MapReader map(object, where);
   CallOptions options;
@@ -304,82 +217,174 @@ NodeKind readNodeKind(const std::string &name, const std::string &where) {
   throw DecodeFailure{"unknown node kind '" + name + "' in " + where};
 }
 
-PlanNode readNode(const Object &object, const std::string &where) {
-  MapReader map(object, where);
-  PlanNode node;
-  node.kind = readNodeKind(map.string("kind"), where);
-  node.domain = map.index("domain");
-  node.type = readType(map.get("type", msgpack::type::MAP), where);
-  node.inputs = map.indexes("inputs");
-  node.labels = map.strings("labels");
-  node.index = map.index("index");
-  node.field = map.string("field");
-  if (const Object *constant = map.optional("constant");
-      constant && constant->type != msgpack::type::NIL)
-    node.constant = readValue(*constant, where);
-  node.name = map.string("name");
-  node.line = uint32_t(map.index("line"));
-  node.column = uint32_t(map.index("column"));
-  node.consumers = map.indexes("consumers");
-  node.sinks = map.indexes("sinks");
-  return node;
-}
+// --- the records, each as one field table (RecordFields.h) --------------------------------
 
-PlanExternalOperator readExternalOperator(const Object &object, const std::string &where) {
-  MapReader map(object, where);
-  PlanExternalOperator op;
-  op.name = map.string("name");
-  op.runner = map.string("runner");
-  op.path = map.string("path");
-  op.sha256 = map.string("sha256");
-  op.className = map.string("class");
-  op.args = map.strings("args");
-  forEachElement(map, "params", where + " parameter",
-                 [&](const Object &item, const std::string &at) {
-                   MapReader param(item, at);
-                   op.params.push_back({param.string("name"), param.boolean("constant"),
-                                        readType(param.get("type", msgpack::type::MAP), at)});
-                 });
-  op.result = readType(map.get("result", msgpack::type::MAP), where);
-  op.line = map.index("line");
-  op.column = map.index("column");
-  return op;
-}
+/// A plan index: nil for kNone.
+struct Index {
+  uint32_t &index;
+};
+/// Records in an array, each a map of its fields; `what` names one in messages ("node 3").
+template <typename T> struct Records {
+  std::vector<T> &items;
+  const char *what;
+};
+struct KindName {
+  NodeKind &kind;
+};
 
-Plan readBody(const Object &object, Plan plan) {
-  MapReader body(object, "the plan");
-  plan.pipelineName = body.string("pipeline");
-  plan.sourcePath = body.string("source");
-  forEachElement(body, "domains", "domain", [&](const Object &item, const std::string &at) {
-    MapReader domain(item, at);
-    plan.domains.push_back({domain.string("name"), domain.index("parent")});
-  });
-  forEachElement(body, "calls", "call", [&](const Object &item, const std::string &at) {
-    MapReader call(item, at);
-    plan.calls.push_back({call.string("name"), call.string("op"), readConstants(call, at),
-                          readOptions(call.get("options", msgpack::type::MAP), at),
-                          call.boolean("gpu")});
-  });
-  forEachElement(body, "sources", "source", [&](const Object &item, const std::string &at) {
-    MapReader source(item, at);
-    plan.sources.push_back({source.string("op"), readConstants(source, at), source.index("domain"),
-                            source.index("node")});
-  });
-  forEachElement(body, "nodes", "node", [&](const Object &item, const std::string &at) {
-    plan.nodes.push_back(readNode(item, at));
-  });
-  forEachElement(body, "sinks", "sink", [&](const Object &item, const std::string &at) {
-    MapReader sink(item, at);
-    plan.sinks.push_back({sink.string("op"), readConstants(sink, at), sink.strings("labels"),
-                          sink.indexes("inputs"), sink.index("domain")});
-  });
-  if (body.optional("operators"))
-    forEachElement(body, "operators", "declared operator",
-                   [&](const Object &item, const std::string &at) {
-                     plan.operators.push_back(readExternalOperator(item, at));
-                   });
-  return plan;
-}
+struct PlanFields {
+  template <typename Visit> static void fields(Visit &&f, NamedConstant &c) {
+    f("name", c.name);
+    f("value", c.value);
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanDomain &d) {
+    f("name", d.name);
+    f("parent", Index{d.parent});
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanCall &c) {
+    f("name", c.name);
+    f("op", c.op);
+    f("constants", Records<NamedConstant>{c.constants, "constant"});
+    f("options", c.options);
+    f("gpu", c.gpu);
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanSource &s) {
+    f("op", s.op);
+    f("constants", Records<NamedConstant>{s.constants, "constant"});
+    f("domain", Index{s.domain});
+    f("node", Index{s.node});
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanNode &n) {
+    f("kind", KindName{n.kind});
+    f("domain", Index{n.domain});
+    f("type", n.type);
+    f("inputs", n.inputs);
+    f("labels", n.labels);
+    f("index", Index{n.index});
+    f("field", n.field);
+    f("constant", n.constant);
+    f("name", n.name);
+    f("line", n.line);
+    f("column", n.column);
+    f("consumers", n.consumers);
+    f("sinks", n.sinks);
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanSink &s) {
+    f("op", s.op);
+    f("constants", Records<NamedConstant>{s.constants, "constant"});
+    f("labels", s.labels);
+    f("inputs", s.inputs);
+    f("domain", Index{s.domain});
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanOperatorParam &p) {
+    f("name", p.name);
+    f("constant", p.constant);
+    f("type", p.type);
+  }
+  template <typename Visit> static void fields(Visit &&f, PlanExternalOperator &o) {
+    f("name", o.name);
+    f("runner", o.runner);
+    f("path", o.path);
+    f("sha256", o.sha256);
+    f("class", o.className);
+    f("args", o.args);
+    f("params", Records<PlanOperatorParam>{o.params, "parameter"});
+    f("result", o.result);
+    f("line", o.line);
+    f("column", o.column);
+  }
+  /// The plan's body. Plans without declared operators keep the bytes they always had.
+  template <typename Visit> static void fields(Visit &&f, Plan &p) {
+    f("pipeline", p.pipelineName);
+    f("source", p.sourcePath);
+    f("domains", Records<PlanDomain>{p.domains, "domain"});
+    f("calls", Records<PlanCall>{p.calls, "call"});
+    f("sources", Records<PlanSource>{p.sources, "source"});
+    f("nodes", Records<PlanNode>{p.nodes, "node"});
+    f("sinks", Records<PlanSink>{p.sinks, "sink"});
+    f("operators", Records<PlanExternalOperator>{p.operators, "declared operator"},
+      Presence::WhenSet);
+  }
+
+  template <typename T> static bool isSet(const T &value) { return isSetByDefault(value); }
+  template <typename T> static bool isSet(const Records<T> &records) {
+    return !records.items.empty();
+  }
+  template <typename T> static bool requiredWhenAbsent(const T &) { return false; }
+
+  static void write(Packer &out, const std::string &text) { out.pack(text); }
+  static void write(Packer &out, bool value) { out.pack(value); }
+  static void write(Packer &out, uint32_t value) { out.pack(value); }
+  static void write(Packer &out, const Index &index) { packIndex(out, index.index); }
+  static void write(Packer &out, const std::vector<uint32_t> &indexes) {
+    packIndexes(out, indexes);
+  }
+  static void write(Packer &out, const std::vector<std::string> &strings) {
+    packStrings(out, strings);
+  }
+  static void write(Packer &out, const Type &type) { packType(out, type); }
+  static void write(Packer &out, const StaticValue &value) { packValue(out, value); }
+  static void write(Packer &out, const std::optional<StaticValue> &value) {
+    if (value)
+      packValue(out, *value);
+    else
+      out.pack_nil();
+  }
+  static void write(Packer &out, const CallOptions &options) { packOptions(out, options); }
+  static void write(Packer &out, const KindName &kind) {
+    out.pack(std::string_view(nodeKindName(kind.kind)));
+  }
+  template <typename T> static void write(Packer &out, const Records<T> &records) {
+    out.pack_array(uint32_t(records.items.size()));
+    for (const T &item : records.items)
+      writeRecord<PlanFields>(out, item);
+  }
+
+  static void read(const MapReader &map, const char *key, std::string &text) {
+    text = map.string(key);
+  }
+  static void read(const MapReader &map, const char *key, bool &value) { value = map.boolean(key); }
+  static void read(const MapReader &map, const char *key, uint32_t &value) {
+    value = map.index(key);
+  }
+  static void read(const MapReader &map, const char *key, Index index) {
+    index.index = map.index(key);
+  }
+  static void read(const MapReader &map, const char *key, std::vector<uint32_t> &indexes) {
+    indexes = map.indexes(key);
+  }
+  static void read(const MapReader &map, const char *key, std::vector<std::string> &strings) {
+    strings = map.strings(key);
+  }
+  static void read(const MapReader &map, const char *key, Type &type) {
+    type = readType(map.get(key, msgpack::type::MAP), map.where());
+  }
+  static void read(const MapReader &map, const char *key, StaticValue &value) {
+    value = readValue(map.get(key, msgpack::type::MAP), map.where());
+  }
+  static void read(const MapReader &map, const char *key, std::optional<StaticValue> &value) {
+    if (const Object *constant = map.optional(key);
+        constant && constant->type != msgpack::type::NIL)
+      value = readValue(*constant, map.where());
+  }
+  static void read(const MapReader &map, const char *key, CallOptions &options) {
+    options = readOptions(map.get(key, msgpack::type::MAP), map.where());
+  }
+  static void read(const MapReader &map, const char *key, KindName kind) {
+    kind.kind = readNodeKind(map.string(key), map.where());
+  }
+  template <typename T>
+  static void read(const MapReader &map, const char *key, Records<T> records) {
+    // Top-level records are "node 3"; nested ones say where they are ("call 1 constant 0").
+    const std::string what =
+        map.where() == "the plan" ? records.what : map.where() + " " + records.what;
+    forEachElement(map, key, what, [&](const Object &item, const std::string &at) {
+      MapReader record(item, at);
+      records.items.emplace_back();
+      readFields<PlanFields>(record, records.items.back());
+    });
+  }
+};
 
 FormatVersion readFormat(const MapReader &root) {
   const Object &format = root.get("format", msgpack::type::ARRAY);
@@ -408,7 +413,9 @@ Plan readRoot(const Object &object) {
                             " is not supported (this orch reads " +
                             std::to_string(kCurrentFormat.major) + ".x); recompile it with orchc",
                         /*corrupt=*/false};
-  return readBody(root.get("plan", msgpack::type::MAP), std::move(plan));
+  MapReader body(root.get("plan", msgpack::type::MAP), "the plan");
+  readFields<PlanFields>(body, plan);
+  return plan;
 }
 
 } // namespace
@@ -424,74 +431,7 @@ std::string encodePlan(const Plan &plan) {
   out.pack(plan.format.major);
   out.pack(plan.format.minor);
   packKey(out, "plan");
-  // Plans without declared operators keep the bytes they always had.
-  out.pack_map(plan.operators.empty() ? 7 : 8);
-  packKey(out, "pipeline");
-  out.pack(plan.pipelineName);
-  packKey(out, "source");
-  out.pack(plan.sourcePath);
-  packKey(out, "domains");
-  out.pack_array(uint32_t(plan.domains.size()));
-  for (const PlanDomain &domain : plan.domains) {
-    out.pack_map(2);
-    packKey(out, "name");
-    out.pack(domain.name);
-    packKey(out, "parent");
-    packIndex(out, domain.parent);
-  }
-  packKey(out, "calls");
-  out.pack_array(uint32_t(plan.calls.size()));
-  for (const PlanCall &call : plan.calls) {
-    out.pack_map(5);
-    packKey(out, "name");
-    out.pack(call.name);
-    packKey(out, "op");
-    out.pack(call.op);
-    packKey(out, "constants");
-    packConstants(out, call.constants);
-    packKey(out, "options");
-    packOptions(out, call.options);
-    packKey(out, "gpu");
-    out.pack(call.gpu);
-  }
-  packKey(out, "sources");
-  out.pack_array(uint32_t(plan.sources.size()));
-  for (const PlanSource &source : plan.sources) {
-    out.pack_map(4);
-    packKey(out, "op");
-    out.pack(source.op);
-    packKey(out, "constants");
-    packConstants(out, source.constants);
-    packKey(out, "domain");
-    packIndex(out, source.domain);
-    packKey(out, "node");
-    packIndex(out, source.node);
-  }
-  packKey(out, "nodes");
-  out.pack_array(uint32_t(plan.nodes.size()));
-  for (const PlanNode &node : plan.nodes)
-    packNode(out, node);
-  packKey(out, "sinks");
-  out.pack_array(uint32_t(plan.sinks.size()));
-  for (const PlanSink &sink : plan.sinks) {
-    out.pack_map(5);
-    packKey(out, "op");
-    out.pack(sink.op);
-    packKey(out, "constants");
-    packConstants(out, sink.constants);
-    packKey(out, "labels");
-    packStrings(out, sink.labels);
-    packKey(out, "inputs");
-    packIndexes(out, sink.inputs);
-    packKey(out, "domain");
-    packIndex(out, sink.domain);
-  }
-  if (!plan.operators.empty()) {
-    packKey(out, "operators");
-    out.pack_array(uint32_t(plan.operators.size()));
-    for (const PlanExternalOperator &op : plan.operators)
-      packExternalOperator(out, op);
-  }
+  writeRecord<PlanFields>(out, plan);
   return std::string(buffer.data(), buffer.size());
 }
 

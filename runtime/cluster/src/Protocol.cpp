@@ -6,6 +6,7 @@
 #include "orch/runtime/values/ValueCodec.h"
 
 #include "orch/plan/MessagePackReader.h"
+#include "orch/plan/RecordFields.h"
 
 #include <msgpack.hpp>
 
@@ -28,13 +29,10 @@ using plan::MapReader;
 using plan::MessagePackError;
 using plan::Object;
 
-// Every message is listed once, as a table of its fields (`fields(visit, message)` below):
-// the same table encodes it (counting the map's entries first), decodes it and describes it,
-// so that a field added there is all three. How a field appears on the wire:
-//   Always    written, and required when read;
-//   Tolerated written, but may be missing when read (peers of an earlier version omit it);
-//   WhenSet   written only when set (not zero, empty or absent), and may be missing.
-enum class Presence { Always, Tolerated, WhenSet };
+// Every message is listed once, as a table of its fields (`ProtocolFields::fields` below,
+// plan/RecordFields.h): the same table encodes it (counting its map's entries), decodes it and
+// describes it, so that a field added there is all three.
+using plan::Presence;
 
 // Values that travel in a shape of their own, named where the table lists them.
 /// Bytes as MessagePack bin (not str).
@@ -63,77 +61,6 @@ struct ErrorCodeField {
 
 // --- the tables ---------------------------------------------------------------------------
 
-template <typename Visit> void fields(Visit &&f, HelloMessage &m) {
-  f("version", m.version);
-  f("worker", m.worker);
-  f("pid", m.pid);
-  f("host", m.host);
-  f("cpus", m.cpus);
-  f("gpus", m.gpus);
-  f("operators", m.operators);
-  f("memory", m.memoryBytes, Presence::Tolerated);
-  f("peer_endpoint", m.peerEndpoint, Presence::Tolerated);
-  f("peer_key", m.peerKey, Presence::Tolerated);
-}
-template <typename Visit> void fields(Visit &&f, WelcomeMessage &m) {
-  f("version", m.version);
-  f("heartbeat_ms", m.heartbeatMs);
-  f("liveness", m.liveness);
-  f("peer_keys", m.peerKeys, Presence::Tolerated);
-  f("plan", Binary{m.plan});
-}
-template <typename Visit> void fields(Visit &&f, InitMessage &m) {
-  f("replica", m.replica);
-  f("call", m.call);
-  f("inputs", m.inputs);
-  f("keep_over", m.keepOver, Presence::Tolerated);
-}
-template <typename Visit> void fields(Visit &&f, BatchMessage &m) {
-  f("batch", m.batch.id);
-  f("timeout_ns", m.batch.timeoutNanoseconds, Presence::WhenSet);
-  f("replica", m.replica);
-  f("call", m.batch.call);
-  f("attempt", m.batch.attempt);
-  f("grains", m.batch.grains);
-  f("inputs_per_grain", m.batch.inputsPerGrain);
-  f("inputs", ItemValues{m.batch.inputs});
-  f("peers", m.peers, Presence::WhenSet);
-}
-template <typename Visit> void fields(Visit &&f, ResultMessage &m) {
-  f("batch", m.report.batchId);
-  f("replica", m.replica);
-  f("seconds", m.seconds);
-  f("lost", LostFlag{m.report.loss}, Presence::WhenSet);
-  f("loss", LossName{m.report.loss}, Presence::WhenSet);
-  f("unreachable", m.unreachable, Presence::WhenSet);
-  f("error", m.report.batchError, Presence::WhenSet);
-  f("rows", ReportRows{m.report}, Presence::WhenSet);
-}
-template <typename Visit> void fields(Visit &&, HeartbeatMessage &) {}
-template <typename Visit> void fields(Visit &&f, ByeMessage &m) { f("reason", m.reason); }
-template <typename Visit> void fields(Visit &&f, ErrorMessage &m) {
-  f("message", m.message);
-  f("code", ErrorCodeField{m.code}, Presence::Tolerated);
-}
-template <typename Visit> void fields(Visit &&f, StartedMessage &m) {
-  f("replica", m.replica);
-  f("seconds", m.seconds);
-  f("error", m.error, Presence::WhenSet);
-}
-template <typename Visit> void fields(Visit &&f, ReleaseMessage &m) { f("replica", m.replica); }
-template <typename Visit> void fields(Visit &&f, DropMessage &m) { f("ids", m.ids); }
-template <typename Visit> void fields(Visit &&f, FetchMessage &m) { f("ids", m.ids); }
-template <typename Visit> void fields(Visit &&f, BlobsMessage &m) {
-  f("ids", m.ids);
-  f("values", m.values);
-}
-template <typename Visit> void fields(Visit &&f, PieceMessage &m) {
-  f("total", m.total);
-  f("offset", m.offset);
-  f("bytes", Binary{m.bytes});
-}
-template <typename Visit> void fields(Visit &&, MoreMessage &) {}
-
 /// The message types in the order of Message's alternatives.
 constexpr const char *kMessageTypes[] = {"hello",     "welcome", "init",  "batch",   "result",
                                          "heartbeat", "bye",     "error", "started", "release",
@@ -153,119 +80,6 @@ void checkDecoded(BlobsMessage &m) {
     throw MessagePackError("blobs: not one value per id");
 }
 template <typename M> void checkDecoded(M &) {}
-
-// --- whether a field is set (for WhenSet) ---------------------------------------------------
-
-template <typename T> bool isSet(const T &value) {
-  if constexpr (std::is_arithmetic_v<T>)
-    return value != 0;
-  else
-    return !value.empty();
-}
-bool isSet(const std::optional<std::string> &value) { return value.has_value(); }
-bool isSet(const LostFlag &lost) { return lost.loss != BatchLoss::None; }
-bool isSet(const LossName &loss) {
-  return loss.loss == BatchLoss::Crash || loss.loss == BatchLoss::Timeout;
-}
-bool isSet(const ReportRows &rows) { return !rows.report.batchError; }
-bool isSet(const Binary &binary) { return !binary.bytes.empty(); }
-bool isSet(const ItemValues &items) { return !items.values.empty(); }
-bool isSet(const ErrorCodeField &code) { return code.code != ErrorCode::Unspecified; }
-
-/// A WhenSet field that must be there after all, given the fields read before it.
-template <typename T> bool requiredWhenAbsent(const T &) { return false; }
-bool requiredWhenAbsent(const ReportRows &rows) { return !rows.report.batchError; }
-
-// --- writing --------------------------------------------------------------------------------
-
-template <typename T> void write(Packer &out, const T &value) { out.pack(value); }
-void write(Packer &out, const std::optional<std::string> &value) { out.pack(*value); }
-void write(Packer &out, const Binary &binary) {
-  out.pack_bin(static_cast<uint32_t>(binary.bytes.size()));
-  out.pack_bin_body(binary.bytes.data(), static_cast<uint32_t>(binary.bytes.size()));
-}
-void write(Packer &out, const std::vector<Value> &values) {
-  out.pack_array(static_cast<uint32_t>(values.size()));
-  for (const Value &value : values)
-    packValue(out, value);
-}
-void write(Packer &out, const ItemValues &items) { write(out, items.values); }
-void write(Packer &out, const std::vector<BatchGrain> &grains) {
-  out.pack_array(static_cast<uint32_t>(grains.size()));
-  for (const BatchGrain &grain : grains) {
-    out.pack_array(7);
-    out.pack(grain.grain.node.index);
-    out.pack(grain.grain.entity.index);
-    out.pack(grain.generation);
-    out.pack(grain.lineage.root);
-    out.pack(grain.lineage.ordinal);
-    out.pack(grain.lineage.depth);
-    out.pack(grain.lineage.key);
-  }
-}
-void write(Packer &out, const std::vector<PeerAddress> &peers) {
-  out.pack_array(static_cast<uint32_t>(peers.size()));
-  for (const PeerAddress &peer : peers) {
-    out.pack_array(3);
-    out.pack(peer.worker);
-    out.pack(peer.endpoint);
-    out.pack(peer.key);
-  }
-}
-void write(Packer &out, const LostFlag &) { out.pack(true); }
-void write(Packer &out, const LossName &loss) { out.pack(std::string(batchLossName(loss.loss))); }
-void write(Packer &out, const ReportRows &rows) {
-  out.pack_array(static_cast<uint32_t>(rows.report.grains.size()));
-  for (const GrainReport &row : rows.report.grains) {
-    out.pack_array(6);
-    out.pack(row.grain.node.index);
-    out.pack(row.grain.entity.index);
-    out.pack(row.generation);
-    out.pack(static_cast<uint32_t>(row.kind));
-    packValue(out, row.value);
-    out.pack(row.message);
-  }
-}
-void write(Packer &out, const ErrorCodeField &code) {
-  out.pack(std::string(errorCodeName(code.code)));
-}
-
-/// Counts the fields a message writes.
-struct FieldCounter {
-  uint32_t count = 0;
-  template <typename T>
-  void operator()(const char *, const T &value, Presence presence = Presence::Always) {
-    count += presence != Presence::WhenSet || isSet(value);
-  }
-};
-
-/// Writes the fields a message writes, in its table's order.
-struct FieldWriter {
-  Packer &out;
-  template <typename T>
-  void operator()(const char *key, const T &value, Presence presence = Presence::Always) {
-    if (presence == Presence::WhenSet && !isSet(value))
-      return;
-    out.pack(key);
-    write(out, value);
-  }
-};
-
-/// Packs one message as a map: "type" first, then its table's fields.
-void writeMessage(Packer &out, const Message &message) {
-  std::visit(
-      [&](const auto &typed) {
-        // The tables take a message by reference for reading too; writing only reads it.
-        auto &fieldsOf = const_cast<std::decay_t<decltype(typed)> &>(typed);
-        FieldCounter counter;
-        fields(counter, fieldsOf);
-        out.pack_map(counter.count + 1);
-        out.pack("type");
-        out.pack(std::string(kMessageTypes[message.index()]));
-        fields(FieldWriter{out}, fieldsOf);
-      },
-      message);
-}
 
 // --- reading --------------------------------------------------------------------------------
 
@@ -293,102 +107,257 @@ std::string text(const Object &object, const char *what) {
   return std::string(object.via.str.ptr, object.via.str.size);
 }
 
-/// The elements of the array under `key`, each read by `element`.
-template <typename T, typename Element>
-void readArray(const MapReader &map, const char *key, std::vector<T> &out, Element &&element) {
-  const Object &array = map.get(key, msgpack::type::ARRAY);
-  out.clear();
-  out.reserve(array.via.array.size);
-  for (uint32_t i = 0; i < array.via.array.size; ++i)
-    out.push_back(element(array.via.array.ptr[i]));
-}
+/// The wire shapes and the tables of every message (plan/RecordFields.h).
+struct ProtocolFields {
+  template <typename Visit> static void fields(Visit &&f, HelloMessage &m) {
+    f("version", m.version);
+    f("worker", m.worker);
+    f("pid", m.pid);
+    f("host", m.host);
+    f("cpus", m.cpus);
+    f("gpus", m.gpus);
+    f("operators", m.operators);
+    f("memory", m.memoryBytes, Presence::Tolerated);
+    f("peer_endpoint", m.peerEndpoint, Presence::Tolerated);
+    f("peer_key", m.peerKey, Presence::Tolerated);
+  }
+  template <typename Visit> static void fields(Visit &&f, WelcomeMessage &m) {
+    f("version", m.version);
+    f("heartbeat_ms", m.heartbeatMs);
+    f("liveness", m.liveness);
+    f("peer_keys", m.peerKeys, Presence::Tolerated);
+    f("plan", Binary{m.plan});
+  }
+  template <typename Visit> static void fields(Visit &&f, InitMessage &m) {
+    f("replica", m.replica);
+    f("call", m.call);
+    f("inputs", m.inputs);
+    f("keep_over", m.keepOver, Presence::Tolerated);
+  }
+  template <typename Visit> static void fields(Visit &&f, BatchMessage &m) {
+    f("batch", m.batch.id);
+    f("timeout_ns", m.batch.timeoutNanoseconds, Presence::WhenSet);
+    f("replica", m.replica);
+    f("call", m.batch.call);
+    f("attempt", m.batch.attempt);
+    f("grains", m.batch.grains);
+    f("inputs_per_grain", m.batch.inputsPerGrain);
+    f("inputs", ItemValues{m.batch.inputs});
+    f("peers", m.peers, Presence::WhenSet);
+  }
+  template <typename Visit> static void fields(Visit &&f, ResultMessage &m) {
+    f("batch", m.report.batchId);
+    f("replica", m.replica);
+    f("seconds", m.seconds);
+    f("lost", LostFlag{m.report.loss}, Presence::WhenSet);
+    f("loss", LossName{m.report.loss}, Presence::WhenSet);
+    f("unreachable", m.unreachable, Presence::WhenSet);
+    f("error", m.report.batchError, Presence::WhenSet);
+    f("rows", ReportRows{m.report}, Presence::WhenSet);
+  }
+  template <typename Visit> static void fields(Visit &&, HeartbeatMessage &) {}
+  template <typename Visit> static void fields(Visit &&f, ByeMessage &m) { f("reason", m.reason); }
+  template <typename Visit> static void fields(Visit &&f, ErrorMessage &m) {
+    f("message", m.message);
+    f("code", ErrorCodeField{m.code}, Presence::Tolerated);
+  }
+  template <typename Visit> static void fields(Visit &&f, StartedMessage &m) {
+    f("replica", m.replica);
+    f("seconds", m.seconds);
+    f("error", m.error, Presence::WhenSet);
+  }
+  template <typename Visit> static void fields(Visit &&f, ReleaseMessage &m) {
+    f("replica", m.replica);
+  }
+  template <typename Visit> static void fields(Visit &&f, DropMessage &m) { f("ids", m.ids); }
+  template <typename Visit> static void fields(Visit &&f, FetchMessage &m) { f("ids", m.ids); }
+  template <typename Visit> static void fields(Visit &&f, BlobsMessage &m) {
+    f("ids", m.ids);
+    f("values", m.values);
+  }
+  template <typename Visit> static void fields(Visit &&f, PieceMessage &m) {
+    f("total", m.total);
+    f("offset", m.offset);
+    f("bytes", Binary{m.bytes});
+  }
+  template <typename Visit> static void fields(Visit &&, MoreMessage &) {}
 
-void read(const MapReader &map, const char *key, uint32_t &value) { value = map.index(key); }
-void read(const MapReader &map, const char *key, uint64_t &value) {
-  value = u64(map.get(key, msgpack::type::POSITIVE_INTEGER), key);
-}
-void read(const MapReader &map, const char *key, int64_t &value) { value = map.integer(key); }
-void read(const MapReader &map, const char *key, double &value) { value = map.real(key); }
-void read(const MapReader &map, const char *key, std::string &value) { value = map.string(key); }
-void read(const MapReader &map, const char *key, std::optional<std::string> &value) {
-  value = map.string(key);
-}
-void read(const MapReader &map, const char *key, std::vector<std::string> &value) {
-  value = map.strings(key);
-}
-void read(const MapReader &map, const char *key, std::vector<uint64_t> &value) {
-  readArray(map, key, value, [](const Object &id) { return u64(id, "an id"); });
-}
-void read(const MapReader &map, const char *key, std::vector<int64_t> &value) {
-  readArray(map, key, value, [](const Object &gpu) { return int64_t(u32(gpu, "a GPU index")); });
-}
-void read(const MapReader &map, const char *key, Binary binary) {
-  const Object &bytes = map.get(key, msgpack::type::BIN);
-  binary.bytes.assign(bytes.via.bin.ptr, bytes.via.bin.size);
-}
-void read(const MapReader &map, const char *key, std::vector<Value> &values) {
-  readArray(map, key, values, [](const Object &value) { return readValue(value); });
-}
-void read(const MapReader &map, const char *key, ItemValues items) {
-  readArray(map, key, items.values, [](const Object &value) { return readItemValue(value); });
-}
-void read(const MapReader &map, const char *key, std::vector<BatchGrain> &grains) {
-  readArray(map, key, grains, [](const Object &entry) {
-    const Object *at = tuple(entry, 7, "a grain").via.array.ptr;
-    return BatchGrain{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
-                      u32(at[2], "generation"),
-                      GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"), u32(at[5], "depth"),
-                                   u64(at[6], "key")}};
-  });
-}
-void read(const MapReader &map, const char *key, std::vector<PeerAddress> &peers) {
-  readArray(map, key, peers, [](const Object &entry) {
-    const Object *at = tuple(entry, 3, "a peer").via.array.ptr;
-    return PeerAddress{text(at[0], "a peer's name"), text(at[1], "a peer's endpoint"),
-                       text(at[2], "a peer's key")};
-  });
-}
-void read(const MapReader &map, const char *key, LostFlag lost) {
-  if (map.boolean(key))
-    lost.loss = BatchLoss::Infrastructure;
-}
-void read(const MapReader &map, const char *key, LossName loss) {
-  const std::string name = map.string(key);
-  if (loss.loss == BatchLoss::None || (name != "crash" && name != "timeout"))
-    throw MessagePackError("'loss' must be \"crash\" or \"timeout\", with 'lost'");
-  loss.loss = name == "crash" ? BatchLoss::Crash : BatchLoss::Timeout;
-}
-void read(const MapReader &map, const char *key, ReportRows rows) {
-  readArray(map, key, rows.report.grains, [](const Object &entry) {
-    const Object *at = tuple(entry, 6, "a row").via.array.ptr;
-    const uint32_t kind = u32(at[3], "row kind");
-    if (kind > uint32_t(RowResultKind::GroupFailure))
-      throw MessagePackError("unknown row kind " + std::to_string(kind));
-    return GrainReport{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
-                       u32(at[2], "generation"), RowResultKind(kind), readItemValue(at[4]),
-                       text(at[5], "a row message")};
-  });
-}
-void read(const MapReader &map, const char *key, ErrorCodeField code) {
-  const std::string name = map.string(key);
-  code.code = name == errorCodeName(ErrorCode::DeclaredLost) ? ErrorCode::DeclaredLost
-              : name == errorCodeName(ErrorCode::Restart)    ? ErrorCode::Restart
-                                                             : ErrorCode::Unspecified;
-}
+  // --- whether a field is set (for WhenSet) ---------------------------------------------------
 
-/// Reads a message's fields from its map, in its table's order.
-struct FieldReader {
-  const MapReader &map;
-  template <typename T>
-  void operator()(const char *key, T &&value, Presence presence = Presence::Always) {
-    if (presence != Presence::Always && !map.optional(key)) {
-      if (requiredWhenAbsent(value))
-        throw MessagePackError("missing '" + std::string(key) + "' in the message");
-      return;
+  template <typename T> static bool isSet(const T &value) { return plan::isSetByDefault(value); }
+  static bool isSet(const LostFlag &lost) { return lost.loss != BatchLoss::None; }
+  static bool isSet(const LossName &loss) {
+    return loss.loss == BatchLoss::Crash || loss.loss == BatchLoss::Timeout;
+  }
+  static bool isSet(const ReportRows &rows) { return !rows.report.batchError; }
+  static bool isSet(const Binary &binary) { return !binary.bytes.empty(); }
+  static bool isSet(const ItemValues &items) { return !items.values.empty(); }
+  static bool isSet(const ErrorCodeField &code) { return code.code != ErrorCode::Unspecified; }
+
+  /// A WhenSet field that must be there after all, given the fields read before it.
+  template <typename T> static bool requiredWhenAbsent(const T &) { return false; }
+  static bool requiredWhenAbsent(const ReportRows &rows) { return !rows.report.batchError; }
+
+  // --- writing --------------------------------------------------------------------------------
+
+  template <typename T> static void write(Packer &out, const T &value) { out.pack(value); }
+  static void write(Packer &out, const std::optional<std::string> &value) { out.pack(*value); }
+  static void write(Packer &out, const Binary &binary) {
+    out.pack_bin(static_cast<uint32_t>(binary.bytes.size()));
+    out.pack_bin_body(binary.bytes.data(), static_cast<uint32_t>(binary.bytes.size()));
+  }
+  static void write(Packer &out, const std::vector<Value> &values) {
+    out.pack_array(static_cast<uint32_t>(values.size()));
+    for (const Value &value : values)
+      packValue(out, value);
+  }
+  static void write(Packer &out, const ItemValues &items) { write(out, items.values); }
+  static void write(Packer &out, const std::vector<BatchGrain> &grains) {
+    out.pack_array(static_cast<uint32_t>(grains.size()));
+    for (const BatchGrain &grain : grains) {
+      out.pack_array(7);
+      out.pack(grain.grain.node.index);
+      out.pack(grain.grain.entity.index);
+      out.pack(grain.generation);
+      out.pack(grain.lineage.root);
+      out.pack(grain.lineage.ordinal);
+      out.pack(grain.lineage.depth);
+      out.pack(grain.lineage.key);
     }
-    read(map, key, std::forward<T>(value));
+  }
+  static void write(Packer &out, const std::vector<PeerAddress> &peers) {
+    out.pack_array(static_cast<uint32_t>(peers.size()));
+    for (const PeerAddress &peer : peers) {
+      out.pack_array(3);
+      out.pack(peer.worker);
+      out.pack(peer.endpoint);
+      out.pack(peer.key);
+    }
+  }
+  static void write(Packer &out, const LostFlag &) { out.pack(true); }
+  static void write(Packer &out, const LossName &loss) {
+    out.pack(std::string(batchLossName(loss.loss)));
+  }
+  static void write(Packer &out, const ReportRows &rows) {
+    out.pack_array(static_cast<uint32_t>(rows.report.grains.size()));
+    for (const GrainReport &row : rows.report.grains) {
+      out.pack_array(6);
+      out.pack(row.grain.node.index);
+      out.pack(row.grain.entity.index);
+      out.pack(row.generation);
+      out.pack(static_cast<uint32_t>(row.kind));
+      packValue(out, row.value);
+      out.pack(row.message);
+    }
+  }
+  static void write(Packer &out, const ErrorCodeField &code) {
+    out.pack(std::string(errorCodeName(code.code)));
+  }
+
+  /// The elements of the array under `key`, each read by `element`.
+  template <typename T, typename Element>
+  static void readArray(const MapReader &map, const char *key, std::vector<T> &out,
+                        Element &&element) {
+    const Object &array = map.get(key, msgpack::type::ARRAY);
+    out.clear();
+    out.reserve(array.via.array.size);
+    for (uint32_t i = 0; i < array.via.array.size; ++i)
+      out.push_back(element(array.via.array.ptr[i]));
+  }
+
+  static void read(const MapReader &map, const char *key, uint32_t &value) {
+    value = map.index(key);
+  }
+  static void read(const MapReader &map, const char *key, uint64_t &value) {
+    value = u64(map.get(key, msgpack::type::POSITIVE_INTEGER), key);
+  }
+  static void read(const MapReader &map, const char *key, int64_t &value) {
+    value = map.integer(key);
+  }
+  static void read(const MapReader &map, const char *key, double &value) { value = map.real(key); }
+  static void read(const MapReader &map, const char *key, std::string &value) {
+    value = map.string(key);
+  }
+  static void read(const MapReader &map, const char *key, std::optional<std::string> &value) {
+    value = map.string(key);
+  }
+  static void read(const MapReader &map, const char *key, std::vector<std::string> &value) {
+    value = map.strings(key);
+  }
+  static void read(const MapReader &map, const char *key, std::vector<uint64_t> &value) {
+    readArray(map, key, value, [](const Object &id) { return u64(id, "an id"); });
+  }
+  static void read(const MapReader &map, const char *key, std::vector<int64_t> &value) {
+    readArray(map, key, value, [](const Object &gpu) { return int64_t(u32(gpu, "a GPU index")); });
+  }
+  static void read(const MapReader &map, const char *key, Binary binary) {
+    const Object &bytes = map.get(key, msgpack::type::BIN);
+    binary.bytes.assign(bytes.via.bin.ptr, bytes.via.bin.size);
+  }
+  static void read(const MapReader &map, const char *key, std::vector<Value> &values) {
+    readArray(map, key, values, [](const Object &value) { return readValue(value); });
+  }
+  static void read(const MapReader &map, const char *key, ItemValues items) {
+    readArray(map, key, items.values, [](const Object &value) { return readItemValue(value); });
+  }
+  static void read(const MapReader &map, const char *key, std::vector<BatchGrain> &grains) {
+    readArray(map, key, grains, [](const Object &entry) {
+      const Object *at = tuple(entry, 7, "a grain").via.array.ptr;
+      return BatchGrain{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
+                        u32(at[2], "generation"),
+                        GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"), u32(at[5], "depth"),
+                                     u64(at[6], "key")}};
+    });
+  }
+  static void read(const MapReader &map, const char *key, std::vector<PeerAddress> &peers) {
+    readArray(map, key, peers, [](const Object &entry) {
+      const Object *at = tuple(entry, 3, "a peer").via.array.ptr;
+      return PeerAddress{text(at[0], "a peer's name"), text(at[1], "a peer's endpoint"),
+                         text(at[2], "a peer's key")};
+    });
+  }
+  static void read(const MapReader &map, const char *key, LostFlag lost) {
+    if (map.boolean(key))
+      lost.loss = BatchLoss::Infrastructure;
+  }
+  static void read(const MapReader &map, const char *key, LossName loss) {
+    const std::string name = map.string(key);
+    if (loss.loss == BatchLoss::None || (name != "crash" && name != "timeout"))
+      throw MessagePackError("'loss' must be \"crash\" or \"timeout\", with 'lost'");
+    loss.loss = name == "crash" ? BatchLoss::Crash : BatchLoss::Timeout;
+  }
+  static void read(const MapReader &map, const char *key, ReportRows rows) {
+    readArray(map, key, rows.report.grains, [](const Object &entry) {
+      const Object *at = tuple(entry, 6, "a row").via.array.ptr;
+      const uint32_t kind = u32(at[3], "row kind");
+      if (kind > uint32_t(RowResultKind::GroupFailure))
+        throw MessagePackError("unknown row kind " + std::to_string(kind));
+      return GrainReport{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
+                         u32(at[2], "generation"), RowResultKind(kind), readItemValue(at[4]),
+                         text(at[5], "a row message")};
+    });
+  }
+  static void read(const MapReader &map, const char *key, ErrorCodeField code) {
+    const std::string name = map.string(key);
+    code.code = name == errorCodeName(ErrorCode::DeclaredLost) ? ErrorCode::DeclaredLost
+                : name == errorCodeName(ErrorCode::Restart)    ? ErrorCode::Restart
+                                                               : ErrorCode::Unspecified;
   }
 };
+
+/// Packs one message as a map: "type" first, then its table's fields.
+void writeMessage(Packer &out, const Message &message) {
+  std::visit(
+      [&](const auto &typed) {
+        // The tables take a message by reference for reading too; writing only reads it.
+        auto &fieldsOf = const_cast<std::decay_t<decltype(typed)> &>(typed);
+        out.pack_map(plan::countFields<ProtocolFields>(fieldsOf) + 1);
+        out.pack("type");
+        out.pack(std::string(kMessageTypes[message.index()]));
+        plan::writeFields<ProtocolFields>(out, fieldsOf);
+      },
+      message);
+}
 
 template <size_t... I> Message emptyMessage(size_t index, std::index_sequence<I...>) {
   static constexpr Message (*kMakers[])() = {[] { return Message(std::in_place_index<I>); }...};
@@ -404,7 +373,7 @@ Message readMessage(const Object &root) {
     Message message = emptyMessage(index, std::make_index_sequence<std::variant_size_v<Message>>());
     std::visit(
         [&](auto &typed) {
-          fields(FieldReader{map}, typed);
+          plan::readFields<ProtocolFields>(map, typed);
           checkDecoded(typed);
         },
         message);
@@ -420,7 +389,7 @@ struct FieldDescriber {
   std::string &text;
   template <typename T>
   void operator()(const char *key, const T &value, Presence presence = Presence::Always) {
-    if (presence == Presence::WhenSet && !isSet(value))
+    if (presence == Presence::WhenSet && !ProtocolFields::isSet(value))
       return;
     text += std::string(text.empty() ? "" : ", ") + key + "=" + describe(value);
   }
@@ -455,7 +424,8 @@ std::string describeMessage(const Message &message) {
   std::string text;
   std::visit(
       [&](const auto &typed) {
-        fields(FieldDescriber{text}, const_cast<std::decay_t<decltype(typed)> &>(typed));
+        ProtocolFields::fields(FieldDescriber{text},
+                               const_cast<std::decay_t<decltype(typed)> &>(typed));
       },
       message);
   return std::string(messageTypeName(message)) + " {" + text + "}";
