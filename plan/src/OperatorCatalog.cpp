@@ -66,10 +66,9 @@ namespace orch::plan {
 
 std::string sinkTarget(const PlanSink &sink) {
   const OperatorSignature *signature = standardCatalog().find(OperatorKind::Sink, sink.op);
-  if (!signature)
-    return "";
+  // A sink the catalog does not know: its `path`, if it has one.
+  const std::string pattern = signature ? signature->target : "{path}";
   std::string target;
-  const std::string &pattern = signature->target;
   for (size_t at = 0; at < pattern.size();) {
     const size_t open = pattern.find('{', at);
     const size_t close = open == std::string::npos ? open : pattern.find('}', open);

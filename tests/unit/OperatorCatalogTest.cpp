@@ -83,7 +83,9 @@ TEST(OperatorCatalogTest, EverySinkSaysWhereItWritesFromItsOwnConstants) {
             "out/md/*.md");
   EXPECT_EQ(plan::sinkTarget(sinkWith("webdataset", {{"dir", std::string("shards")}})),
             "shards/shard-*.tar");
-  EXPECT_EQ(plan::sinkTarget(sinkWith("nowhere", {{"path", std::string("x")}})), "");
+  EXPECT_EQ(plan::sinkTarget(sinkWith("nowhere", {{"path", std::string("x")}})), "x")
+      << "a sink the catalog does not know: its path";
+  EXPECT_EQ(plan::sinkTarget(sinkWith("nowhere", {})), "");
 }
 
 } // namespace

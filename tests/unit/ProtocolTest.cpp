@@ -246,5 +246,54 @@ TEST(ProtocolTest, AResultWithoutRowsMustSayWhyItsBatchFailed) {
       << std::get<std::string>(decoded);
 }
 
+TEST(ProtocolTest, ABatchErrorWinsOverRowsAndANegativeSizeReadsAsNone) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> out(buffer);
+  out.pack_map(6);
+  out.pack("type");
+  out.pack("result");
+  out.pack("batch");
+  out.pack(1);
+  out.pack("replica");
+  out.pack(0);
+  out.pack("seconds");
+  out.pack(0.5);
+  out.pack("error");
+  out.pack("the model crashed");
+  out.pack("rows");
+  out.pack_array(1);
+  out.pack(1);
+  auto decoded = decodeMessage(std::string_view(buffer.data(), buffer.size()));
+  ASSERT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<std::string>(decoded);
+  const auto &result = std::get<ResultMessage>(std::get<Message>(decoded));
+  EXPECT_EQ(result.report.batchError, std::optional<std::string>("the model crashed"));
+  EXPECT_TRUE(result.report.grains.empty());
+
+  msgpack::sbuffer helloBuffer;
+  msgpack::packer<msgpack::sbuffer> helloOut(helloBuffer);
+  helloOut.pack_map(9);
+  for (auto [key, value] : std::initializer_list<std::pair<const char *, int64_t>>{
+           {"version", kProtocolVersion}, {"pid", 1}, {"memory", -5}}) {
+    helloOut.pack(key);
+    helloOut.pack(value);
+  }
+  helloOut.pack("type");
+  helloOut.pack("hello");
+  helloOut.pack("worker");
+  helloOut.pack("w");
+  helloOut.pack("host");
+  helloOut.pack("h");
+  helloOut.pack("cpus");
+  helloOut.pack(1.0);
+  helloOut.pack("gpus");
+  helloOut.pack_array(0);
+  helloOut.pack("operators");
+  helloOut.pack_array(0);
+  auto decodedHello = decodeMessage(std::string_view(helloBuffer.data(), helloBuffer.size()));
+  ASSERT_TRUE(std::holds_alternative<Message>(decodedHello)) << std::get<std::string>(decodedHello);
+  EXPECT_EQ(std::get<HelloMessage>(std::get<Message>(decodedHello)).memoryBytes, 0u)
+      << "an older or odd worker's negative memory offers none";
+}
+
 } // namespace
 } // namespace orch::runtime

@@ -265,6 +265,8 @@ int runPipeline(RunCommandOptions options) {
   }
   runtime::RunRecorder recorder;
   runOptions.recorder = &recorder;
+  for (const std::string &note : runtime::notesBeforeRun(*plan, settings))
+    llvm::errs() << "orch: note: " << note << "\n";
   runtime::RunSummary summary = runtime::drivePlan(*plan, registry, std::move(settings));
   if (!summary.started) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";

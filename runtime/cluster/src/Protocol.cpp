@@ -58,6 +58,19 @@ struct ReportRows {
 struct ErrorCodeField {
   ErrorCode &code;
 };
+/// A plan index or replica number: nil reads as none (kNone); plain uint32_t fields are any
+/// integer, truncated.
+struct Index {
+  uint32_t &index;
+};
+/// A size that may not be negative: a negative one reads as 0.
+struct AtLeastZero {
+  uint64_t &value;
+};
+/// A count or offset that must be an unsigned integer.
+struct Unsigned {
+  uint64_t &value;
+};
 
 // --- the tables ---------------------------------------------------------------------------
 
@@ -117,7 +130,7 @@ struct ProtocolFields {
     f("cpus", m.cpus);
     f("gpus", m.gpus);
     f("operators", m.operators);
-    f("memory", m.memoryBytes, Presence::Tolerated);
+    f("memory", AtLeastZero{m.memoryBytes}, Presence::Tolerated);
     f("peer_endpoint", m.peerEndpoint, Presence::Tolerated);
     f("peer_key", m.peerKey, Presence::Tolerated);
   }
@@ -129,25 +142,25 @@ struct ProtocolFields {
     f("plan", Binary{m.plan});
   }
   template <typename Visit> static void fields(Visit &&f, InitMessage &m) {
-    f("replica", m.replica);
-    f("call", m.call);
+    f("replica", Index{m.replica});
+    f("call", Index{m.call});
     f("inputs", m.inputs);
-    f("keep_over", m.keepOver, Presence::Tolerated);
+    f("keep_over", AtLeastZero{m.keepOver}, Presence::Tolerated);
   }
   template <typename Visit> static void fields(Visit &&f, BatchMessage &m) {
     f("batch", m.batch.id);
     f("timeout_ns", m.batch.timeoutNanoseconds, Presence::WhenSet);
-    f("replica", m.replica);
-    f("call", m.batch.call);
+    f("replica", Index{m.replica});
+    f("call", Index{m.batch.call});
     f("attempt", m.batch.attempt);
     f("grains", m.batch.grains);
-    f("inputs_per_grain", m.batch.inputsPerGrain);
+    f("inputs_per_grain", Index{m.batch.inputsPerGrain});
     f("inputs", ItemValues{m.batch.inputs});
     f("peers", m.peers, Presence::WhenSet);
   }
   template <typename Visit> static void fields(Visit &&f, ResultMessage &m) {
     f("batch", m.report.batchId);
-    f("replica", m.replica);
+    f("replica", Index{m.replica});
     f("seconds", m.seconds);
     f("lost", LostFlag{m.report.loss}, Presence::WhenSet);
     f("loss", LossName{m.report.loss}, Presence::WhenSet);
@@ -162,12 +175,12 @@ struct ProtocolFields {
     f("code", ErrorCodeField{m.code}, Presence::Tolerated);
   }
   template <typename Visit> static void fields(Visit &&f, StartedMessage &m) {
-    f("replica", m.replica);
+    f("replica", Index{m.replica});
     f("seconds", m.seconds);
     f("error", m.error, Presence::WhenSet);
   }
   template <typename Visit> static void fields(Visit &&f, ReleaseMessage &m) {
-    f("replica", m.replica);
+    f("replica", Index{m.replica});
   }
   template <typename Visit> static void fields(Visit &&f, DropMessage &m) { f("ids", m.ids); }
   template <typename Visit> static void fields(Visit &&f, FetchMessage &m) { f("ids", m.ids); }
@@ -176,8 +189,8 @@ struct ProtocolFields {
     f("values", m.values);
   }
   template <typename Visit> static void fields(Visit &&f, PieceMessage &m) {
-    f("total", m.total);
-    f("offset", m.offset);
+    f("total", Unsigned{m.total});
+    f("offset", Unsigned{m.offset});
     f("bytes", Binary{m.bytes});
   }
   template <typename Visit> static void fields(Visit &&, MoreMessage &) {}
@@ -250,6 +263,9 @@ struct ProtocolFields {
       out.pack(row.message);
     }
   }
+  static void write(Packer &out, const Index &index) { out.pack(index.index); }
+  static void write(Packer &out, const AtLeastZero &size) { out.pack(size.value); }
+  static void write(Packer &out, const Unsigned &count) { out.pack(count.value); }
   static void write(Packer &out, const ErrorCodeField &code) {
     out.pack(std::string(errorCodeName(code.code)));
   }
@@ -266,10 +282,19 @@ struct ProtocolFields {
   }
 
   static void read(const MapReader &map, const char *key, uint32_t &value) {
-    value = map.index(key);
+    value = uint32_t(map.integer(key));
+  }
+  static void read(const MapReader &map, const char *key, Index index) {
+    index.index = map.index(key);
   }
   static void read(const MapReader &map, const char *key, uint64_t &value) {
-    value = u64(map.get(key, msgpack::type::POSITIVE_INTEGER), key);
+    value = uint64_t(map.integer(key));
+  }
+  static void read(const MapReader &map, const char *key, AtLeastZero size) {
+    size.value = uint64_t(std::max<int64_t>(0, map.integer(key)));
+  }
+  static void read(const MapReader &map, const char *key, Unsigned count) {
+    count.value = u64(map.get(key, msgpack::type::POSITIVE_INTEGER), key);
   }
   static void read(const MapReader &map, const char *key, int64_t &value) {
     value = map.integer(key);
@@ -327,6 +352,9 @@ struct ProtocolFields {
     loss.loss = name == "crash" ? BatchLoss::Crash : BatchLoss::Timeout;
   }
   static void read(const MapReader &map, const char *key, ReportRows rows) {
+    // A batch that failed as a whole has no rows, whatever a peer sends.
+    if (rows.report.batchError)
+      return;
     readArray(map, key, rows.report.grains, [](const Object &entry) {
       const Object *at = tuple(entry, 6, "a row").via.array.ptr;
       const uint32_t kind = u32(at[3], "row kind");
@@ -411,6 +439,9 @@ struct FieldDescriber {
   static std::string describe(const LostFlag &) { return "true"; }
   static std::string describe(const LossName &loss) { return batchLossName(loss.loss); }
   static std::string describe(const ReportRows &rows) { return describe(rows.report.grains); }
+  static std::string describe(const Index &index) { return std::to_string(index.index); }
+  static std::string describe(const AtLeastZero &size) { return std::to_string(size.value); }
+  static std::string describe(const Unsigned &count) { return std::to_string(count.value); }
   static std::string describe(const ErrorCodeField &code) {
     return "\"" + std::string(errorCodeName(code.code)) + "\"";
   }

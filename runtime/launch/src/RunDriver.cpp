@@ -43,23 +43,26 @@ makeExecutor(const plan::Plan &plan, const OperatorRegistry &registry, RunSettin
   return makeCoordinator(std::move(coordinator));
 }
 
-/// A thread cannot be stopped: say so once when a Call has a timeout.
-void noteUnstoppableTimeouts(const plan::Plan &plan, RunSummary &summary) {
-  for (const plan::PlanCall &call : plan.calls)
-    if (call.options.timeoutNanoseconds > 0) {
-      summary.notes.push_back(
-          "call '" + call.name +
-          "' has a timeout, and --in-process cannot stop a batch that runs past it: its thread "
-          "is abandoned (the result discarded) and replaced; worker processes (the default) are "
-          "killed and replaced instead");
-      return;
-    }
-}
-
 } // namespace
 
 RunSettings::RunSettings() : threads(machineCores()) {
   run.engine.memoryLimitBytes = machineMemory() / 2;
+}
+
+std::vector<std::string> notesBeforeRun(const plan::Plan &plan, const RunSettings &settings) {
+  std::vector<std::string> notes;
+  if (settings.inProcess)
+    for (const plan::PlanCall &call : plan.calls)
+      if (call.options.timeoutNanoseconds > 0) {
+        // A thread cannot be stopped: said once.
+        notes.push_back(
+            "call '" + call.name +
+            "' has a timeout, and --in-process cannot stop a batch that runs past it: its "
+            "thread is abandoned (the result discarded) and replaced; worker processes (the "
+            "default) are killed and replaced instead");
+        break;
+      }
+  return notes;
 }
 
 unsigned localWorkerCount(const plan::Plan &plan, const RunSettings &settings) {
@@ -89,10 +92,7 @@ RunSummary drivePlan(const plan::Plan &plan, const OperatorRegistry &registry,
     summary.error = std::move(*problem);
     return summary;
   }
-  RunSummary summary = runPlan(plan, registry, *std::get<0>(executor), settings.run);
-  if (settings.inProcess)
-    noteUnstoppableTimeouts(plan, summary);
-  return summary;
+  return runPlan(plan, registry, *std::get<0>(executor), settings.run);
 }
 
 } // namespace orch::runtime

@@ -4,6 +4,7 @@
 #include "orch/runtime/values/ValueCodec.h"
 
 #include "orch/plan/MessagePackReader.h"
+#include "orch/plan/RecordFields.h"
 
 #include <cerrno>
 #include <cstring>
@@ -128,44 +129,178 @@ std::string finish(const msgpack::sbuffer &buffer) {
   return std::string(buffer.data(), buffer.size());
 }
 
+/// "errors": failed items by position, each a message; read after "values", which it names.
+struct ItemErrors {
+  ChildResult &result;
+};
+/// The constants of an init, by name (nil for one the Call does not set).
+struct InitConstants {
+  const plan::PlanExternalOperator &op;
+  const std::vector<plan::NamedConstant> &constants;
+};
+/// The input parameters of an init: name and type description, in declaration order.
+struct InitInputs {
+  const plan::PlanExternalOperator &op;
+};
+struct TypeDescription {
+  const plan::Type &type;
+};
+/// What the worker writes in INIT, in the order written.
+struct InitRecord {
+  const BridgeInit &init;
+};
+/// A BATCH: its id and one column of values per input parameter.
+struct BatchRecord {
+  uint64_t id;
+  const std::vector<std::vector<const Value *>> &columns;
+};
+struct Columns {
+  const std::vector<std::vector<const Value *>> &columns;
+};
+struct ShutdownRecord {};
+
+/// The bridge's messages as field tables (plan/RecordFields.h).
+struct BridgeFields {
+  template <typename Visit> static void fields(Visit &&f, const InitRecord &r) {
+    const plan::PlanExternalOperator &op = *r.init.op;
+    f("version", kBridgeVersion);
+    f("operator", op.name);
+    f("call", r.init.call);
+    f("replica", r.init.replica);
+    f("runner", op.runner);
+    f("path", op.path);
+    f("class", op.className);
+    f("constants", InitConstants{op, *r.init.constants});
+    f("inputs", InitInputs{op});
+    f("result", TypeDescription{op.result});
+  }
+  template <typename Visit> static void fields(Visit &&f, const BatchRecord &r) {
+    f("batch", r.id);
+    f("columns", Columns{r.columns});
+  }
+  template <typename Visit> static void fields(Visit &&, const ShutdownRecord &) {}
+  template <typename Visit> static void fields(Visit &&f, ChildHello &m) {
+    f("version", m.version);
+    f("pid", m.pid);
+  }
+  template <typename Visit> static void fields(Visit &&f, ChildReady &m) {
+    f("seconds", m.seconds);
+  }
+  template <typename Visit> static void fields(Visit &&f, ChildError &m) {
+    f("batch", m.batch, plan::Presence::Tolerated);
+    f("message", m.message);
+  }
+  template <typename Visit> static void fields(Visit &&f, ChildResult &m) {
+    f("batch", m.batch);
+    f("values", m.values);
+    f("errors", ItemErrors{m}, plan::Presence::Tolerated);
+  }
+
+  template <typename T> static bool isSet(const T &value) { return plan::isSetByDefault(value); }
+  template <typename T> static bool requiredWhenAbsent(const T &) { return false; }
+
+  template <typename T> static void write(Packer &out, const T &value) { out.pack(value); }
+  static void write(Packer &out, const InitConstants &init) {
+    uint32_t constants = 0;
+    for (const plan::PlanOperatorParam &param : init.op.params)
+      constants += param.constant;
+    out.pack_map(constants);
+    for (const plan::PlanOperatorParam &param : init.op.params) {
+      if (!param.constant)
+        continue;
+      out.pack(param.name);
+      const plan::StaticValue *value = nullptr;
+      for (const plan::NamedConstant &named : init.constants)
+        if (named.name == param.name)
+          value = &named.value;
+      if (value)
+        packConstant(out, *value);
+      else
+        out.pack_nil();
+    }
+  }
+  static void write(Packer &out, const InitInputs &inputs) {
+    uint32_t count = 0;
+    for (const plan::PlanOperatorParam &param : inputs.op.params)
+      count += !param.constant;
+    out.pack_array(count);
+    for (const plan::PlanOperatorParam &param : inputs.op.params) {
+      if (param.constant)
+        continue;
+      out.pack_map(2);
+      out.pack("name");
+      out.pack(param.name);
+      out.pack("type");
+      packTypeDescription(out, param.type);
+    }
+  }
+  static void write(Packer &out, const Columns &columns) {
+    out.pack_array(uint32_t(columns.columns.size()));
+    for (const std::vector<const Value *> &column : columns.columns) {
+      out.pack_array(uint32_t(column.size()));
+      for (const Value *value : column)
+        packValue(out, *value);
+    }
+  }
+  static void write(Packer &out, const TypeDescription &description) {
+    packTypeDescription(out, description.type);
+  }
+
+  static void read(const MapReader &map, const char *key, uint32_t &value) {
+    value = uint32_t(map.integer(key));
+  }
+  static void read(const MapReader &map, const char *key, uint64_t &value) {
+    value = uint64_t(map.integer(key));
+  }
+  static void read(const MapReader &map, const char *key, int64_t &value) {
+    value = map.integer(key);
+  }
+  static void read(const MapReader &map, const char *key, double &value) { value = map.real(key); }
+  static void read(const MapReader &map, const char *key, std::string &value) {
+    value = map.string(key);
+  }
+  static void read(const MapReader &map, const char *key, std::vector<Value> &values) {
+    const Object &array = map.get(key, msgpack::type::ARRAY);
+    values.reserve(array.via.array.size);
+    for (uint32_t i = 0; i < array.via.array.size; ++i)
+      values.push_back(readValue(array.via.array.ptr[i]));
+  }
+  static void read(const MapReader &map, const char *key, ItemErrors errors) {
+    const Object &entries = *map.optional(key);
+    if (entries.type != msgpack::type::MAP)
+      throw MessagePackError("'errors' is not a map");
+    ChildResult &result = errors.result;
+    for (uint32_t i = 0; i < entries.via.map.size; ++i) {
+      const msgpack::object_kv &entry = entries.via.map.ptr[i];
+      if (entry.key.type != msgpack::type::POSITIVE_INTEGER || entry.val.type != msgpack::type::STR)
+        throw MessagePackError("'errors' maps item positions to messages");
+      if (entry.key.via.u64 >= result.values.size())
+        throw MessagePackError("'errors' names item " + std::to_string(entry.key.via.u64) + " of " +
+                               std::to_string(result.values.size()));
+      result.errors[uint32_t(entry.key.via.u64)] =
+          std::string(entry.val.via.str.ptr, entry.val.via.str.size);
+    }
+  }
+};
+
+/// A message a Python or exec operator process sends.
+template <typename Message> ChildMessage readAs(const MapReader &map) {
+  Message message;
+  plan::readFields<BridgeFields>(map, message);
+  return message;
+}
+
 ChildMessage readChildMessage(const Object &root) {
   MapReader map(root, "the message");
   const std::string type = map.string("type");
   if (type == "hello")
-    return ChildHello{uint32_t(map.integer("version")), map.integer("pid")};
+    return readAs<ChildHello>(map);
   if (type == "ready")
-    return ChildReady{map.real("seconds")};
-  if (type == "error") {
-    ChildError error;
-    if (map.optional("batch"))
-      error.batch = uint64_t(map.integer("batch"));
-    error.message = map.string("message");
-    return error;
-  }
-  if (type == "result") {
-    ChildResult result;
-    result.batch = uint64_t(map.integer("batch"));
-    const Object &values = map.get("values", msgpack::type::ARRAY);
-    result.values.reserve(values.via.array.size);
-    for (uint32_t i = 0; i < values.via.array.size; ++i)
-      result.values.push_back(readValue(values.via.array.ptr[i]));
-    if (const Object *errors = map.optional("errors")) {
-      if (errors->type != msgpack::type::MAP)
-        throw MessagePackError("'errors' is not a map");
-      for (uint32_t i = 0; i < errors->via.map.size; ++i) {
-        const msgpack::object_kv &entry = errors->via.map.ptr[i];
-        if (entry.key.type != msgpack::type::POSITIVE_INTEGER ||
-            entry.val.type != msgpack::type::STR)
-          throw MessagePackError("'errors' maps item positions to messages");
-        if (entry.key.via.u64 >= result.values.size())
-          throw MessagePackError("'errors' names item " + std::to_string(entry.key.via.u64) +
-                                 " of " + std::to_string(result.values.size()));
-        result.errors[uint32_t(entry.key.via.u64)] =
-            std::string(entry.val.via.str.ptr, entry.val.via.str.size);
-      }
-    }
-    return result;
-  }
+    return readAs<ChildReady>(map);
+  if (type == "error")
+    return readAs<ChildError>(map);
+  if (type == "result")
+    return readAs<ChildResult>(map);
   throw MessagePackError("unknown message type '" + type + "'");
 }
 
@@ -200,58 +335,18 @@ FrameStatus readFrame(int fd, std::string &buffer, size_t &size, BridgeDeadline 
   return readAll(fd, buffer.data(), size, deadline);
 }
 
+/// A message to the process: "type" first, then the record's fields.
+template <typename Record> void writeMessage(Packer &out, const char *type, const Record &record) {
+  out.pack_map(plan::countFields<BridgeFields>(record) + 1);
+  out.pack("type");
+  out.pack(type);
+  plan::writeFields<BridgeFields>(out, record);
+}
+
 std::string encodeInit(const BridgeInit &init) {
-  const plan::PlanExternalOperator &op = *init.op;
   msgpack::sbuffer buffer;
   Packer out(buffer);
-  out.pack_map(11);
-  out.pack("type");
-  out.pack("init");
-  out.pack("version");
-  out.pack(kBridgeVersion);
-  out.pack("operator");
-  out.pack(op.name);
-  out.pack("call");
-  out.pack(init.call);
-  out.pack("replica");
-  out.pack(init.replica);
-  out.pack("runner");
-  out.pack(op.runner);
-  out.pack("path");
-  out.pack(op.path);
-  out.pack("class");
-  out.pack(op.className);
-  uint32_t constants = 0;
-  for (const plan::PlanOperatorParam &param : op.params)
-    constants += param.constant;
-  out.pack("constants");
-  out.pack_map(constants);
-  for (const plan::PlanOperatorParam &param : op.params) {
-    if (!param.constant)
-      continue;
-    out.pack(param.name);
-    const plan::StaticValue *value = nullptr;
-    for (const plan::NamedConstant &named : *init.constants)
-      if (named.name == param.name)
-        value = &named.value;
-    if (value)
-      packConstant(out, *value);
-    else
-      out.pack_nil();
-  }
-  out.pack("inputs");
-  out.pack_array(uint32_t(op.params.size() - constants));
-  for (const plan::PlanOperatorParam &param : op.params) {
-    if (param.constant)
-      continue;
-    out.pack_map(2);
-    out.pack("name");
-    out.pack(param.name);
-    out.pack("type");
-    packTypeDescription(out, param.type);
-  }
-  out.pack("result");
-  packTypeDescription(out, op.result);
+  writeMessage(out, "init", InitRecord{init});
   return finish(buffer);
 }
 
@@ -269,26 +364,13 @@ void encodeBatch(uint64_t id, const std::vector<std::vector<const Value *>> &col
   }
   buffer.bytes.clear();
   Packer out(buffer.bytes);
-  out.pack_map(3);
-  out.pack("type");
-  out.pack("batch");
-  out.pack("batch");
-  out.pack(id);
-  out.pack("columns");
-  out.pack_array(uint32_t(columns.size()));
-  for (const std::vector<const Value *> &column : columns) {
-    out.pack_array(uint32_t(column.size()));
-    for (const Value *value : column)
-      packValue(out, *value);
-  }
+  writeMessage(out, "batch", BatchRecord{id, columns});
 }
 
 std::string encodeShutdown() {
   msgpack::sbuffer buffer;
   Packer out(buffer);
-  out.pack_map(1);
-  out.pack("type");
-  out.pack("shutdown");
+  writeMessage(out, "shutdown", ShutdownRecord{});
   return finish(buffer);
 }
 

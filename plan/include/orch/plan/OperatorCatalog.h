@@ -79,8 +79,8 @@ std::vector<std::string> transformOptionNames(bool gpu);
 const OperatorCatalog &standardCatalog();
 
 struct PlanSink;
-/// Where `sink` writes, from its signature's `target` with its constants filled in ("" for a
-/// sink the standard catalog does not know).
+/// Where `sink` writes, from its signature's `target` with its constants filled in (for a sink
+/// the standard catalog does not know, its `path` constant, or "").
 std::string sinkTarget(const PlanSink &sink);
 
 } // namespace orch::plan

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace orch::runtime {
 
@@ -37,6 +38,10 @@ struct RunSettings {
 
   RunSettings();
 };
+
+/// What the user should know before `plan` runs with `settings` (a timeout that threads cannot
+/// enforce); printed before the run begins.
+std::vector<std::string> notesBeforeRun(const plan::Plan &plan, const RunSettings &settings);
 
 /// Local worker processes for `plan`: `settings.localWorkers`, or one per replica of every Call
 /// up to the machine's cores (none with an endpoint to listen on).
