@@ -228,10 +228,9 @@ TEST(ProtocolTest, ADescriptionNamesTheFieldsAMessageWrites) {
             "welcome {version=3, heartbeat_ms=500, liveness=5, peer_keys=[0], plan=3 bytes}");
 }
 
-TEST(ProtocolTest, AResultWithoutRowsMustSayWhyItsBatchFailed) {
-  msgpack::sbuffer buffer;
-  msgpack::packer<msgpack::sbuffer> out(buffer);
-  out.pack_map(4);
+/// The start of a result for batch 1 of replica 0, with room for `more` entries after it.
+void packResultHead(msgpack::packer<msgpack::sbuffer> &out, uint32_t more) {
+  out.pack_map(4 + more);
   out.pack("type");
   out.pack("result");
   out.pack("batch");
@@ -240,6 +239,12 @@ TEST(ProtocolTest, AResultWithoutRowsMustSayWhyItsBatchFailed) {
   out.pack(0);
   out.pack("seconds");
   out.pack(0.5);
+}
+
+TEST(ProtocolTest, AResultWithoutRowsMustSayWhyItsBatchFailed) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> out(buffer);
+  packResultHead(out, 0);
   auto decoded = decodeMessage(std::string_view(buffer.data(), buffer.size()));
   ASSERT_TRUE(std::holds_alternative<std::string>(decoded));
   EXPECT_NE(std::get<std::string>(decoded).find("missing 'rows'"), std::string::npos)
@@ -249,15 +254,7 @@ TEST(ProtocolTest, AResultWithoutRowsMustSayWhyItsBatchFailed) {
 TEST(ProtocolTest, ABatchErrorWinsOverRowsAndANegativeSizeReadsAsNone) {
   msgpack::sbuffer buffer;
   msgpack::packer<msgpack::sbuffer> out(buffer);
-  out.pack_map(6);
-  out.pack("type");
-  out.pack("result");
-  out.pack("batch");
-  out.pack(1);
-  out.pack("replica");
-  out.pack(0);
-  out.pack("seconds");
-  out.pack(0.5);
+  packResultHead(out, 2);
   out.pack("error");
   out.pack("the model crashed");
   out.pack("rows");

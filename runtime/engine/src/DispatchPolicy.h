@@ -91,6 +91,23 @@ public:
   virtual bool before(const CallCandidate &a, const CallCandidate &b) const;
 };
 
+/// A policy that chooses only its queue (a Queue, or a Queue(seed) when it draws at random) and
+/// keeps the default order between Calls.
+template <typename Queue> class QueuePolicy : public DispatchPolicy {
+public:
+  explicit QueuePolicy(const char *name) : name_(name) {}
+  const char *name() const override { return name_; }
+  std::unique_ptr<ReadyQueue> makeQueue(uint64_t seed) const override {
+    if constexpr (std::is_constructible_v<Queue, uint64_t>)
+      return std::make_unique<Queue>(seed);
+    else
+      return std::make_unique<Queue>();
+  }
+
+private:
+  const char *name_;
+};
+
 std::unique_ptr<DispatchPolicy> makeFifoPolicy();
 std::unique_ptr<DispatchPolicy> makeUnorderedPolicy();
 std::unique_ptr<DispatchPolicy> makeParentBoundPolicy();

@@ -32,18 +32,8 @@ void FifoQueue::pop(size_t limit, LiveCheck isLive, std::vector<QueuedGrain> &ou
 
 size_t FifoQueue::bytes() const { return size_ * sizeof(QueuedGrain); }
 
-namespace {
-
-class FifoPolicy : public DispatchPolicy {
-public:
-  const char *name() const override { return "fifo"; }
-  std::unique_ptr<ReadyQueue> makeQueue(uint64_t) const override {
-    return std::make_unique<FifoQueue>();
-  }
-};
-
-} // namespace
-
-std::unique_ptr<DispatchPolicy> makeFifoPolicy() { return std::make_unique<FifoPolicy>(); }
+std::unique_ptr<DispatchPolicy> makeFifoPolicy() {
+  return std::make_unique<QueuePolicy<FifoQueue>>("fifo");
+}
 
 } // namespace orch::runtime

@@ -61,18 +61,10 @@ private:
   std::unordered_map<uint32_t, std::deque<QueuedGrain>> byParent_;
 };
 
-class ParentBoundPolicy : public DispatchPolicy {
-public:
-  const char *name() const override { return "parent-bound"; }
-  std::unique_ptr<ReadyQueue> makeQueue(uint64_t) const override {
-    return std::make_unique<ParentBoundQueue>();
-  }
-};
-
 } // namespace
 
 std::unique_ptr<DispatchPolicy> makeParentBoundPolicy() {
-  return std::make_unique<ParentBoundPolicy>();
+  return std::make_unique<QueuePolicy<ParentBoundQueue>>("parent-bound");
 }
 
 } // namespace orch::runtime

@@ -17,18 +17,10 @@ public:
   }
 };
 
-class ProbeFirstPolicy : public DispatchPolicy {
-public:
-  const char *name() const override { return "probe-first"; }
-  std::unique_ptr<ReadyQueue> makeQueue(uint64_t) const override {
-    return std::make_unique<ProbeFirstQueue>();
-  }
-};
-
 } // namespace
 
 std::unique_ptr<DispatchPolicy> makeProbeFirstPolicy() {
-  return std::make_unique<ProbeFirstPolicy>();
+  return std::make_unique<QueuePolicy<ProbeFirstQueue>>("probe-first");
 }
 
 } // namespace orch::runtime

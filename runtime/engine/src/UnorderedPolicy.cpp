@@ -44,18 +44,10 @@ private:
   std::vector<QueuedGrain> pool_;
 };
 
-class UnorderedPolicy : public DispatchPolicy {
-public:
-  const char *name() const override { return "unordered"; }
-  std::unique_ptr<ReadyQueue> makeQueue(uint64_t seed) const override {
-    return std::make_unique<UnorderedQueue>(seed);
-  }
-};
-
 } // namespace
 
 std::unique_ptr<DispatchPolicy> makeUnorderedPolicy() {
-  return std::make_unique<UnorderedPolicy>();
+  return std::make_unique<QueuePolicy<UnorderedQueue>>("unordered");
 }
 
 } // namespace orch::runtime
