@@ -34,8 +34,8 @@ class LiveCheck {
 public:
   template <typename F>
   requires(!std::is_same_v<std::decay_t<F>, LiveCheck>) LiveCheck(const F &check)
-      : check_(&check), call_([](const void *check, const QueuedGrain &grain) {
-          return (*static_cast<const F *>(check))(grain);
+      : check_(&check), call_([](const void *erased, const QueuedGrain &grain) {
+          return (*static_cast<const F *>(erased))(grain);
         }) {}
   bool operator()(const QueuedGrain &grain) const { return call_(check_, grain); }
 
