@@ -158,10 +158,17 @@ TEST(OperatorCatalogTest, EverySignatureIsWellFormed) {
 }
 
 TEST(OperatorCatalogTest, ALaterSignatureReplacesAnEarlierOneOfTheSameKindAndName) {
+  auto named = [](OperatorKind kind, std::string doc) {
+    OperatorSignature signature;
+    signature.name = "x";
+    signature.kind = kind;
+    signature.doc = std::move(doc);
+    return signature;
+  };
   OperatorCatalog catalog;
-  catalog.add(OperatorSignature{"x", OperatorKind::Transform, {}, Type(), false, {}, "first", ""});
-  catalog.add(OperatorSignature{"x", OperatorKind::Sink, {}, Type(), false, {}, "sink", ""});
-  catalog.add(OperatorSignature{"x", OperatorKind::Transform, {}, Type(), false, {}, "second", ""});
+  catalog.add(named(OperatorKind::Transform, "first"));
+  catalog.add(named(OperatorKind::Sink, "sink"));
+  catalog.add(named(OperatorKind::Transform, "second"));
   EXPECT_EQ(catalog.all().size(), 2u);
   EXPECT_EQ(catalog.find(OperatorKind::Transform, "x")->doc, "second");
 }
