@@ -5,6 +5,7 @@
 #include "ConnectionGuard.h"
 #include "KeptValueRoutes.h"
 #include "LocalWorkerProcesses.h"
+#include "MessagePieces.h"
 #include "MessageSocket.h"
 #include "NetworkAddresses.h"
 #include "orch/runtime/cluster/ReplicaPlacement.h"
@@ -34,9 +35,6 @@ using Clock = SteadyClock;
 /// Messages a connection may queue before ZeroMQ stops reading it: its default, and on an
 /// endpoint anyone may reach (with messages of at most 64 KiB: 4 MiB a connection).
 constexpr int kDefaultQueue = 1000;
-/// Bytes per second a worker must at least send a message in pieces at, once told MORE (a
-/// peer that trickles would hold the pieces' budget of every worker for ever).
-constexpr uint64_t kSlowestPieces = 1u << 20;
 constexpr int kOpenEndpointQueue = 64;
 
 /// Whether `endpoint` is an ipc:// socket in the file system (whose directory's permissions
@@ -376,17 +374,6 @@ private:
     /// Where other workers fetch the values it keeps ("": it keeps none).
     PeerAddress peer;
   };
-  /// A message a worker sends in pieces (to a coordinator without keys on tcp://).
-  struct Pieces {
-    std::string bytes;
-    uint64_t total = 0;
-    /// Told MORE: its `total` bytes are reserved.
-    bool granted = false;
-    /// When it was told MORE or last sent a piece, and by when it must have sent all: one
-    /// that holds its reservation without sending for as long as a worker may be silent, or
-    /// sends slower than kSlowestPieces, is lost (expireStalledPieces).
-    Clock::time_point progress, deadline;
-  };
   using KeptKey = KeptValueLedger::Key;
   struct Sent {
     uint32_t replica;
@@ -549,103 +536,33 @@ private:
     }
   }
 
-  /// Takes a piece of a message worker `w` sends in pieces (PieceMessage); the whole message
-  /// once its last piece came. The first piece waits in line until the messages in pieces of
-  /// all workers together fit kUnauthenticatedPiecesBytes, then the worker is told MORE; a
-  /// piece out of turn breaks the protocol.
+  /// Takes a piece of a message worker `w` sends in pieces (MessagePieces); the whole message
+  /// once its last piece came. A piece out of turn breaks the protocol.
   std::optional<std::string> takePiece(uint32_t w, int fd, PieceMessage &piece) {
-    auto broke = [&](const std::string &why) -> std::optional<std::string> {
+    MessagePieces::Taken taken = pieces_.take(w, piece, Clock::now());
+    tellMore(taken.granted);
+    if (taken.broken) {
       ++malformed_;
-      logProblem(malformed_, "a piece refused: " + why);
-      sendTo(w, ErrorMessage{why});
-      violated(fd, w, why);
-      return std::nullopt;
-    };
-    auto found = pieces_.find(w);
-    if (piece.offset == 0) {
-      if (found != pieces_.end())
-        return broke("it began a message in pieces before its last one ended");
-      if (piece.total <= piece.bytes.size() ||
-          piece.total > ProtocolLimits::kUnauthenticatedPiecesBytes)
-        return broke("it announced a message in pieces of " + std::to_string(piece.total) +
-                     " bytes (more than its first piece, and at most " +
-                     std::to_string(ProtocolLimits::kUnauthenticatedPiecesBytes) + ")");
-      Pieces &pieces = pieces_[w];
-      pieces.total = piece.total;
-      pieces.bytes = std::move(piece.bytes);
-      piecesWaiting_.push_back(w);
-      grantPieces();
+      logProblem(malformed_, "a piece refused: " + *taken.broken);
+      sendTo(w, ErrorMessage{*taken.broken});
+      violated(fd, w, *taken.broken);
       return std::nullopt;
     }
-    if (found == pieces_.end() || !found->second.granted || piece.bytes.empty() ||
-        piece.offset != found->second.bytes.size() ||
-        piece.bytes.size() > found->second.total - piece.offset)
-      return broke("it sent a piece out of turn");
-    found->second.bytes += piece.bytes;
-    found->second.progress = Clock::now();
-    if (found->second.bytes.size() < found->second.total)
-      return std::nullopt;
-    std::string whole = std::move(found->second.bytes);
-    dropPieces(w);
-    return whole;
+    return std::move(taken.whole);
   }
 
-  /// Tells the workers that wait in line to send the rest of their messages, as long as they
-  /// fit the budget (whose bytes are reserved at once).
-  void grantPieces() {
-    while (!piecesWaiting_.empty()) {
-      const uint32_t w = piecesWaiting_.front();
-      Pieces &pieces = pieces_.at(w);
-      if (piecesReserved_ + pieces.total > ProtocolLimits::kUnauthenticatedPiecesBytes)
-        return;
-      piecesReserved_ += pieces.total;
-      pieces.granted = true;
-      pieces.progress = Clock::now();
-      pieces.deadline = pieces.progress + piecesPatience() +
-                        std::chrono::milliseconds(1000 * pieces.total / kSlowestPieces);
-      pieces.bytes.reserve(pieces.total);
-      piecesWaiting_.pop_front();
+  /// Tells these workers to send the rest of their messages in pieces (their bytes are
+  /// reserved).
+  void tellMore(const std::vector<uint32_t> &workers) {
+    for (uint32_t w : workers)
       sendTo(w, MoreMessage{});
-    }
   }
 
-  /// A worker told MORE that sends no piece for liveness x heartbeat holds the budget of the
-  /// others: it is lost (its heartbeats do not count), and its reservation freed.
+  /// A worker told MORE that sends no piece for as long as a worker may be silent, or trickles,
+  /// holds the budget of the others: it is lost (its heartbeats do not count).
   void expireStalledPieces() {
-    const auto patience = piecesPatience();
-    const Clock::time_point now = Clock::now();
-    std::vector<std::pair<uint32_t, std::string>> stalled;
-    for (const auto &[w, pieces] : pieces_) {
-      if (!pieces.granted)
-        continue;
-      if (now - pieces.progress > patience)
-        stalled.emplace_back(w, "it was asked for the rest of a message in pieces and sent none "
-                                "for " +
-                                    std::to_string(patience.count()) + " ms");
-      else if (now > pieces.deadline)
-        stalled.emplace_back(w, "it sent a message in pieces slower than " +
-                                    std::to_string(kSlowestPieces >> 10) + " KiB/s");
-    }
-    for (const auto &[w, why] : stalled)
+    for (const auto &[w, why] : pieces_.stalled(Clock::now()))
       lose(w, why);
-  }
-
-  /// How long a worker told MORE may send no piece: as long as a worker may be silent.
-  std::chrono::milliseconds piecesPatience() const {
-    return std::chrono::milliseconds(uint64_t(options_.heartbeatMs) * options_.liveness);
-  }
-
-  /// Forgets worker `w`'s message in pieces (complete, or the worker is gone).
-  void dropPieces(uint32_t w) {
-    auto found = pieces_.find(w);
-    if (found == pieces_.end())
-      return;
-    if (found->second.granted)
-      piecesReserved_ -= found->second.total;
-    else
-      std::erase(piecesWaiting_, w);
-    pieces_.erase(found);
-    grantPieces();
   }
 
   /// A peer broke the protocol: its connection is closed (after its error answer went out),
@@ -812,7 +729,7 @@ private:
     if (!worker.alive)
       return;
     worker.alive = false;
-    dropPieces(w);
+    tellMore(pieces_.drop(w, Clock::now()));
     worker.lostAt = Clock::now();
     worker.lostReason = why;
     ++lost_;
@@ -972,11 +889,9 @@ private:
   /// Recomputations in outstanding_ (they are not the engine's batches).
   size_t recomputesOut_ = 0;
   uint64_t batchBytes_ = 0, resultBytes_ = 0;
-  /// Messages in pieces, by worker; the workers whose first piece waits for MORE, in order;
-  /// the bytes reserved for those told MORE.
-  std::map<uint32_t, Pieces> pieces_;
-  std::deque<uint32_t> piecesWaiting_;
-  uint64_t piecesReserved_ = 0;
+  /// Messages in pieces, by worker: as long as a worker may be silent between pieces.
+  MessagePieces pieces_{
+      std::chrono::milliseconds(uint64_t(options_.heartbeatMs) * options_.liveness)};
   std::vector<ExecutorEvent> pending_;
   /// Finished and lost events waiting in pending_.
   size_t pendingEnds_ = 0;
