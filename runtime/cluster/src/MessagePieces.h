@@ -46,7 +46,6 @@ public:
 
   /// Bytes reserved for the workers told MORE.
   uint64_t reserved() const { return reserved_; }
-  uint64_t slowestBytesPerSecond() const { return slowest_; }
 
 private:
   struct Pieces {

@@ -424,8 +424,6 @@ struct FieldDescriber {
   template <typename T> static std::string describe(const T &value) {
     if constexpr (std::is_same_v<T, std::string>)
       return "\"" + value.substr(0, 60) + (value.size() > 60 ? "…" : "") + "\"";
-    else if constexpr (std::is_same_v<T, double>)
-      return std::to_string(value);
     else if constexpr (std::is_arithmetic_v<T>)
       return std::to_string(value);
     else
