@@ -79,7 +79,10 @@ for signal in TERM INT KILL; do
   rm -rf out
   "$ORCH_BIN/orch" run pages.orch --restart --workers 3 >signal.log 2>&1 &
   run=$!
-  sleep 0.5
+  # Once the run has begun (its handlers are installed): on a loaded machine a fixed 0.5 s
+  # can come before orch has even started, and SIGTERM would then kill it with status 143.
+  for _ in $(seq 200); do grep -q "admitted source rows" signal.log && break; sleep 0.05; done
+  sleep 0.2
   kill -"$signal" "$run"
   status=0; wait "$run" || status=$?
   sleep 0.3
