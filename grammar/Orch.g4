@@ -50,13 +50,18 @@ operatorParam
     : CONST? name=IDENT ':' typeExpr ('=' literal)?
     ;
 
+// `reduce(x, failed: "skip")`: how a reduce treats its failed members.
+reduceOption
+    : name=IDENT ':' value=expr
+    ;
+
 runnerArgument
     : (name=IDENT ':')? (literal | list='[' (literal (',' literal)* ','?)? ']')
     ;
 
 expr
     : EXPAND '(' expr ')' AS domain=IDENT                    # expandExpr
-    | REDUCE '(' expr ')'                                    # reduceExpr
+    | REDUCE '(' expr (',' reduceOption)* ','? ')'           # reduceExpr
     | FILTER '(' value=expr ',' mask=expr ')'                # filterExpr
     | BROADCAST '(' value=expr ',' like=expr ')'             # broadcastExpr
     | operatorName '(' arguments? ')' callOptions?               # invokeExpr

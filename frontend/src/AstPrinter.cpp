@@ -113,7 +113,8 @@ private:
     child(expand.input, depth + 1);
   }
   void printNode(const ast::Expr &expr, const ast::Reduce &reduce, int depth) {
-    header(expr, depth, "reduce");
+    header(expr, depth,
+           reduce.failed == ast::FailedMembers::Skip ? "reduce skipping failed" : "reduce");
     child(reduce.input, depth + 1);
   }
   void printNode(const ast::Expr &expr, const ast::Filter &filter, int depth) {

@@ -110,7 +110,10 @@ private:
             [&](const ast::Expand &expand) {
               return build_.expand(use(*expand.input), domainIds_.at(expand.domain.name), type, at);
             },
-            [&](const ast::Reduce &reduce) { return build_.reduce(use(*reduce.input), type, at); },
+            [&](const ast::Reduce &reduce) {
+              return build_.reduce(use(*reduce.input), type, at,
+                                   reduce.failed == ast::FailedMembers::Skip);
+            },
             [&](const ast::Filter &filter) {
               ir::Use value = use(*filter.value);
               return build_.filter(value, use(*filter.mask), type, at);

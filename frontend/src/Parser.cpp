@@ -456,6 +456,14 @@ private:
     return op;
   }
 
+  ast::Reduce transformReduce(OrchParser::ReduceExprContext *context) {
+    ast::Reduce reduce{transformExpr(context->expr()), {}, ast::FailedMembers::Suppress};
+    for (OrchParser::ReduceOptionContext *option : context->reduceOption())
+      reduce.options.push_back(
+          ast::ReduceOption{identifier(option->name), transformExpr(option->value)});
+    return reduce;
+  }
+
   ast::ExprPtr transformExpr(OrchParser::ExprContext *context) {
     if (!context)
       return std::make_unique<ast::Expr>(ast::Expr{{}, ast::ErrorExpr{}, {}});
@@ -466,7 +474,7 @@ private:
     if (auto *expand = dynamic_cast<OrchParser::ExpandExprContext *>(context))
       expr->node = ast::Expand{transformExpr(expand->expr()), identifier(expand->domain)};
     else if (auto *reduce = dynamic_cast<OrchParser::ReduceExprContext *>(context))
-      expr->node = ast::Reduce{transformExpr(reduce->expr())};
+      expr->node = transformReduce(reduce);
     else if (auto *filter = dynamic_cast<OrchParser::FilterExprContext *>(context))
       expr->node = ast::Filter{transformExpr(filter->value), transformExpr(filter->mask)};
     else if (auto *broadcast = dynamic_cast<OrchParser::BroadcastExprContext *>(context))

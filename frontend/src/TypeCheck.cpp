@@ -238,7 +238,30 @@ private:
 
   std::optional<Type> typeOfNode(ast::Expr &, ast::Reduce &reduce) {
     std::optional<Type> input = reduce.input ? typeOf(*reduce.input) : std::nullopt;
-    return input ? std::optional<Type>(Type::list(*input)) : std::nullopt;
+    bool optionsValid = true;
+    for (ast::ReduceOption &option : reduce.options)
+      optionsValid &= checkReduceOption(reduce, option);
+    return input && optionsValid ? std::optional<Type>(Type::list(*input)) : std::nullopt;
+  }
+
+  /// `failed: "skip"` or `failed: "suppress"`, the only option of a reduce.
+  bool checkReduceOption(ast::Reduce &reduce, ast::ReduceOption &option) {
+    if (option.name.name != "failed") {
+      diags_.error(option.name.location, "reduce has no option '" + option.name.name +
+                                             "'; its only option is failed: \"skip\" or "
+                                             "\"suppress\"");
+      return false;
+    }
+    const auto *literal = option.value ? std::get_if<ast::Literal>(&option.value->node) : nullptr;
+    const auto *text = literal ? std::get_if<std::string>(&literal->value) : nullptr;
+    if (!text || (*text != "skip" && *text != "suppress")) {
+      diags_.error(option.value ? option.value->location : option.name.location,
+                   "failed: must be \"skip\" (leave failed members out, and report them) or "
+                   "\"suppress\" (the default: a failed member suppresses the list)");
+      return false;
+    }
+    reduce.failed = *text == "skip" ? ast::FailedMembers::Skip : ast::FailedMembers::Suppress;
+    return true;
   }
 
   std::optional<Type> typeOfNode(ast::Expr &, ast::Filter &filter) {

@@ -58,8 +58,11 @@ ValueId Builder::expand(Use list, DomainId opens, plan::Type element, SourceLoca
   return id;
 }
 
-ValueId Builder::reduce(Use value, plan::Type list, SourceLocation location) {
-  return add(OpKind::Reduce, {value}, std::move(list), location);
+ValueId Builder::reduce(Use value, plan::Type list, SourceLocation location, bool skipFailed) {
+  ValueId id = add(OpKind::Reduce, {value}, std::move(list), location);
+  if (skipFailed)
+    module_.op(id).field = plan::kReduceSkipsFailed;
+  return id;
 }
 
 ValueId Builder::filter(Use value, Use mask, plan::Type type, SourceLocation location) {

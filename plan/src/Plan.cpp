@@ -62,6 +62,8 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
     uint32_t from = plan.nodes[node.inputs[0]].domain;
     if (from >= plan.domains.size() || plan.domains[from].parent != node.domain)
       return what + " does not gather into the parent of its input's domain";
+    if (!node.field.empty() && node.field != kReduceSkipsFailed)
+      return what + " has an unknown way with failed members ('" + node.field + "')";
     break;
   }
   case NodeKind::Constant:

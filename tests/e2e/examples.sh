@@ -118,8 +118,15 @@ PY
 rm -rf out
 
 # --- text_or_ocr: the text layer where it has text, OCR where it does not (expressions) -------
-status=0; orch run text_or_ocr.orch --workers 3 --quiet 2>toc.log || status=$?
+status=0; orch run text_or_ocr.orch --workers 3 --quiet --metrics toc.json 2>toc.log || status=$?
 check "text_or_ocr completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+# Demand: the `if` renders and OCRs only the 2 scanned pages; the other 46 pages (and the
+# corrupt PDF's none) leave both Calls out.
+check "text_or_ocr: the render and the OCR ran on the 2 scanned pages only, 46 not needed each" \
+  test "$($python -c '
+import json
+calls = {c["name"]: c for c in json.load(open("toc.json"))["calls"]}
+print([(calls[n]["grains"], calls[n]["not_needed"]) for n in ("ocred", "pdf.render@ocred")])')" = "[(2, 46), (2, 46)]"
 check "text_or_ocr: every good PDF has all its pages, and only the scanned one was OCRed" \
   test "$($python -c '
 import json

@@ -1,7 +1,8 @@
 // Property test of the lineage engine: random .orch programs (up to 3 levels of nesting,
-// filters, broadcasts, several sinks, injected failures) run under random policies, batch
-// sizes, completion orders and lost batches must produce exactly the rows of the sequential
-// reference interpreter below, in ordinal order, with every source row accounted for.
+// filters, ifs and coalesces over Calls (demand), broadcasts, several sinks, injected failures) run
+// under random policies, batch sizes, completion orders and lost batches must produce exactly the
+// rows of the sequential reference interpreter below, in ordinal order, with every source row
+// accounted for.
 #include "CompileExample.h"
 #include "EngineDriver.h"
 #include "RandomPrograms.h"
@@ -118,7 +119,9 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   std::map<std::string, int> plansPerPolicy;
   constexpr int kPlans = 600;
   int compared = 0, withFailures = 0, withLosses = 0, nested = 0, withFilters = 0,
-      withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0, withBudget = 0;
+      withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0, withBudget = 0,
+      withChoices = 0;
+  uint64_t notNeeded = 0;
   for (int seed = 1; seed <= kPlans; ++seed) {
     Random random(static_cast<uint64_t>(seed) * 7919);
     const std::string program = ProgramGenerator(random).generate();
@@ -131,6 +134,8 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     for (const plan::PlanNode &node : plan->nodes) {
       withFilters += node.kind == plan::NodeKind::Filter && node.domain != plan::kNone;
       withBroadcasts += node.kind == plan::NodeKind::Broadcast;
+      withChoices +=
+          node.kind == plan::NodeKind::Compute && node.field != "greater" && node.field != "less";
     }
 
     std::vector<Value> rows;
@@ -169,6 +174,7 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     const std::string where = "seed " + std::to_string(seed) + "\n" + program;
     ASSERT_EQ(run.error, "ok") << where;
     ASSERT_EQ(run.staleRejected, run.staleDelivered) << where;
+    notNeeded += driver.engine().stats().grainsNotNeeded;
 
     // Every source row accounted for exactly once.
     ASSERT_EQ(run.roots.size(), rows.size()) << where;
@@ -200,13 +206,16 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   EXPECT_GT(withBroadcasts, 100);
   EXPECT_GT(withSeveralSinks, 100);
   EXPECT_GT(emptyExpansions, 100);
+  EXPECT_GT(withChoices, 200);
+  EXPECT_GT(notNeeded, 500u) << "choices left work out";
   for (const DispatchChoice &choice : kDispatchChoices)
     EXPECT_EQ(plansPerPolicy[choice.policy], kPlans / int(kDispatchChoices.size()))
         << choice.policy;
   std::printf("compared %d roots (%d failed); plans: %d with 4+ domains, %d filters, %d "
-              "broadcasts, %d with several sinks, %d with lost batches; %d empty child lists\n",
-              compared, withFailures, nested, withFilters, withBroadcasts, withSeveralSinks,
-              withLosses, emptyExpansions);
+              "broadcasts, %d if/coalesce, %d with several sinks, %d with lost batches; %d empty "
+              "child lists; %llu grains not needed\n",
+              compared, withFailures, nested, withFilters, withBroadcasts, withChoices,
+              withSeveralSinks, withLosses, emptyExpansions, (unsigned long long)notNeeded);
 }
 
 } // namespace

@@ -480,6 +480,49 @@ std::string withOrdinals(const std::string &ordinals) {
   return text;
 }
 
+TEST(LineageEngineTest, AReduceThatSkipsFailedMembersWritesTheOthersAndNamesEachSkippedOne) {
+  // Pages 1 and 3 fail; page 4 is filtered out. `failed: "skip"` leaves both failures out like
+  // the dropped page and reports them with their paths and causes; the default reduce of the
+  // same pages is suppressed, so a second sink that uses it fails the row.
+  const char *program = R"(
+pipeline keep_good;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(filter(pages, pages < 4), ordinals: "1,3") { batch: 2 };
+sink jsonl(path: "good.jsonl", record: { id: rows.id, pages: reduce(checked, failed: "skip") });
+)";
+  plan::Plan plan = compile(program);
+  Operators ops;
+  EngineDriver driver(plan, {}, ops.registry, DriverOptions{5, 3});
+  testing::DriverRun run = driver.run({row(0, 5), row(1, 1)});
+  ASSERT_EQ(run.error, "ok");
+  std::sort(run.roots.begin(), run.roots.end(),
+            [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
+  const RootResult &root = run.roots.at(0);
+  EXPECT_EQ(root.status, RootStatus::Written);
+  EXPECT_EQ(*root.rows.at(0).values.at(0).field("pages"), ints({0, 2}));
+  ASSERT_EQ(root.skippedMembers.size(), 2u);
+  EXPECT_EQ(root.skippedMembers[0].path, std::vector<uint32_t>{1});
+  EXPECT_EQ(root.skippedMembers[1].path, std::vector<uint32_t>{3});
+  for (const SkippedMember &skipped : root.skippedMembers) {
+    ASSERT_LT(skipped.cause, root.failures.size());
+    EXPECT_EQ(root.failures[skipped.cause].path, skipped.path);
+    EXPECT_EQ(root.failures[skipped.cause].call, "checked");
+  }
+  EXPECT_TRUE(run.roots.at(1).skippedMembers.empty());
+  EXPECT_EQ(driver.engine().stats().membersSkipped, 2u);
+
+  plan::Plan strict = compile(std::string(program) +
+                              "sink jsonl(path: \"all.jsonl\", record: { p: reduce(checked) });\n");
+  Operators strictOps;
+  EngineDriver strictDriver(strict, {}, strictOps.registry, DriverOptions{5, 3});
+  testing::DriverRun strictRun = strictDriver.run({row(0, 5)});
+  ASSERT_EQ(strictRun.roots.size(), 1u);
+  EXPECT_EQ(strictRun.roots[0].status, RootStatus::Failed) << "the default reduce suppresses";
+  EXPECT_EQ(strictRun.roots[0].rows.at(0).status, RowStatus::Written);
+  EXPECT_EQ(strictRun.roots[0].rows.at(1).status, RowStatus::Failed);
+}
+
 TEST(LineageEngineTest, GroupFailureSuppressesOnlyThePoisonedParentsSiblings) {
   // Only the first document has a page 7.
   std::vector<Value> rows{row(0, 20)};

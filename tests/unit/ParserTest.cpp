@@ -66,7 +66,7 @@ TEST(ParserTest, MissingSemicolonIsReportedAfterThePreviousToken) {
 TEST(ParserTest, NamesTheUnexpectedTokenOnTheSameLine) {
   ParseOutcome outcome = parseText("pipeline p;\nx = reduce(y;\n");
   ASSERT_FALSE(outcome.diagnostics.empty());
-  EXPECT_EQ(outcome.diagnostics.front().message, "expected ')', found ';'");
+  EXPECT_EQ(outcome.diagnostics.front().message, "expected ')' or ',', found ';'");
   EXPECT_EQ(outcome.diagnostics.front().location, (SourceLocation{1, 2, 13, 1}));
 }
 

@@ -86,16 +86,55 @@ private:
         std::string opts = failOptions(kind, attempts);
         out_ << name << " = test.fail(" << value << ", kind: \"" << kind << "\", ordinals: \""
              << ordinals << "\", attempts: " << attempts << ") " << opts << ";\n";
-      } else if (depth > 0) {
+      } else if (depth > 0 && chance(random_, 0.5)) {
         const char *op = chance(random_, 0.5) ? "math.gt" : "math.lt";
         out_ << name << " = filter(" << value << ", " << op << "(" << value << ", "
              << pick(random_, 0, 3) << "));\n";
+      } else if (depth > 0) {
+        chooseBetweenCalls(name, value);
       } else {
         out_ << name << " = test.identity(" << value << ") " << options() << ";\n";
       }
       value = name;
     }
     return value;
+  }
+
+  /// A failing Call on `value` (record or batch failures).
+  std::string failing(const std::string &value) {
+    std::string kind = chance(random_, 0.5) ? "record" : "batch";
+    int attempts = -1;
+    std::string opts = failOptions(kind, attempts);
+    return "test.fail(" + value + ", kind: \"" + kind + "\", ordinals: \"" +
+           std::to_string(pick(random_, 0, 4)) + "\", attempts: " + std::to_string(attempts) +
+           ") " + opts;
+  }
+
+  /// A condition on the Int `value`.
+  std::string condition(const std::string &value) {
+    return std::string(chance(random_, 0.5) ? "math.gt(" : "math.lt(") + value + ", " +
+           std::to_string(pick(random_, 0, 3)) + ")";
+  }
+
+  /// A choice whose operands are Calls (semantics.md, demand): an if between two chains, a
+  /// coalesce that falls back to a Call, or a filter of a Call; one of them may fail.
+  void chooseBetweenCalls(const std::string &name, const std::string &value) {
+    const std::string identity = "test.identity(" + value + ") " + options();
+    switch (pick(random_, 0, 2)) {
+    case 0:
+      out_ << name << " = if " << condition(value) << " then "
+           << (chance(random_, 0.5) ? failing(value) : identity) << " else "
+           << (chance(random_, 0.5) ? failing(value) : identity) << ";\n";
+      return;
+    case 1:
+      out_ << name << " = coalesce(filter(" << value << ", " << condition(value) << "), "
+           << (chance(random_, 0.5) ? failing(value) : identity) << ");\n";
+      return;
+    default:
+      out_ << name << " = filter(" << (chance(random_, 0.5) ? failing(value) : identity) << ", "
+           << condition(value) << ");\n";
+      return;
+    }
   }
 
   void sink(int depth, std::vector<std::pair<std::string, std::string>> fields) {
@@ -139,6 +178,12 @@ private:
         out_ << reduced << " = test.identity(reduce(" << gathered << ")) " << options() << ";\n";
       else
         out_ << reduced << " = reduce(" << gathered << ");\n";
+      if (depth > 0 && chance(random_, 0.3)) {
+        // A reduce only some rows need: its children's failures matter only there.
+        std::string picked = fresh("p");
+        out_ << picked << " = filter(" << reduced << ", " << condition(value) << ");\n";
+        reduced = picked;
+      }
       fields.emplace_back("kids" + std::to_string(e), reduced);
       if (e == 0) {
         result = fresh("rec");

@@ -1,7 +1,10 @@
 // Test helper: the sequential reference interpreter of the execution semantics
 // (semantics.md), against which the engine property test and the runtime's differential tester
-// compare every row: node by node in plan order, over every entity of the node's domain, with
-// no scheduling, batching, infrastructure failures or barriers.
+// compare every row. It is lazy, which is the demand rule read literally: an item is computed
+// only when something that is itself computed asks for it, starting from the sinks; an if asks
+// for its condition and then one branch, a coalesce for its operands until one is not dropped,
+// a filter for its mask and then (where the mask is true or failed) its value, a reduce for its
+// children. No scheduling, batching, infrastructure failures or barriers.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -12,6 +15,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,8 +25,7 @@ namespace orch::testing {
 
 using namespace orch::runtime;
 
-/// Evaluates a plan for one root sequentially, node by node in plan order, over every entity
-/// of the node's domain: no scheduling, batching, failures of infrastructure or barriers.
+/// Evaluates a plan for one root sequentially and lazily: only what a sink needs is computed.
 class ReferenceInterpreter {
 public:
   struct Item {
@@ -42,10 +45,10 @@ public:
 
   RootResult run(uint64_t sourceRow, const Value &row) {
     entities_.clear();
-    failures_ = 0;
+    lostSinkRows_ = false;
+    sourceRow_ = sourceRow;
     entities_.push_back(Entity{plan_.sources[0].domain, -1, {}, {}, {}});
-    for (uint32_t n = 0; n < plan_.nodes.size(); ++n)
-      evaluateNode(n, sourceRow, row);
+    entities_[0].items[plan_.sources[0].node] = {ItemOutcome::Present, row};
     RootResult result;
     result.sourceRow = sourceRow;
     bool anyFailed = false, anyWritten = false;
@@ -55,7 +58,7 @@ public:
         sinkRow.sink = s;
         sinkRow.path = entities_[e].path;
         for (uint32_t input : plan_.sinks[s].inputs) {
-          const Item &item = itemFor(input, e);
+          const Item item = itemFor(input, e);
           if (item.outcome == ItemOutcome::Failed || item.outcome == ItemOutcome::Suppressed) {
             sinkRow.status = RowStatus::Failed;
             break;
@@ -71,15 +74,57 @@ public:
         result.rows.push_back(std::move(sinkRow));
       }
     }
-    result.status = anyFailed || (!anyWritten && failures_ > 0) ? RootStatus::Failed
+    result.status = anyFailed || (!anyWritten && lostSinkRows_) ? RootStatus::Failed
                     : anyWritten                                ? RootStatus::Written
                                                                 : RootStatus::Dropped;
     return result;
   }
 
+  /// Operators the last run() invoked, by Call name (what demand let run).
+  const std::map<std::string, size_t> &invocations() const { return invocations_; }
+
 private:
-  /// Entities of `domain` in lineage order.
-  std::vector<int> entitiesIn(uint32_t domain) const {
+  bool sinksAtOrBelow(uint32_t domain) const {
+    for (const plan::PlanSink &sink : plan_.sinks)
+      for (uint32_t d = sink.domain; d != plan::kNone; d = plan_.domains[d].parent)
+        if (d == domain)
+          return true;
+    return false;
+  }
+
+  /// The children of `parent` in `domain` (one level below), expanding it on first use.
+  const std::vector<int> &childrenOf(int parent, uint32_t domain) {
+    auto found = entities_[parent].expansions.find(domain);
+    if (found != entities_[parent].expansions.end())
+      return found->second.second;
+    uint32_t expandNode = 0;
+    while (!(plan_.nodes[expandNode].kind == plan::NodeKind::Expand &&
+             plan_.nodes[expandNode].domain == domain))
+      ++expandNode;
+    const Item list = itemFor(plan_.nodes[expandNode].inputs[0], parent);
+    std::pair<ItemOutcome, std::vector<int>> expansion;
+    if (list.outcome != ItemOutcome::Present) {
+      expansion.first =
+          list.outcome == ItemOutcome::Dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
+      lostSinkRows_ |= expansion.first == ItemOutcome::Failed && sinksAtOrBelow(domain);
+    } else {
+      expansion.first = ItemOutcome::Present;
+      const ValueList &elements = list.value.asList();
+      for (uint32_t i = 0; i < elements.size(); ++i) {
+        Entity child{domain, parent, entities_[parent].path, {}, {}};
+        child.path.push_back(i);
+        child.items[expandNode] = {ItemOutcome::Present, elements[i]};
+        entities_.push_back(std::move(child));
+        expansion.second.push_back(int(entities_.size()) - 1);
+      }
+    }
+    auto &stored = entities_[parent].expansions[domain];
+    stored = std::move(expansion);
+    return stored.second;
+  }
+
+  /// Entities of `domain` in lineage order, expanding what leads to them.
+  std::vector<int> entitiesIn(uint32_t domain) {
     std::vector<uint32_t> path;
     for (uint32_t d = domain; d != plan::kNone; d = plan_.domains[d].parent)
       path.insert(path.begin(), d);
@@ -87,21 +132,27 @@ private:
     for (size_t i = 1; i < path.size(); ++i) {
       std::vector<int> next;
       for (int e : level) {
-        auto found = entities_[e].expansions.find(path[i]);
-        if (found != entities_[e].expansions.end())
-          next.insert(next.end(), found->second.second.begin(), found->second.second.end());
+        const std::vector<int> &children = childrenOf(e, path[i]);
+        next.insert(next.end(), children.begin(), children.end());
       }
       level = next;
     }
     return level;
   }
 
-  Item itemFor(uint32_t node, int entity) const {
+  /// The item of `node` seen from `entity` (its own, an ancestor's or a constant), computed
+  /// on first use.
+  Item itemFor(uint32_t node, int entity) {
     if (plan_.nodes[node].domain == plan::kNone)
       return constant(node);
     while (entities_[entity].domain != plan_.nodes[node].domain)
       entity = entities_[entity].parent;
-    return entities_[entity].items.at(node);
+    auto found = entities_[entity].items.find(node);
+    if (found != entities_[entity].items.end())
+      return found->second;
+    Item item = evaluate(node, entity);
+    entities_[entity].items[node] = item;
+    return item;
   }
 
   Item constant(uint32_t node) const {
@@ -127,51 +178,31 @@ private:
     return item.outcome == ItemOutcome::Failed || item.outcome == ItemOutcome::Suppressed;
   }
 
-  void evaluateNode(uint32_t n, uint64_t sourceRow, const Value &row) {
-    const plan::PlanNode &node = plan_.nodes[n];
-    if (node.domain == plan::kNone)
-      return;
-    if (node.kind == plan::NodeKind::Expand) {
-      for (int parent : entitiesIn(plan_.domains[node.domain].parent)) {
-        Item list = itemFor(node.inputs[0], parent);
-        auto &expansion = entities_[parent].expansions[node.domain];
-        if (list.outcome != ItemOutcome::Present) {
-          expansion.first =
-              list.outcome == ItemOutcome::Dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
-          continue;
-        }
-        expansion.first = ItemOutcome::Present;
-        const ValueList &elements = list.value.asList();
-        for (uint32_t i = 0; i < elements.size(); ++i) {
-          Entity child{node.domain, parent, entities_[parent].path, {}, {}};
-          child.path.push_back(i);
-          child.items[n] = {ItemOutcome::Present, elements[i]};
-          entities_.push_back(std::move(child));
-          // `expansion` may dangle after push_back: look it up again.
-          entities_[parent].expansions[node.domain].second.push_back(int(entities_.size()) - 1);
-        }
-      }
-      return;
-    }
-    for (int e : entitiesIn(node.domain))
-      entities_[e].items[n] = evaluate(n, e, sourceRow, row);
+  /// What a choice takes from the operand it chose: a failure is suppressed, else as is.
+  static Item taken(const Item &chosen) {
+    return failed(chosen) ? Item{ItemOutcome::Suppressed, {}} : chosen;
   }
 
-  Item evaluate(uint32_t n, int e, uint64_t sourceRow, const Value &row) {
+  static bool isTrue(const Item &item) {
+    return item.outcome == ItemOutcome::Present && item.value.kind() == Value::Kind::Bool &&
+           item.value.asBool();
+  }
+
+  Item evaluate(uint32_t n, int e) {
     const plan::PlanNode &node = plan_.nodes[n];
     switch (node.kind) {
-    case plan::NodeKind::Source:
-      return {ItemOutcome::Present, row};
     case plan::NodeKind::Broadcast:
       return itemFor(node.inputs[0], e);
     case plan::NodeKind::Reduce: {
-      const auto &expansion = entities_[e].expansions.at(plan_.nodes[node.inputs[0]].domain);
-      if (expansion.first == ItemOutcome::Dropped)
+      const uint32_t childDomain = plan_.nodes[node.inputs[0]].domain;
+      const std::vector<int> children = childrenOf(e, childDomain);
+      const ItemOutcome expansion = entities_[e].expansions.at(childDomain).first;
+      if (expansion == ItemOutcome::Dropped)
         return {ItemOutcome::Dropped, {}};
-      if (expansion.first == ItemOutcome::Failed)
+      if (expansion == ItemOutcome::Failed)
         return {ItemOutcome::Suppressed, {}};
       ValueList values;
-      for (int child : expansion.second) {
+      for (int child : children) {
         Item member = itemFor(node.inputs[0], child);
         if (failed(member))
           return {ItemOutcome::Suppressed, {}};
@@ -180,27 +211,49 @@ private:
       }
       return {ItemOutcome::Present, Value::list(std::move(values))};
     }
+    case plan::NodeKind::Filter: {
+      // A false or dropped mask drops the value without needing it; a dropped value stays
+      // dropped whatever the mask; then a failure suppresses.
+      const Item mask = itemFor(node.inputs[1], e);
+      if (!isTrue(mask) && !failed(mask))
+        return {ItemOutcome::Dropped, {}};
+      const Item value = itemFor(node.inputs[0], e);
+      if (value.outcome == ItemOutcome::Dropped)
+        return {ItemOutcome::Dropped, {}};
+      if (failed(value) || failed(mask))
+        return {ItemOutcome::Suppressed, {}};
+      return value;
+    }
+    case plan::NodeKind::Compute:
+      if (node.field == "if") {
+        const Item condition = itemFor(node.inputs[0], e);
+        if (condition.outcome != ItemOutcome::Present)
+          return taken(condition);
+        return taken(itemFor(node.inputs[isTrue(condition) ? 1 : 2], e));
+      }
+      if (node.field == "coalesce") {
+        for (uint32_t input : node.inputs)
+          if (Item operand = itemFor(input, e); operand.outcome != ItemOutcome::Dropped)
+            return taken(operand);
+        return {ItemOutcome::Dropped, {}};
+      }
+      break;
     default:
       break;
     }
-    if (node.kind == plan::NodeKind::Filter &&
-        itemFor(node.inputs[0], e).outcome == ItemOutcome::Dropped)
-      return {ItemOutcome::Dropped, {}};
     std::vector<Value> inputs;
-    bool dropped = false;
+    bool dropped = false, anyFailed = false;
     for (uint32_t input : node.inputs) {
       Item item = itemFor(input, e);
-      if (failed(item))
-        return {ItemOutcome::Suppressed, {}};
+      anyFailed |= failed(item);
       dropped |= item.outcome == ItemOutcome::Dropped;
       inputs.push_back(item.value);
     }
+    if (anyFailed)
+      return {ItemOutcome::Suppressed, {}};
     if (dropped)
       return {ItemOutcome::Dropped, {}};
     switch (node.kind) {
-    case plan::NodeKind::Filter:
-      return inputs[1].asBool() ? Item{ItemOutcome::Present, inputs[0]}
-                                : Item{ItemOutcome::Dropped, {}};
     case plan::NodeKind::Project: {
       const Value *field = inputs[0].field(node.field);
       return {ItemOutcome::Present, field ? *field : Value()};
@@ -212,8 +265,9 @@ private:
       return {ItemOutcome::Present, Value::record(std::move(fields))};
     }
     case plan::NodeKind::Invoke:
+      ++invocations_[plan_.calls[node.index].name];
       return invoke(plan_.calls[node.index], inputs,
-                    e == 0 ? uint32_t(sourceRow) : entities_[e].path.back());
+                    e == 0 ? uint32_t(sourceRow_) : entities_[e].path.back());
     case plan::NodeKind::Compute:
       // Helper fusion turns math.gt and math.lt Calls into these.
       if (node.field == "greater" || node.field == "less") {
@@ -263,10 +317,8 @@ private:
       const int64_t attempts = std::get<int64_t>(constant("attempts"));
       // A batch failure limited to `attempts` <= retries succeeds on a retry; every other
       // injected failure fails the row.
-      if (ordinals.count(ordinal) && (!batchKind || attempts < 0)) {
-        ++failures_;
+      if (ordinals.count(ordinal) && (!batchKind || attempts < 0))
         return {ItemOutcome::Failed, {}};
-      }
       return {ItemOutcome::Present, in[0]};
     }
     ADD_FAILURE() << "reference: unknown operator " << call.op;
@@ -275,7 +327,9 @@ private:
 
   const plan::Plan &plan_;
   std::vector<Entity> entities_;
-  int failures_ = 0;
+  uint64_t sourceRow_ = 0;
+  bool lostSinkRows_ = false;
+  std::map<std::string, size_t> invocations_;
 };
 
 } // namespace orch::testing

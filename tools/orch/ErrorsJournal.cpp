@@ -21,8 +21,10 @@ runtime::Value pathValue(const std::vector<uint32_t> &path) {
 } // namespace
 
 void ErrorsJournal::record(const runtime::RootResult &root) {
-  if (root.status != runtime::RootStatus::Failed)
+  if (root.status != runtime::RootStatus::Failed) {
+    recordSkippedMembers(root);
     return;
+  }
   using runtime::Value;
   runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
                                {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
@@ -46,7 +48,25 @@ void ErrorsJournal::record(const runtime::RootResult &root) {
   fields.emplace_back("failures", Value::integer(static_cast<int64_t>(root.failures.size())));
   fields.emplace_back("failed_rows", Value::integer(static_cast<int64_t>(failedRows.size())));
   fields.emplace_back("rows", Value::list(std::move(failedRows)));
-  const std::string line = Value::record(std::move(fields)).str() + '\n';
+  write(Value::record(std::move(fields)));
+}
+
+void ErrorsJournal::recordSkippedMembers(const runtime::RootResult &root) {
+  using runtime::Value;
+  for (const runtime::SkippedMember &skipped : root.skippedMembers) {
+    runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
+                                 {"row", Value::integer(static_cast<int64_t>(root.sourceRow))},
+                                 {"status", Value::string(runtime::rootStatusName(root.status))},
+                                 {"kind", Value::string("skipped-member")},
+                                 {"path", pathValue(skipped.path)}};
+    if (skipped.cause < root.failures.size())
+      fields.emplace_back("cause", Value::record(describe(root.failures[skipped.cause])));
+    write(Value::record(std::move(fields)));
+  }
+}
+
+void ErrorsJournal::write(const runtime::Value &entry) {
+  const std::string line = entry.str() + '\n';
   // One write per line, so that a run killed meanwhile leaves whole lines.
   if (fd_ >= 0 && runtime::writeAll(fd_, line))
     size_ += line.size();

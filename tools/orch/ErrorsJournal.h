@@ -1,4 +1,5 @@
-// The errors journal of `orch run`: one JSON line per failed source row.
+// The errors journal of `orch run`: one JSON line per failed source row, and one per member a
+// `reduce(x, failed: "skip")` left out.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -28,6 +29,9 @@ public:
 
 private:
   static runtime::RecordFields describe(const runtime::Failure &failure);
+  /// One line per member a `reduce(x, failed: "skip")` left out of a written or dropped row.
+  void recordSkippedMembers(const runtime::RootResult &root);
+  void write(const runtime::Value &entry);
 
   const plan::Plan &plan_;
   std::string path_;

@@ -85,6 +85,35 @@ std::string failuresSection(const Json &metrics) {
   return html.str();
 }
 
+std::string skippedMembersSection(const Json &metrics) {
+  auto found = metrics.find("skipped_members");
+  if (found == metrics.end() || (*found)["total"].get<uint64_t>() == 0)
+    return "";
+  const Json &skipped = *found;
+  const uint64_t total = skipped["total"].get<uint64_t>();
+  std::ostringstream html;
+  html << "<p>" << total
+       << " failed member(s) were left out of their rows by <code>reduce(..., failed: "
+          "\"skip\")</code>; the rows were written without them, and each is in the errors "
+          "journal (kind <code>skipped-member</code>).</p><table class='failures'><tr><th>source "
+          "row</th><th>path or key</th><th>member</th><th>call</th><th>kind</th><th>message</th>"
+          "</tr>";
+  for (const Json &member : skipped["shown"]) {
+    std::string path;
+    for (const Json &ordinal : member["path"])
+      path += (path.empty() ? "" : ".") + std::to_string(ordinal.get<uint64_t>());
+    html << "<tr><td>" << escape(member["source"].get<std::string>()) << " #" << member["row"]
+         << "</td><td>" << escape(member["label"].get<std::string>()) << "</td><td>" << escape(path)
+         << "</td><td>" << escape(member["call"].get<std::string>()) << "</td><td>"
+         << escape(member["kind"].get<std::string>()) << "</td><td>"
+         << escape(member["message"].get<std::string>()) << "</td></tr>";
+  }
+  html << "</table>";
+  if (total > skipped["shown"].size())
+    html << "<p>... and " << total - skipped["shown"].size() << " more in the errors journal.</p>";
+  return html.str();
+}
+
 std::string outputsTable(const Json &metrics) {
   auto found = metrics.find("outputs");
   if (found == metrics.end() || found->empty())

@@ -13,6 +13,8 @@ std::string summaryParagraph(const Json &metrics);
 std::string callsTable(const Json &metrics);
 /// The failed source rows with their causes (the first 100), or a line saying there were none.
 std::string failuresSection(const Json &metrics);
+/// Members `reduce(x, failed: "skip")` left out (nothing when there were none).
+std::string skippedMembersSection(const Json &metrics);
 /// Per sink: where it wrote, rows and bytes.
 std::string outputsTable(const Json &metrics);
 

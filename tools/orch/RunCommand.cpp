@@ -125,6 +125,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   out << "orch: pipeline '" << plan.pipelineName << "': " << summary.rows << " rows in "
       << llvm::format("%.2f", summary.seconds) << " s: " << summary.written << " written, "
       << summary.dropped << " dropped, " << summary.failed << " failed";
+  if (summary.engine.membersSkipped)
+    out << "; " << summary.engine.membersSkipped
+        << " failed member(s) left out by reduce(..., failed: \"skip\")";
   if (errors.recorded())
     out << " (see " << errors.path() << ")";
   if (summary.resumed) {
@@ -152,8 +155,12 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   }
   for (size_t c = 0; c < summary.calls.size(); ++c) {
     const runtime::CallSummary &call = summary.calls[c];
-    if (call.batches == 0)
+    if (call.batches == 0) {
+      if (call.notNeeded)
+        out << "orch:   call '" << call.name << "': no grains run, " << call.notNeeded
+            << " not needed\n";
       continue;
+    }
     out << "orch:   call '" << call.name << "': " << call.grains << " grains in " << call.batches
         << " batches (" << llvm::format("%.1f", double(call.grains) / double(call.batches))
         << " of " << call.batchLimit << " per batch, " << call.mixedBatches
@@ -175,6 +182,8 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       out << ", " << call.retries << " retries, " << stale[c] << " stale, " << call.skipped
           << " skipped, " << call.suppressedByBarrier << " suppressed, " << call.cancelled
           << " cancelled";
+    if (call.notNeeded)
+      out << ", " << call.notNeeded << " not needed";
     out << "\n";
   }
   if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
@@ -187,9 +196,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   out << "orch:   engine: " << engine.grainTransitions << " grain transitions, "
       << engine.grainsSkipped << " grains skipped, " << engine.grainsSuppressedByBarrier
       << " suppressed by barriers, " << engine.grainsCancelled << " cancelled, "
-      << engine.batchRetries << " retries, " << engine.infrastructureFailures << " lost batches, "
-      << engine.batchCrashes << " crashed, " << engine.batchTimeouts << " timed out, "
-      << engine.staleReports << " stale reports\n";
+      << engine.grainsNotNeeded << " not needed, " << engine.batchRetries << " retries, "
+      << engine.infrastructureFailures << " lost batches, " << engine.batchCrashes << " crashed, "
+      << engine.batchTimeouts << " timed out, " << engine.staleReports << " stale reports\n";
   if (engine.contractViolations)
     out << "orch:   warning: " << engine.contractViolations
         << " batch(es) broke their operator's contract (a wrong count or type of results); "

@@ -50,6 +50,20 @@ Json failuresOf(const plan::Plan &plan, const runtime::RunRecorder &recorder,
   return {{"total", total}, {"errors_journal", errorsJournal}, {"shown", shown}};
 }
 
+/// Members `reduce(x, failed: "skip")` left out: the first ones kept, and how many there were.
+Json skippedMembersOf(const plan::Plan &plan, const runtime::RunRecorder &recorder) {
+  Json shown = Json::array();
+  for (const runtime::SkippedMemberRecord &skipped : recorder.skippedMembers())
+    shown.push_back({{"source", plan.sources[skipped.source].op},
+                     {"row", skipped.sourceRow},
+                     {"label", skipped.label},
+                     {"path", skipped.path},
+                     {"call", skipped.cause.call},
+                     {"kind", runtime::failureKindName(skipped.cause.kind)},
+                     {"message", skipped.cause.message}});
+  return {{"total", recorder.skippedMemberCount()}, {"shown", shown}};
+}
+
 double secondsSince(std::chrono::steady_clock::time_point start,
                     std::chrono::steady_clock::time_point at) {
   return std::chrono::duration<double>(at - start).count();
@@ -137,6 +151,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   {"failed", summary.failed},
                   {"sink_rows", summary.sinkRows}};
   json["failures"] = failuresOf(plan, recorder, errorsJournal);
+  json["skipped_members"] = skippedMembersOf(plan, recorder);
   json["outputs"] = Json::array();
   for (size_t s = 0; s < summary.sinks.size() && s < plan.sinks.size(); ++s)
     json["outputs"].push_back({{"sink", summary.sinks[s].name},
@@ -157,6 +172,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                     {"grains_skipped", engine.grainsSkipped},
                     {"grains_suppressed_by_barrier", engine.grainsSuppressedByBarrier},
                     {"grains_cancelled", engine.grainsCancelled},
+                    {"grains_not_needed", engine.grainsNotNeeded},
+                    {"members_skipped", engine.membersSkipped},
                     {"batches_dispatched", engine.batchesDispatched},
                     {"batches_committed", engine.batchesCommitted},
                     {"stale_reports", engine.staleReports},
@@ -207,6 +224,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
          {"skipped", call.skipped},
          {"suppressed_by_barrier", call.suppressedByBarrier},
          {"cancelled", call.cancelled},
+         {"not_needed", call.notNeeded},
          {"busy_seconds", call.busySeconds},
          {"replicas", call.replicas},
          {"rerun_grains", rerun[c]},

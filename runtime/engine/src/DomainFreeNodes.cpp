@@ -54,12 +54,14 @@ std::optional<std::string> evaluateDomainFreeNodes(const plan::Plan &plan, const
       RecordFields fields;
       for (size_t i = 0; i < node.inputs.size(); ++i)
         fields.emplace_back(node.labels[i], input(i).value);
-      item = {Value::record(std::move(fields)), kNoIndex, ItemOutcome::Present};
+      item.value = Value::record(std::move(fields));
+      item.outcome = ItemOutcome::Present;
       break;
     }
     case NodeKind::Project: {
       const Value *field = input(0).value.field(node.field);
-      item = {field ? *field : Value(), kNoIndex, ItemOutcome::Present};
+      item.value = field ? *field : Value();
+      item.outcome = ItemOutcome::Present;
       break;
     }
     case NodeKind::Filter:
@@ -101,7 +103,8 @@ std::optional<std::string> evaluateDomainFreeNodes(const plan::Plan &plan, const
       ComputeOutcome outcome = evaluateCompute(op, operands, node.type);
       if (outcome.failure)
         return describeComputeFailure(plan, n, *outcome.failure);
-      item = {std::move(outcome.value), kNoIndex, ItemOutcome::Present};
+      item.value = std::move(outcome.value);
+      item.outcome = ItemOutcome::Present;
       break;
     }
     default:

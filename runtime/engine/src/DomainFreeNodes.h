@@ -13,12 +13,23 @@
 
 namespace orch::runtime {
 
+/// Whether some consumer needs an item (semantics.md, demand). Items of nodes that are always
+/// needed start Needed; those of conditionally needed nodes start Undecided and move once.
+enum class Demand : uint8_t { Needed, Undecided, NotNeeded };
+
 struct Item {
   Value value;
   /// Failed and Suppressed items: index of the cause in their root's failures.
   uint32_t cause = kNoIndex;
   ItemOutcome outcome = ItemOutcome::Unresolved;
+  Demand demand = Demand::Needed;
+  /// Undecided items: consumers that have not yet said whether they read it.
+  uint8_t undecidedConsumers = 0;
+  /// A choice node's own item (if, coalesce, filter): how far its choice has got
+  /// (EngineDemand.cpp).
+  uint8_t choiceStep = 0;
 };
+static_assert(sizeof(Item) <= 32, "an item stays within 32 bytes: a million pages hold many");
 
 /// Computes the items of domain-free nodes (constants and what is computed from constants only)
 /// into `values`; the reason when a constant expression fails (a division by zero).

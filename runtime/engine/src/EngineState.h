@@ -77,6 +77,11 @@ struct Root {
   /// the root's rows are known and it finishes early (its remaining grains are cancelled).
   uint64_t pendingSinkInputs = 0;
   std::vector<Failure> failures;
+  /// An expansion that sink rows come from failed: its rows are lost, so the root failed even
+  /// if no row it has failed.
+  bool lostSinkRows = false;
+  /// Members reduces left out (`failed: "skip"`), with their causes' indexes in `failures`.
+  std::vector<SkippedMember> skippedMembers;
   bool live = false;
   /// Queued in rootsToFinish.
   bool finishing = false;
@@ -224,9 +229,13 @@ struct LineageEngine::State {
   bool admissionClosed = false;
   std::optional<std::string> abortReason;
 
+  /// Resolved: the item became terminal (its consumers are visited). Needed and NotNeeded:
+  /// its demand was decided (EngineDemand.cpp).
+  enum class EventKind : uint8_t { Resolved, Needed, NotNeeded };
   struct Event {
     EntityId entity;
     NodeId node;
+    EventKind kind = EventKind::Resolved;
   };
   std::vector<Event> work;
   std::vector<RootId> rootsToFinish;
@@ -277,6 +286,23 @@ struct LineageEngine::State {
   void holdBytes(uint64_t bytes);
   void releaseBytes(uint64_t bytes);
   void setPhase(Grain &grain, NodeId node, GrainPhase to);
+
+  // Demand (EngineDemand.cpp): which items some consumer needs (semantics.md).
+  /// Seals the never-needed nodes of a new entity and starts its always-needed choices.
+  void startDemand(EntityId entity);
+  /// `consumer` says whether it reads `input` (of the same entity) for `entity`; each consumer
+  /// says so once per distinct operand.
+  void settleDemand(EntityId entity, NodeId input, bool needed);
+  /// `node` settles its operand at `position` (once per distinct operand: a repeat of one it
+  /// settled before is skipped).
+  void settleOperand(EntityId entity, NodeId node, size_t position, bool needed);
+  /// Settles all of `node`'s operands, with `needed`.
+  void settleAllOperands(EntityId entity, NodeId node, bool needed);
+  void becomeNeeded(EntityId entity, NodeId node);
+  void becomeNotNeeded(EntityId entity, NodeId node);
+  /// A needed choice node decides which operands it reads as far as its resolved operands let
+  /// it; idempotent (Item::choiceStep).
+  void advanceChoice(EntityId entity, NodeId node);
 
   // Propagation (LineageEngine.cpp).
   void propagate();

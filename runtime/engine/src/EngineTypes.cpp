@@ -15,6 +15,8 @@ const char *itemOutcomeName(ItemOutcome outcome) {
     return "failed";
   case ItemOutcome::Suppressed:
     return "suppressed";
+  case ItemOutcome::NotNeeded:
+    return "not needed";
   }
   return "?";
 }

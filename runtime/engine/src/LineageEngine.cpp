@@ -58,6 +58,11 @@ void orderFailuresByPath(RootResult &result) {
   for (SinkRow &row : result.rows)
     if (row.failure != kNoIndex)
       row.failure = newIndex[row.failure];
+  for (SkippedMember &skipped : result.skippedMembers)
+    skipped.cause = newIndex[skipped.cause];
+  // Members left out in path order, whatever order their reduces resolved in.
+  std::sort(result.skippedMembers.begin(), result.skippedMembers.end(),
+            [](const SkippedMember &a, const SkippedMember &b) { return a.path < b.path; });
 }
 
 /// Each failed row's cause is the failure with the lowest ordinal path under the row's entity
@@ -116,8 +121,15 @@ EntityId LineageEngine::State::createEntity(DomainId domain, EntityId parent, ui
   entity.items = items.allocate(domain, itemsPerDomain[domain]);
   entity.grains = grains.allocate(domain, grainsPerDomain[domain]);
   entity.expansions = expansionRefs.allocate(domain, childrenPerDomain[domain]);
-  for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i)
-    items[entity.items + i] = Item{};
+  for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
+    Item &item = items[entity.items + i];
+    item = Item{};
+    const NodeLayout &node = nodeLayout(shape.nodes[i]);
+    if (node.demand == NodeDemand::Conditional) {
+      item.demand = Demand::Undecided;
+      item.undecidedConsumers = node.consumersThatMayNeed;
+    }
+  }
   for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
     Grain &grain = grains[entity.grains + g];
     grain.phase = GrainPhase::Waiting;
@@ -132,6 +144,7 @@ EntityId LineageEngine::State::createEntity(DomainId domain, EntityId parent, ui
   roots[root].unresolved += itemsPerDomain[domain];
   roots[root].pendingSinkInputs += shape.pendingSinkInputs;
   ++stats.entitiesCreated;
+  startDemand(id);
   return id;
 }
 
@@ -255,6 +268,16 @@ void LineageEngine::State::propagate() {
 }
 
 void LineageEngine::State::processEvent(const Event &event) {
+  switch (event.kind) {
+  case EventKind::Needed:
+    becomeNeeded(event.entity, event.node);
+    return;
+  case EventKind::NotNeeded:
+    becomeNotNeeded(event.entity, event.node);
+    return;
+  case EventKind::Resolved:
+    break;
+  }
   const DomainId domain = entities[event.entity].domain;
   for (uint32_t index : planNode(event.node).consumers) {
     const NodeId consumer(index);
@@ -314,10 +337,14 @@ void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
   auto input = [&](size_t i) -> const Item & {
     return inputItem(entity, NodeId(target.inputs[i]));
   };
+  // Demand: an item no consumer has said it needs is not computed (EngineDemand.cpp).
+  if (itemOf(entity, node).demand != Demand::Needed)
+    return;
   if (target.kind == NodeKind::Invoke) {
     evaluateInvoke(entity, node);
     return;
   }
+  advanceChoice(entity, node);
   if (itemOf(entity, node).outcome != ItemOutcome::Unresolved)
     return;
   if (target.kind == NodeKind::Broadcast) {
@@ -435,24 +462,30 @@ void LineageEngine::State::evaluateChoice(EntityId entity, NodeId node) {
 }
 
 void LineageEngine::State::evaluateFilter(EntityId entity, NodeId node) {
-  // semantics.md: a dropped value stays dropped whatever the mask; then a failed value or mask
-  // suppresses; then the mask decides.
+  // semantics.md: a dropped value stays dropped whatever the mask; otherwise the mask decides
+  // first (a false or dropped mask drops the value without needing it), then a failed value or
+  // mask suppresses.
   const plan::PlanNode &filter = planNode(node);
   const Item &value = inputItem(entity, NodeId(filter.inputs[0]));
   const Item &mask = inputItem(entity, NodeId(filter.inputs[1]));
   if (value.outcome == ItemOutcome::Dropped) {
     setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
-  } else if (isFailure(value.outcome)) {
-    setItem(entity, node, ItemOutcome::Suppressed, Value(), value.cause);
+    return;
+  }
+  if (mask.outcome == ItemOutcome::Unresolved)
+    return;
+  const bool maskTrue = mask.outcome == ItemOutcome::Present &&
+                        mask.value.kind() == Value::Kind::Bool && mask.value.asBool();
+  if (!maskTrue && !isFailure(mask.outcome)) {
+    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
   } else if (value.outcome == ItemOutcome::Unresolved) {
     return;
+  } else if (isFailure(value.outcome)) {
+    setItem(entity, node, ItemOutcome::Suppressed, Value(), value.cause);
   } else if (isFailure(mask.outcome)) {
     setItem(entity, node, ItemOutcome::Suppressed, Value(), mask.cause);
-  } else if (mask.outcome == ItemOutcome::Present && mask.value.kind() == Value::Kind::Bool &&
-             mask.value.asBool()) {
+  } else {
     setItem(entity, node, ItemOutcome::Present, value.value, kNoIndex);
-  } else if (mask.outcome != ItemOutcome::Unresolved) {
-    setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
   }
 }
 
@@ -558,8 +591,10 @@ void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
     for (NodeId reduce : reduces)
       resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed, Value(),
                     dropped ? kNoIndex : source.cause);
-    if (addsSinkRows)
+    if (addsSinkRows) {
+      roots[entities[parent].root].lostSinkRows |= !dropped;
       sinkInputResolved(entities[parent].root);
+    }
     return;
   }
   const ValueList &elements = source.value.asList();
@@ -604,10 +639,16 @@ void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
   if (progress.pending == 0)
     engineInvariantFailed("a reduce gathered more members than its expansion has");
   --progress.pending;
+  const bool skipsFailed = nodeLayout(reduceNode).skipsFailedMembers;
   if (const Item &arrived = inputItem(child, member); isFailure(arrived.outcome)) {
-    // Suppressed at once, whatever the other members still do (semantics.md).
-    resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), arrived.cause);
-    return;
+    if (!skipsFailed) {
+      // Suppressed at once, whatever the other members still do (semantics.md).
+      resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), arrived.cause);
+      return;
+    }
+    roots[entities[child].root].skippedMembers.push_back(
+        SkippedMember{pathOf(child), arrived.cause});
+    ++stats.membersSkipped;
   }
   const std::vector<EntityId> &children = expansions[expansionId].children;
   while (progress.cursor < children.size()) {
@@ -769,6 +810,7 @@ void LineageEngine::State::finishRoot(RootId rootId) {
   result.sourceRow = root.sourceRow;
   collectRows(root, result);
   result.failures = std::move(root.failures);
+  result.skippedMembers = std::move(root.skippedMembers);
   orderFailuresByPath(result);
   attributeRowsToLowestFailures(result);
   bool anyFailed = false, anyWritten = false;
@@ -776,9 +818,11 @@ void LineageEngine::State::finishRoot(RootId rootId) {
     anyFailed |= row.status == RowStatus::Failed;
     anyWritten |= row.status == RowStatus::Written;
   }
-  result.status = anyFailed || (!anyWritten && !result.failures.empty()) ? RootStatus::Failed
-                  : anyWritten                                           ? RootStatus::Written
-                                                                         : RootStatus::Dropped;
+  // A failure that reached no sink input or expansion of sink rows was in work no row needed
+  // (a reduce of another domain that a choice did not take): it does not fail the root.
+  result.status = anyFailed || (!anyWritten && root.lostSinkRows) ? RootStatus::Failed
+                  : anyWritten                                    ? RootStatus::Written
+                                                                  : RootStatus::Dropped;
   retireRoot(rootId, std::move(result));
 }
 

@@ -7,6 +7,95 @@ namespace orch::runtime {
 
 using plan::NodeKind;
 
+namespace {
+
+/// The most operands a coalesce may have for its operands to be needed one at a time, and the
+/// most consumers a conditionally needed node may have (the counters in an Item are a byte):
+/// beyond them, operands are simply always needed.
+constexpr size_t kMaxChoiceOperands = 254;
+constexpr size_t kMaxConsumersThatMayNeed = 255;
+
+ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
+  if (node.kind == NodeKind::Filter)
+    return ChoiceKind::Filter;
+  if (node.kind != NodeKind::Compute)
+    return ChoiceKind::None;
+  if (info.compute == plan::ComputeOp::If)
+    return ChoiceKind::If;
+  if (info.compute == plan::ComputeOp::Coalesce && node.inputs.size() <= kMaxChoiceOperands)
+    return ChoiceKind::Coalesce;
+  return ChoiceKind::None;
+}
+
+/// Classifies every node's demand (NodeDemand), from the sinks back: nodes come after their
+/// inputs, so one pass from the last node to the first sees every consumer before its inputs.
+void classifyDemand(const plan::Plan &plan, PlanLayout &layout) {
+  const size_t count = plan.nodes.size();
+  std::vector<NodeDemand> demand(count, NodeDemand::Never);
+  auto raise = [&](uint32_t node, NodeDemand to) { demand[node] = std::min(demand[node], to); };
+  for (uint32_t n = 0; n < count; ++n) {
+    const plan::PlanNode &node = plan.nodes[n];
+    const NodeKind kind = node.kind;
+    if (kind == NodeKind::Source || kind == NodeKind::Expand || kind == NodeKind::Reduce ||
+        kind == NodeKind::Broadcast || layout.nodes[NodeId(n)].sinkInput)
+      raise(n, NodeDemand::Always);
+    for (uint32_t consumer : node.consumers)
+      if (plan.nodes[consumer].domain != node.domain)
+        raise(n, NodeDemand::Always);
+  }
+  for (uint32_t n = static_cast<uint32_t>(count); n-- > 0;) {
+    const plan::PlanNode &node = plan.nodes[n];
+    NodeLayout &info = layout.nodes[NodeId(n)];
+    info.choice = choiceKindOf(node, info);
+    if (node.domain == plan::kNone)
+      continue;
+    if (demand[n] == NodeDemand::Conditional) {
+      size_t mayNeed = 0;
+      for (uint32_t consumer : node.consumers)
+        mayNeed += demand[consumer] != NodeDemand::Never;
+      if (mayNeed > kMaxConsumersThatMayNeed)
+        demand[n] = NodeDemand::Always;
+      info.consumersThatMayNeed = static_cast<uint8_t>(std::min(mayNeed, kMaxConsumersThatMayNeed));
+    }
+    info.demand = demand[n];
+    DomainLayout &domain = layout.domains[DomainId(node.domain)];
+    if (demand[n] == NodeDemand::Never) {
+      domain.neverNeeded.push_back(NodeId(n));
+      continue;
+    }
+    if (demand[n] == NodeDemand::Always && info.choice != ChoiceKind::None)
+      domain.alwaysNeededChoices.push_back(NodeId(n));
+    for (size_t p = 0; p < node.inputs.size(); ++p) {
+      const uint32_t input = node.inputs[p];
+      // Other domains' inputs are always needed already; constants need nothing.
+      if (plan.nodes[input].domain != node.domain)
+        continue;
+      raise(input, demand[n] == NodeDemand::Always && !isChosenOperand(info.choice, p)
+                       ? NodeDemand::Always
+                       : NodeDemand::Conditional);
+    }
+  }
+  for (DomainLayout &domain : layout.domains) {
+    std::reverse(domain.neverNeeded.begin(), domain.neverNeeded.end());
+    std::reverse(domain.alwaysNeededChoices.begin(), domain.alwaysNeededChoices.end());
+  }
+}
+
+} // namespace
+
+bool isChosenOperand(ChoiceKind choice, size_t position) {
+  switch (choice) {
+  case ChoiceKind::None:
+    return false;
+  case ChoiceKind::If:
+  case ChoiceKind::Coalesce:
+    return position > 0;
+  case ChoiceKind::Filter:
+    return position == 0;
+  }
+  return false;
+}
+
 PlanLayout buildPlanLayout(const plan::Plan &plan) {
   PlanLayout layout;
   layout.domains.resize(plan.domains.size());
@@ -55,6 +144,7 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
     case NodeKind::Reduce: {
       DomainLayout &gathered = layout.domains[DomainId(plan.nodes[node.inputs[0]].domain)];
       info.reduceSlot = static_cast<uint32_t>(gathered.reducesOver.size());
+      info.skipsFailedMembers = node.field == plan::kReduceSkipsFailed;
       gathered.reducesOver.push_back(n);
       break;
     }
@@ -107,6 +197,7 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;
+  classifyDemand(plan, layout);
   return layout;
 }
 

@@ -14,6 +14,17 @@
 
 namespace orch::runtime {
 
+/// Whether a node's items are needed (semantics.md, demand). Always: wherever its entity exists
+/// (a sink reads it, another domain reads it, or an always-needed node reads it without a
+/// choice). Conditional: a consumer chooses per entity (an if's branch, a coalesce's later
+/// operand, a filter's value) or only such nodes read it. Never: nothing that reaches a sink
+/// reads it. Structural nodes (sources, expands, reduces, broadcasts) are always needed: demand
+/// is decided within a domain, and what another domain reads is needed wherever it exists.
+enum class NodeDemand : uint8_t { Always, Conditional, Never };
+
+/// The consumers that read only some of their operands, depending on others.
+enum class ChoiceKind : uint8_t { None, If, Coalesce, Filter };
+
 struct DomainLayout {
   DomainId parent;
   uint32_t depth = 0;
@@ -33,6 +44,11 @@ struct DomainLayout {
   std::vector<DomainId> pathFromRoot;
   /// Some sink writes rows of this domain or of a domain below it.
   bool sinksAtOrBelow = false;
+  /// Choice nodes of this domain that are always needed: each new entity starts their choice
+  /// (one whose deciding operand is a constant decides at once).
+  std::vector<NodeId> alwaysNeededChoices;
+  /// Nodes of this domain that nothing needed reads: sealed NOT NEEDED as each entity starts.
+  std::vector<NodeId> neverNeeded;
   /// Nodes of this domain that a sink reads, and child domains with sinks at or below them:
   /// what an entity of this domain adds to its root's count of pending sink inputs.
   uint32_t pendingSinkInputs = 0;
@@ -48,8 +64,14 @@ struct NodeLayout {
   std::vector<uint32_t> inputOrder;
   /// A sink reads this node's items (a root finishes once all such items are terminal).
   bool sinkInput = false;
+  /// Reduce: failed members are left out (and reported), not suppressing the list.
+  bool skipsFailedMembers = false;
   /// Compute: its operation.
   plan::ComputeOp compute = plan::ComputeOp::Add;
+  NodeDemand demand = NodeDemand::Always;
+  ChoiceKind choice = ChoiceKind::None;
+  /// Conditional nodes: how many distinct consumers (of its own domain) may need it.
+  uint8_t consumersThatMayNeed = 0;
   /// Invoke: inputs whose values nothing else reads (this grain is their only consumer, in its
   /// own domain, and no sink reads them): dropped once this grain's item is set, so that a
   /// rendered page does not outlive its OCR. Expand: the list it expands, in the parent, when
@@ -75,6 +97,9 @@ struct PlanLayout {
 };
 
 PlanLayout buildPlanLayout(const plan::Plan &plan);
+
+/// Whether operand `position` of a `choice` node is read only when the node's choice says so.
+bool isChosenOperand(ChoiceKind choice, size_t position);
 
 /// Whether `ancestor` is `domain` or one of its ancestors.
 bool isSameOrAncestorDomain(const PlanLayout &layout, DomainId ancestor, DomainId domain);

@@ -769,6 +769,7 @@ private:
       summary_.calls[c].skipped = load.skipped;
       summary_.calls[c].suppressedByBarrier = load.suppressedByBarrier;
       summary_.calls[c].cancelled = load.cancelled;
+      summary_.calls[c].notNeeded = load.notNeeded;
     }
     summary_.executor = executor_.describe();
     summary_.executorCounters = executor_.counters();

@@ -67,6 +67,13 @@ void RunRecorder::rootFinished(const RootResult &root, double now) {
   record.finished = now;
   record.status = root.status;
   auto label = labels_.find(root.admission);
+  for (const SkippedMember &skipped : root.skippedMembers) {
+    if (++skippedMemberCount_ > kKeptSkippedMembers || skipped.cause >= root.failures.size())
+      continue;
+    skippedMembers_.push_back(SkippedMemberRecord{
+        root.source, root.sourceRow, label != labels_.end() ? label->second : std::string(),
+        skipped.path, root.failures[skipped.cause]});
+  }
   if (root.status == RootStatus::Failed) {
     if (label != labels_.end())
       record.label = std::move(label->second);

@@ -124,8 +124,20 @@ struct Expand {
   Identifier domain;
 };
 
+struct ReduceOption {
+  Identifier name;
+  ExprPtr value;
+};
+
+/// How a reduce treats a failed or suppressed member: the list is suppressed (the default), or
+/// the member is left out like a dropped one and reported (`failed: "skip"`).
+enum class FailedMembers { Suppress, Skip };
+
 struct Reduce {
   ExprPtr input;
+  std::vector<ReduceOption> options;
+  // resolved: from the `failed` option
+  FailedMembers failed = FailedMembers::Suppress;
 };
 
 struct Filter {

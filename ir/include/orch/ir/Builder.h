@@ -26,7 +26,8 @@ public:
   ValueId invoke(uint32_t call, std::vector<std::string> labels, const std::vector<Use> &inputs,
                  plan::Type type, SourceLocation location);
   ValueId expand(Use list, DomainId opens, plan::Type element, SourceLocation location);
-  ValueId reduce(Use value, plan::Type list, SourceLocation location);
+  /// `skipFailed`: failed members are left out and reported (`reduce(x, failed: "skip")`).
+  ValueId reduce(Use value, plan::Type list, SourceLocation location, bool skipFailed = false);
   ValueId filter(Use value, Use mask, plan::Type type, SourceLocation location);
   ValueId broadcast(Use value, Use like, plan::Type type, SourceLocation location);
   ValueId project(Use value, std::string field, plan::Type type, SourceLocation location);

@@ -60,7 +60,7 @@ struct Operation {
   uint32_t index = 0;
   /// Invoke: the parameter each operand fills. Record: the field names.
   std::vector<std::string> labels;
-  /// Project: the field.
+  /// Project: the field. Reduce: plan::kReduceSkipsFailed, or empty.
   std::string field;
   /// Expand: the domain it opens.
   DomainId opens = kNoDomain;

@@ -28,6 +28,9 @@ struct FormatVersion {
 
 inline constexpr FormatVersion kCurrentFormat{1, 0};
 
+/// A reduce's `field` when it leaves failed members out instead of suppressing its list.
+inline constexpr const char *kReduceSkipsFailed = "skip";
+
 /// "None" for domain, node and call references.
 inline constexpr uint32_t kNone = UINT32_MAX;
 
@@ -125,7 +128,9 @@ struct PlanNode {
   std::vector<std::string> labels;
   /// Invoke: the call. Source: the source. Expand: the domain it opens.
   uint32_t index = kNone;
-  /// Project: the field. Compute: the operation's name (computeOpName).
+  /// Project: the field. Compute: the operation's name (computeOpName). Reduce:
+  /// kReduceSkipsFailed when failed members are left out (`reduce(x, failed: "skip")`), else
+  /// empty (a failed member suppresses the list).
   std::string field;
   /// Constant: the value.
   std::optional<StaticValue> constant;

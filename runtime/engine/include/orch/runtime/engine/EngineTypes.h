@@ -40,7 +40,9 @@ using DomainId = Id<struct DomainTag>;
 using RootId = Id<struct RootTag>;
 
 /// The single terminal outcome of an item (a value for one entity); Unresolved until then.
-enum class ItemOutcome : uint8_t { Unresolved, Present, Dropped, Failed, Suppressed };
+/// NotNeeded (semantics.md, demand): every consumer decided without the item, so nothing reads
+/// it; it is terminal like the others, and never reaches a sink.
+enum class ItemOutcome : uint8_t { Unresolved, Present, Dropped, Failed, Suppressed, NotNeeded };
 const char *itemOutcomeName(ItemOutcome outcome);
 
 /// A grain's life cycle (semantics.md): Waiting -> Ready -> InFlight -> Sealed, Waiting -> Sealed
@@ -198,6 +200,15 @@ enum class RootStatus { Written, Dropped, Failed };
 const char *rootStatusName(RootStatus status);
 
 /// A finished source row: its sink rows in plan order, each sink's rows in ordinal order.
+/// A failed or suppressed member that a reduce left out (`reduce(x, failed: "skip")`).
+struct SkippedMember {
+  /// The member's entity (ordinals below the root).
+  std::vector<uint32_t> path;
+  /// Index into the root's failures: why it failed.
+  uint32_t cause = kNoIndex;
+  friend bool operator==(const SkippedMember &, const SkippedMember &) = default;
+};
+
 struct RootResult {
   uint64_t admission = 0;
   uint32_t source = 0;
@@ -208,6 +219,9 @@ struct RootResult {
   /// Every failure that happened under this root (not the suppressions they caused), in the
   /// order they happened; the first one is the root's cause.
   std::vector<Failure> failures;
+  /// Members a `reduce(x, failed: "skip")` left out: each one's path and its cause (an index
+  /// into `failures`), in the order the reduces resolved.
+  std::vector<SkippedMember> skippedMembers;
 };
 
 /// The cause a failed root is reported with: its first failed row's (rows come in plan order,
@@ -262,6 +276,12 @@ struct EngineStats {
   /// Grains sealed without a result because their root finished early (its rows were known)
   /// or the run was aborted; in-flight ones have their reports discarded.
   uint64_t grainsCancelled = 0;
+  /// Grains sealed without running because no consumer needed them (semantics.md, demand): an
+  /// if's other branch, a coalesce's operand after a present one, a filter's value where the
+  /// mask is false, or what only those read.
+  uint64_t grainsNotNeeded = 0;
+  /// Failed members that `reduce(x, failed: "skip")` left out.
+  uint64_t membersSkipped = 0;
   uint64_t batchesDispatched = 0;
   uint64_t batchesCommitted = 0;
   uint64_t staleReports = 0;
@@ -291,6 +311,8 @@ struct CallLoad {
   uint64_t suppressedByBarrier = 0;
   /// Grains cancelled because their root finished early or the run was aborted.
   uint64_t cancelled = 0;
+  /// Grains sealed without running because no consumer needed them.
+  uint64_t notNeeded = 0;
   /// Bytes its grains took in and gave back, over the grains committed with a value: what a
   /// batch of it is expected to add to the bytes held.
   uint64_t measuredGrains = 0;

@@ -85,6 +85,8 @@ struct CallSummary {
   uint64_t suppressedByBarrier = 0;
   /// Grains cancelled because their source row finished early (or the run was aborted).
   uint64_t cancelled = 0;
+  /// Grains no consumer needed (semantics.md, demand): sealed without running.
+  uint64_t notNeeded = 0;
   int64_t batchLimit = 1;
   /// Batches it may run at once.
   int64_t replicas = 1;

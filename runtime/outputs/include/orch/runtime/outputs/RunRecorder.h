@@ -43,6 +43,16 @@ struct RootRecord {
   std::optional<Failure> cause;
 };
 
+/// A member that `reduce(x, failed: "skip")` left out of a row that was written or dropped.
+struct SkippedMemberRecord {
+  uint32_t source = 0;
+  uint64_t sourceRow = 0;
+  std::string label;
+  /// The member (ordinals below the source row) and why it failed.
+  std::vector<uint32_t> path;
+  Failure cause;
+};
+
 /// A short name for a source row, for people: a File's path, a record's string `path`, `id`,
 /// `key`, `name` or `url` (or a number `id`), else "" (the row number identifies it).
 std::string describeSourceRow(const Value &row);
@@ -58,6 +68,10 @@ public:
 
   const std::vector<BatchRecord> &batches() const { return batches_; }
   const std::vector<RootRecord> &roots() const { return roots_; }
+  /// The first kKeptSkippedMembers members reduces left out, and how many there were.
+  const std::vector<SkippedMemberRecord> &skippedMembers() const { return skippedMembers_; }
+  uint64_t skippedMemberCount() const { return skippedMemberCount_; }
+  static constexpr size_t kKeptSkippedMembers = 100;
 
 private:
   std::vector<BatchRecord> batches_;
@@ -66,6 +80,8 @@ private:
   std::unordered_map<uint64_t, size_t> rootIndex_;
   /// Labels of rows still running.
   std::unordered_map<uint64_t, std::string> labels_;
+  std::vector<SkippedMemberRecord> skippedMembers_;
+  uint64_t skippedMemberCount_ = 0;
 };
 
 } // namespace orch::runtime

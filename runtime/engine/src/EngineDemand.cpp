@@ -1,0 +1,160 @@
+// Demand (semantics.md): a grain runs only if some consumer needs it for its entity. Sinks and
+// other domains need what they read wherever it exists (NodeDemand::Always, PlanLayout.cpp);
+// an if needs its condition, then only the chosen branch; a coalesce its operands one at a
+// time until one is not dropped; a filter its mask, then its value only where the mask is true
+// (or failed: a dropped value stays dropped whatever the mask). Any other node needs all its
+// operands once it is needed itself. Each consumer settles each distinct operand once, needed
+// or not; an item whose consumers all settled without needing it is NOT NEEDED, sealed without
+// running, and so are the operands only it would have read. Decisions travel as events in the
+// propagation queue, never by recursion.
+#include "EngineState.h"
+
+namespace orch::runtime {
+
+using plan::NodeKind;
+
+namespace {
+
+/// The order in which a node settles its operands: a filter settles its mask before its value;
+/// every other node in operand order.
+size_t settleRank(ChoiceKind choice, size_t position) {
+  if (choice == ChoiceKind::Filter)
+    return position == 1 ? 0 : 1;
+  return position;
+}
+
+} // namespace
+
+void LineageEngine::State::startDemand(EntityId entity) {
+  const DomainLayout &shape = domainLayout(entities[entity].domain);
+  for (NodeId node : shape.neverNeeded) {
+    itemOf(entity, node).demand = Demand::NotNeeded;
+    work.push_back(Event{entity, node, EventKind::NotNeeded});
+  }
+  for (NodeId choice : shape.alwaysNeededChoices)
+    advanceChoice(entity, choice);
+}
+
+void LineageEngine::State::settleDemand(EntityId entity, NodeId input, bool needed) {
+  if (nodeLayout(input).demand != NodeDemand::Conditional)
+    return;
+  Item &item = itemOf(entity, input);
+  if (item.demand == Demand::Needed)
+    return;
+  if (item.demand == Demand::NotNeeded || item.undecidedConsumers == 0)
+    engineInvariantFailed("node " + std::to_string(input.index) + " settled once too often");
+  --item.undecidedConsumers;
+  if (needed) {
+    item.demand = Demand::Needed;
+    work.push_back(Event{entity, input, EventKind::Needed});
+  } else if (item.undecidedConsumers == 0) {
+    item.demand = Demand::NotNeeded;
+    work.push_back(Event{entity, input, EventKind::NotNeeded});
+  }
+}
+
+void LineageEngine::State::settleOperand(EntityId entity, NodeId node, size_t position,
+                                         bool needed) {
+  const plan::PlanNode &target = planNode(node);
+  const ChoiceKind choice = nodeLayout(node).choice;
+  const uint32_t operand = target.inputs[position];
+  for (size_t other = 0; other < target.inputs.size(); ++other)
+    if (target.inputs[other] == operand && settleRank(choice, other) < settleRank(choice, position))
+      return;
+  if (planNode(NodeId(operand)).domain == target.domain)
+    settleDemand(entity, NodeId(operand), needed);
+}
+
+void LineageEngine::State::settleAllOperands(EntityId entity, NodeId node, bool needed) {
+  for (size_t position = 0; position < planNode(node).inputs.size(); ++position)
+    settleOperand(entity, node, position, needed);
+}
+
+void LineageEngine::State::becomeNeeded(EntityId entity, NodeId node) {
+  switch (nodeLayout(node).choice) {
+  case ChoiceKind::None:
+    settleAllOperands(entity, node, true);
+    break;
+  case ChoiceKind::If:
+  case ChoiceKind::Coalesce:
+    settleOperand(entity, node, 0, true);
+    advanceChoice(entity, node);
+    break;
+  case ChoiceKind::Filter:
+    settleOperand(entity, node, 1, true);
+    advanceChoice(entity, node);
+    break;
+  }
+  evaluate(entity, node);
+}
+
+void LineageEngine::State::becomeNotNeeded(EntityId entity, NodeId node) {
+  settleAllOperands(entity, node, false);
+  Item &item = itemOf(entity, node);
+  if (item.outcome != ItemOutcome::Unresolved)
+    engineInvariantFailed("a resolved item of node " + std::to_string(node.index) +
+                          " found not needed");
+  if (planNode(node).kind == NodeKind::Invoke) {
+    setPhase(grainOf(entity, node), node, GrainPhase::Sealed);
+    ++stats.grainsNotNeeded;
+    ++loads[nodeLayout(node).call].notNeeded;
+  }
+  setItem(entity, node, ItemOutcome::NotNeeded, Value(), kNoIndex);
+}
+
+void LineageEngine::State::advanceChoice(EntityId entity, NodeId node) {
+  const plan::PlanNode &target = planNode(node);
+  auto operand = [&](size_t position) -> const Item & {
+    return inputItem(entity, NodeId(target.inputs[position]));
+  };
+  uint8_t &step = itemOf(entity, node).choiceStep;
+  switch (nodeLayout(node).choice) {
+  case ChoiceKind::None:
+    return;
+  case ChoiceKind::If: {
+    const Item &condition = operand(0);
+    if (step != 0 || condition.outcome == ItemOutcome::Unresolved)
+      return;
+    step = 1;
+    const bool present = condition.outcome == ItemOutcome::Present;
+    const bool yes =
+        present && condition.value.kind() == Value::Kind::Bool && condition.value.asBool();
+    const uint32_t chosen = !present ? plan::kNone : target.inputs[yes ? 1 : 2];
+    settleOperand(entity, node, 1, target.inputs[1] == chosen);
+    settleOperand(entity, node, 2, target.inputs[2] == chosen);
+    return;
+  }
+  case ChoiceKind::Filter: {
+    const Item &mask = operand(1);
+    if (step != 0 || mask.outcome == ItemOutcome::Unresolved)
+      return;
+    step = 1;
+    const bool maskTrue = mask.outcome == ItemOutcome::Present &&
+                          mask.value.kind() == Value::Kind::Bool && mask.value.asBool();
+    const bool maskFailed =
+        mask.outcome == ItemOutcome::Failed || mask.outcome == ItemOutcome::Suppressed;
+    settleOperand(entity, node, 0, maskTrue || maskFailed);
+    return;
+  }
+  case ChoiceKind::Coalesce: {
+    // `step` is the operand now needed; past the last one, the choice is made.
+    const size_t last = target.inputs.size() - 1;
+    while (step <= last) {
+      const Item &current = operand(step);
+      if (current.outcome == ItemOutcome::Unresolved)
+        return;
+      if (current.outcome == ItemOutcome::Dropped && step < last) {
+        ++step;
+        settleOperand(entity, node, step, true);
+        continue;
+      }
+      for (size_t later = size_t(step) + 1; later <= last; ++later)
+        settleOperand(entity, node, later, false);
+      step = static_cast<uint8_t>(last + 1);
+    }
+    return;
+  }
+  }
+}
+
+} // namespace orch::runtime

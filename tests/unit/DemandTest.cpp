@@ -1,0 +1,181 @@
+// Demand (semantics.md): a grain runs only if some consumer needs it for its entity. An if
+// runs only its chosen branch, a coalesce its later operands only where the earlier ones are
+// dropped, a filter its value only where the mask is true; what nothing needed reads never
+// runs; the grains left out are sealed NOT NEEDED and counted, under every dispatch policy and
+// gather mode.
+#include "CompileExample.h"
+#include "EngineDriver.h"
+
+#include "orch/runtime/engine/LineageEngine.h"
+#include "orch/runtime/operators/TestOperators.h"
+#include "orch/stdlib/CoreOperators.h"
+
+#include <gtest/gtest.h>
+
+namespace orch::runtime {
+namespace {
+
+using testing::DriverOptions;
+using testing::EngineDriver;
+
+plan::Plan compile(const std::string &text) {
+  std::string error;
+  auto plan = orch::testing::compileText(text, &error);
+  EXPECT_TRUE(plan) << error;
+  EXPECT_FALSE(checkPlanRunnable(*plan).has_value()) << *checkPlanRunnable(*plan);
+  return std::move(*plan);
+}
+
+struct Operators {
+  std::shared_ptr<TestOperatorLog> log = std::make_shared<TestOperatorLog>();
+  OperatorRegistry registry;
+  Operators() {
+    registerTestOperators(registry, log);
+    stdlib::registerCoreOperators(registry);
+  }
+};
+
+Value doc(int64_t id, int64_t pages) {
+  return Value::record({{"id", Value::integer(id)}, {"n", Value::integer(pages)}});
+}
+
+/// Runs `plan` over `docs` under `options`, returning the finished roots in source order.
+std::vector<RootResult> runAll(const plan::Plan &plan, Operators &ops,
+                               const std::vector<Value> &docs, EngineOptions options = {},
+                               DriverOptions driver = {3, 4}, EngineStats *stats = nullptr) {
+  EngineDriver engine(plan, options, ops.registry, driver);
+  testing::DriverRun run = engine.run(docs);
+  EXPECT_EQ(run.error, "ok");
+  std::sort(run.roots.begin(), run.roots.end(),
+            [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
+  if (stats)
+    *stats = engine.engine().stats();
+  return run.roots;
+}
+
+const Value &field(const RootResult &root, size_t row, const char *name) {
+  return *root.rows.at(row).values.at(0).field(name);
+}
+
+// The problem the issue reports: "text layer if it is long enough, else OCR" ran the render
+// and the OCR on every page. The expensive chain behind the untaken branch must not run.
+const char *kTextOrOcr = R"(
+pipeline text_or_ocr;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+short = pages < 2;
+rendered = test.identity(pages) { batch: 3 };
+ocred = test.identity(rendered) { batch: 3 };
+layer = test.identity(pages) { batch: 3 };
+text = if short then ocred else layer;
+sink jsonl(path: "out.jsonl", record: { id: rows.id, text: reduce(text) });
+)";
+
+TEST(DemandTest, AnIfRunsOnlyTheChainOfTheBranchItChooses) {
+  plan::Plan plan = compile(kTextOrOcr);
+  for (GatherMode gather : {GatherMode::Lineage, GatherMode::GlobalBarrier}) {
+    Operators ops;
+    EngineOptions options;
+    options.gather = gather;
+    EngineStats stats;
+    std::vector<RootResult> roots =
+        runAll(plan, ops, {doc(0, 5), doc(1, 1), doc(2, 0)}, options, {5, 3}, &stats);
+    ASSERT_EQ(roots.size(), 3u);
+    // Pages 0 and 1 are short (OCR'd), the others use their text layer.
+    EXPECT_EQ(ops.log->rowsRun("rendered"), 3u);
+    EXPECT_EQ(ops.log->rowsRun("ocred"), 3u);
+    EXPECT_EQ(ops.log->rowsRun("layer"), 3u);
+    EXPECT_EQ(stats.grainsNotNeeded, 9u) << "each page leaves out one branch: 1 or 2 grains";
+    EXPECT_EQ(field(roots[0], 0, "text").str(), "[0, 1, 2, 3, 4]");
+    EXPECT_EQ(field(roots[1], 0, "text").str(), "[0]");
+    EXPECT_EQ(roots[2].status, RootStatus::Written);
+  }
+}
+
+TEST(DemandTest, ACoalesceNeedsALaterOperandOnlyWhereTheEarlierOnesAreDropped) {
+  plan::Plan plan = compile(R"(
+pipeline fallback;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+first = test.identity(filter(pages, pages > 2)) { batch: 2 };
+second = test.identity(filter(pages, pages > 0)) { batch: 2 };
+third = test.identity(pages) { batch: 2 };
+sink jsonl(path: "out.jsonl", record: { v: reduce(coalesce(first, second, third)) });
+)");
+  Operators ops;
+  EngineStats stats;
+  std::vector<RootResult> roots = runAll(plan, ops, {doc(0, 5)}, {}, {2, 2}, &stats);
+  EXPECT_EQ(field(roots.at(0), 0, "v").str(), "[0, 1, 2, 3, 4]");
+  EXPECT_EQ(ops.log->rowsRun("first"), 2u) << "pages 3 and 4 pass the first filter";
+  EXPECT_EQ(ops.log->rowsRun("second"), 2u) << "pages 1 and 2, where first is dropped";
+  EXPECT_EQ(ops.log->rowsRun("third"), 1u) << "page 0 only";
+  EXPECT_EQ(stats.grainsNotNeeded, 2u + 4u) << "second on pages 3 and 4, third on pages 1 to 4";
+}
+
+TEST(DemandTest, AFilterComputesItsValueOnlyWhereTheMaskIsTrue) {
+  plan::Plan plan = compile(R"(
+pipeline filtered;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+costly = test.identity(test.identity(pages) { batch: 2 }) { batch: 2 };
+kept = filter(costly, pages % 2 == 0);
+sink jsonl(path: "out.jsonl", record: { v: reduce(kept) });
+)");
+  Operators ops;
+  EngineStats stats;
+  std::vector<RootResult> roots = runAll(plan, ops, {doc(0, 6)}, {}, {2, 2}, &stats);
+  EXPECT_EQ(field(roots.at(0), 0, "v").str(), "[0, 2, 4]");
+  EXPECT_EQ(ops.log->rowsRun("costly"), 3u);
+  EXPECT_EQ(stats.grainsNotNeeded, 6u) << "both Calls on the three odd pages";
+}
+
+TEST(DemandTest, AValueNothingReadsNeverRuns) {
+  plan::Plan plan = compile(R"(
+pipeline unused;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+wasted = test.identity(test.fail(pages, ordinals: "1"));
+sink jsonl(path: "out.jsonl", record: { id: rows.id, n: reduce(pages) });
+)");
+  Operators ops;
+  EngineStats stats;
+  std::vector<RootResult> roots = runAll(plan, ops, {doc(0, 3)}, {}, {2, 2}, &stats);
+  EXPECT_EQ(roots.at(0).status, RootStatus::Written) << "the failure nobody needed never ran";
+  EXPECT_EQ(ops.log->rowsRun("wasted"), 0u);
+  EXPECT_EQ(stats.grainsNotNeeded, 6u);
+  EXPECT_EQ(stats.grainsRun, 1u) << "only the split";
+}
+
+TEST(DemandTest, AConstantConditionChoosesWithoutWaitingForAnything) {
+  plan::Plan plan = compile(R"(
+pipeline constant;
+source rows = jsonl("unused.jsonl") as Doc;
+param fast: Bool = true;
+pages = expand(test.split(rows, field: "n")) as Page;
+text = if fast then test.identity(pages) else test.fail(pages, ordinals: "0");
+sink jsonl(path: "out.jsonl", record: { v: reduce(text) });
+)");
+  Operators ops;
+  std::vector<RootResult> roots = runAll(plan, ops, {doc(0, 3)});
+  EXPECT_EQ(roots.at(0).status, RootStatus::Written);
+  EXPECT_EQ(field(roots.at(0), 0, "v").str(), "[0, 1, 2]");
+}
+
+TEST(DemandTest, AFailureInAnUntakenBranchDoesNotFailTheRow) {
+  plan::Plan plan = compile(R"(
+pipeline untaken;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+bad = test.fail(pages, ordinals: "0,1,2");
+text = if pages > 5 then bad else pages;
+sink jsonl(path: "out.jsonl", record: { v: reduce(text) });
+)");
+  Operators ops;
+  std::vector<RootResult> roots = runAll(plan, ops, {doc(0, 3)});
+  EXPECT_EQ(roots.at(0).status, RootStatus::Written);
+  EXPECT_TRUE(roots.at(0).failures.empty());
+  EXPECT_EQ(ops.log->rowsRun("bad"), 0u);
+}
+
+} // namespace
+} // namespace orch::runtime
