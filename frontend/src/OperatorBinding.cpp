@@ -83,20 +83,22 @@ const OperatorSignature *OperatorBinder::lookup(const ast::OperatorName &name,
                                                 OperatorKind wanted) {
   if (const OperatorSignature *signature = catalog_.find(wanted, name.text))
     return signature;
+  std::vector<std::string> candidates;
+  for (const OperatorSignature &signature : catalog_.all())
+    if (signature.kind == wanted)
+      candidates.push_back(signature.name);
   for (OperatorKind other : {OperatorKind::Source, OperatorKind::Transform, OperatorKind::Sink}) {
     if (other == wanted || !catalog_.find(other, name.text))
       continue;
     std::string where = other == OperatorKind::Source ? "a 'source' statement"
                         : other == OperatorKind::Sink ? "a 'sink' statement"
                                                       : "an expression or a 'call'";
+    // `source docs = file(...)`: the operator of the other kind is the typo's neighbour.
     diags_.error(name.location, quoted(name.text) + " is a " + plan::operatorKindName(other) +
-                                    " operator; use it in " + where);
+                                    " operator; use it in " + where +
+                                    didYouMean(name.text, candidates));
     return nullptr;
   }
-  std::vector<std::string> candidates;
-  for (const OperatorSignature &signature : catalog_.all())
-    if (signature.kind == wanted)
-      candidates.push_back(signature.name);
   if (wanted == OperatorKind::Transform)
     for (auto &statement : file_.statements)
       if (auto *call = std::get_if<ast::CallDecl>(&statement->node))

@@ -304,10 +304,12 @@ private:
     }
     invoke.use.signature = signature;
     std::optional<Type> typeVar;
-    if (!binder_.bindArguments(invoke.use, *signature, site, typeVar))
-      return std::nullopt;
+    // Every problem of the use at once: its options are checked even when an argument is wrong.
+    const bool bound = binder_.bindArguments(invoke.use, *signature, site, typeVar);
     if (!invoke.call)
       binder_.checkOptions(invoke.use, *signature);
+    if (!bound)
+      return std::nullopt;
     if (signature->result.containsVar())
       return typeVar ? std::optional<Type>(plan::substitute(signature->result, *typeVar))
                      : std::nullopt;
@@ -463,9 +465,10 @@ private:
     }
     case ComputeOp::Length:
       if (types[0].kind() == TypeKind::String || types[0].kind() == TypeKind::Text ||
-          types[0].isList())
+          types[0].kind() == TypeKind::Bytes || types[0].isList())
         return Type::scalar(TypeKind::Int);
-      return fail("'len' measures a String or a List, not " + types[0].str() + jsonHint(types));
+      return fail("'len' measures a String, Bytes or a List, not " + types[0].str() +
+                  jsonHint(types));
     case ComputeOp::NonBlank:
       if (types[0].kind() == TypeKind::String || types[0].kind() == TypeKind::Text)
         return boolean;

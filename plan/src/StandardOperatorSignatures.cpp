@@ -90,9 +90,24 @@ void addSources(OperatorCatalog &catalog) {
                      "cause"));
 }
 
+/// Cheap row-wise functions: their Calls take this many rows per batch unless told otherwise.
+constexpr int64_t kRowWiseBatch = 256;
+
+OperatorSignature rowWise(OperatorSignature signature) {
+  signature.defaultBatch = kRowWiseBatch;
+  return signature;
+}
+
 void addDocumentOperators(OperatorCatalog &catalog) {
   const Type integer = scalar(TypeKind::Int);
   const Type string = scalar(TypeKind::String);
+  catalog.add(rowWise(transform(
+      "file", {input("path", string, "a file's path (relative paths: to the worker's directory)")},
+      scalar(TypeKind::File),
+      "the File at a path, as the files source gives it ({path, name, stem, size}): how a "
+      "manifest's paths become documents, `pdf.pages(file(rows.path))`",
+      "a path that does not exist, is not a regular file or cannot be read is a RecordFailure "
+      "naming it")));
   catalog.add(transform("pdf.pages",
                         {input("file", scalar(TypeKind::File), "a PDF file"),
                          constant("dpi", integer, int64_t(150), "resolution for later rendering")},
@@ -120,14 +135,6 @@ void addDocumentOperators(OperatorCatalog &catalog) {
                 "OCR with tesseract, reading the page's layout (columns one after the other) as "
                 "tesseract's command line does; engine loaded once per replica",
                 "an image tesseract cannot read is a RecordFailure"));
-}
-
-/// Cheap row-wise functions: their Calls take this many rows per batch unless told otherwise.
-constexpr int64_t kRowWiseBatch = 256;
-
-OperatorSignature rowWise(OperatorSignature signature) {
-  signature.defaultBatch = kRowWiseBatch;
-  return signature;
 }
 
 void addTextListMathOperators(OperatorCatalog &catalog) {
@@ -201,6 +208,12 @@ void addMediaOperators(OperatorCatalog &catalog) {
       "the image as a PNG, JPEG or WebP file (FFmpeg's encoders); a files sink writes Bytes "
       "content as they are",
       "a malformed image is a RecordFailure"));
+  catalog.add(transform(
+      "image.decode", {input("bytes", scalar(TypeKind::Bytes), "a PNG, JPEG or WebP file's bytes")},
+      image,
+      "decodes an image file's bytes (what image.encode writes, what a WebDataset shard holds) "
+      "to an image: gray stays gray, everything else becomes RGB (alpha is dropped)",
+      "bytes that are not a PNG, JPEG or WebP image, or a corrupt one, are a RecordFailure"));
   catalog.add(rowWise(transform(
       "image.hamming",
       {input("a", scalar(TypeKind::String), "a hash from image.phash"),

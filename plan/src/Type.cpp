@@ -131,7 +131,10 @@ bool isAssignable(const Type &from, const Type &to) {
     return true;
   if (from.kind() == TypeKind::Int && to.kind() == TypeKind::Float)
     return true;
-  if (from.kind() == TypeKind::Text && to.kind() == TypeKind::String)
+  // One string type at run time: text operators return Text, sources and literals give
+  // String, and each is accepted where the other is expected.
+  if ((from.kind() == TypeKind::Text && to.kind() == TypeKind::String) ||
+      (from.kind() == TypeKind::String && to.kind() == TypeKind::Text))
     return true;
   if (from.isList() && to.isList())
     return isAssignable(from.element(), to.element());

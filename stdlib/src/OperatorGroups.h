@@ -8,9 +8,11 @@ namespace orch::stdlib {
 
 void registerFileSources(runtime::OperatorRegistry &registry);
 void registerFileSinks(runtime::OperatorRegistry &registry);
+void registerFileOperator(runtime::OperatorRegistry &registry);
 void registerWebDataset(runtime::OperatorRegistry &registry);
 void registerImageOperators(runtime::OperatorRegistry &registry);
 void registerImageEncodeOperator(runtime::OperatorRegistry &registry);
+void registerImageDecodeOperator(runtime::OperatorRegistry &registry);
 void registerPdfOperators(runtime::OperatorRegistry &registry);
 void registerOcrOperator(runtime::OperatorRegistry &registry);
 void registerVideoOperators(runtime::OperatorRegistry &registry);

@@ -14,6 +14,8 @@ void registerStandardOperators(runtime::OperatorRegistry &registry) {
   registerWebDataset(registry);
   registerImageOperators(registry);
   registerImageEncodeOperator(registry);
+  registerImageDecodeOperator(registry);
+  registerFileOperator(registry);
   registerPdfOperators(registry);
   registerOcrOperator(registry);
   registerVideoOperators(registry);

@@ -111,6 +111,29 @@ sink jsonl(path: out, record: { text: rows.text as String, score: rows.score as 
             "test.orch:4:49: field 'text' does not have type String: expected String, got 42");
 }
 
+TEST_F(ExpressionsTest, APathCastToFileSaysToUseFileAndLenMeasuresBytes) {
+  writeFile("in.jsonl", "{\"path\": \"a.pdf\", \"n\": 3}\n");
+  RunSummary summary = run(R"(pipeline paths;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+sink jsonl(path: "$DIR/out.jsonl", record: { size: len(test.blob(rows, bytes: 1000)) });
+sink jsonl(path: "$DIR/files.jsonl", record: { f: rows.path as File });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.failed, 1u) << "the cast fails the row (both sinks commit together)";
+  const std::map<uint64_t, std::string> failures = failureMessages();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures.at(0).find("field 'path' is a String (\"a.pdf\"), not a File: a path "
+                                "becomes a File with file(...), which checks it exists"),
+            std::string::npos)
+      << failures.at(0);
+  summary = run(R"(pipeline sizes;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+sink jsonl(path: "$DIR/out.jsonl", record: { size: len(test.blob(rows, bytes: 1000)) });
+)");
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"size\":1000}"}));
+}
+
 TEST_F(ExpressionsTest, ConversionsParseTextAndFailOnWhatIsNotANumber) {
   writeFile("in.jsonl", "{\"t\": \"12\"}\n{\"t\": \"twelve\"}\n{\"t\": \"-3\"}\n");
   RunSummary summary = run(R"(pipeline conversions;

@@ -1,6 +1,6 @@
 // image.encode's files, decoded back with FFmpeg's decoders: PNG equals the image pixel for
 // pixel (a rendered PDF page among them), JPEG and WebP come close, and each has its format's
-// signature.
+// signature. image.decode turns each back into the image (round trips), and says why it cannot.
 #include "orch/runtime/operators/Operator.h"
 #include "orch/stdlib/StandardOperators.h"
 
@@ -162,6 +162,50 @@ TEST(ImageEncodeTest, BadFormatsAndImagesSayWhy) {
   EXPECT_NE(rgba[0].message.find("malformed image (4x4x4"), std::string::npos) << rgba[0].message;
   std::vector<RowResult> notImage = run("image.encode", {Value::string("x")});
   EXPECT_EQ(notImage[0].kind, RowResultKind::RecordFailure);
+}
+
+TEST(ImageEncodeTest, ImageDecodeRoundTripsEveryFormatImageEncodeWrites) {
+  for (int64_t channels : {1, 3}) {
+    const Value image = gradient(53, 29, channels);
+    const std::string &pixels = image.field("pixels")->asBytes();
+    for (const char *format : {"png", "jpeg", "webp"}) {
+      std::vector<RowResult> decoded = run("image.decode", {encode(image, format, 95)});
+      ASSERT_EQ(decoded[0].kind, RowResultKind::Value) << format << ": " << decoded[0].message;
+      const Value &back = decoded[0].value;
+      EXPECT_EQ(back.field("width")->asInt(), 53) << format;
+      EXPECT_EQ(back.field("height")->asInt(), 29) << format;
+      // PNG keeps gray gray; JPEG (4:2:0) and WebP come back as RGB.
+      const int64_t backChannels = back.field("channels")->asInt();
+      if (std::string(format) == "png") {
+        EXPECT_EQ(backChannels, channels);
+        EXPECT_TRUE(back.field("pixels")->asBytes() == pixels) << "PNG is lossless";
+      } else {
+        ASSERT_EQ(backChannels, 3) << format;
+        std::string rgb = pixels;
+        if (channels == 1) {
+          rgb.clear();
+          for (char value : pixels)
+            rgb.append(3, value);
+        }
+        EXPECT_LT(meanError(back.field("pixels")->asBytes(), rgb), 8.0) << format;
+      }
+    }
+  }
+}
+
+TEST(ImageEncodeTest, ImageDecodeSaysWhatItCannotDecode) {
+  const std::string png = encode(gradient(8, 8, 3), "png").asBytes();
+  std::vector<RowResult> results =
+      run("image.decode", {Value::bytes("GIF89a...."), Value::bytes(png.substr(0, 40)),
+                           Value::bytes(""), Value::bytes(png)});
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].kind, RowResultKind::RecordFailure);
+  EXPECT_NE(results[0].message.find("not a PNG, JPEG or WebP image (10 bytes)"), std::string::npos)
+      << results[0].message;
+  EXPECT_EQ(results[1].kind, RowResultKind::RecordFailure);
+  EXPECT_NE(results[1].message.find("corrupt png image"), std::string::npos) << results[1].message;
+  EXPECT_EQ(results[2].kind, RowResultKind::RecordFailure);
+  EXPECT_EQ(results[3].kind, RowResultKind::Value) << "a bad row does not spoil the next";
 }
 
 } // namespace

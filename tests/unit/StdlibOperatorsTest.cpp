@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -345,6 +348,30 @@ TEST(StdlibOperatorsTest, FramesPastTheEndOfATruncatedVideoAreFailuresNotTheLast
   EXPECT_GE(failed, 8u);
   EXPECT_LT(failed, 12u);
   std::filesystem::remove_all(dir);
+}
+
+TEST(StdlibOperatorsTest, FileMakesTheFileAPathNamesAndSaysWhyItCannot) {
+  const std::string pdf = ORCH_EXAMPLES_DIR "/samples/pdfs/memo.pdf";
+  RowResult found = runOne("file", {Value::string(pdf)});
+  ASSERT_EQ(found.kind, RowResultKind::Value) << found.message;
+  EXPECT_EQ(found.value.field("path")->asString(), pdf);
+  EXPECT_EQ(found.value.field("name")->asString(), "memo.pdf");
+  EXPECT_EQ(found.value.field("stem")->asString(), "memo");
+  EXPECT_GT(found.value.field("size")->asInt(), 0);
+  const std::string fifo = ::testing::TempDir() + "orch-file-test.fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, std::string> bad[] = {
+      {"/nonexistent/a.pdf", "file: \"/nonexistent/a.pdf\" does not exist"},
+      {ORCH_EXAMPLES_DIR, "is a directory"},
+      {"", "is empty"},
+      {fifo, "is not a regular file"}};
+  for (const auto &[path, why] : bad) {
+    RowResult result = runOne("file", {Value::string(path)});
+    EXPECT_EQ(result.kind, RowResultKind::RecordFailure) << path;
+    EXPECT_NE(result.message.find(why), std::string::npos) << result.message;
+  }
+  ::unlink(fifo.c_str());
 }
 
 } // namespace

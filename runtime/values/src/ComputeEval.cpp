@@ -209,6 +209,9 @@ ComputeOutcome toReal(const Value &value) {
 ComputeOutcome cast(const Value &value, const plan::Type &type) {
   if (value.isNull() && type.kind() != plan::TypeKind::Json)
     return fail("is missing or null, expected " + type.str());
+  if (type.kind() == plan::TypeKind::File && value.kind() == Value::Kind::String)
+    return fail("is a String (\"" + value.asString().substr(0, 60) +
+                "\"), not a File: a path becomes a File with file(...), which checks it exists");
   if (auto problem = checkValueType(value, type))
     return fail("does not have type " + type.str() + ": " + *problem);
   // An Int where a Float is expected is a Float from here on.
@@ -297,7 +300,9 @@ ComputeOutcome evaluateCompute(ComputeOp op, std::span<const Value> operands,
       return ok(Value::integer(int64_t(countCodePoints(operands[0].asString()))));
     if (operands[0].kind() == Value::Kind::List)
       return ok(Value::integer(int64_t(operands[0].asList().size())));
-    return fail("'len' needs a String or a List, got " + shown(operands[0]));
+    if (operands[0].kind() == Value::Kind::Bytes)
+      return ok(Value::integer(int64_t(operands[0].asBytes().size())));
+    return fail("'len' needs a String, Bytes or a List, got " + shown(operands[0]));
   case ComputeOp::NonBlank:
     if (operands[0].kind() != Value::Kind::String)
       return fail("'text.nonempty' needs a String, got " + shown(operands[0]));
