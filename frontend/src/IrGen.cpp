@@ -160,11 +160,17 @@ private:
                                 std::vector<std::string> &labels) {
     std::vector<ir::Use> inputs;
     for (const ast::BoundParam &bound : operatorUse.bound)
-      if (bound.param->role == plan::ParamRole::Input) {
+      if (bound.param->role == plan::ParamRole::Input || isGivenPerRow(bound)) {
         inputs.push_back(use(*bound.expr));
         labels.push_back(bound.param->name);
       }
     return inputs;
+  }
+
+  /// A static parameter given a per-row value: an input the Call batches by.
+  static bool isGivenPerRow(const ast::BoundParam &bound) {
+    return bound.param->role == plan::ParamRole::Static && bound.param->perRow && bound.expr &&
+           !bound.value;
   }
 
   /// An inline Call is named after its operator and the binding (or sink) it is written in
@@ -179,9 +185,19 @@ private:
 
   uint32_t addCall(const std::string &name, const ast::OperatorUse &operatorUse,
                    SourceLocation location, bool declared) {
-    return build_.call(ir::Call{name, operatorUse.signature->name, constants(operatorUse),
-                                operatorUse.callOptions, operatorUse.signature->gpu, location,
-                                declared, !operatorUse.options.empty()});
+    ir::Call call;
+    call.name = name;
+    call.op = operatorUse.signature->name;
+    call.constants = constants(operatorUse);
+    call.options = operatorUse.callOptions;
+    call.gpu = operatorUse.signature->gpu;
+    call.location = location;
+    call.declared = declared;
+    call.optionsWritten = !operatorUse.options.empty();
+    for (const ast::BoundParam &bound : operatorUse.bound)
+      if (isGivenPerRow(bound))
+        call.batchKeys.push_back(bound.param->name);
+    return build_.call(std::move(call));
   }
 
   static std::vector<ir::NamedConstant> constants(const ast::OperatorUse &operatorUse) {

@@ -189,7 +189,9 @@ bool OperatorBinder::bindArguments(ast::OperatorUse &use, const OperatorSignatur
       continue;
     }
     ast::Expr &value = *found->second->value;
-    if (param->role == ParamRole::Input) {
+    if (param->role == ParamRole::Input ||
+        (param->perRow && site == BindingSite::Everything && !isConstantExpression(value))) {
+      // A per-row value of a parameter the operator batches by is an input like the others.
       ok &= checkInput(value, *param, op, typeVar);
       use.bound.push_back(ast::BoundParam{param, &value, std::nullopt});
     } else {
@@ -197,6 +199,20 @@ bool OperatorBinder::bindArguments(ast::OperatorUse &use, const OperatorSignatur
     }
   }
   return ok;
+}
+
+std::string OperatorBinder::perRowHint(const OperatorParam &param,
+                                       const OperatorSignature &signature) {
+  if (param.perRow)
+    return "; '" + param.name + "' may vary per row only where the operator is used inline (" +
+           signature.name + "(..., " + param.name + ": ...)), not in a 'call' declaration";
+  std::string perRow;
+  for (const OperatorParam &candidate : signature.params)
+    if (candidate.perRow)
+      perRow += (perRow.empty() ? "" : ", ") + quoted(candidate.name);
+  return perRow.empty() ? "; none of " + quoted(signature.name) + "'s parameters may vary per row"
+                        : "; of " + quoted(signature.name) + "'s parameters, only " + perRow +
+                              " may vary per row";
 }
 
 void OperatorBinder::reportWrongSite(const ast::Argument &argument, const OperatorParam &param,
@@ -234,7 +250,8 @@ bool OperatorBinder::checkStatic(ast::Expr &value, const OperatorParam &param,
   if (!constant) {
     if (mayReportNotConstant(value))
       diags_.error(value.location, "argument " + quoted(param.name) + " of " + quoted(op) +
-                                       " must be a constant (a literal or a param)");
+                                       " must be a constant (a literal or a param)" +
+                                       perRowHint(param, *use.signature));
     return false;
   }
   std::optional<StaticValue> converted = convertConstant(*constant, param.type);

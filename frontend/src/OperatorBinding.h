@@ -53,6 +53,9 @@ public:
   void checkOptions(ast::OperatorUse &use, const plan::OperatorSignature &signature);
 
 private:
+  /// Which parameters may vary per row, for a constant that was not one.
+  static std::string perRowHint(const plan::OperatorParam &param,
+                                const plan::OperatorSignature &signature);
   void reportWrongSite(const ast::Argument &argument, const plan::OperatorParam &param,
                        const std::string &op, BindingSite site);
   bool checkInput(ast::Expr &value, const plan::OperatorParam &param, const std::string &op,

@@ -149,10 +149,13 @@ private:
         ok = false;
         continue;
       }
-      plan::OperatorParam entry{
-          param.name.name, param.constant ? plan::ParamRole::Static : plan::ParamRole::Input, *type,
-          std::nullopt,
-          param.constant ? "a constant, given to the constructor" : "a dataflow input, batched"};
+      plan::OperatorParam entry{param.name.name,
+                                param.constant ? plan::ParamRole::Static : plan::ParamRole::Input,
+                                *type,
+                                std::nullopt,
+                                param.constant ? "a constant, given to the constructor"
+                                               : "a dataflow input, batched",
+                                false};
       if (param.constant && !isConstantKind(type->kind())) {
         diags_.error(param.type.location,
                      "a const parameter must be Bool, Int, Float, String, Duration or Size, not " +

@@ -247,6 +247,7 @@ struct PlanFields {
     f("constants", Records<NamedConstant>{c.constants, "constant"});
     f("options", c.options);
     f("gpu", c.gpu);
+    f("batch_keys", c.batchKeys, Presence::WhenSet);
   }
   template <typename Visit> static void fields(Visit &&f, PlanSource &s) {
     f("op", s.op);

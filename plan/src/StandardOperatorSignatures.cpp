@@ -10,14 +10,23 @@ Type scalar(TypeKind kind) { return Type::scalar(kind); }
 Type listOf(TypeKind kind) { return Type::list(scalar(kind)); }
 
 OperatorParam input(std::string name, Type type, std::string doc) {
-  return OperatorParam{std::move(name), ParamRole::Input, std::move(type), std::nullopt,
-                       std::move(doc)};
+  return OperatorParam{std::move(name), ParamRole::Input, std::move(type),
+                       std::nullopt,    std::move(doc),   false};
 }
 
 OperatorParam constant(std::string name, Type type, std::optional<StaticValue> defaultValue,
                        std::string doc) {
-  return OperatorParam{std::move(name), ParamRole::Static, std::move(type), std::move(defaultValue),
-                       std::move(doc)};
+  return OperatorParam{std::move(name),         ParamRole::Static, std::move(type),
+                       std::move(defaultValue), std::move(doc),    false};
+}
+
+/// A constant that may also be given per row: batches then hold grains of one value each.
+OperatorParam perRowConstant(std::string name, Type type, std::optional<StaticValue> defaultValue,
+                             std::string doc) {
+  OperatorParam param =
+      constant(std::move(name), std::move(type), std::move(defaultValue), std::move(doc));
+  param.perRow = true;
+  return param;
 }
 
 OperatorSignature source(std::string name, std::vector<OperatorParam> params, Type row,
@@ -130,7 +139,9 @@ void addDocumentOperators(OperatorCatalog &catalog) {
   catalog.add(
       transform("ocr.tesseract",
                 {input("image", scalar(TypeKind::Image), "a page image"),
-                 constant("lang", string, std::string("eng"), "tesseract language")},
+                 perRowConstant("lang", string, std::string("eng"),
+                                "tesseract language (\"eng\", \"deu+eng\"); per row, a manifest's "
+                                "`lang: rows.lang as String` OCRs each document in its own")},
                 scalar(TypeKind::Text),
                 "OCR with tesseract, reading the page's layout (columns one after the other) as "
                 "tesseract's command line does; engine loaded once per replica",
@@ -276,6 +287,14 @@ void addTestOperators(OperatorCatalog &catalog) {
       any, "fails chosen grains, for tests", "the failures it is told to inject"));
   catalog.add(transform("test.identity", {input("value", any, "passed through")}, any,
                         "passes values through", "none"));
+  catalog.add(transform("test.tag",
+                        {input("value", any, "tagged"),
+                         perRowConstant("tag", scalar(TypeKind::String), std::string(""),
+                                        "the tag, constant or per row")},
+                        scalar(TypeKind::String),
+                        "\"TAG:VALUE\"; a batch that mixes tags is an operator error (a check that "
+                        "per-row constants batch by value)",
+                        "a batch with more than one tag fails as a whole"));
   catalog.add(transform("test.blob",
                         {input("value", any, "what the bytes are made from"),
                          constant("bytes", integer, int64_t(1 << 20), "the value's size")},

@@ -39,8 +39,10 @@ void printOperator(const plan::OperatorSignature &op, std::ostream &out) {
   out << "\n\n| parameter | kind | type | default | meaning |\n|---|---|---|---|---|\n";
   for (const plan::OperatorParam &param : op.params)
     out << "| `" << param.name << "` | "
-        << (param.role == plan::ParamRole::Input ? "input" : "constant") << " | `"
-        << param.type.str() << "` | "
+        << (param.role == plan::ParamRole::Input ? "input"
+            : param.perRow                       ? "constant or per row"
+                                                 : "constant")
+        << " | `" << param.type.str() << "` | "
         << (param.defaultValue ? "`" + plan::formatStaticValue(*param.defaultValue) + "`" : "")
         << " | " << param.doc << " |\n";
   out << "\n";

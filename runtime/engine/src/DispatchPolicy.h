@@ -27,6 +27,8 @@ struct QueuedGrain {
   EntityId parent;
   /// The grain belongs to its parent's first child (ordinal 0), for probe-first.
   bool firstChild = false;
+  /// Calls batched by a per-row value: which of the Call's keys it has (KeyedReadyQueue).
+  uint32_t keySlot = 0;
 };
 
 /// Whether a queued grain is still ready (a reference to the engine's check, not owned).

@@ -116,6 +116,8 @@ struct OutstandingBatch {
 
 struct CallQueues {
   std::unique_ptr<ReadyQueue> fresh;
+  /// Calls batched by per-row values: each distinct key's slot (QueuedGrain::keySlot).
+  std::unordered_map<std::string, uint32_t> keySlots;
   std::deque<PendingBatch> retry;
   std::deque<PendingBatch> deferred;
 };
@@ -340,6 +342,11 @@ struct LineageEngine::State {
   void abortRun(const std::string &reason);
   /// Fails every unfinished root with one cause and forgets their work.
   void failLiveRoots(FailureKind kind, const std::string &reason);
+
+  /// A Call's fresh queue: the policy's, or one per key for a Call batched by per-row values.
+  std::unique_ptr<ReadyQueue> makeFreshQueue(CallId call) const;
+  /// The key slot of a grain of a Call batched by per-row values (0 for other Calls).
+  uint32_t keySlotOf(EntityId entity, NodeId node);
 
   // Dispatch and commit (EngineCommit.cpp).
   /// The queued grain is still the same grain (same ready ticket) and in `phase`.

@@ -1,6 +1,7 @@
 // The lineage engine: admission, entities and items, propagation to a fixed point, finished
 // roots and their rows. Dispatch and the commit rule are in EngineCommit.cpp.
 #include "EngineState.h"
+#include "KeyedReadyQueue.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -97,7 +98,7 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
   }
   policy = makeDispatchPolicy(options);
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
-    queues.push_back(CallQueues{policy->makeQueue(options.seed + c), {}, {}});
+    queues.push_back(CallQueues{makeFreshQueue(CallId(c)), {}, {}, {}});
   loads.resize(plan.calls.size());
   memory.limit = options.memoryLimitBytes;
   domainFree.resize(plan.nodes.size());
@@ -562,7 +563,31 @@ void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];
   queues[call].fresh->push(QueuedGrain{node, entity, grain.ticket, roots[owner.root].admission,
-                                       owner.parent, owner.parent.valid() && owner.ordinal == 0});
+                                       owner.parent, owner.parent.valid() && owner.ordinal == 0,
+                                       keySlotOf(entity, node)});
+}
+
+std::unique_ptr<ReadyQueue> LineageEngine::State::makeFreshQueue(CallId call) const {
+  const uint64_t seed = options.seed + call.index;
+  if (layout.calls[call].batchKeyLabels.empty())
+    return policy->makeQueue(seed);
+  const DispatchPolicy *chosen = policy.get();
+  return std::make_unique<KeyedReadyQueue>([chosen, seed] { return chosen->makeQueue(seed); });
+}
+
+uint32_t LineageEngine::State::keySlotOf(EntityId entity, NodeId node) {
+  const CallId call = nodeLayout(node).call;
+  const std::vector<uint32_t> &keyLabels = layout.calls[call].batchKeyLabels;
+  if (keyLabels.empty())
+    return 0;
+  std::string key;
+  for (uint32_t label : keyLabels) {
+    const uint32_t input = planNode(node).inputs[nodeLayout(node).inputOrder[label]];
+    key += inputItem(entity, NodeId(input)).value.str();
+    key += '\x1f';
+  }
+  std::unordered_map<std::string, uint32_t> &slots = queues[call].keySlots;
+  return slots.emplace(std::move(key), uint32_t(slots.size())).first->second;
 }
 
 void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
@@ -847,8 +872,10 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
   outstanding.clear();
   memory.reserved = 0;
   memory.inFlight = 0;
-  for (CallQueues &queue : queues) {
-    queue.fresh = policy->makeQueue(options.seed);
+  for (CallId call : queues.ids()) {
+    CallQueues &queue = queues[call];
+    queue.fresh = makeFreshQueue(call);
+    queue.keySlots.clear();
     queue.retry.clear();
     queue.deferred.clear();
   }

@@ -155,6 +155,14 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
       break;
     }
   }
+  for (CallId c : layout.calls.ids()) {
+    CallLayout &call = layout.calls[c];
+    for (const std::string &key : plan.calls[c.index].batchKeys) {
+      auto found = std::find(call.inputLabels.begin(), call.inputLabels.end(), key);
+      if (found != call.inputLabels.end())
+        call.batchKeyLabels.push_back(uint32_t(found - call.inputLabels.begin()));
+    }
+  }
   for (NodeId n : layout.nodes.ids())
     if (plan.nodes[n.index].kind == NodeKind::Compute)
       layout.nodes[n].compute =

@@ -83,6 +83,8 @@ struct CallLayout {
   /// The operator's dataflow inputs in the order batches carry them.
   std::vector<std::string> inputLabels;
   std::vector<NodeId> nodes;
+  /// Positions in inputLabels of the per-row values it batches by (PlanCall::batchKeys).
+  std::vector<uint32_t> batchKeyLabels;
   /// Some node of it drops inputs once its grain is done (NodeLayout::releasedWhenDone): its
   /// batches give their inputs' bytes back.
   bool releasesInputs = false;

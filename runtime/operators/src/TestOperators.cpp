@@ -227,6 +227,34 @@ private:
   std::shared_ptr<TestOperatorLog> log_;
 };
 
+/// "TAG:VALUE", with the tag a constant or, per row, its second input; a batch that mixes tags
+/// throws (the engine must batch per-row constants by value).
+class TagOperator : public Operator {
+public:
+  TagOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
+      : name_(config.name()), perRow_(config.inputLabels().size() > 1),
+        tag_(perRow_ ? std::string() : config.stringConstant("tag")), log_(std::move(log)) {}
+
+  void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
+    log_->recordBatch(name_, rows);
+    for (const OperatorRow &row : rows) {
+      const std::string tag = perRow_ ? row.inputs[1].asString() : tag_;
+      if (perRow_ && tag != rows[0].inputs[1].asString())
+        throw OperatorError("test.tag: one batch holds tags \"" + rows[0].inputs[1].asString() +
+                            "\" and \"" + tag + "\"");
+      const Value &value = row.inputs[0];
+      results.push_back(RowResult::ok(Value::string(
+          tag + ":" + (value.kind() == Value::Kind::String ? value.asString() : value.str()))));
+    }
+  }
+
+private:
+  std::string name_;
+  bool perRow_;
+  std::string tag_;
+  std::shared_ptr<TestOperatorLog> log_;
+};
+
 /// A Bytes value of `bytes` bytes: its input's text repeated (so that a checksum tells inputs
 /// apart).
 class BlobOperator : public Operator {
@@ -345,6 +373,7 @@ void registerTestOperators(OperatorRegistry &registry, std::shared_ptr<TestOpera
   registry.addTransform("test.sleep", factoryOf<SleepOperator>(log));
   registry.addTransform("test.fail", factoryOf<FailOperator>(log));
   registry.addTransform("test.identity", factoryOf<IdentityOperator>(log));
+  registry.addTransform("test.tag", factoryOf<TagOperator>(log));
   registry.addTransform("test.blob", factoryOf<BlobOperator>(log));
   registry.addTransform("test.checksum", factoryOf<ChecksumOperator>(log));
 }

@@ -1,11 +1,16 @@
-// ocr.tesseract (Image -> Text): one tesseract engine per replica, initialised once with the
-// Call's language, fed whole images (RGB or gray) at their rendering resolution.
+// ocr.tesseract (Image -> Text): one tesseract engine per replica, initialised with the Call's
+// language (or, when `lang` is given per row, with each batch's: the engine batches by it, and
+// the replica loads another language only when a batch asks for it), fed whole images (RGB or
+// gray) at their rendering resolution.
 #include "OperatorGroups.h"
 #include "image/ImageValue.h"
 
 #include <tesseract/baseapi.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <optional>
 
 namespace orch::stdlib {
 namespace {
@@ -18,19 +23,25 @@ using runtime::Value;
 class TesseractOperator : public runtime::Operator {
 public:
   explicit TesseractOperator(const OperatorConfig &config) {
-    const std::string lang = config.stringConstant("lang");
-    engine_.SetVariable("debug_file", "/dev/null");
-    if (engine_.Init(nullptr, lang.c_str(), tesseract::OEM_LSTM_ONLY) != 0)
-      throw runtime::OperatorError("ocr.tesseract: cannot load language \"" + lang +
-                                   "\" (is tesseract-ocr-" + lang + " installed?)");
-    // Page layout analysis, as tesseract's command line does: the library's default reads a
-    // page as one block of text, which runs columns and captions into each other.
-    engine_.SetPageSegMode(tesseract::PSM_AUTO);
+    const std::vector<std::string> &labels = config.inputLabels();
+    const auto found = std::find(labels.begin(), labels.end(), "lang");
+    if (found != labels.end()) {
+      langInput_ = size_t(found - labels.begin());
+      return;
+    }
+    if (std::string problem = load(config.stringConstant("lang")); !problem.empty())
+      throw runtime::OperatorError(problem);
   }
   ~TesseractOperator() override { engine_.End(); }
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     for (const OperatorRow &row : rows) {
+      // Per row, the engine batches by language, so a replica switches only between batches.
+      if (langInput_)
+        if (std::string problem = use(row.inputs[*langInput_]); !problem.empty()) {
+          results.push_back(RowResult::recordFailure(problem));
+          continue;
+        }
       std::string problem;
       std::optional<ImageView> image = imageView(row.inputs[0], problem);
       if (!image) {
@@ -51,7 +62,41 @@ public:
   }
 
 private:
+  /// Makes `lang` the engine's language; why it cannot, or "" (a language that failed to load
+  /// is not tried again).
+  std::string use(const Value &lang) {
+    if (lang.kind() != Value::Kind::String)
+      return "ocr.tesseract: the language is not a String";
+    if (lang.asString() == loaded_)
+      return "";
+    if (auto failed = unloadable_.find(lang.asString()); failed != unloadable_.end())
+      return failed->second;
+    std::string problem = load(lang.asString());
+    if (!problem.empty())
+      unloadable_.emplace(lang.asString(), problem);
+    return problem;
+  }
+
+  /// Loads `lang` into the engine; why it cannot, or "".
+  std::string load(const std::string &lang) {
+    engine_.End();
+    loaded_.clear();
+    engine_.SetVariable("debug_file", "/dev/null");
+    if (engine_.Init(nullptr, lang.c_str(), tesseract::OEM_LSTM_ONLY) != 0)
+      return "ocr.tesseract: cannot load language \"" + lang + "\" (is tesseract-ocr-" + lang +
+             " installed?)";
+    // Page layout analysis, as tesseract's command line does: the library's default reads a
+    // page as one block of text, which runs columns and captions into each other.
+    engine_.SetPageSegMode(tesseract::PSM_AUTO);
+    loaded_ = lang;
+    return "";
+  }
+
   tesseract::TessBaseAPI engine_;
+  /// The input that carries each row's language, when it is given per row.
+  std::optional<size_t> langInput_;
+  std::string loaded_;
+  std::map<std::string, std::string> unloadable_;
 };
 
 } // namespace

@@ -80,6 +80,8 @@ struct Call {
   bool declared = false;
   /// The program set options on it (`{ batch: 64 }`): helper fusion leaves it a Call.
   bool optionsWritten = false;
+  /// Inputs that are per-row values of static parameters (plan::PlanCall::batchKeys).
+  std::vector<std::string> batchKeys;
 };
 
 struct Source {

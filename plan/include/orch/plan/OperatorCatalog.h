@@ -26,6 +26,9 @@ struct OperatorParam {
   /// A static parameter with a default may be omitted.
   std::optional<StaticValue> defaultValue;
   std::string doc;
+  /// A static parameter that may also be given a per-row value (`lang: rows.lang`): the
+  /// operator reads it from its input then, and batches hold equal values only.
+  bool perRow = false;
 };
 
 struct OperatorSignature {

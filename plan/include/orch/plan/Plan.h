@@ -47,6 +47,9 @@ struct PlanCall {
   std::vector<NamedConstant> constants;
   CallOptions options;
   bool gpu = false;
+  /// Inputs (by label) that are per-row values of parameters the operator batches by value
+  /// (`ocr.tesseract(image, lang: rows.lang)`): one batch holds grains with equal values only.
+  std::vector<std::string> batchKeys;
   friend bool operator==(const PlanCall &, const PlanCall &) = default;
 };
 
