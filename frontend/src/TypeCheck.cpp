@@ -8,6 +8,7 @@
 #include "OperatorBinding.h"
 #include "ParamOverrides.h"
 
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -239,8 +240,16 @@ private:
   std::optional<Type> typeOfNode(ast::Expr &, ast::Reduce &reduce) {
     std::optional<Type> input = reduce.input ? typeOf(*reduce.input) : std::nullopt;
     bool optionsValid = true;
-    for (ast::ReduceOption &option : reduce.options)
+    std::set<std::string> given;
+    for (ast::ReduceOption &option : reduce.options) {
+      if (!given.insert(option.name.name).second) {
+        diags_.error(option.name.location,
+                     "option " + quoted(option.name.name) + " of reduce is given twice");
+        optionsValid = false;
+        continue;
+      }
       optionsValid &= checkReduceOption(reduce, option);
+    }
     return input && optionsValid ? std::optional<Type>(Type::list(*input)) : std::nullopt;
   }
 
@@ -323,8 +332,12 @@ private:
   static bool isNumber(const Type &type) {
     return type.kind() == TypeKind::Int || type.kind() == TypeKind::Float;
   }
+  /// String or Text: one string type at run time.
+  static bool isText(const Type &type) {
+    return type.kind() == TypeKind::String || type.kind() == TypeKind::Text;
+  }
   static bool isScalar(const Type &type) {
-    return isNumber(type) || type.kind() == TypeKind::Bool || type.kind() == TypeKind::String ||
+    return isNumber(type) || type.kind() == TypeKind::Bool || isText(type) ||
            type.kind() == TypeKind::Json;
   }
   /// Json needs a type before arithmetic or a comparison: say how to give it one.
@@ -374,8 +387,8 @@ private:
     const Type boolean = Type::scalar(TypeKind::Bool);
     switch (compute.op) {
     case ComputeOp::Add:
-      if (types[0].kind() == TypeKind::String && types[1].kind() == TypeKind::String)
-        return types[0];
+      if (isText(types[0]) && isText(types[1]))
+        return Type::scalar(TypeKind::String);
       [[fallthrough]];
     case ComputeOp::Subtract:
     case ComputeOp::Multiply:
@@ -400,8 +413,7 @@ private:
     case ComputeOp::LessEqual:
     case ComputeOp::Greater:
     case ComputeOp::GreaterEqual:
-      if ((isNumber(types[0]) && isNumber(types[1])) ||
-          (types[0].kind() == TypeKind::String && types[1].kind() == TypeKind::String))
+      if ((isNumber(types[0]) && isNumber(types[1])) || (isText(types[0]) && isText(types[1])))
         return boolean;
       return fail(op + " orders two numbers or two Strings, not " + operandsText() +
                   jsonHint(types));

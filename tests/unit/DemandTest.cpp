@@ -177,5 +177,27 @@ sink jsonl(path: "out.jsonl", record: { v: reduce(text) });
   EXPECT_EQ(ops.log->rowsRun("bad"), 0u);
 }
 
+TEST(DemandTest, AnUnusedValueBesideAChoiceNeitherRunsNorDisturbsItsCount) {
+  // `unused` reads x, which only the if's branch needs: x's count of consumers must not count
+  // the never-needed `unused` (a review found this aborted the run).
+  plan::Plan plan = compile(R"(
+pipeline unused_beside;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+x = test.identity(pages) { batch: 2 };
+unused = x + 1;
+also = test.identity(unused);
+t = if pages >= 1 then x else 100;
+sink jsonl(path: "out.jsonl", record: { t: reduce(t) });
+)");
+  Operators ops;
+  EngineStats stats;
+  std::vector<RootResult> roots = runAll(plan, ops, {doc(0, 3)}, {}, {2, 2}, &stats);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(field(roots[0], 0, "t").str(), "[100, 1, 2]");
+  EXPECT_EQ(ops.log->rowsRun("x"), 2u);
+  EXPECT_EQ(ops.log->rowsRun("also"), 0u);
+}
+
 } // namespace
 } // namespace orch::runtime

@@ -126,12 +126,17 @@ sink jsonl(path: "$DIR/files.jsonl", record: { f: rows.path as File });
                                 "becomes a File with file(...), which checks it exists"),
             std::string::npos)
       << failures.at(0);
+  // Text (what text.normalize returns) and String mix in expressions: one type at run time.
   summary = run(R"(pipeline sizes;
 source rows = jsonl("$DIR/in.jsonl") as Row;
-sink jsonl(path: "$DIR/out.jsonl", record: { size: len(test.blob(rows, bytes: 1000)) });
+t = text.normalize(rows.path as String);
+sink jsonl(path: "$DIR/out.jsonl", record: { size: len(test.blob(rows, bytes: 1000)),
+                                             t: t + "!", same: t == "a.pdf", less: t < "b" });
 )");
   ASSERT_TRUE(summary.started) << summary.error.value_or("");
-  EXPECT_EQ(lines("out.jsonl"), (std::vector<std::string>{"{\"size\":1000}"}));
+  EXPECT_EQ(
+      lines("out.jsonl"),
+      (std::vector<std::string>{"{\"size\":1000,\"t\":\"a.pdf!\",\"same\":true,\"less\":true}"}));
 }
 
 TEST_F(ExpressionsTest, ConversionsParseTextAndFailOnWhatIsNotANumber) {

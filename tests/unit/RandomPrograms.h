@@ -119,7 +119,14 @@ private:
   /// A choice whose operands are Calls (semantics.md, demand): an if between two chains, a
   /// coalesce that falls back to a Call, or a filter of a Call; one of them may fail.
   void chooseBetweenCalls(const std::string &name, const std::string &value) {
-    const std::string identity = "test.identity(" + value + ") " + options();
+    std::string identity = "test.identity(" + value + ") " + options();
+    if (chance(random_, 0.3)) {
+      // A named operand that a value nothing reads also reads (never needed, never run).
+      const std::string operand = fresh("o");
+      out_ << operand << " = " << identity << ";\n" << fresh("unused") << " = " << operand
+           << " + 1;\n";
+      identity = operand;
+    }
     switch (pick(random_, 0, 2)) {
     case 0:
       out_ << name << " = if " << condition(value) << " then "

@@ -74,9 +74,9 @@ public:
         result.rows.push_back(std::move(sinkRow));
       }
     }
-    result.status = anyFailed || (!anyWritten && lostSinkRows_) ? RootStatus::Failed
-                    : anyWritten                                ? RootStatus::Written
-                                                                : RootStatus::Dropped;
+    result.status = anyFailed || lostSinkRows_ ? RootStatus::Failed
+                    : anyWritten               ? RootStatus::Written
+                                               : RootStatus::Dropped;
     return result;
   }
 

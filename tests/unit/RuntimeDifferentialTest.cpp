@@ -105,13 +105,14 @@ protected:
     for (size_t at = 0; (at = trial.program.find("kind: \"batch\"", at)) != std::string::npos;) {
       if (chance(random, 0.25)) {
         trial.program.replace(at, 13, "kind: \"hang\"");
-        const size_t options = trial.program.rfind(" }", trial.program.find(';', at));
+        // This Call's options block (a statement may hold two Calls: an if's branches).
+        const size_t options = trial.program.find(" }", at);
         trial.program.insert(options, ", timeout: 250ms");
         const size_t retries = trial.program.find("retries: ", at);
-        if (retries < trial.program.find(';', at))
+        if (retries < options)
           trial.program[retries + 9] = '0';
       }
-      at = trial.program.find(';', at);
+      at = trial.program.find(" }", at);
     }
     const int rows = pick(random, 0, 6);
     for (int i = 0; i < rows; ++i)

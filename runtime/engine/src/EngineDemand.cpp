@@ -85,15 +85,23 @@ void LineageEngine::State::becomeNeeded(EntityId entity, NodeId node) {
     advanceChoice(entity, node);
     break;
   }
-  evaluate(entity, node);
+  // A reduce resolves as its members arrive (gather), not by evaluation.
+  if (planNode(node).kind != NodeKind::Reduce)
+    evaluate(entity, node);
 }
 
 void LineageEngine::State::becomeNotNeeded(EntityId entity, NodeId node) {
-  settleAllOperands(entity, node, false);
+  // A node that is never needed was never counted among its operands' consumers.
+  if (nodeLayout(node).demand != NodeDemand::Never)
+    settleAllOperands(entity, node, false);
   Item &item = itemOf(entity, node);
-  if (item.outcome != ItemOutcome::Unresolved)
+  if (item.outcome != ItemOutcome::Unresolved) {
+    // A reduce resolves whether or not it is needed; anything else waits for its demand.
+    if (planNode(node).kind == NodeKind::Reduce)
+      return;
     engineInvariantFailed("a resolved item of node " + std::to_string(node.index) +
                           " found not needed");
+  }
   if (planNode(node).kind == NodeKind::Invoke) {
     setPhase(grainOf(entity, node), node, GrainPhase::Sealed);
     ++stats.grainsNotNeeded;

@@ -49,6 +49,8 @@ struct ReduceProgress {
   uint32_t cursor = 0;
   bool resolved = false;
   ValueList gathered;
+  /// `failed: "skip"`: the members left out so far.
+  std::vector<SkippedMember> skipped;
 };
 
 /// A GroupFailure barrier on (Call, this expansion's parent).
@@ -80,8 +82,14 @@ struct Root {
   /// An expansion that sink rows come from failed: its rows are lost, so the root failed even
   /// if no row it has failed.
   bool lostSinkRows = false;
-  /// Members reduces left out (`failed: "skip"`), with their causes' indexes in `failures`.
-  std::vector<SkippedMember> skippedMembers;
+  /// Members reduces left out (`failed: "skip"`), with their causes' indexes in `failures`, by
+  /// the reduce that left them out: reported when the root finishes if that reduce was needed.
+  struct SkippedBy {
+    EntityId parent;
+    NodeId reduce;
+    std::vector<SkippedMember> members;
+  };
+  std::vector<SkippedBy> skippedMembers;
   bool live = false;
   /// Queued in rootsToFinish.
   bool finishing = false;

@@ -671,9 +671,7 @@ void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
       resolveReduce(expansionId, reduceNode, ItemOutcome::Suppressed, Value(), arrived.cause);
       return;
     }
-    roots[entities[child].root].skippedMembers.push_back(
-        SkippedMember{pathOf(child), arrived.cause});
-    ++stats.membersSkipped;
+    progress.skipped.push_back(SkippedMember{pathOf(child), arrived.cause});
   }
   const std::vector<EntityId> &children = expansions[expansionId].children;
   while (progress.cursor < children.size()) {
@@ -692,7 +690,14 @@ void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
 void LineageEngine::State::resolveReduce(ExpansionId expansion, NodeId reduceNode,
                                          ItemOutcome outcome, Value value, uint32_t cause) {
   Expansion &record = expansions[expansion];
-  record.reduces[nodeLayout(reduceNode).reduceSlot].resolved = true;
+  ReduceProgress &progress = record.reduces[nodeLayout(reduceNode).reduceSlot];
+  progress.resolved = true;
+  if (!progress.skipped.empty() && outcome == ItemOutcome::Present)
+    roots[entities[record.parent].root].skippedMembers.push_back(
+        Root::SkippedBy{record.parent, reduceNode, std::move(progress.skipped)});
+  // A reduce no consumer needed may have been sealed NOT NEEDED before its members finished.
+  if (itemOf(record.parent, reduceNode).outcome != ItemOutcome::Unresolved)
+    return;
   if (options.gather == GatherMode::GlobalBarrier) {
     parked[record.domain].push_back(ParkedReduce{record.parent, entities[record.parent].key,
                                                  reduceNode, outcome, std::move(value), cause});
@@ -715,7 +720,9 @@ bool LineageEngine::State::releaseParkedReduces() {
     parked[domain].clear();
     for (ParkedReduce &reduce : ready)
       if (entities[reduce.parent].live && entities[reduce.parent].key == reduce.key)
-        setItem(reduce.parent, reduce.node, reduce.outcome, std::move(reduce.value), reduce.cause);
+        if (itemOf(reduce.parent, reduce.node).outcome == ItemOutcome::Unresolved)
+          setItem(reduce.parent, reduce.node, reduce.outcome, std::move(reduce.value),
+                  reduce.cause);
     released = true;
   }
   return released;
@@ -835,7 +842,11 @@ void LineageEngine::State::finishRoot(RootId rootId) {
   result.sourceRow = root.sourceRow;
   collectRows(root, result);
   result.failures = std::move(root.failures);
-  result.skippedMembers = std::move(root.skippedMembers);
+  // Members left out by reduces some consumer needed (not by one a choice did not take).
+  for (Root::SkippedBy &skipped : root.skippedMembers)
+    if (itemOf(skipped.parent, skipped.reduce).demand == Demand::Needed)
+      result.skippedMembers.insert(result.skippedMembers.end(), skipped.members.begin(),
+                                   skipped.members.end());
   orderFailuresByPath(result);
   attributeRowsToLowestFailures(result);
   bool anyFailed = false, anyWritten = false;
@@ -843,11 +854,16 @@ void LineageEngine::State::finishRoot(RootId rootId) {
     anyFailed |= row.status == RowStatus::Failed;
     anyWritten |= row.status == RowStatus::Written;
   }
-  // A failure that reached no sink input or expansion of sink rows was in work no row needed
-  // (a reduce of another domain that a choice did not take): it does not fail the root.
-  result.status = anyFailed || (!anyWritten && root.lostSinkRows) ? RootStatus::Failed
-                  : anyWritten                                    ? RootStatus::Written
-                                                                  : RootStatus::Dropped;
+  // Rows lost to a failed expansion fail the root even when its other rows were written
+  // (nothing is silently lost). A failure that reached no sink input or expansion of sink rows
+  // was in work no row needed (a reduce that a choice did not take): it does not fail it.
+  result.status = anyFailed || root.lostSinkRows ? RootStatus::Failed
+                  : anyWritten                   ? RootStatus::Written
+                                                 : RootStatus::Dropped;
+  // A failed row reports its failures, not members left out of rows that were not written.
+  if (result.status == RootStatus::Failed)
+    result.skippedMembers.clear();
+  stats.membersSkipped += result.skippedMembers.size();
   retireRoot(rootId, std::move(result));
 }
 

@@ -36,8 +36,8 @@ void classifyDemand(const plan::Plan &plan, PlanLayout &layout) {
   for (uint32_t n = 0; n < count; ++n) {
     const plan::PlanNode &node = plan.nodes[n];
     const NodeKind kind = node.kind;
-    if (kind == NodeKind::Source || kind == NodeKind::Expand || kind == NodeKind::Reduce ||
-        kind == NodeKind::Broadcast || layout.nodes[NodeId(n)].sinkInput)
+    if (kind == NodeKind::Source || kind == NodeKind::Expand || kind == NodeKind::Broadcast ||
+        layout.nodes[NodeId(n)].sinkInput)
       raise(n, NodeDemand::Always);
     for (uint32_t consumer : node.consumers)
       if (plan.nodes[consumer].domain != node.domain)

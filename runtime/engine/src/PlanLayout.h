@@ -18,8 +18,9 @@ namespace orch::runtime {
 /// (a sink reads it, another domain reads it, or an always-needed node reads it without a
 /// choice). Conditional: a consumer chooses per entity (an if's branch, a coalesce's later
 /// operand, a filter's value) or only such nodes read it. Never: nothing that reaches a sink
-/// reads it. Structural nodes (sources, expands, reduces, broadcasts) are always needed: demand
-/// is decided within a domain, and what another domain reads is needed wherever it exists.
+/// reads it. Sources, expands and broadcasts are always needed; demand is decided within a
+/// domain, and what another domain reads (a reduce's members) is needed wherever it exists. A
+/// reduce's own demand is tracked like any node's, but it resolves as its members arrive.
 enum class NodeDemand : uint8_t { Always, Conditional, Never };
 
 /// The consumers that read only some of their operands, depending on others.

@@ -40,6 +40,8 @@ private:
   static std::string checkReadable(const std::string &path) {
     if (path.empty())
       return "is empty";
+    if (path.find('\0') != std::string::npos)
+      return "holds a NUL character";
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0)
       return errno == ENOENT ? "does not exist"
