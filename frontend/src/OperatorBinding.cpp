@@ -210,8 +210,8 @@ std::string OperatorBinder::perRowHint(const OperatorParam &param,
   for (const OperatorParam &candidate : signature.params)
     if (candidate.perRow)
       perRow += (perRow.empty() ? "" : ", ") + quoted(candidate.name);
-  return perRow.empty() ? "; none of " + quoted(signature.name) + "'s parameters may vary per row"
-                        : "; of " + quoted(signature.name) + "'s parameters, only " + perRow +
+  return perRow.empty() ? "; no parameter of " + quoted(signature.name) + " may vary per row"
+                        : "; of the parameters of " + quoted(signature.name) + ", only " + perRow +
                               " may vary per row";
 }
 

@@ -3,8 +3,8 @@
 // dropped, a filter its value only where the mask is true; what nothing needed reads never
 // runs; the grains left out are sealed NOT NEEDED and counted, under every dispatch policy and
 // gather mode.
-#include "CompileExample.h"
 #include "EngineDriver.h"
+#include "EngineTestPlans.h"
 
 #include "orch/runtime/engine/LineageEngine.h"
 #include "orch/runtime/operators/TestOperators.h"
@@ -18,22 +18,8 @@ namespace {
 using testing::DriverOptions;
 using testing::EngineDriver;
 
-plan::Plan compile(const std::string &text) {
-  std::string error;
-  auto plan = orch::testing::compileText(text, &error);
-  EXPECT_TRUE(plan) << error;
-  EXPECT_FALSE(checkPlanRunnable(*plan).has_value()) << *checkPlanRunnable(*plan);
-  return std::move(*plan);
-}
-
-struct Operators {
-  std::shared_ptr<TestOperatorLog> log = std::make_shared<TestOperatorLog>();
-  OperatorRegistry registry;
-  Operators() {
-    registerTestOperators(registry, log);
-    stdlib::registerCoreOperators(registry);
-  }
-};
+plan::Plan compile(const std::string &text) { return orch::testing::compileRunnable(text); }
+using Operators = orch::testing::EngineTestOperators;
 
 Value doc(int64_t id, int64_t pages) {
   return Value::record({{"id", Value::integer(id)}, {"n", Value::integer(pages)}});

@@ -1,8 +1,8 @@
 // The lineage engine driven deterministically: every legal grain transition, the readiness
 // rule, expansions and reduces, barriers, recovery policies, stale reports, streaming and the
 // switchable policies; and every illegal transition or report rejected.
-#include "CompileExample.h"
 #include "EngineDriver.h"
+#include "EngineTestPlans.h"
 
 #include "orch/runtime/engine/LineageEngine.h"
 #include "orch/runtime/operators/TestOperators.h"
@@ -31,22 +31,8 @@ static_assert(!EntityId().valid() && EntityId(0).valid());
 using testing::DriverOptions;
 using testing::EngineDriver;
 
-plan::Plan compile(const std::string &text) {
-  std::string error;
-  auto plan = orch::testing::compileText(text, &error);
-  EXPECT_TRUE(plan) << error;
-  EXPECT_FALSE(checkPlanRunnable(*plan).has_value()) << *checkPlanRunnable(*plan);
-  return std::move(*plan);
-}
-
-struct Operators {
-  std::shared_ptr<TestOperatorLog> log = std::make_shared<TestOperatorLog>();
-  OperatorRegistry registry;
-  Operators() {
-    registerTestOperators(registry, log);
-    stdlib::registerCoreOperators(registry);
-  }
-};
+plan::Plan compile(const std::string &text) { return orch::testing::compileRunnable(text); }
+using Operators = orch::testing::EngineTestOperators;
 
 Value row(int64_t id, int64_t children) {
   return Value::record({{"id", Value::integer(id)}, {"n", Value::integer(children)}});

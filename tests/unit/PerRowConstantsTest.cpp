@@ -77,7 +77,7 @@ sink jsonl(path: "out.jsonl", record: { t: test.split(rows, n: rows.n as Int) })
 )",
                                           &error));
   EXPECT_NE(error.find("argument 'n' of 'test.split' must be a constant (a literal or a param); "
-                       "none of 'test.split''s parameters may vary per row"),
+                       "no parameter of 'test.split' may vary per row"),
             std::string::npos)
       << error;
   EXPECT_FALSE(orch::testing::compileText(R"(

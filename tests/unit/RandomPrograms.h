@@ -123,8 +123,8 @@ private:
     if (chance(random_, 0.3)) {
       // A named operand that a value nothing reads also reads (never needed, never run).
       const std::string operand = fresh("o");
-      out_ << operand << " = " << identity << ";\n" << fresh("unused") << " = " << operand
-           << " + 1;\n";
+      out_ << operand << " = " << identity << ";\n"
+           << fresh("unused") << " = " << operand << " + 1;\n";
       identity = operand;
     }
     switch (pick(random_, 0, 2)) {

@@ -3,6 +3,7 @@
 // from shards can feed the image operators. Gray images stay gray (1 channel); everything else
 // becomes RGB (an alpha channel is dropped).
 #include "OperatorGroups.h"
+#include "image/FfmpegHandles.h"
 #include "image/ImageValue.h"
 
 extern "C" {
@@ -24,16 +25,6 @@ using runtime::OperatorConfig;
 using runtime::OperatorRow;
 using runtime::RowResult;
 using runtime::Value;
-
-struct CodecContextDeleter {
-  void operator()(AVCodecContext *context) const { avcodec_free_context(&context); }
-};
-struct FrameDeleter {
-  void operator()(AVFrame *frame) const { av_frame_free(&frame); }
-};
-struct PacketDeleter {
-  void operator()(AVPacket *packet) const { av_packet_free(&packet); }
-};
 
 /// The codec of an image file, from its first bytes (its signature).
 std::optional<AVCodecID> codecOf(std::string_view data) {
@@ -82,9 +73,9 @@ private:
       problem = std::string("this FFmpeg has no ") + avcodec_get_name(*id) + " decoder";
       return std::nullopt;
     }
-    std::unique_ptr<AVCodecContext, CodecContextDeleter> context(avcodec_alloc_context3(codec));
-    std::unique_ptr<AVPacket, PacketDeleter> packet(av_packet_alloc());
-    std::unique_ptr<AVFrame, FrameDeleter> frame(av_frame_alloc());
+    CodecContextHandle context(avcodec_alloc_context3(codec));
+    PacketHandle packet(av_packet_alloc());
+    FrameHandle frame(av_frame_alloc());
     if (!context || !packet || !frame || avcodec_open2(context.get(), codec, nullptr) < 0 ||
         av_new_packet(packet.get(), int(data.size())) < 0) {
       problem = "cannot open the decoder";

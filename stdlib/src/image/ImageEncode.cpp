@@ -1,6 +1,7 @@
 // image.encode (Image -> Bytes): PNG, JPEG or WebP with FFmpeg's encoders (png, mjpeg,
 // libwebp), which the video operators already bring: no further library to install.
 #include "OperatorGroups.h"
+#include "image/FfmpegHandles.h"
 #include "image/ImageValue.h"
 
 extern "C" {
@@ -24,16 +25,6 @@ using runtime::RowResult;
 using runtime::Value;
 
 enum class ImageFormat { Png, Jpeg, Webp };
-
-struct CodecContextDeleter {
-  void operator()(AVCodecContext *context) const { avcodec_free_context(&context); }
-};
-struct FrameDeleter {
-  void operator()(AVFrame *frame) const { av_frame_free(&frame); }
-};
-struct PacketDeleter {
-  void operator()(AVPacket *packet) const { av_packet_free(&packet); }
-};
 
 class EncodeOperator : public runtime::Operator {
 public:
@@ -93,7 +84,7 @@ private:
   }
 
   bool encode(const ImageView &image, std::string &out, std::string &problem) {
-    std::unique_ptr<AVCodecContext, CodecContextDeleter> context(avcodec_alloc_context3(codec_));
+    CodecContextHandle context(avcodec_alloc_context3(codec_));
     const AVPixelFormat target = targetFormat(image.channels);
     context->width = int(image.width);
     context->height = int(image.height);
@@ -112,7 +103,7 @@ private:
       problem = "cannot open the encoder";
       return false;
     }
-    std::unique_ptr<AVFrame, FrameDeleter> frame(av_frame_alloc());
+    FrameHandle frame(av_frame_alloc());
     frame->format = target;
     frame->quality = context->global_quality;
     frame->width = context->width;
@@ -134,7 +125,7 @@ private:
       const int strides[1] = {int(image.width * image.channels)};
       sws_scale(scaler_, planes, strides, 0, frame->height, frame->data, frame->linesize);
     }
-    std::unique_ptr<AVPacket, PacketDeleter> packet(av_packet_alloc());
+    PacketHandle packet(av_packet_alloc());
     if (avcodec_send_frame(context.get(), frame.get()) < 0 ||
         avcodec_send_frame(context.get(), nullptr) < 0) {
       problem = "the encoder refused the image";
