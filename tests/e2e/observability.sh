@@ -136,6 +136,37 @@ check "the report marks the lost worker and names the bottleneck" \
 check "... and the bottleneck" grep -q "<b>Bottleneck: slow</b>" troubled.html
 check "the report shows the outputs" grep -q "out/pages/\*.json" troubled.html
 
+# Demand and skipped members: an if leaves work out, a reduce keeps the pages that worked.
+for i in 0 1 2; do echo "{\"id\": $i, \"n\": 4}"; done >kept.jsonl
+cat >kept.orch <<'ORCH'
+pipeline kept;
+source rows = jsonl("kept.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+checked = test.fail(pages, ordinals: "2") { batch: 4 };
+text = if pages < 3 then checked else test.identity(pages) { batch: 4 };
+sink jsonl(path: "out/kept.jsonl", record: { id: rows.id, pages: reduce(text, failed: "skip") });
+ORCH
+"$ORCH_BIN/orch" run kept.orch --in-process --no-journal --metrics kept.json 2>kept.log || true
+"$ORCH_BIN/orch" report kept.json -o kept.html 2>/dev/null
+check "skipped members: rows written without them, one errors-journal line each, counted" $python - <<'PY'
+import json
+rows = [json.loads(line) for line in open("out/kept.jsonl")]
+lines = [json.loads(line) for line in open("kept.errors.jsonl")]
+m = json.load(open("kept.json"))
+calls = {c["name"]: c for c in m["calls"]}
+assert [r["pages"] for r in rows] == [[0, 1, 3]] * 3, rows
+assert [(l["kind"], l["status"], l["path"], l["cause"]["call"]) for l in lines] == \
+    [("skipped-member", "written", [2], "checked")] * 3, lines
+assert m["skipped_members"]["total"] == 3 and m["engine"]["members_skipped"] == 3, m["skipped_members"]
+assert calls["checked"]["grains"] == 9 and calls["checked"]["not_needed"] == 3, calls["checked"]
+assert calls["test.identity@text"]["not_needed"] == 9, calls["test.identity@text"]
+summary = open("kept.log").read()
+assert "3 failed member(s) left out" in summary and "3 not needed" in summary, summary
+PY
+check "... and the report lists them and counts the work not needed" \
+  grep -q "left out of their rows by <code>reduce" kept.html
+check "... (the calls table has a not-needed column)" grep -q "<th>not needed</th>" kept.html
+
 # A run of 6,000 pages keeps its report small.
 for i in $(seq 0 999); do echo "{\"id\": $i, \"n\": 6}"; done >big.jsonl
 sed 's/troubled.jsonl/big.jsonl/; s/ordinals: "5"/ordinals: "99"/; s/ms: 15/ms: 0/; s/batch: 4,/batch: 1,/' troubled.orch >big.orch

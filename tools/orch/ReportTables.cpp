@@ -31,8 +31,8 @@ std::string callsTable(const Json &metrics) {
   std::ostringstream html;
   html << "<table class='calls'><tr><th>call</th><th>operator</th><th>batches</th>"
           "<th>grains run</th><th>ran again</th><th>fill</th><th>mixing</th><th>retried</th>"
-          "<th>lost</th><th>not run: input</th><th>not run: parent</th><th>cancelled</th>"
-          "<th>busy (s)</th></tr>";
+          "<th>lost</th><th>not run: input</th><th>not run: parent</th><th>not needed</th>"
+          "<th>cancelled</th><th>busy (s)</th></tr>";
   for (const Json &call : metrics["calls"]) {
     const Json outcomes = call.value("outcomes", Json::object());
     const uint64_t lost =
@@ -43,7 +43,8 @@ std::string callsTable(const Json &metrics) {
          << number(100 * call["mean_fill"].get<double>(), 0) << " %</td><td>"
          << call["mixed_batches"] << "</td><td>" << call["retries"] << "</td><td>" << lost
          << "</td><td>" << call["skipped"] << "</td><td>" << call["suppressed_by_barrier"]
-         << "</td><td>" << field(call, "cancelled", uint64_t(0)) << "</td><td>"
+         << "</td><td>" << field(call, "not_needed", uint64_t(0)) << "</td><td>"
+         << field(call, "cancelled", uint64_t(0)) << "</td><td>"
          << number(call["busy_seconds"].get<double>()) << "</td></tr>";
   }
   html << "</table><p class='note'><i>Grains run</i> counts every time a grain was sent to "
@@ -54,7 +55,9 @@ std::string callsTable(const Json &metrics) {
           "after an operator error, and lost to a worker or timeout. <i>Not run</i>: grains "
           "sealed without running because an input was dropped (by a filter or an empty "
           "result) or failed, or because a GroupFailure of their parent suppressed them. "
-          "<i>Cancelled</i>: grains whose source row finished (or the run stopped) first.</p>";
+          "<i>Not needed</i>: grains no consumer needed (the branch an <code>if</code> did not "
+          "take, a <code>coalesce</code> operand after a present one, a filtered-out value), "
+          "never run. <i>Cancelled</i>: grains whose source row finished (or the run stopped) first.</p>";
   return html.str();
 }
 
