@@ -46,8 +46,9 @@ operatorDecl
       '->' result=typeExpr '=' runner=IDENT '(' (runnerArgument (',' runnerArgument)* ','?)? ')' ';'
     ;
 
+// `grouped prompt: String`: an input whose batches hold one value each (the one modifier).
 operatorParam
-    : CONST? name=IDENT ':' typeExpr ('=' literal)?
+    : CONST? modifier=IDENT? name=IDENT ':' typeExpr ('=' literal)?
     ;
 
 // `reduce(x, failed: "skip")`: how a reduce treats its failed members.

@@ -64,7 +64,10 @@ private:
                                                     : " class " + declared.external->className);
     out_ << at(declared.name.location) << "\n";
     for (const ast::OperatorParamDecl &param : declared.params) {
-      line(1) << (param.constant ? "const " : "input ") << param.name.name;
+      line(1) << (param.constant   ? "const "
+                  : param.modifier ? "grouped input "
+                                   : "input ")
+              << param.name.name;
       if (declared.external)
         for (const plan::PlanOperatorParam &resolved : declared.external->params)
           if (resolved.name == param.name.name)

@@ -197,6 +197,10 @@ private:
     for (const ast::BoundParam &bound : operatorUse.bound)
       if (isGivenPerRow(bound))
         call.batchKeys.push_back(bound.param->name);
+    // A declared operator's `grouped` inputs, given where the Call is used.
+    for (const plan::OperatorParam &param : operatorUse.signature->params)
+      if (param.role == plan::ParamRole::Input && param.perRow)
+        call.batchKeys.push_back(param.name);
     return build_.call(std::move(call));
   }
 

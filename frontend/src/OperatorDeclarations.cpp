@@ -156,6 +156,20 @@ private:
                                 param.constant ? "a constant, given to the constructor"
                                                : "a dataflow input, batched",
                                 false};
+      if (param.modifier) {
+        if (param.modifier->name != "grouped" || param.constant) {
+          diags_.error(param.modifier->location,
+                       param.constant ? std::string("a const parameter is one value for the run "
+                                                    "already; 'grouped' marks an input")
+                                      : "unknown modifier " + inQuotes(param.modifier->name) +
+                                            " of a parameter; 'grouped' (an input whose "
+                                            "batches hold one value each) is the only one");
+          ok = false;
+          continue;
+        }
+        entry.perRow = true;
+        entry.doc = "a dataflow input; a batch holds one value of it";
+      }
       if (param.constant && !isConstantKind(type->kind())) {
         diags_.error(param.type.location,
                      "a const parameter must be Bool, Int, Float, String, Duration or Size, not " +

@@ -424,6 +424,8 @@ private:
       ast::OperatorParamDecl decl;
       decl.name = identifier(param->name);
       decl.constant = param->CONST() != nullptr;
+      if (param->modifier)
+        decl.modifier = identifier(param->modifier);
       if (param->typeExpr())
         decl.type = transformTypeExpr(param->typeExpr());
       if (param->literal())

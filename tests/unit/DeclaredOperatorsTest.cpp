@@ -149,6 +149,45 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: my.score(rows, scale: 2, tag: "t
   EXPECT_GT(summary.startupSeconds, 0);
 }
 
+TEST_F(DeclaredOperatorsTest, AGroupedInputBatchesOnlyEqualValuesTogether) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  // The class refuses a batch of mixed tags: every row written means none was mixed.
+  writeFile("tag.py", R"(
+class Tagger:
+    def __call__(self, texts, tags):
+        if len(set(tags)) != 1:
+            raise ValueError("a batch of mixed tags: %r" % sorted(set(tags)))
+        return [tag + ":" + text for text, tag in zip(texts, tags)]
+)");
+  std::string input;
+  for (int i = 0; i < 40; ++i)
+    input += std::string(size_t(i % 5 + 1), 'x') + "\n";
+  writeFile("in.txt", input);
+  plan::Plan plan = compile(R"(
+pipeline p;
+operator my.tag(text: String, grouped tag: String) -> String = python("tag.py", class: "Tagger");
+source rows = lines("$DIR/in.txt");
+sink jsonl(path: "$DIR/out.jsonl", record: { s: my.tag(rows, if len(rows) % 2 == 0 then "even" else "odd") { batch: 8 } });
+)",
+                            path("test.orch"));
+  ASSERT_EQ(plan.calls.back().batchKeys, std::vector<std::string>{"tag"});
+  RunSummary summary = run(plan);
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 40u);
+  EXPECT_EQ(summary.engine.batchErrors, 0u) << "no batch mixed the tags";
+  std::multiset<std::string> written;
+  for (const std::string &line : lines("out.jsonl"))
+    written.insert(line);
+  std::multiset<std::string> expected;
+  for (int i = 0; i < 40; ++i) {
+    const size_t length = size_t(i % 5 + 1);
+    expected.insert(std::string("{\"s\":\"") + (length % 2 == 0 ? "even" : "odd") + ":" +
+                    std::string(length, 'x') + "\"}");
+  }
+  EXPECT_EQ(written, expected);
+}
+
 TEST_F(DeclaredOperatorsTest, AProcessThatDiesBeforeItsHelloStopsTheRun) {
   writeExecutable("dies.sh", "#!/bin/sh\necho 'no model here' >&2\nexit 3\n");
   writeFile("in.txt", "a\n");

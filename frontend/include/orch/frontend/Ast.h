@@ -206,6 +206,8 @@ struct BindingDecl {
 struct OperatorParamDecl {
   Identifier name;
   bool constant = false;
+  /// `grouped`: an input whose grains batch only with grains of the same value.
+  std::optional<Identifier> modifier;
   TypeExpr type;
   /// A literal, or null.
   ExprPtr defaultValue;
