@@ -166,6 +166,17 @@ PY
 check "... and the report lists them and counts the work not needed" \
   grep -q "left out of their rows by <code>reduce" kept.html
 check "... (the calls table has a not-needed column)" grep -q "<th>not needed</th>" kept.html
+# --retry-failed runs row 0 again (it fails again) and keeps the other rows' skipped members.
+sed -e 's|"out/kept.jsonl"|"out/retry.jsonl"|' -e 's|^pipeline kept;|pipeline retry;|' \
+    -e 's|reduce(text, failed: "skip") });|reduce(text, failed: "skip"), bad: test.fail(rows, ordinals: "0") });|' \
+    kept.orch >retry.orch
+"$ORCH_BIN/orch" run retry.orch --in-process --quiet 2>/dev/null || true
+"$ORCH_BIN/orch" run retry.orch --in-process --quiet --retry-failed 2>/dev/null || true
+check "--retry-failed keeps the skipped-member lines of rows it does not run again" \
+  test "$($python -c '
+import json
+print(sorted((l["row"], l["kind"]) for l in map(json.loads, open("retry.errors.jsonl"))))')" = \
+  "[(0, 'record-failure'), (1, 'skipped-member'), (2, 'skipped-member')]"
 
 # A run of 6,000 pages keeps its report small.
 for i in $(seq 0 999); do echo "{\"id\": $i, \"n\": 6}"; done >big.jsonl

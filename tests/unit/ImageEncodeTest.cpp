@@ -203,7 +203,7 @@ TEST(ImageEncodeTest, ImageDecodeSaysWhatItCannotDecode) {
   EXPECT_NE(results[0].message.find("not a PNG, JPEG or WebP image (10 bytes)"), std::string::npos)
       << results[0].message;
   EXPECT_EQ(results[1].kind, RowResultKind::RecordFailure);
-  EXPECT_NE(results[1].message.find("corrupt png image"), std::string::npos) << results[1].message;
+  EXPECT_NE(results[1].message.find("corrupt PNG image"), std::string::npos) << results[1].message;
   EXPECT_EQ(results[2].kind, RowResultKind::RecordFailure);
   EXPECT_EQ(results[3].kind, RowResultKind::Value) << "a bad row does not spoil the next";
 }

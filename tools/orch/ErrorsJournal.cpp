@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <unistd.h>
 
 namespace orch {
@@ -78,7 +79,15 @@ ErrorsJournal::~ErrorsJournal() {
     ::close(fd_);
 }
 
-bool ErrorsJournal::open(uint64_t keep, std::string &error) {
+bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &error) {
+  // Read before the file is cut: the lines a retry keeps (rows that were written or dropped).
+  std::string kept;
+  if (keepSkippedMembers && keep == 0 && !runtime::isStandardStream(path_)) {
+    std::ifstream previous(path_);
+    for (std::string line; std::getline(previous, line);)
+      if (line.find("\"kind\": \"skipped-member\"") != std::string::npos)
+        kept += line + '\n';
+  }
   // Never written through a link planted at its name; the process's own streams are written
   // through its descriptor (its offset shared with the summary's lines, not overwriting them).
   const bool device = runtime::isStandardStream(path_);
@@ -98,6 +107,13 @@ bool ErrorsJournal::open(uint64_t keep, std::string &error) {
     return false;
   }
   size_ = keep;
+  if (!kept.empty()) {
+    if (!runtime::writeAll(fd_, kept)) {
+      error = "cannot write the errors journal \"" + path_ + "\": " + std::strerror(errno);
+      return false;
+    }
+    size_ += kept.size();
+  }
   return true;
 }
 

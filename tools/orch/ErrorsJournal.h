@@ -18,8 +18,10 @@ public:
   ~ErrorsJournal();
 
   /// Opens it, keeping its first `keep` bytes (the lines of a resumed run's source rows that
-  /// stay failed; 0 for a fresh run). False with the reason when it cannot.
-  bool open(uint64_t keep, std::string &error);
+  /// stay failed; 0 for a fresh run), and with `keepSkippedMembers` (a --retry-failed run, which
+  /// writes the failed rows' lines again) the skipped-member lines of rows that did not fail.
+  /// False with the reason when it cannot.
+  bool open(uint64_t keep, bool keepSkippedMembers, std::string &error);
   void record(const runtime::RootResult &root);
 
   const std::string &path() const { return path_; }

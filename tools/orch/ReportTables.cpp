@@ -57,7 +57,8 @@ std::string callsTable(const Json &metrics) {
           "result) or failed, or because a GroupFailure of their parent suppressed them. "
           "<i>Not needed</i>: grains no consumer needed (the branch an <code>if</code> did not "
           "take, a <code>coalesce</code> operand after a present one, a filtered-out value), "
-          "never run. <i>Cancelled</i>: grains whose source row finished (or the run stopped) first.</p>";
+          "never run. <i>Cancelled</i>: grains whose source row finished (or the run stopped) "
+          "first.</p>";
   return html.str();
 }
 

@@ -257,9 +257,10 @@ int runPipeline(RunCommandOptions options) {
   settings.log = logLine;
   runtime::RunOptions &runOptions = settings.run;
   runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
-  runOptions.openErrorsJournal = [&](uint64_t keep) -> std::optional<std::string> {
+  runOptions.openErrorsJournal = [&](uint64_t keep,
+                                     bool retryingFailed) -> std::optional<std::string> {
     std::string problem;
-    if (errors.open(keep, problem))
+    if (errors.open(keep, retryingFailed, problem))
       return std::nullopt;
     return problem;
   };

@@ -547,7 +547,8 @@ private:
       }
       if (options_.openErrorsJournal)
         if (std::optional<std::string> problem =
-                options_.openErrorsJournal(journal_ ? journal_->errorsJournalKeep() : 0)) {
+                options_.openErrorsJournal(journal_ ? journal_->errorsJournalKeep() : 0,
+                                           journal_ && journal_->retryingFailed())) {
           summary_.error = *problem;
           return false;
         }

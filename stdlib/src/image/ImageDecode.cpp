@@ -37,6 +37,11 @@ std::optional<AVCodecID> codecOf(std::string_view data) {
   return std::nullopt;
 }
 
+/// The file format's name for messages (FFmpeg calls JPEG "mjpeg").
+const char *formatName(AVCodecID id) {
+  return id == AV_CODEC_ID_PNG ? "PNG" : id == AV_CODEC_ID_MJPEG ? "JPEG" : "WebP";
+}
+
 bool isGray(AVPixelFormat format) {
   return format == AV_PIX_FMT_GRAY8 || format == AV_PIX_FMT_GRAY16BE ||
          format == AV_PIX_FMT_GRAY16LE || format == AV_PIX_FMT_YA8 || format == AV_PIX_FMT_YA16BE ||
@@ -86,7 +91,7 @@ private:
         avcodec_send_packet(context.get(), nullptr) < 0 ||
         avcodec_receive_frame(context.get(), frame.get()) < 0 || frame->width <= 0 ||
         frame->height <= 0) {
-      problem = std::string("a corrupt ") + avcodec_get_name(*id) + " image";
+      problem = std::string("a corrupt ") + formatName(*id) + " image";
       return std::nullopt;
     }
     const AVPixelFormat source = AVPixelFormat(frame->format);

@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <vector>
 
 namespace orch::stdlib {
 namespace {
@@ -67,7 +69,7 @@ private:
   std::string use(const Value &lang) {
     if (lang.kind() != Value::Kind::String)
       return "ocr.tesseract: the language is not a String";
-    if (lang.asString() == loaded_)
+    if (loaded_ && lang.asString() == *loaded_)
       return "";
     if (auto failed = unloadable_.find(lang.asString()); failed != unloadable_.end())
       return failed->second;
@@ -77,14 +79,24 @@ private:
     return problem;
   }
 
-  /// Loads `lang` into the engine; why it cannot, or "".
+  /// Loads `lang` ("eng", "deu+eng") into the engine; why it cannot, or "". Every language
+  /// named must load: tesseract itself goes on without the ones it cannot find.
   std::string load(const std::string &lang) {
     engine_.End();
-    loaded_.clear();
+    loaded_.reset();
+    if (lang.empty())
+      return "ocr.tesseract: no language given (lang is \"\"; \"eng\" is English)";
     engine_.SetVariable("debug_file", "/dev/null");
     if (engine_.Init(nullptr, lang.c_str(), tesseract::OEM_LSTM_ONLY) != 0)
-      return "ocr.tesseract: cannot load language \"" + lang + "\" (is tesseract-ocr-" + lang +
-             " installed?)";
+      return cannotLoad(lang);
+    std::vector<std::string> loaded;
+    engine_.GetLoadedLanguagesAsVector(&loaded);
+    std::stringstream wanted(lang);
+    for (std::string part; std::getline(wanted, part, '+');)
+      if (std::find(loaded.begin(), loaded.end(), part) == loaded.end()) {
+        engine_.End();
+        return cannotLoad(part);
+      }
     // Page layout analysis, as tesseract's command line does: the library's default reads a
     // page as one block of text, which runs columns and captions into each other.
     engine_.SetPageSegMode(tesseract::PSM_AUTO);
@@ -92,10 +104,16 @@ private:
     return "";
   }
 
+  static std::string cannotLoad(const std::string &lang) {
+    return "ocr.tesseract: cannot load language \"" + lang + "\" (is tesseract-ocr-" + lang +
+           " installed?)";
+  }
+
   tesseract::TessBaseAPI engine_;
   /// The input that carries each row's language, when it is given per row.
   std::optional<size_t> langInput_;
-  std::string loaded_;
+  /// The language the engine holds; none before one loads (or after one failed to).
+  std::optional<std::string> loaded_;
   std::map<std::string, std::string> unloadable_;
 };
 

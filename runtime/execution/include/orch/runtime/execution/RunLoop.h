@@ -65,9 +65,10 @@ struct RunOptions {
   /// The run journal (docs/outputs.md): where, and whether to restart or retry failed rows.
   JournalOptions journal;
   /// Called once the run knows whether it resumes, before the first row: how many bytes of the
-  /// errors journal to keep (0: start it afresh). The errors journal is the caller's.
-  /// A problem stops the run before its first row.
-  std::function<std::optional<std::string>(uint64_t keep)> openErrorsJournal;
+  /// errors journal to keep (0: start it afresh), and whether the run retries failed rows (the
+  /// lines of rows that did not fail, skipped members, stay). The errors journal is the
+  /// caller's. A problem stops the run before its first row.
+  std::function<std::optional<std::string>(uint64_t keep, bool retryingFailed)> openErrorsJournal;
   /// The errors journal's size now (recorded with each committed source row).
   std::function<uint64_t()> errorsJournalSize;
 };

@@ -54,6 +54,8 @@ public:
   const SinkResume *sinkResume(size_t sink) const;
   /// How much of the errors journal to keep (0 afresh).
   uint64_t errorsJournalKeep() const { return errorsKeep_; }
+  /// A --retry-failed run: rows that did not fail are not run again.
+  bool retryingFailed() const { return retryFailed_; }
   const std::string &dir() const { return dir_; }
   /// What the user should know about how the run took up the journal ("" if nothing): a
   /// --retry-failed that found no earlier run of this plan and inputs to retry.
