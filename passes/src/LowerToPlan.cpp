@@ -16,8 +16,8 @@ plan::Plan lowerToPlan(const ir::Module &module) {
   for (const ir::Domain &domain : module.domains)
     plan.domains.push_back({domain.name, planIndex(domain.parent)});
   for (const ir::Call &call : module.calls)
-    plan.calls.push_back({call.name, call.op, call.constants, call.options, call.gpu,
-                          call.batchKeys});
+    plan.calls.push_back(
+        {call.name, call.op, call.constants, call.options, call.gpu, call.batchKeys});
   for (const ir::Source &source : module.sources)
     plan.sources.push_back({source.op, source.constants, planIndex(source.domain), plan::kNone});
   for (ir::ValueId id = 0; id < module.ops.size(); ++id) {
