@@ -509,6 +509,30 @@ sink jsonl(path: "good.jsonl", record: { id: rows.id, pages: reduce(checked, fai
   EXPECT_EQ(strictRun.roots[0].rows.at(1).status, RowStatus::Failed);
 }
 
+TEST(LineageEngineTest, RowsLostToAFailedExpansionFailTheirSourceRowEvenIfOthersWereWritten) {
+  // Page 1's list of lines fails: its lines never exist. The other pages' lines are written,
+  // but the document lost rows, so it fails (before, it was "written" with no error at all).
+  plan::Plan plan = compile(R"(
+pipeline lost;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+lines = expand(test.fail(test.split(pages, n: 2), ordinals: "1")) as Line;
+sink jsonl(path: "lines.jsonl", record: { o: ordinal(lines) });
+)");
+  Operators ops;
+  EngineDriver driver(plan, {}, ops.registry, DriverOptions{2, 3});
+  testing::DriverRun run = driver.run({row(0, 3)});
+  ASSERT_EQ(run.error, "ok");
+  ASSERT_EQ(run.roots.size(), 1u);
+  const RootResult &root = run.roots[0];
+  EXPECT_EQ(root.rows.size(), 4u) << "pages 0 and 2 have two lines each";
+  for (const SinkRow &line : root.rows)
+    EXPECT_EQ(line.status, RowStatus::Written);
+  EXPECT_EQ(root.status, RootStatus::Failed);
+  ASSERT_EQ(root.failures.size(), 1u);
+  EXPECT_EQ(root.failures[0].path, std::vector<uint32_t>{1});
+}
+
 TEST(LineageEngineTest, GroupFailureSuppressesOnlyThePoisonedParentsSiblings) {
   // Only the first document has a page 7.
   std::vector<Value> rows{row(0, 20)};

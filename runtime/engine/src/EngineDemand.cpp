@@ -124,10 +124,9 @@ void LineageEngine::State::advanceChoice(EntityId entity, NodeId node) {
     if (step != 0 || condition.outcome == ItemOutcome::Unresolved)
       return;
     step = 1;
-    const bool present = condition.outcome == ItemOutcome::Present;
-    const bool yes =
-        present && condition.value.kind() == Value::Kind::Bool && condition.value.asBool();
-    const uint32_t chosen = !present ? plan::kNone : target.inputs[yes ? 1 : 2];
+    const uint32_t chosen = condition.outcome != ItemOutcome::Present
+                                ? plan::kNone
+                                : target.inputs[isTrue(condition) ? 1 : 2];
     settleOperand(entity, node, 1, target.inputs[1] == chosen);
     settleOperand(entity, node, 2, target.inputs[2] == chosen);
     return;
@@ -137,11 +136,7 @@ void LineageEngine::State::advanceChoice(EntityId entity, NodeId node) {
     if (step != 0 || mask.outcome == ItemOutcome::Unresolved)
       return;
     step = 1;
-    const bool maskTrue = mask.outcome == ItemOutcome::Present &&
-                          mask.value.kind() == Value::Kind::Bool && mask.value.asBool();
-    const bool maskFailed =
-        mask.outcome == ItemOutcome::Failed || mask.outcome == ItemOutcome::Suppressed;
-    settleOperand(entity, node, 0, maskTrue || maskFailed);
+    settleOperand(entity, node, 0, isTrue(mask) || isFailure(mask.outcome));
     return;
   }
   case ChoiceKind::Coalesce: {

@@ -130,6 +130,16 @@ struct CallQueues {
   std::deque<PendingBatch> deferred;
 };
 
+inline bool isFailure(ItemOutcome outcome) {
+  return outcome == ItemOutcome::Failed || outcome == ItemOutcome::Suppressed;
+}
+
+/// A present `true`: what makes an if take its then-branch and a filter keep its value.
+inline bool isTrue(const Item &item) {
+  return item.outcome == ItemOutcome::Present && item.value.kind() == Value::Kind::Bool &&
+         item.value.asBool();
+}
+
 /// What a value counts for in the byte budget (nothing for an absent value).
 inline uint64_t heldBytes(const Value &value) {
   switch (value.kind()) {

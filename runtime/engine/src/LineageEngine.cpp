@@ -35,10 +35,6 @@ RootResult failedRoot(uint64_t admission, uint32_t source, uint64_t sourceRow,
   return result;
 }
 
-bool isFailure(ItemOutcome outcome) {
-  return outcome == ItemOutcome::Failed || outcome == ItemOutcome::Suppressed;
-}
-
 /// Failures from the lowest ordinal path up (a stable sort: equal paths keep the order they
 /// happened in), so that the first one, the root's cause, does not depend on timing.
 void orderFailuresByPath(RootResult &result) {
@@ -447,8 +443,7 @@ void LineageEngine::State::evaluateChoice(EntityId entity, NodeId node) {
     if (condition.outcome != ItemOutcome::Present)
       take(condition);
     else
-      take(condition.value.kind() == Value::Kind::Bool && condition.value.asBool() ? input(1)
-                                                                                   : input(2));
+      take(isTrue(condition) ? input(1) : input(2));
     return;
   }
   // coalesce: the first operand that is not dropped, in order; a failure is not skipped.
@@ -475,8 +470,7 @@ void LineageEngine::State::evaluateFilter(EntityId entity, NodeId node) {
   }
   if (mask.outcome == ItemOutcome::Unresolved)
     return;
-  const bool maskTrue = mask.outcome == ItemOutcome::Present &&
-                        mask.value.kind() == Value::Kind::Bool && mask.value.asBool();
+  const bool maskTrue = isTrue(mask);
   if (!maskTrue && !isFailure(mask.outcome)) {
     setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
   } else if (value.outcome == ItemOutcome::Unresolved) {
