@@ -5,6 +5,10 @@ check() { # check DESCRIPTION COMMAND...: the command must succeed
   local description=$1; shift
   if "$@"; then echo "ok: $description"; else echo "FAIL: $description"; failures=$((failures + 1)); fi
 }
+check_equal() { # check_equal DESCRIPTION EXPECTED ACTUAL: both printed when they differ
+  if [ "$2" = "$3" ]; then echo "ok: $1"; else
+    echo "FAIL: $1"; echo "  expected: $2"; echo "  actual:   $3"; failures=$((failures + 1)); fi
+}
 exit_code() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
 finish_checks() {
   if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
