@@ -190,7 +190,7 @@ std::optional<std::string> validatePlan(const Plan &plan) {
   }
   for (size_t index = 0; index < plan.calls.size(); ++index) {
     const CallOptions &options = plan.calls[index].options;
-    if (options.batch < 1 || options.replicas < 1 || options.retries < 0 || options.gpus < 0 ||
+    if (options.batch < 1 || options.replicas < 0 || options.retries < 0 || options.gpus < 0 ||
         !(options.cpus > 0))
       return "call " + std::to_string(index) + " has out-of-range options";
   }

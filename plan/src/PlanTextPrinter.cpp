@@ -33,7 +33,9 @@ std::string optionsText(const CallOptions &options) {
       continue;
     out += out.empty() ? "" : ", ";
     out += spec.name;
-    if (auto *text = std::get_if<std::string>(&value))
+    if (spec.unsetText && value == spec.get(defaults))
+      out += std::string(" ") + spec.unsetText;
+    else if (auto *text = std::get_if<std::string>(&value))
       out += " " + *text;
     else if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
       out += " none";

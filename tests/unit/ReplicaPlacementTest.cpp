@@ -1,6 +1,7 @@
-// The coordinator's placement rules without sockets: replicas per CPU, GPU preference and
-// requirement, a newcomer taking idle replicas, a lost worker's replicas moving on, and batches
-// going to the least busy replica within the pipelining depth.
+// The coordinator's placement rules without sockets: replicas per CPU, GPU preference, GPUs
+// counted and required, a newcomer taking idle replicas, a lost worker's replicas moving on,
+// batches going to the least busy replica within the pipelining depth, and automatic replicas
+// added where their inputs are kept and taken away only while idle.
 #include "orch/runtime/cluster/ReplicaPlacement.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,75 @@ TEST(ReplicaPlacementTest, ABatchPrefersAReplicaWhereItsInputsAreKeptWhileThatHa
   EXPECT_EQ(placement.pick(0, 2, near), local);
   placement.replica(local).queued.push_back(2);
   EXPECT_EQ(placement.pick(0, 2, near), placement.replicasOn(far)[0]) << "no room there";
+}
+
+TEST(ReplicaPlacementTest, AWorkersGpusAreCountedWhenGpuReplicasArePlaced) {
+  // Two whole-GPU replicas, two workers with one GPU each (the first has more CPUs): one each,
+  // not both on the first because it has fewer replicas per CPU.
+  plan::Plan plan = planWith({{2, true}});
+  ReplicaPlacement placement(plan);
+  const uint32_t big = placement.addWorker(8, true, 0, 1);
+  const uint32_t small = placement.addWorker(1, true, 0, 1);
+  placement.place();
+  EXPECT_EQ(placement.replicasOn(big).size(), 1u);
+  EXPECT_EQ(placement.replicasOn(small).size(), 1u);
+  EXPECT_EQ(placement.liveGpus(), 2u);
+  EXPECT_DOUBLE_EQ(placement.liveCpus(), 9);
+}
+
+TEST(ReplicaPlacementTest, AnAddedReplicaGoesWhereItsCallsInputsWereKept) {
+  plan::Plan plan = planWith({{0, false}, {0, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t producer = placement.addWorker(1, false);
+  const uint32_t consumer = placement.addWorker(1, false);
+  placement.place();
+  ASSERT_TRUE(placement.hosts(producer, 0));
+  ASSERT_TRUE(placement.hosts(consumer, 1));
+  // Call 1's batches find their inputs kept on the producer's worker, which has no replica of
+  // it: 5 of 6 batches.
+  for (int b = 0; b < 5; ++b)
+    placement.noteBatchSent(1, producer, consumer);
+  placement.noteBatchSent(1, kNoIndex, consumer);
+  const std::optional<std::pair<uint32_t, uint64_t>> wish = placement.takeLocalityWish(1);
+  ASSERT_TRUE(wish);
+  EXPECT_EQ(wish->first, producer);
+  EXPECT_EQ(wish->second, 5u);
+  EXPECT_FALSE(placement.takeLocalityWish(1)) << "the counts restart at each ask";
+  // Although the producer's worker is as loaded as the other, the new replica goes there.
+  const uint32_t added = placement.addReplica(1);
+  EXPECT_EQ(placement.replicasOf(1), 2u);
+  const std::vector<ReplicaPlacement::Move> moves = placement.place();
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].replica, added);
+  EXPECT_EQ(moves[0].worker, producer);
+  // Now hosted there: batches whose inputs are there no longer count.
+  placement.noteBatchSent(1, producer, producer);
+  placement.noteBatchSent(1, producer, consumer);
+  EXPECT_FALSE(placement.takeLocalityWish(1));
+}
+
+TEST(ReplicaPlacementTest, ARetiredReplicaIsAnIdleOneAndNeverTheLast) {
+  plan::Plan plan = planWith({{3, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t w = placement.addWorker(4, false);
+  placement.place();
+  for (uint32_t r = 0; r < 3; ++r)
+    placement.replica(r).queued.push_back(r);
+  EXPECT_FALSE(placement.retireReplica(0)) << "every replica is busy";
+  placement.replica(1).queued.clear();
+  const std::optional<ReplicaPlacement::Move> retired = placement.retireReplica(0);
+  ASSERT_TRUE(retired);
+  EXPECT_EQ(retired->replica, 1u);
+  EXPECT_EQ(retired->from, w) << "the worker that releases it";
+  EXPECT_EQ(placement.replicasOf(0), 2u);
+  EXPECT_EQ(placement.replicasOn(w).size(), 2u);
+  EXPECT_TRUE(placement.place().empty()) << "a retired replica is never placed again";
+  placement.replica(0).queued.clear();
+  placement.replica(2).queued.clear();
+  EXPECT_TRUE(placement.retireReplica(0));
+  EXPECT_FALSE(placement.retireReplica(0)) << "the last replica stays";
+  for (int b = 0; b < 4; ++b)
+    EXPECT_NE(placement.pick(0, 4), 1u);
 }
 
 } // namespace

@@ -45,12 +45,12 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
             "avoid}}</style></head><body><h1>"
          << escape(title) << "</h1>" << summaryParagraph(metrics) << "<h2>What went wrong</h2>"
          << failuresSection(metrics) << skippedMembersSection(metrics) << "<h2>Calls</h2>"
-         << callsTable(metrics)
+         << callsTable(metrics) << "<h2>Replicas</h2>" << replicasSection(metrics)
          << "<h2>Where the time went</h2><p>Each Call's wall time: <i>active</i> while batches "
             "ran and no input waited, <i>saturated</i> while input waited for a free replica, "
             "<i>starved</i> while it had nothing to do before its last batch (waiting for "
             "upstream Calls or admission), <i>done</i> after. <i>Busy</i> is the operator's own "
-            "time over its replicas' time; the busiest Call bounded the run.</p>"
+            "time over the replica-seconds it had; the busiest Call bounded the run.</p>"
          << timeChart(metrics)
          << "<h2>Each Call's activity over time</h2><p>One mark per batch while its operator "
             "ran. Overlapping windows mean that parents finish independently, without a "

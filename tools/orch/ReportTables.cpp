@@ -62,6 +62,28 @@ std::string callsTable(const Json &metrics) {
   return html.str();
 }
 
+std::string replicasSection(const Json &metrics) {
+  std::ostringstream html;
+  html << "<table class='failures'><tr><th>call</th><th>replicas</th><th>changes: when, to how "
+          "many, why</th></tr>";
+  for (const Json &call : metrics["calls"]) {
+    const bool automatic = field(call, "automatic_replicas", false);
+    html << "<tr><td>" << escape(call["name"].get<std::string>()) << "</td><td>" << call["replicas"]
+         << (automatic ? " (automatic)" : " (pinned)") << "</td><td>";
+    const Json changes = call.value("replica_changes", Json::array());
+    if (changes.empty())
+      html << (automatic ? "none: one was enough, or no core was idle" : "");
+    for (const Json &change : changes)
+      html << number(change["at"].get<double>(), 1) << " s: " << change["replicas"] << " ("
+           << escape(change["why"].get<std::string>()) << ")<br>";
+    html << "</td></tr>";
+  }
+  html << "</table><p class='note'>A Call without <code>replicas</code> starts with one and "
+          "grows while it is the bottleneck and cores are idle (docs/runtime.md, \"Replicas: "
+          "automatic or pinned\"); <code>replicas: N</code> pins it.</p>";
+  return html.str();
+}
+
 std::string failuresSection(const Json &metrics) {
   auto found = metrics.find("failures");
   if (found == metrics.end())

@@ -11,6 +11,8 @@ namespace orch::report {
 std::string summaryParagraph(const Json &metrics);
 /// Per Call: batches, grains (and how many ran again), fill, and what did not run, plainly.
 std::string callsTable(const Json &metrics);
+/// Per Call: its replicas (automatic or pinned), and each change with its time and reason.
+std::string replicasSection(const Json &metrics);
 /// The failed source rows with their causes (the first 100), or a line saying there were none.
 std::string failuresSection(const Json &metrics);
 /// Members `reduce(x, failed: "skip")` left out (nothing when there were none).

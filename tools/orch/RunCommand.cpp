@@ -119,6 +119,17 @@ std::optional<plan::Plan> loadPlan(const RunCommandOptions &options) {
   return std::get<plan::Plan>(std::move(loaded));
 }
 
+/// "orch:     replicas 1 -> 2 at 3.1 s: busy 98 % of 1 replica, ..." for each change that
+/// automatic replicas made (docs/runtime.md, "Replicas").
+void printReplicaChanges(llvm::raw_ostream &out, const runtime::CallSummary &call) {
+  uint32_t before = 1;
+  for (const runtime::CallSummary::ReplicaChange &change : call.replicaChanges) {
+    out << "orch:     replicas " << before << " -> " << change.replicas << " at "
+        << llvm::format("%.1f", change.at) << " s: " << change.why << "\n";
+    before = change.replicas;
+  }
+}
+
 void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
                   const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet) {
   llvm::raw_ostream &out = llvm::errs();
@@ -185,6 +196,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     if (call.notNeeded)
       out << ", " << call.notNeeded << " not needed";
     out << "\n";
+    printReplicaChanges(out, call);
   }
   if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
     out << "orch:   " << (bottleneck->boundsTheRun() ? "bottleneck: " : "busiest call: ")

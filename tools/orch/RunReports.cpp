@@ -71,13 +71,19 @@ double secondsSince(std::chrono::steady_clock::time_point start,
 
 } // namespace
 
+double busyShare(const runtime::CallSummary &call, double runSeconds) {
+  const double replicaSeconds =
+      call.replicaSeconds > 0 ? call.replicaSeconds : double(call.replicas) * runSeconds;
+  return replicaSeconds > 0 ? call.busySeconds / replicaSeconds : 0.0;
+}
+
 std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary) {
   std::optional<Bottleneck> busiest;
   for (size_t c = 0; c < summary.calls.size(); ++c) {
     const runtime::CallSummary &call = summary.calls[c];
     if (call.batches == 0 || summary.seconds <= 0)
       continue;
-    const double share = call.busySeconds / (double(call.replicas) * summary.seconds);
+    const double share = busyShare(call, summary.seconds);
     if (!busiest || share > busiest->busyShare)
       busiest = Bottleneck{c, share};
   }
@@ -203,6 +209,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   Json calls = Json::array();
   for (size_t c = 0; c < summary.calls.size(); ++c) {
     const runtime::CallSummary &call = summary.calls[c];
+    Json changes = Json::array();
+    for (const runtime::CallSummary::ReplicaChange &change : call.replicaChanges)
+      changes.push_back({{"at", change.at}, {"replicas", change.replicas}, {"why", change.why}});
     Json replicaList = Json::array();
     for (const auto &[place, usage] : replicas[c])
       replicaList.push_back(
@@ -210,32 +219,32 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
     Json outcomeMap = Json::object();
     for (const auto &[outcome, count] : outcomes[c])
       outcomeMap[outcome] = count;
-    calls.push_back(
-        {{"name", call.name},
-         {"op", plan.calls[c].op},
-         {"batch_limit", call.batchLimit},
-         {"batches", call.batches},
-         {"grains", call.grains},
-         {"mean_fill", call.batches ? double(call.grains) / double(call.batches) /
-                                          double(std::max<int64_t>(1, call.batchLimit))
-                                    : 0.0},
-         {"mixed_batches", call.mixedBatches},
-         {"retries", call.retries},
-         {"skipped", call.skipped},
-         {"suppressed_by_barrier", call.suppressedByBarrier},
-         {"cancelled", call.cancelled},
-         {"not_needed", call.notNeeded},
-         {"busy_seconds", call.busySeconds},
-         {"replicas", call.replicas},
-         {"rerun_grains", rerun[c]},
-         {"busy_share",
-          summary.seconds > 0 ? call.busySeconds / (double(call.replicas) * summary.seconds) : 0.0},
-         {"active_seconds", call.activeSeconds},
-         {"saturated_seconds", call.saturatedSeconds},
-         {"starved_seconds", call.starvedSeconds},
-         {"held_back_seconds", call.heldBackSeconds},
-         {"outcomes", outcomeMap},
-         {"replicas", replicaList}});
+    calls.push_back({{"name", call.name},
+                     {"op", plan.calls[c].op},
+                     {"batch_limit", call.batchLimit},
+                     {"batches", call.batches},
+                     {"grains", call.grains},
+                     {"mean_fill", call.batches ? double(call.grains) / double(call.batches) /
+                                                      double(std::max<int64_t>(1, call.batchLimit))
+                                                : 0.0},
+                     {"mixed_batches", call.mixedBatches},
+                     {"retries", call.retries},
+                     {"skipped", call.skipped},
+                     {"suppressed_by_barrier", call.suppressedByBarrier},
+                     {"cancelled", call.cancelled},
+                     {"not_needed", call.notNeeded},
+                     {"busy_seconds", call.busySeconds},
+                     {"replicas", call.replicas},
+                     {"automatic_replicas", call.automaticReplicas},
+                     {"replica_changes", changes},
+                     {"rerun_grains", rerun[c]},
+                     {"busy_share", busyShare(call, summary.seconds)},
+                     {"active_seconds", call.activeSeconds},
+                     {"saturated_seconds", call.saturatedSeconds},
+                     {"starved_seconds", call.starvedSeconds},
+                     {"held_back_seconds", call.heldBackSeconds},
+                     {"outcomes", outcomeMap},
+                     {"replica_places", replicaList}});
   }
   json["calls"] = calls;
   Json batches = Json::array();

@@ -34,6 +34,8 @@ struct Bottleneck {
   bool boundsTheRun() const { return busyShare >= 0.5; }
 };
 std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary);
+/// A Call's operator time over the time its replicas existed (automatic ones change).
+double busyShare(const runtime::CallSummary &call, double runSeconds);
 
 /// The worker (or thread) in a batch's place: "local-2" of "local-2/replica 5".
 std::string workerOfPlace(const std::string &place);

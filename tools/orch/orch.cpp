@@ -59,6 +59,16 @@ static cl::opt<bool> insecure("insecure",
                               cl::desc("Listen on a network address without keys (any peer "
                                        "may join as a worker)"),
                               cl::sub(run), cl::cat(orchCategory));
+static cl::opt<unsigned> waitWorkers("wait-workers",
+                                     cl::desc("With --listen: admit no row until this many "
+                                              "workers joined (or --wait-timeout passed)"),
+                                     cl::value_desc("N"), cl::init(0), cl::sub(run),
+                                     cl::cat(orchCategory));
+static cl::opt<std::string>
+    waitTimeout("wait-timeout",
+                cl::desc("With --wait-workers: start with the workers there after this long, "
+                         "e.g. 30s (default 2m)"),
+                cl::value_desc("duration"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<unsigned> heartbeatMs("heartbeat-ms", cl::desc("Heartbeat interval"),
                                      cl::init(orch::runtime::kDefaultHeartbeatMs), cl::sub(run),
                                      cl::cat(orchCategory));
@@ -245,6 +255,22 @@ static int runCommand() {
   settings.coordinator.heartbeatMs = heartbeatMs;
   settings.coordinator.liveness = liveness;
   settings.coordinator.depth = depth;
+  settings.coordinator.waitWorkers = waitWorkers;
+  if (waitTimeout.getNumOccurrences() > 0) {
+    std::optional<std::chrono::nanoseconds> limit = parseDuration(waitTimeout);
+    if (!limit) {
+      llvm::errs() << "orch: error: --wait-timeout expects a duration such as 30s or 2m, got '"
+                   << waitTimeout << "'\n";
+      return orch::kRunCannotRun;
+    }
+    settings.coordinator.waitWorkersTimeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*limit);
+  }
+  if (waitWorkers > 0 && listen.empty()) {
+    llvm::errs() << "orch: error: --wait-workers waits for workers that join --listen; local "
+                    "workers (--workers) are always waited for\n";
+    return orch::kRunCannotRun;
+  }
   engine.maxLiveRoots = maxLiveRoots;
   // Without the flag: RunSettings' default, half the machine's memory.
   if (memoryLimit.getNumOccurrences() > 0) {

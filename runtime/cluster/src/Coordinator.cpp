@@ -204,6 +204,8 @@ public:
   }
 
   std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) override {
+    if (std::optional<std::string> problem = awaitWorkers(stop))
+      return problem;
     std::vector<bool> waiting(plan_->calls.size(), false);
     for (uint32_t c = 0; c < plan_->calls.size(); ++c)
       waiting[c] = plan_->externalOperator(plan_->calls[c].op) != nullptr;
@@ -227,6 +229,65 @@ public:
   }
 
   bool canRun(uint32_t call) const override { return placement_->canRun(call, options_.depth); }
+
+  /// --wait-workers: until that many joined (or the timeout passed), nothing is placed.
+  std::optional<std::string> awaitWorkers(const std::atomic<bool> *stop) {
+    if (options_.localWorkers || options_.waitWorkers == 0)
+      return std::nullopt;
+    const Clock::time_point deadline = Clock::now() + options_.waitWorkersTimeout;
+    log("waiting for " + std::to_string(options_.waitWorkers) + " workers to join");
+    while (placement_->liveWorkers() < options_.waitWorkers) {
+      if (stop && stop->load())
+        return std::string("interrupted while waiting for workers");
+      if (Clock::now() >= deadline) {
+        log("only " + std::to_string(placement_->liveWorkers()) + " of " +
+            std::to_string(options_.waitWorkers) + " workers joined within " +
+            std::to_string(options_.waitWorkersTimeout.count() / 1000) +
+            " s (--wait-workers); the run starts with them");
+        break;
+      }
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      pollForInput(&item, 1, std::chrono::milliseconds(100));
+      receiveForAWhile();
+      tick();
+    }
+    placingFrom_ = Clock::now();
+    place();
+    return std::nullopt;
+  }
+
+  ReplicaCapacity replicaCapacity() const override {
+    return ReplicaCapacity{placement_->liveCpus(), double(placement_->liveGpus()),
+                           std::max(1u, placement_->liveWorkers())};
+  }
+
+  std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {
+    while (placement_->replicasOf(call) < count)
+      placement_->addReplica(call);
+    while (placement_->replicasOf(call) > count) {
+      std::optional<ReplicaPlacement::Move> retired = placement_->retireReplica(call);
+      if (!retired)
+        break;
+      if (retired->from != kNoIndex && workers_[retired->from].alive)
+        sendTo(retired->from, ReleaseMessage{retired->replica});
+    }
+    if (placing())
+      place();
+    return placement_->replicasOf(call);
+  }
+
+  std::string localityWanted(uint32_t call) override {
+    std::optional<std::pair<uint32_t, uint64_t>> wish = placement_->takeLocalityWish(call);
+    if (!wish)
+      return {};
+    return std::to_string(wish->second) + " batches found their inputs kept on worker " +
+           workers_[wish->first].name + ", which had no replica of it";
+  }
+
+  double startupSeconds(uint32_t call) const override {
+    auto found = startupSeconds_.find(call);
+    return found == startupSeconds_.end() ? 0 : found->second;
+  }
 
   void submit(Batch batch) override {
     forgetDroppedValues();
@@ -602,7 +663,8 @@ private:
     worker.peer = PeerAddress{hello.worker, hello.peerEndpoint, hello.peerKey};
     const uint32_t w = static_cast<uint32_t>(workers_.size());
     // Both number workers in the order they join.
-    if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes) != w)
+    if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes,
+                              uint32_t(hello.gpus.size())) != w)
       throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;
@@ -619,8 +681,9 @@ private:
           formatCpus(hello.cpus) + " cpus, " + std::to_string(hello.gpus.size()) + " gpus)");
     if (!placing()) {
       // Local workers start together: replicas wait for all of them rather than start on the
-      // first and move (a model would load twice).
-      if (joined_ < uint64_t(options_.localWorkers))
+      // first and move (a model would load twice); so do the workers --wait-workers names.
+      if (options_.localWorkers ? joined_ < uint64_t(options_.localWorkers)
+                                : placement_->liveWorkers() < options_.waitWorkers)
         return;
       placingFrom_ = Clock::now();
     }
@@ -640,6 +703,7 @@ private:
       const uint64_t keepOver =
           workers_[move.worker].peer.endpoint.empty() ? 0 : routes_.keepOver(call);
       sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver});
+      initSentAt_[move.replica] = Clock::now();
     }
   }
 
@@ -707,6 +771,10 @@ private:
     const uint32_t call = placement_->replica(started.replica).call;
     if (!started.error) {
       startedCalls_.insert(call);
+      if (auto sent = initSentAt_.find(started.replica); sent != initSentAt_.end())
+        startupSeconds_[call] =
+            std::max(startupSeconds_[call],
+                     std::chrono::duration<double>(Clock::now() - sent->second).count());
       return;
     }
     if (!warmedUp_ && !startFailure_)
@@ -781,7 +849,10 @@ private:
 
   // RouteTarget: what the kept-value routes decide, carried out with the sockets.
   uint32_t pickReplica(uint32_t call, uint32_t preferred) override {
-    return placement_->pick(call, options_.depth, preferred);
+    const uint32_t replica = placement_->pick(call, options_.depth, preferred);
+    if (replica != kNoIndex)
+      placement_->noteBatchSent(call, preferred, placement_->replica(replica).worker);
+    return replica;
   }
 
   uint32_t workerOfReplica(uint32_t replica) const override {
@@ -841,7 +912,9 @@ private:
 
   /// Whether replicas are placed yet: at once with remote workers; with local ones when all
   /// joined or kLocalWorkersGrace passed.
-  bool placing() const { return !options_.localWorkers || placingFrom_ <= Clock::now(); }
+  bool placing() const {
+    return (!options_.localWorkers && !options_.waitWorkers) || placingFrom_ <= Clock::now();
+  }
 
   void tick() {
     expireStalledPieces();
@@ -906,6 +979,10 @@ private:
   /// Calls of declared operators with a replica that started, and the first start failure
   /// before the run began.
   std::set<uint32_t> startedCalls_;
+  /// When each replica's INIT went out, and per Call the longest a replica took to say it
+  /// started (a declared operator's process and model): automatic replicas' hysteresis.
+  std::unordered_map<uint32_t, Clock::time_point> initSentAt_;
+  std::map<uint32_t, double> startupSeconds_;
   Clock::time_point startedAt_ = Clock::now();
   /// When replicas began to be placed (the far future until then, with local workers).
   Clock::time_point placingFrom_ = Clock::time_point::max();

@@ -6,17 +6,113 @@
 namespace orch::runtime {
 
 ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
-    : plan_(plan), replicasOfCall_(plan.calls.size()) {
+    : plan_(plan), replicasOfCall_(plan.calls.size()), inputsOn_(plan.calls.size()),
+      sinceAsked_(plan.calls.size()) {
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-      replicas_.push_back(Replica{c, kNoIndex, {}});
+      replicas_.push_back(Replica{c, kNoIndex, {}, false});
     }
 }
 
-uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus, uint64_t memoryBytes) {
-  workers_.push_back(Worker{cpus > 0 ? cpus : 1, hasGpus, true, {}, memoryBytes, 0});
+uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus, uint64_t memoryBytes,
+                                     uint32_t gpus) {
+  workers_.push_back(Worker{
+      cpus > 0 ? cpus : 1, hasGpus, true, {}, memoryBytes, 0, hasGpus ? std::max(1u, gpus) : 0, 0});
   return static_cast<uint32_t>(workers_.size() - 1);
+}
+
+double ReplicaPlacement::gpuShare(uint32_t replica) const {
+  const plan::PlanCall &call = plan_.calls[replicas_[replica].call];
+  return call.gpu && call.options.gpus > 0 ? call.options.gpus : 0;
+}
+
+bool ReplicaPlacement::hasGpuRoomFor(uint32_t w, uint32_t replica) const {
+  const Worker &worker = workers_[w];
+  return worker.gpus > 0 && worker.gpusPromised + gpuShare(replica) <= worker.gpus + 1e-9;
+}
+
+bool ReplicaPlacement::hosts(uint32_t worker, uint32_t call) const {
+  for (uint32_t r : workers_[worker].replicas)
+    if (replicas_[r].call == call)
+      return true;
+  return false;
+}
+
+double ReplicaPlacement::liveCpus() const {
+  double cpus = 0;
+  for (const Worker &worker : workers_)
+    cpus += worker.alive ? worker.cpus : 0;
+  return cpus;
+}
+
+uint32_t ReplicaPlacement::liveGpus() const {
+  uint32_t gpus = 0;
+  for (const Worker &worker : workers_)
+    gpus += worker.alive ? worker.gpus : 0;
+  return gpus;
+}
+
+uint32_t ReplicaPlacement::liveWorkers() const {
+  return uint32_t(std::count_if(workers_.begin(), workers_.end(),
+                                [](const Worker &worker) { return worker.alive; }));
+}
+
+uint32_t ReplicaPlacement::addReplica(uint32_t call) {
+  const uint32_t r = uint32_t(replicas_.size());
+  replicas_.push_back(Replica{call, kNoIndex, {}, false});
+  replicasOfCall_[call].push_back(r);
+  return r;
+}
+
+std::optional<ReplicaPlacement::Move> ReplicaPlacement::retireReplica(uint32_t call) {
+  std::vector<uint32_t> &ofCall = replicasOfCall_[call];
+  if (ofCall.size() <= 1)
+    return std::nullopt;
+  auto load = [&](uint32_t r) {
+    const uint32_t w = replicas_[r].worker;
+    // One without a worker goes first: nothing to release.
+    return w == kNoIndex ? 1e300 : double(workers_[w].replicas.size()) / workers_[w].cpus;
+  };
+  uint32_t chosen = kNoIndex;
+  for (uint32_t r : ofCall)
+    if (replicas_[r].queued.empty() && (chosen == kNoIndex || load(r) > load(chosen)))
+      chosen = r;
+  if (chosen == kNoIndex)
+    return std::nullopt;
+  const uint32_t from = replicas_[chosen].worker;
+  std::erase(ofCall, chosen);
+  if (from != kNoIndex)
+    unassign(chosen);
+  replicas_[chosen].retired = true;
+  return Move{chosen, kNoIndex, from};
+}
+
+void ReplicaPlacement::noteBatchSent(uint32_t call, uint32_t inputsOn, uint32_t worker) {
+  ++sinceAsked_[call].batches;
+  if (inputsOn == kNoIndex || inputsOn == worker || hosts(inputsOn, call))
+    return;
+  ++inputsOn_[call][inputsOn];
+  ++sinceAsked_[call].elsewhere[inputsOn];
+}
+
+std::optional<std::pair<uint32_t, uint64_t>> ReplicaPlacement::takeLocalityWish(uint32_t call) {
+  SinceAsked asked = std::move(sinceAsked_[call]);
+  sinceAsked_[call] = SinceAsked{};
+  std::optional<std::pair<uint32_t, uint64_t>> wish;
+  for (const auto &[worker, batches] : asked.elsewhere)
+    if (workers_[worker].alive && !hosts(worker, call) && batches >= 4 &&
+        5 * batches >= asked.batches && (!wish || batches > wish->second))
+      wish = std::make_pair(worker, batches);
+  return wish;
+}
+
+void ReplicaPlacement::unassign(uint32_t replica) {
+  Worker &worker = workers_[replicas_[replica].worker];
+  std::erase(worker.replicas, replica);
+  worker.memoryPromised -= memoryHint(replica);
+  worker.gpusPromised = std::max(0.0, worker.gpusPromised - gpuShare(replica));
+  replicas_[replica].worker = kNoIndex;
 }
 
 uint64_t ReplicaPlacement::memoryHint(uint32_t replica) const {
@@ -32,6 +128,7 @@ void ReplicaPlacement::assign(uint32_t replica, uint32_t w) {
   replicas_[replica].worker = w;
   workers_[w].replicas.push_back(replica);
   workers_[w].memoryPromised += memoryHint(replica);
+  workers_[w].gpusPromised += gpuShare(replica);
 }
 
 void ReplicaPlacement::removeWorker(uint32_t w) {
@@ -43,17 +140,35 @@ void ReplicaPlacement::removeWorker(uint32_t w) {
   }
   worker.replicas.clear();
   worker.memoryPromised = 0;
+  worker.gpusPromised = 0;
 }
 
 std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingForGpu) {
   std::vector<Move> moves;
   for (uint32_t r = 0; r < replicas_.size(); ++r) {
-    if (replicas_[r].worker != kNoIndex)
+    if (replicas_[r].worker != kNoIndex || replicas_[r].retired)
       continue;
-    const plan::PlanCall &call = plan_.calls[replicas_[r].call];
+    const uint32_t c = replicas_[r].call;
+    const plan::PlanCall &call = plan_.calls[c];
     const bool wantsGpu = call.gpu && call.options.gpus > 0;
     auto load = [&](uint32_t w) { return double(workers_[w].replicas.size()) / workers_[w].cpus; };
+    // Batches that found their inputs on a worker without a replica of their Call.
+    auto inputsThere = [&](uint32_t w) -> uint64_t {
+      auto found = inputsOn_[c].find(w);
+      return found == inputsOn_[c].end() || hosts(w, c) ? 0 : found->second;
+    };
+    // A replica of the same Call counts twice: a Call's replicas spread over the workers, each
+    // on cores of its own, unless that would crowd one worker.
+    auto sameCall = [&](uint32_t w) {
+      return double(std::count_if(workers_[w].replicas.begin(), workers_[w].replicas.end(),
+                                  [&](uint32_t other) { return replicas_[other].call == c; })) /
+             workers_[w].cpus;
+    };
     auto better = [&](uint32_t a, uint32_t b) {
+      const bool gpuRoomA = wantsGpu && hasGpuRoomFor(a, r);
+      const bool gpuRoomB = wantsGpu && hasGpuRoomFor(b, r);
+      if (gpuRoomA != gpuRoomB)
+        return gpuRoomA;
       const bool gpuA = wantsGpu && workers_[a].hasGpus;
       const bool gpuB = wantsGpu && workers_[b].hasGpus;
       if (gpuA != gpuB)
@@ -61,7 +176,9 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
       const bool roomA = hasRoomFor(a, r), roomB = hasRoomFor(b, r);
       if (roomA != roomB)
         return roomA;
-      return load(a) < load(b);
+      if (inputsThere(a) != inputsThere(b))
+        return inputsThere(a) > inputsThere(b);
+      return load(a) + sameCall(a) < load(b) + sameCall(b);
     };
     uint32_t best = kNoIndex;
     for (uint32_t w = 0; w < workers_.size(); ++w) {
@@ -76,6 +193,7 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
       continue;
     }
     assign(r, best);
+    inputsOn_[c].erase(best);
     moves.push_back(Move{r, best});
   }
   return moves;

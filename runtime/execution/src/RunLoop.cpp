@@ -1,6 +1,8 @@
 // The run loop shared by every executor: admission, dispatch, commit, timeouts, outputs.
 #include "orch/runtime/execution/RunLoop.h"
 
+#include "AutomaticReplicas.h"
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -595,9 +597,9 @@ private:
       CallSummary call;
       call.name = plan_.calls[c].name;
       call.batchLimit = plan_.calls[c].options.batch;
-      call.replicas = std::max<int64_t>(1, plan_.calls[c].options.replicas);
       summary_.calls.push_back(std::move(call));
     }
+    replicas_.emplace(plan_, summary_.calls);
     const bool startsProcesses = !plan_.operators.empty();
     if (startsProcesses && options_.onProgress) {
       RunProgress starting;
@@ -647,6 +649,7 @@ private:
                           });
       dispatch();
       times.sample(engine, summary_.calls);
+      replicas_->sample(engine, executor_, elapsed());
       outputs_->deliver(engine.takeFinishedRoots(), elapsed());
       engine.setExternalBytes(outputs_->waitingBytes());
       sampleBytesHeld();
@@ -677,6 +680,7 @@ private:
     while (std::optional<Batch> batch =
                engine_->reserveBatch([&](uint32_t call) { return executor_.canRun(call); })) {
       deadlines_.dispatched(*batch);
+      replicas_->dispatched(batch->id, batch->call);
       if (options_.recorder)
         options_.recorder->batchDispatched(*batch, elapsed());
       CallSummary &call = summary_.calls[batch->call];
@@ -696,9 +700,11 @@ private:
       switch (event.kind) {
       case ExecutorEvent::Kind::Started:
         deadlines_.started(event.batchId, event.startedAt);
+        replicas_->started(event.batchId, secondsAt(event.startedAt));
         break;
       case ExecutorEvent::Kind::Lost:
         deadlines_.ended(event.batchId);
+        replicas_->ended(event.batchId, elapsed());
         engine_->failBatch(event.batchId, event.reason,
                            event.bystander ? BatchLoss::Bystander : BatchLoss::Infrastructure);
         if (options_.recorder)
@@ -707,6 +713,7 @@ private:
       case ExecutorEvent::Kind::Finished: {
         deadlines_.ended(event.report.batchId,
                          event.report.loss == BatchLoss::None ? event.seconds : 0);
+        replicas_->ended(event.report.batchId, elapsed());
         if (event.call < summary_.calls.size())
           summary_.calls[event.call].busySeconds += event.seconds;
         if (event.report.loss != BatchLoss::None) {
@@ -734,6 +741,7 @@ private:
   void stopTimedOut() {
     for (const auto &[batchId, why] : deadlines_.expired(SteadyClock::now())) {
       executor_.abandon(batchId, why);
+      replicas_->ended(batchId, elapsed());
       engine_->failBatch(batchId, why, BatchLoss::Timeout);
       if (options_.recorder)
         options_.recorder->batchFinished(batchId, elapsed(), 0, "", "timed-out");
@@ -797,8 +805,9 @@ private:
     return now;
   }
 
-  double elapsed() const {
-    return std::chrono::duration<double>(SteadyClock::now() - start_).count();
+  double elapsed() const { return secondsAt(SteadyClock::now()); }
+  double secondsAt(SteadyClock::time_point at) const {
+    return std::chrono::duration<double>(at - start_).count();
   }
 
   const plan::Plan &plan_;
@@ -812,6 +821,7 @@ private:
   std::optional<Admission> admission_;
   std::optional<Outputs> outputs_;
   CallDeadlines deadlines_;
+  std::optional<AutomaticReplicas> replicas_;
   static constexpr size_t kBytesHeldPoints = 2000;
   double bytesInterval_ = 0.1;
 };

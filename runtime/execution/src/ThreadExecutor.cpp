@@ -42,12 +42,15 @@ struct Started {
 /// created on first use by the worker thread that runs it.
 struct Replicas {
   OperatorConfig config;
-  /// Per instance: its configuration when it differs (a GPU replica's device).
-  std::vector<OperatorConfig> instanceConfigs;
+  /// Per instance: its configuration (a GPU replica's device). On the heap: the threads running
+  /// batches hold references while automatic replicas add instances.
+  std::vector<std::unique_ptr<OperatorConfig>> instanceConfigs;
   const OperatorFactory *factory = nullptr;
   /// An instance is held by the thread running a batch on it, and back here between batches.
   std::vector<std::unique_ptr<Operator>> instances;
   std::vector<uint32_t> idle;
+  /// Instances not taken away (automatic replicas): a retired one keeps its slot, empty.
+  uint32_t live = 0;
 };
 
 /// What the pool's threads share. A thread abandoned in a batch that ran past its timeout
@@ -131,6 +134,7 @@ private:
       Job job = std::move(*next);
       std::unique_ptr<Operator> instance;
       Replicas *replicas;
+      const OperatorConfig *config;
       {
         std::lock_guard<std::mutex> lock(state->mutex);
         // A pool being stopped does not start what it took just before.
@@ -140,17 +144,14 @@ private:
         state->started.push_back(Started{job.batch.id, Clock::now()});
         replicas = &state->replicas[job.batch.call];
         instance = std::move(replicas->instances[job.instance]);
+        config = replicas->instanceConfigs[job.instance].get();
       }
       state->eventReady.notify_one();
       const Clock::time_point start = Clock::now();
       Finished finished;
       finished.call = job.batch.call;
       finished.instance = job.instance;
-      finished.report = runOperatorBatch(instance, *replicas->factory,
-                                         replicas->instanceConfigs.empty()
-                                             ? replicas->config
-                                             : replicas->instanceConfigs[job.instance],
-                                         job.batch);
+      finished.report = runOperatorBatch(instance, *replicas->factory, *config, job.batch);
       finished.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       {
         std::lock_guard<std::mutex> lock(state->mutex);
@@ -183,6 +184,8 @@ public:
   std::optional<std::string>
   start(const plan::Plan &plan, const std::vector<std::vector<std::string>> &inputLabels) override {
     std::vector<Replicas> &replicas = state_->replicas;
+    plan_ = &plan;
+    startupSeconds_.assign(plan.calls.size(), 0);
     factories_.emplace(plan, registry_);
     for (uint32_t c = 0; c < plan.calls.size(); ++c) {
       const plan::PlanCall &call = plan.calls[c];
@@ -200,12 +203,14 @@ public:
       pool.instances.resize(count);
       const bool onGpus = call.gpu && call.options.gpus > 0 && !gpuDevices_.empty();
       for (uint32_t i = 0; i < count; ++i) {
-        pool.instanceConfigs.push_back(OperatorConfig(pool.config).withReplica(i));
+        pool.instanceConfigs.push_back(
+            std::make_unique<OperatorConfig>(OperatorConfig(pool.config).withReplica(i)));
         if (onGpus)
-          pool.instanceConfigs.back().withGpuDevice(gpuPlacer_.place(call.options.gpus));
+          pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(call.options.gpus));
       }
       for (uint32_t i = count; i-- > 0;)
         pool.idle.push_back(i);
+      pool.live = count;
       replicas.push_back(std::move(pool));
     }
     if (std::optional<std::string> problem = startEagerReplicas())
@@ -215,12 +220,16 @@ public:
   }
 
   std::optional<std::string> awaitStarted(const std::atomic<bool> *stop) override {
-    // No batch runs yet: the instances are only touched here.
+    // No batch runs yet: the instances are only touched here. They start together, so the
+    // time until a Call's last one is ready is what one takes (for automatic replicas).
     try {
-      for (Replicas &pool : state_->replicas)
-        for (std::unique_ptr<Operator> &instance : pool.instances)
-          if (instance)
+      for (uint32_t c = 0; c < state_->replicas.size(); ++c)
+        for (std::unique_ptr<Operator> &instance : state_->replicas[c].instances)
+          if (instance) {
             instance->awaitStarted(stop);
+            startupSeconds_[c] =
+                std::chrono::duration<double>(Clock::now() - startedEagerAt_).count();
+          }
     } catch (const std::exception &error) {
       dropInstances();
       return std::string(error.what());
@@ -242,6 +251,42 @@ public:
   }
 
   size_t inFlight() const override { return busy_.size(); }
+
+  ReplicaCapacity replicaCapacity() const override {
+    return ReplicaCapacity{double(threads_), double(gpuDevices_.size()), 1};
+  }
+
+  std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {
+    Replicas &pool = state_->replicas[call];
+    std::vector<std::unique_ptr<Operator>> retired;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      while (pool.live < count) {
+        // A new instance is made by the thread that first runs a batch on it.
+        const uint32_t instance = uint32_t(pool.instances.size());
+        pool.instances.emplace_back();
+        pool.instanceConfigs.push_back(
+            std::make_unique<OperatorConfig>(OperatorConfig(pool.config).withReplica(instance)));
+        const plan::PlanCall &planCall = plan_->calls[call];
+        if (planCall.gpu && planCall.options.gpus > 0 && !gpuDevices_.empty())
+          pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(planCall.options.gpus));
+        pool.idle.push_back(instance);
+        ++pool.live;
+      }
+      // Only an idle instance goes, and its operator (a model's process) with it.
+      while (pool.live > count && pool.live > 1 && !pool.idle.empty()) {
+        const uint32_t instance = pool.idle.back();
+        pool.idle.pop_back();
+        retired.push_back(std::move(pool.instances[instance]));
+        --pool.live;
+      }
+    }
+    // Outside the lock: a process told to shut down exits at once (a grace at most).
+    retired.clear();
+    return pool.live;
+  }
+
+  double startupSeconds(uint32_t call) const override { return startupSeconds_[call]; }
 
   std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) override {
     std::vector<Started> started;
@@ -296,13 +341,12 @@ private:
   /// failure, or nullopt.
   std::optional<std::string> startEagerReplicas() {
     std::vector<Replicas> &replicas = state_->replicas;
+    startedEagerAt_ = Clock::now();
     try {
       for (uint32_t c = 0; c < replicas.size(); ++c)
         if (factories_->startsEagerly(c))
           for (uint32_t i = 0; i < replicas[c].instances.size(); ++i)
-            replicas[c].instances[i] = (*replicas[c].factory)(replicas[c].instanceConfigs.empty()
-                                                                  ? replicas[c].config
-                                                                  : replicas[c].instanceConfigs[i]);
+            replicas[c].instances[i] = (*replicas[c].factory)(*replicas[c].instanceConfigs[i]);
     } catch (const std::exception &error) {
       dropInstances();
       return std::string(error.what());
@@ -326,7 +370,10 @@ private:
   }
 
   const OperatorRegistry &registry_;
+  const plan::Plan *plan_ = nullptr;
   std::optional<CallFactories> factories_;
+  std::vector<double> startupSeconds_;
+  Clock::time_point startedEagerAt_;
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   GpuPlacer gpuPlacer_;

@@ -72,9 +72,12 @@ unsigned localWorkerCount(const plan::Plan &plan, const RunSettings &settings) {
     return unsigned(settings.localWorkers);
   if (!settings.coordinator.endpoint.empty())
     return 0;
+  // A Call with automatic replicas may grow to every core; pinned ones use what they ask.
   int64_t replicas = 0;
   for (const plan::PlanCall &call : plan.calls)
-    replicas += std::max<int64_t>(1, call.options.replicas);
+    replicas += call.options.replicas == plan::CallOptions::kAutomaticReplicas
+                    ? machineCores()
+                    : call.options.replicas;
   return unsigned(std::min<int64_t>(replicas, machineCores()));
 }
 

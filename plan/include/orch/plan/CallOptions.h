@@ -17,8 +17,10 @@ enum class RecoveryPolicy { Abort, Retry, Isolate };
 struct CallOptions {
   /// Maximum grains per batch.
   int64_t batch = 1;
-  /// Operator instances (actors) running this Call.
-  int64_t replicas = 1;
+  /// Operator instances (actors) running this Call; kAutomaticReplicas (none written): the
+  /// runtime starts one and follows where the time goes (docs/runtime.md, "Replicas").
+  int64_t replicas = kAutomaticReplicas;
+  static constexpr int64_t kAutomaticReplicas = 0;
   double cpus = 1.0;
   /// GPUs per replica; fractions share a device.
   double gpus = 0.0;
@@ -59,6 +61,9 @@ struct CallOptionSpec {
   void (*set)(CallOptions &options, const StaticValue &value) = nullptr;
   /// Sets it to `none` (`timeout: none`); null where the option has no such value.
   void (*setNone)(CallOptions &options) = nullptr;
+  /// How plans print the option's value when none was written and the runtime decides
+  /// ("auto" for `replicas`); null where the default is a value.
+  const char *unsetText = nullptr;
 };
 
 /// Every Call option, in the order the plan format stores them. The type checker, the plan

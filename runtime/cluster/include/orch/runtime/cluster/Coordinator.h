@@ -32,6 +32,10 @@ struct CoordinatorOptions {
   uint64_t keepValuesOver = kDefaultKeepValuesOver;
   /// Worker processes to start on this machine (and replace when they die); 0 in cluster mode.
   unsigned localWorkers = 0;
+  /// Cluster mode: no row is admitted, and no replica placed, until this many workers joined
+  /// or `waitWorkersTimeout` passed (then the run starts with those there, and says so).
+  unsigned waitWorkers = 0;
+  std::chrono::milliseconds waitWorkersTimeout{std::chrono::minutes(2)};
   /// The program started as `PROGRAM --connect ENDPOINT ...` for local workers (orch-worker).
   std::string workerProgram;
   /// CUDA devices on this machine, split between the local workers (GpuPlacement.h).

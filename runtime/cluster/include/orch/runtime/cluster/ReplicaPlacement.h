@@ -1,10 +1,12 @@
 // Where each Call replica lives in a distributed run: the coordinator's placement rules without
 // sockets or clocks, so that they are unit tested. Replicas go to the live worker with the
-// fewest replicas per CPU it offers; GPU Calls prefer workers with GPUs and Calls that require a
-// GPU wait for one; a Call's `memory` (per replica) prefers workers with that much memory left
-// of what they offer (a hint: when none has, the rules above decide); a newcomer takes idle
-// replicas from the busiest workers; batches go to the replica of their Call with the fewest in
-// flight, up to `depth` each.
+// fewest replicas per CPU it offers (those of the same Call count twice: they spread); GPU Calls
+// prefer workers with a GPU left (a worker's GPUs count: replicas' `gpus` add up) and Calls that
+// require a GPU wait for one; a Call's `memory` (per replica) prefers workers with that much memory
+// left of what they offer (a hint: when none has, the rules above decide); a replica added for its
+// inputs (automatic replicas) goes where its Call's inputs were kept most often without a replica
+// of it; a newcomer takes idle replicas from the busiest workers; batches go to the replica of
+// their Call with the fewest in flight, up to `depth` each.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -12,6 +14,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <optional>
 #include <vector>
 
 namespace orch::runtime {
@@ -24,6 +28,8 @@ public:
     /// Batches sent to it and not yet answered, in order: a replica runs them one after the
     /// other, so the front one is running and the next starts when its result arrives.
     std::deque<uint64_t> queued;
+    /// Taken away (automatic replicas): never placed again.
+    bool retired = false;
   };
   /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT), and no longer
   /// on `from` (which is told to release it), if it lived anywhere.
@@ -39,7 +45,7 @@ public:
   /// A worker joined; its index (workers are numbered in the order they join, as the
   /// coordinator numbers them).
   /// `memoryBytes`: what it offers replicas (0: not said, any hint fits).
-  uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0);
+  uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0, uint32_t gpus = 0);
   /// The `memory` hints of the replicas on `worker`, summed.
   uint64_t memoryPromised(uint32_t worker) const { return workers_[worker].memoryPromised; }
   /// The worker is gone: its replicas have no worker and nothing queued.
@@ -51,6 +57,27 @@ public:
   std::vector<Move> place(uint32_t *waitingForGpu = nullptr);
   /// Moves idle replicas from the busiest workers to `newcomer` until the load is even.
   std::vector<Move> rebalance(uint32_t newcomer);
+
+  /// Automatic replicas: one more replica of `call`, without a worker until place().
+  uint32_t addReplica(uint32_t call);
+  /// Takes away an idle replica of `call` (none queued), from the busiest worker; the worker it
+  /// leaves (to release it), or nullopt when every replica is busy or it is the last one.
+  std::optional<Move> retireReplica(uint32_t call);
+  /// Replicas of `call` not taken away.
+  uint32_t replicasOf(uint32_t call) const { return uint32_t(replicasOfCall_[call].size()); }
+  /// A batch of `call` went to `worker`; its inputs were kept mostly on `inputsOn` (kNoIndex:
+  /// none kept). One whose inputs were on a worker without a replica of its Call counts there:
+  /// a new replica of it goes there first.
+  void noteBatchSent(uint32_t call, uint32_t inputsOn, uint32_t worker);
+  /// Where `call`'s inputs were kept, without a replica of it, for at least a fifth of its
+  /// batches (and 4) since the last ask: that worker and those batches. The counts restart.
+  std::optional<std::pair<uint32_t, uint64_t>> takeLocalityWish(uint32_t call);
+  /// Whether a replica of `call` lives on `worker`.
+  bool hosts(uint32_t worker, uint32_t call) const;
+  /// Live workers, their CPUs and GPUs, summed.
+  double liveCpus() const;
+  uint32_t liveGpus() const;
+  uint32_t liveWorkers() const;
 
   /// Whether a batch of `call` could be sent now, and the replica it would go to (kNoIndex).
   bool canRun(uint32_t call, uint32_t depth) const { return pick(call, depth) != kNoIndex; }
@@ -73,7 +100,14 @@ private:
     std::vector<uint32_t> replicas;
     uint64_t memory = 0;
     uint64_t memoryPromised = 0;
+    /// Its GPUs, and the `gpus` of the GPU replicas on it.
+    uint32_t gpus = 0;
+    double gpusPromised = 0;
   };
+  double gpuShare(uint32_t replica) const;
+  /// `worker` has a GPU's worth left for `replica` (a GPU Call).
+  bool hasGpuRoomFor(uint32_t worker, uint32_t replica) const;
+  void unassign(uint32_t replica);
   uint64_t memoryHint(uint32_t replica) const;
   /// `worker` has room for `replica`'s memory hint.
   bool hasRoomFor(uint32_t worker, uint32_t replica) const;
@@ -82,6 +116,14 @@ private:
   std::vector<Replica> replicas_;
   std::vector<std::vector<uint32_t>> replicasOfCall_;
   std::vector<Worker> workers_;
+  /// Per Call: per worker without a replica of it, batches that found their inputs kept there
+  /// (until one is placed there); and batches sent, and those, since the last locality ask.
+  std::vector<std::map<uint32_t, uint64_t>> inputsOn_;
+  struct SinceAsked {
+    uint64_t batches = 0;
+    std::map<uint32_t, uint64_t> elsewhere;
+  };
+  std::vector<SinceAsked> sinceAsked_;
 };
 
 } // namespace orch::runtime

@@ -5,6 +5,7 @@
 
 #include "orch/plan/Plan.h"
 #include "orch/runtime/engine/EngineTypes.h"
+#include "orch/runtime/execution/ReplicaScaler.h"
 
 #include <atomic>
 #include <chrono>
@@ -79,6 +80,27 @@ public:
   virtual void abandon(uint64_t batchId, const std::string &why) = 0;
   /// Shuts down (the run is over or interrupted); batches still running are abandoned.
   virtual void stop() = 0;
+  /// Automatic replicas (ReplicaScaler.h). What replicas may use now.
+  virtual ReplicaCapacity replicaCapacity() const { return {}; }
+  /// From now on `call` runs `count` replicas: a new one starts on first use (where its inputs
+  /// are kept, in a distributed run); one goes only while it is idle. The count it runs now,
+  /// or nullopt from an executor that does not change replica counts.
+  virtual std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) {
+    (void)call;
+    (void)count;
+    return std::nullopt;
+  }
+  /// Why `call` should have a replica where its inputs are kept ("" if not): the batches that
+  /// fetched their inputs from another worker since the last ask.
+  virtual std::string localityWanted(uint32_t call) {
+    (void)call;
+    return {};
+  }
+  /// Seconds an instance of `call` took to start (its process and model), when known.
+  virtual double startupSeconds(uint32_t call) const {
+    (void)call;
+    return 0;
+  }
   /// Counters and notes for the run's summary ("4 workers, 2 lost, 1 replaced").
   virtual std::string describe() const { return {}; }
   /// Named counts for the run's metrics ("bytes_through_coordinator": ...), none by default.

@@ -89,8 +89,19 @@ struct CallSummary {
   /// Grains no consumer needed (semantics.md, demand): sealed without running.
   uint64_t notNeeded = 0;
   int64_t batchLimit = 1;
-  /// Batches it may run at once.
+  /// Batches it may run at once: the most replicas it had (automatic ones change, below).
   int64_t replicas = 1;
+  /// No `replicas` written: the runtime decided (docs/runtime.md, "Replicas").
+  bool automaticReplicas = false;
+  /// Replicas over time: seconds into the run, the count from then on, and why.
+  struct ReplicaChange {
+    double at = 0;
+    uint32_t replicas = 0;
+    std::string why;
+  };
+  std::vector<ReplicaChange> replicaChanges;
+  /// Replicas × seconds they existed (the busy share's denominator).
+  double replicaSeconds = 0;
   /// Seconds spent inside the operator, summed over replicas.
   double busySeconds = 0;
   /// Where its wall time went (docs/observability.md): batches in flight and no input waiting

@@ -1,0 +1,95 @@
+// Automatic replicas: how many operator instances each Call without `replicas` runs, decided
+// from where the time goes, without sockets or clocks so that the rules are unit tested.
+//
+// Every window (a second) the run loop reports, per Call, how many of its batches ran on
+// average (its busy replicas) and how long ready input waited for a free replica. Then:
+//  - the bottleneck is the automatic Call whose input waited longest, at least half the
+//    window, while its replicas were busy (three quarters of the time or more);
+//  - it grows when a core is idle (the capacity, less every Call's busy replicas, is at least
+//    half its `cpus`): by as many replicas as the idle cores hold (at least one), at most doubling,
+//    up to the capacity's cores (and GPUs) per replica;
+//  - otherwise it takes one from another automatic Call that left a whole replica idle;
+//  - a Call that asked the executor for locality (its inputs are kept on a worker without a
+//    replica of it) gets one there, up to one per worker;
+//  - hysteresis: a Call grows again only once its last new replica had time to start (a window,
+//    and twice its start-up time), and gives one away only when its last change is older than
+//    five seconds and ten times its start-up time (a model load is not paid back and forth).
+// `replicas: N` pins a Call: it is never changed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::runtime {
+
+/// What replicas may use at once: cores (threads, or the live workers' CPUs) and GPUs; and the
+/// workers there are (one replica of a Call per worker is what locality may ask for).
+struct ReplicaCapacity {
+  double cpus = 1;
+  double gpus = 0;
+  uint32_t workers = 1;
+};
+
+/// One Call over one window.
+struct CallActivity {
+  /// Seconds of its batches running, summed (2 replicas busy for the whole window: 2 windows).
+  double runningSeconds = 0;
+  /// Seconds during which ready input waited for a free replica (not for the byte budget).
+  double waitingSeconds = 0;
+  /// Grains ready now.
+  uint64_t readyGrains = 0;
+  /// The executor's reason to put a replica where this Call's inputs are kept ("" if none).
+  std::string locality;
+};
+
+struct ReplicaScalerCall {
+  std::string name;
+  bool automatic = true;
+  uint32_t replicas = 1;
+  double cpus = 1;
+  double gpus = 0;
+  /// Seconds an instance takes to start (a model load), when known.
+  double startupSeconds = 0;
+};
+
+struct ReplicaDecision {
+  uint32_t call = 0;
+  uint32_t replicas = 0;
+  std::string why;
+};
+
+class ReplicaScaler {
+public:
+  static constexpr double kWindowSeconds = 1.0;
+
+  explicit ReplicaScaler(std::vector<ReplicaScalerCall> calls);
+
+  /// The changes to ask for after a window of `windowSeconds` ending at `now` (seconds since the
+  /// run began): at most one Call grows, and one may give a replica for it. The caller applies
+  /// them (applied()) in order; a shrink the executor refuses cancels the growth paired with
+  /// it (it comes right after it).
+  std::vector<ReplicaDecision> decide(double now, double windowSeconds,
+                                      const std::vector<CallActivity> &activity,
+                                      const ReplicaCapacity &capacity);
+  /// The executor now runs `replicas` of `call` (what it did with a decision).
+  void applied(uint32_t call, uint32_t replicas, double now);
+  void setStartupSeconds(uint32_t call, double seconds) { calls_[call].startupSeconds = seconds; }
+
+  const ReplicaScalerCall &call(uint32_t c) const { return calls_[c]; }
+
+private:
+  struct State {
+    double lastChange = -1e9;
+  };
+  uint32_t mostReplicas(uint32_t c, const ReplicaCapacity &capacity) const;
+  bool settledAfterGrowth(uint32_t c, double now) const;
+  bool mayGiveAway(uint32_t c, double now) const;
+  std::optional<uint32_t> donor(uint32_t bottleneck, double now, double windowSeconds,
+                                const std::vector<CallActivity> &activity) const;
+  std::vector<ReplicaScalerCall> calls_;
+  std::vector<State> state_;
+};
+
+} // namespace orch::runtime

@@ -1,0 +1,140 @@
+// Automatic replicas in real runs (threads, and local worker processes over ZeroMQ): the
+// bottleneck Call grows while cores are idle and says why, a pinned Call keeps its count, the
+// outputs are those of any other run, and in a distributed run a consumer whose inputs are
+// kept on another worker gets a replica there, so that few values cross between workers.
+#include "RuntimeFixture.h"
+#include "orch/runtime/cluster/Coordinator.h"
+#include "orch/runtime/execution/ThreadExecutor.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace orch::runtime {
+namespace {
+
+class AutomaticReplicasTest : public orch::testing::RuntimeFixture {
+protected:
+  void SetUp() override {
+    RuntimeFixture::SetUp();
+    std::string rows;
+    for (int i = 0; i < kRows; ++i)
+      rows += "{\"id\": " + std::to_string(i) + "}\n";
+    writeFile("rows.jsonl", rows);
+  }
+
+  /// `slow` (20 ms a row, replicas as the runtime decides) feeds `fast` (pinned to one).
+  plan::Plan bottleneckPlan() {
+    return compile(R"(
+pipeline bottleneck;
+source rows = jsonl("$DIR/rows.jsonl") as Doc;
+call slow = test.sleep(ms: 20);
+call fast = test.sleep(ms: 1) { replicas: 1 };
+sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: fast(slow(rows.id)) });
+)");
+  }
+
+  RunOptions recording(RunRecorder &recorder) {
+    RunOptions options;
+    options.recorder = &recorder;
+    return options;
+  }
+
+  void expectEveryRowWritten() {
+    std::vector<std::string> written = lines("out/rows.jsonl");
+    std::set<std::string> expected;
+    for (int i = 0; i < kRows; ++i)
+      expected.insert("{\"id\":" + std::to_string(i) + ",\"v\":" + std::to_string(i) + "}");
+    EXPECT_EQ(std::set<std::string>(written.begin(), written.end()), expected);
+  }
+
+  /// The bottleneck grew, with a reason that names its busy share and the idle cores; the pinned
+  /// Call did not change; batches of the bottleneck ran on more than one replica.
+  void expectTheBottleneckGrew(const RunSummary &summary, const RunRecorder &recorder) {
+    ASSERT_TRUE(summary.started) << summary.error.value_or("");
+    EXPECT_FALSE(summary.error) << *summary.error;
+    const CallSummary &slow = summary.calls[0];
+    const CallSummary &fast = summary.calls[1];
+    EXPECT_TRUE(slow.automaticReplicas);
+    EXPECT_FALSE(fast.automaticReplicas);
+    ASSERT_FALSE(slow.replicaChanges.empty()) << "the bottleneck kept one replica";
+    EXPECT_GE(slow.replicas, 2);
+    EXPECT_EQ(slow.replicaChanges.front().replicas, 2u);
+    EXPECT_NE(slow.replicaChanges.front().why.find("cores idle"), std::string::npos)
+        << slow.replicaChanges.front().why;
+    EXPECT_TRUE(fast.replicaChanges.empty());
+    EXPECT_EQ(fast.replicas, 1);
+    EXPECT_GT(slow.replicaSeconds, 0);
+    std::set<std::string> places;
+    for (const BatchRecord &batch : recorder.batches())
+      if (batch.call == 0)
+        places.insert(batch.place);
+    EXPECT_GE(places.size(), 2u);
+    expectEveryRowWritten();
+  }
+
+  static constexpr int kRows = 150;
+};
+
+TEST_F(AutomaticReplicasTest, OnThreadsTheBottleneckGrowsIntoIdleThreads) {
+  RunRecorder recorder;
+  const plan::Plan plan = bottleneckPlan();
+  const RunSummary summary = runOnThreads(plan, registry_, recording(recorder), 4);
+  expectTheBottleneckGrew(summary, recorder);
+}
+
+TEST_F(AutomaticReplicasTest, OnWorkerProcessesTheBottleneckGrowsOntoIdleWorkers) {
+  CoordinatorOptions options;
+  options.localWorkers = 2;
+  options.workerProgram = ORCH_WORKER_BINARY;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  RunRecorder recorder;
+  const plan::Plan plan = bottleneckPlan();
+  const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
+  expectTheBottleneckGrew(summary, recorder);
+}
+
+TEST_F(AutomaticReplicasTest, AConsumerGetsAReplicaWhereItsInputsAreKept) {
+  // Every value stays on the worker that made it. The pinned producer lives on the first
+  // worker, the consumer starts on the second: its batches fetch their inputs across until it
+  // has a replica next to them.
+  CoordinatorOptions options;
+  options.localWorkers = 2;
+  options.workerProgram = ORCH_WORKER_BINARY;
+  options.keepValuesOver = 1;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  RunRecorder recorder;
+  const plan::Plan plan = compile(R"(
+pipeline locality;
+source rows = jsonl("$DIR/rows.jsonl") as Doc;
+call make = test.sleep(ms: 20) { replicas: 1 };
+call use = test.sleep(ms: 1);
+sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
+)");
+  const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_FALSE(summary.error) << *summary.error;
+  const CallSummary &use = summary.calls[1];
+  ASSERT_EQ(use.replicaChanges.size(), 1u);
+  EXPECT_EQ(use.replicaChanges[0].replicas, 2u);
+  EXPECT_NE(use.replicaChanges[0].why.find("found their inputs kept on worker local-"),
+            std::string::npos)
+      << use.replicaChanges[0].why;
+  // After the change, the consumer's batches run where the producer's values are.
+  std::map<std::string, uint64_t> workersAfter;
+  for (const BatchRecord &batch : recorder.batches())
+    if (batch.call == 1 && batch.dispatched > use.replicaChanges[0].at + 0.5)
+      ++workersAfter[batch.place.substr(0, batch.place.find('/'))];
+  std::map<std::string, uint64_t> producers;
+  for (const BatchRecord &batch : recorder.batches())
+    if (batch.call == 0)
+      ++producers[batch.place.substr(0, batch.place.find('/'))];
+  ASSERT_EQ(producers.size(), 1u) << "the producer is pinned to one replica";
+  ASSERT_FALSE(workersAfter.empty());
+  EXPECT_EQ(workersAfter.begin()->first, producers.begin()->first);
+  EXPECT_EQ(workersAfter.size(), 1u) << "every later batch runs next to its input";
+  expectEveryRowWritten();
+}
+
+} // namespace
+} // namespace orch::runtime

@@ -1,0 +1,130 @@
+// The rules of automatic replicas without a run: the bottleneck grows into idle cores (at most
+// doubling, never past the capacity), takes a replica from a Call that leaves one idle when no
+// core is, pinned Calls never change, hysteresis keeps a replica that just changed, locality
+// asks for one replica per worker, and GPUs bound GPU Calls.
+#include "orch/runtime/execution/ReplicaScaler.h"
+
+#include <gtest/gtest.h>
+
+namespace orch::runtime {
+namespace {
+
+ReplicaScalerCall automaticCall(std::string name, uint32_t replicas = 1) {
+  ReplicaScalerCall call;
+  call.name = std::move(name);
+  call.replicas = replicas;
+  return call;
+}
+
+/// One Call's window of one second: `busy` replicas running on average, input waiting
+/// `waiting` of the time.
+CallActivity window(double busy, double waiting, uint64_t ready = 10) {
+  CallActivity activity;
+  activity.runningSeconds = busy;
+  activity.waitingSeconds = waiting;
+  activity.readyGrains = ready;
+  return activity;
+}
+
+TEST(ReplicaScalerTest, TheBottleneckGrowsIntoIdleCoresAtMostDoublingEachWindow) {
+  ReplicaScaler scaler({automaticCall("render"), automaticCall("score")});
+  const ReplicaCapacity cores{8, 0, 1};
+  std::vector<ReplicaDecision> decided =
+      scaler.decide(1, 1, {window(1, 1, 40), window(0.2, 0)}, cores);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].call, 0u);
+  EXPECT_EQ(decided[0].replicas, 2u) << "doubling, though 6.8 cores are idle";
+  EXPECT_NE(decided[0].why.find("busy 100 % of 1 replica"), std::string::npos) << decided[0].why;
+  EXPECT_NE(decided[0].why.find("40 grains ready"), std::string::npos) << decided[0].why;
+  EXPECT_NE(decided[0].why.find("6.8 of 8.0 cores idle"), std::string::npos) << decided[0].why;
+  scaler.applied(0, 2, 1);
+  decided = scaler.decide(2, 1, {window(2, 1), window(0.3, 0)}, cores);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 4u);
+  scaler.applied(0, 4, 2);
+  decided = scaler.decide(3, 1, {window(4, 1), window(0.5, 0)}, cores);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 7u) << "3.5 idle cores hold 3 more";
+  scaler.applied(0, 7, 3);
+  decided = scaler.decide(4, 1, {window(7, 1), window(0.6, 0)}, cores);
+  EXPECT_TRUE(decided.empty()) << "no core is idle and no Call leaves a replica idle";
+}
+
+TEST(ReplicaScalerTest, NothingGrowsWithoutWaitingInputOrWithBusyCores) {
+  ReplicaScaler scaler({automaticCall("a"), automaticCall("b")});
+  EXPECT_TRUE(scaler.decide(1, 1, {window(1, 0.4), window(0.1, 0)}, {4, 0, 1}).empty())
+      << "input waited less than half the window";
+  EXPECT_TRUE(scaler.decide(2, 1, {window(0.5, 1), window(0.1, 0)}, {4, 0, 1}).empty())
+      << "its one replica was busy half the time: something else holds it back";
+  EXPECT_TRUE(scaler.decide(3, 1, {window(1, 1), window(1, 1)}, {2, 0, 1}).empty())
+      << "both cores busy, and neither can give a replica";
+}
+
+TEST(ReplicaScalerTest, APinnedCallNeverChanges) {
+  ReplicaScalerCall pinned = automaticCall("pinned", 2);
+  pinned.automatic = false;
+  ReplicaScaler scaler({pinned, automaticCall("auto", 3)});
+  // The pinned Call is the bottleneck, cores are idle: it still keeps its 2.
+  EXPECT_TRUE(scaler.decide(10, 1, {window(2, 1), window(0.1, 0)}, {8, 0, 1}).empty());
+}
+
+TEST(ReplicaScalerTest, WithNoIdleCoreTheBottleneckTakesAReplicaAnotherCallLeavesIdle) {
+  ReplicaScaler scaler({automaticCall("render"), automaticCall("score", 3)});
+  // 2 cores, both busy: render saturated on 1, score 1 busy of 3 (2 idle replicas).
+  std::vector<ReplicaDecision> decided =
+      scaler.decide(10, 1, {window(1, 1), window(1, 0)}, {2, 0, 1});
+  ASSERT_EQ(decided.size(), 2u);
+  EXPECT_EQ(decided[0].call, 1u);
+  EXPECT_EQ(decided[0].replicas, 2u);
+  EXPECT_NE(decided[0].why.find("a replica for 'render'"), std::string::npos) << decided[0].why;
+  EXPECT_EQ(decided[1].call, 0u);
+  EXPECT_EQ(decided[1].replicas, 2u);
+  EXPECT_NE(decided[1].why.find("a replica from 'score'"), std::string::npos) << decided[1].why;
+}
+
+TEST(ReplicaScalerTest, HysteresisKeepsAReplicaThatJustChanged) {
+  ReplicaScalerCall model = automaticCall("model", 2);
+  model.startupSeconds = 2; // a model load: it gives a replica away only after 20 s
+  ReplicaScaler scaler({automaticCall("render"), model});
+  scaler.applied(1, 3, 0);
+  const std::vector<CallActivity> activity = {window(1, 1), window(1, 0)};
+  EXPECT_TRUE(scaler.decide(5, 1, activity, {2, 0, 1}).empty()) << "5 s < 10 x its start-up";
+  EXPECT_TRUE(scaler.decide(19, 1, activity, {2, 0, 1}).empty());
+  EXPECT_EQ(scaler.decide(20, 1, activity, {2, 0, 1}).size(), 2u);
+
+  // A Call that just grew waits for its new replicas to start before it grows again.
+  ReplicaScalerCall slow = automaticCall("slow");
+  slow.startupSeconds = 3;
+  ReplicaScaler growing({slow});
+  growing.applied(0, 2, 10);
+  EXPECT_TRUE(growing.decide(15, 1, {window(2, 1)}, {8, 0, 1}).empty()) << "6 s to settle";
+  EXPECT_EQ(growing.decide(16, 1, {window(2, 1)}, {8, 0, 1}).size(), 1u);
+}
+
+TEST(ReplicaScalerTest, LocalityAsksForAReplicaOnEachWorkerAtMost) {
+  ReplicaScaler scaler({automaticCall("render", 2), automaticCall("score")});
+  CallActivity wanting = window(0.4, 0);
+  wanting.locality = "30 batches found their inputs kept on worker local-1";
+  std::vector<ReplicaDecision> decided = scaler.decide(1, 1, {window(1.5, 0), wanting}, {2, 0, 2});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].call, 1u);
+  EXPECT_EQ(decided[0].replicas, 2u);
+  EXPECT_EQ(decided[0].why, wanting.locality);
+  scaler.applied(1, 2, 1);
+  EXPECT_TRUE(scaler.decide(5, 1, {window(1.5, 0), wanting}, {2, 0, 2}).empty())
+      << "one replica per worker is what locality may ask";
+}
+
+TEST(ReplicaScalerTest, GpusBoundAGpuCall) {
+  ReplicaScalerCall embed = automaticCall("embed");
+  embed.gpus = 1;
+  ReplicaScaler scaler({embed});
+  std::vector<ReplicaDecision> decided = scaler.decide(1, 1, {window(1, 1)}, {16, 2, 1});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 2u);
+  scaler.applied(0, 2, 1);
+  EXPECT_TRUE(scaler.decide(3, 1, {window(2, 1)}, {16, 2, 1}).empty()) << "two GPUs, two replicas";
+}
+
+} // namespace
+} // namespace orch::runtime
