@@ -168,5 +168,45 @@ kill -TERM "$steady"
 status=0; wait "$steady" || status=$?
 check "... and stops with status 0 on SIGTERM" test "$status" = 0
 
-[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log
+# --- --wait-workers: no row before the named number of workers joined -----------------------
+rm -rf out
+"$ORCH_BIN/orch" run pages.orch --restart --listen "ipc://$workdir/wait.sock" --wait-workers 2 \
+  --metrics wait.json >wait.log 2>&1 &
+run=$!
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/wait.sock" --name early >early.log 2>&1 &
+early=$!
+sleep 2
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/wait.sock" --name late >late.log 2>&1 &
+late=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "a run with --wait-workers 2 completes with every row" \
+  test "$status:$(sort out/docs.jsonl)" = "0:$expected"
+check "... it said it waits for 2 workers" grep -q "waiting for 2 workers to join" wait.log
+check "... no batch ran before the second worker joined, and both ran batches" /usr/bin/python3 -c '
+import json, sys
+m = json.load(open("wait.json"))
+late = next(w["joined"] for w in m["workers"] if w["name"] == "late")
+places = {b["place"].split("/")[0] for b in m["batches"]}
+sys.exit(0 if late >= 1.5 and min(b["dispatched"] for b in m["batches"]) >= late and
+         places == {"early", "late"} else 1)'
+kill -TERM "$early" "$late" 2>/dev/null || true
+wait "$early" "$late" 2>/dev/null || true
+rm -rf out
+"$ORCH_BIN/orch" run pages.orch --restart --listen "ipc://$workdir/alone.sock" --wait-workers 2 \
+  --wait-timeout 1s >alone.log 2>&1 &
+run=$!
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/alone.sock" --name alone >alone-worker.log 2>&1 &
+alone=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "with --wait-timeout 1s and one worker, the run starts with it and completes" \
+  test "$status:$(sort out/docs.jsonl)" = "0:$expected"
+check "... and says so" grep -q "only 1 of 2 workers joined within 1 s (--wait-workers); the run starts with them" alone.log
+kill -TERM "$alone" 2>/dev/null || true
+wait "$alone" 2>/dev/null || true
+check "--wait-workers without --listen is refused" \
+  test "$(exit_code "$ORCH_BIN/orch" run pages.orch --wait-workers 2)" = 1
+
+[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log wait.log alone.log
 finish_checks

@@ -1,6 +1,7 @@
 // Automatic replicas in real runs (threads, and local worker processes over ZeroMQ): the
 // bottleneck Call grows while cores are idle and says why, a pinned Call keeps its count, the
-// outputs are those of any other run, and in a distributed run a consumer whose inputs are
+// outputs are those of any other run, a Python model that loads slowly grows without its load
+// counting against its Call's timeout, and in a distributed run a consumer whose inputs are
 // kept on another worker gets a replica there, so that few values cross between workers.
 #include "RuntimeFixture.h"
 #include "orch/runtime/cluster/Coordinator.h"
@@ -73,6 +74,29 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: fast(slow(rows
     expectEveryRowWritten();
   }
 
+  /// A Python model that takes 3.5 s to load and 50 ms a row, with a 1 s timeout: a batch that
+  /// waited for a new replica's load would time out (the run loop's backstop for a declared
+  /// operator's batch is its timeout and 2 s).
+  plan::Plan slowModelPlan() {
+    writeFile("model.py", R"(
+import time
+class SlowToLoad:
+    def __init__(self):
+        time.sleep(3.5)
+    def __call__(self, values):
+        time.sleep(0.05 * len(values))
+        return values
+)");
+    return compile(R"(
+pipeline model;
+operator slow.model(value: Json) -> Json = python("model.py", class: "SlowToLoad");
+source rows = jsonl("$DIR/rows.jsonl") as Doc;
+call model = slow.model() { batch: 1, timeout: 1s };
+sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: model(rows.id) });
+)",
+                   path("model.orch"));
+  }
+
   static constexpr int kRows = 150;
 };
 
@@ -92,6 +116,28 @@ TEST_F(AutomaticReplicasTest, OnWorkerProcessesTheBottleneckGrowsOntoIdleWorkers
   const plan::Plan plan = bottleneckPlan();
   const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
   expectTheBottleneckGrew(summary, recorder);
+}
+
+TEST_F(AutomaticReplicasTest, AModelThatLoadsSlowlyGrowsWithoutItsLoadCountingAgainstItsTimeout) {
+  const plan::Plan plan = slowModelPlan();
+  for (const bool threads : {true, false}) {
+    SCOPED_TRACE(threads ? "threads" : "worker processes");
+    std::filesystem::remove_all(path("out"));
+    CoordinatorOptions options;
+    options.localWorkers = 2;
+    options.workerProgram = ORCH_WORKER_BINARY;
+    std::unique_ptr<BatchExecutor> executor =
+        threads ? makeThreadExecutor(registry_, 2) : makeCoordinator(options);
+    RunRecorder recorder;
+    const RunSummary summary = runPlan(plan, registry_, *executor, recording(recorder));
+    ASSERT_TRUE(summary.started) << summary.error.value_or("");
+    EXPECT_FALSE(summary.error) << *summary.error;
+    EXPECT_EQ(summary.failed, 0u);
+    EXPECT_EQ(summary.engine.batchTimeouts, 0u) << "a batch waited for a model to load";
+    ASSERT_FALSE(summary.calls[0].replicaChanges.empty());
+    EXPECT_EQ(summary.calls[0].replicas, 2);
+    expectEveryRowWritten();
+  }
 }
 
 TEST_F(AutomaticReplicasTest, AConsumerGetsAReplicaWhereItsInputsAreKept) {

@@ -197,6 +197,28 @@ TEST(ReplicaPlacementTest, AnAddedReplicaGoesWhereItsCallsInputsWereKept) {
   EXPECT_FALSE(placement.takeLocalityWish(1));
 }
 
+TEST(ReplicaPlacementTest, AnAddedReplicaOfACallGoesWhereThatCallHasNone) {
+  // Call 0 on the first worker, call 1 on the second: call 0's new replica goes to the second
+  // (a replica of the same Call counts twice), so each worker runs one of the bottleneck's.
+  plan::Plan plan = planWith({{0, false}, {0, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t first = placement.addWorker(1, false);
+  const uint32_t second = placement.addWorker(1, false);
+  placement.place();
+  ASSERT_TRUE(placement.hosts(first, 0));
+  placement.addReplica(0);
+  const std::vector<ReplicaPlacement::Move> moves = placement.place();
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].worker, second);
+  // ... unless that would crowd a worker: with 4 CPUs on the first, it stays there.
+  ReplicaPlacement big(plan);
+  const uint32_t wide = big.addWorker(4, false);
+  big.addWorker(1, false);
+  big.place();
+  big.addReplica(0);
+  EXPECT_EQ(big.place()[0].worker, wide);
+}
+
 TEST(ReplicaPlacementTest, ARetiredReplicaIsAnIdleOneAndNeverTheLast) {
   plan::Plan plan = planWith({{3, false}});
   ReplicaPlacement placement(plan);

@@ -704,6 +704,9 @@ private:
           workers_[move.worker].peer.endpoint.empty() ? 0 : routes_.keepOver(call);
       sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver});
       initSentAt_[move.replica] = Clock::now();
+      // A declared operator's replica takes batches once its process said it started.
+      placement_->replica(move.replica).ready =
+          plan_->externalOperator(plan_->calls[call].op) == nullptr;
     }
   }
 
@@ -769,6 +772,9 @@ private:
     if (started.replica >= placement_->replicaCount())
       return;
     const uint32_t call = placement_->replica(started.replica).call;
+    // Batches go to it now; after a failed start they fail there, as they did before.
+    if (placement_->replica(started.replica).worker == w)
+      placement_->replica(started.replica).ready = true;
     if (!started.error) {
       startedCalls_.insert(call);
       if (auto sent = initSentAt_.find(started.replica); sent != initSentAt_.end())

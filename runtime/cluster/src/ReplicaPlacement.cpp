@@ -11,7 +11,7 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-      replicas_.push_back(Replica{c, kNoIndex, {}, false});
+      replicas_.push_back(Replica{c, kNoIndex, {}, false, true});
     }
 }
 
@@ -60,7 +60,7 @@ uint32_t ReplicaPlacement::liveWorkers() const {
 
 uint32_t ReplicaPlacement::addReplica(uint32_t call) {
   const uint32_t r = uint32_t(replicas_.size());
-  replicas_.push_back(Replica{call, kNoIndex, {}, false});
+  replicas_.push_back(Replica{call, kNoIndex, {}, false, true});
   replicasOfCall_[call].push_back(r);
   return r;
 }
@@ -228,7 +228,8 @@ uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferre
   uint32_t best = kNoIndex;
   bool bestPreferred = false;
   for (uint32_t r : replicasOfCall_[call]) {
-    if (replicas_[r].worker == kNoIndex || replicas_[r].queued.size() >= depth)
+    if (replicas_[r].worker == kNoIndex || !replicas_[r].ready ||
+        replicas_[r].queued.size() >= depth)
       continue;
     const bool preferred = replicas_[r].worker == preferredWorker;
     if (best == kNoIndex || (preferred && !bestPreferred) ||

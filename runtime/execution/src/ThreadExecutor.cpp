@@ -9,6 +9,7 @@
 #include "orch/runtime/operators/ChildProcess.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -68,6 +69,15 @@ struct PoolState {
   std::unordered_map<uint64_t, Running> running;
   bool stopping = false;
   std::vector<Replicas> replicas;
+  /// Replicas added while the run goes (automatic replicas) whose operator process started in
+  /// the background (declared operators): Call and instance, ready for batches; and those that
+  /// could not start, with why.
+  std::vector<std::pair<uint32_t, uint32_t>> startedInstances;
+  struct FailedStart {
+    uint32_t call;
+    std::string why;
+  };
+  std::vector<FailedStart> failedStarts;
 };
 
 class WorkerPool {
@@ -262,7 +272,9 @@ public:
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       while (pool.live < count) {
-        // A new instance is made by the thread that first runs a batch on it.
+        // A new instance is made by the thread that first runs a batch on it; a declared
+        // operator's starts its process now, in the background, and takes batches once it
+        // said it started (no batch's time limit counts a model load).
         const uint32_t instance = uint32_t(pool.instances.size());
         pool.instances.emplace_back();
         pool.instanceConfigs.push_back(
@@ -270,7 +282,10 @@ public:
         const plan::PlanCall &planCall = plan_->calls[call];
         if (planCall.gpu && planCall.options.gpus > 0 && !gpuDevices_.empty())
           pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(planCall.options.gpus));
-        pool.idle.push_back(instance);
+        if (factories_->startsEagerly(call))
+          starters_.emplace_back(startInBackground, state_, call, instance, &stopStarting_);
+        else
+          pool.idle.push_back(instance);
         ++pool.live;
       }
       // Only an idle instance goes, and its operator (a model's process) with it.
@@ -289,6 +304,7 @@ public:
   double startupSeconds(uint32_t call) const override { return startupSeconds_[call]; }
 
   std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) override {
+    takeStartedInstances();
     std::vector<Started> started;
     std::vector<Finished> finished;
     pool_->wait(deadline, started, finished);
@@ -322,6 +338,10 @@ public:
   }
 
   void stop() override {
+    stopStarting_ = true;
+    for (std::thread &starter : starters_)
+      if (starter.joinable())
+        starter.join();
     pool_.reset();
     // Threads left in abandoned batches keep their operators' processes: they go now.
     killLeftoversOfChildProcesses();
@@ -360,6 +380,50 @@ private:
         instance.reset();
   }
 
+  /// Makes a declared operator's instance and waits until its process started, off the run
+  /// loop's thread; the instance goes to startedInstances (or the failure to failedStarts).
+  static void startInBackground(std::shared_ptr<PoolState> state, uint32_t call, uint32_t instance,
+                                const std::atomic<bool> *stop) {
+    Replicas *replicas;
+    const OperatorConfig *config;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      replicas = &state->replicas[call];
+      config = replicas->instanceConfigs[instance].get();
+    }
+    try {
+      std::unique_ptr<Operator> made = (*replicas->factory)(*config);
+      made->awaitStarted(stop);
+      std::lock_guard<std::mutex> lock(state->mutex);
+      replicas->instances[instance] = std::move(made);
+      state->startedInstances.emplace_back(call, instance);
+    } catch (const std::exception &error) {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->failedStarts.push_back(PoolState::FailedStart{call, error.what()});
+    }
+    state->eventReady.notify_one();
+  }
+
+  /// Instances started in the background take batches from now on; one that could not start is
+  /// not a replica any more (its Call keeps the others), and the log says why.
+  void takeStartedInstances() {
+    std::vector<std::pair<uint32_t, uint32_t>> ready;
+    std::vector<PoolState::FailedStart> failed;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      ready.swap(state_->startedInstances);
+      failed.swap(state_->failedStarts);
+    }
+    for (const auto &[call, instance] : ready)
+      state_->replicas[call].idle.push_back(instance);
+    for (const PoolState::FailedStart &start : failed) {
+      --state_->replicas[start.call].live;
+      if (log_)
+        log_("call '" + plan_->calls[start.call].name +
+             "': a replica added for automatic replicas could not start: " + start.why);
+    }
+  }
+
   /// The batch's replica is free again (a fresh instance is made if its thread was abandoned).
   void release(uint64_t batchId) {
     auto found = busy_.find(batchId);
@@ -374,6 +438,9 @@ private:
   std::optional<CallFactories> factories_;
   std::vector<double> startupSeconds_;
   Clock::time_point startedEagerAt_;
+  /// Threads starting declared operators' processes for added replicas; stopped with the run.
+  std::vector<std::thread> starters_;
+  std::atomic<bool> stopStarting_{false};
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   GpuPlacer gpuPlacer_;

@@ -30,6 +30,9 @@ public:
     std::deque<uint64_t> queued;
     /// Taken away (automatic replicas): never placed again.
     bool retired = false;
+    /// Takes batches: false while its operator's process starts on a new worker (a declared
+    /// operator's model loads), so that no batch's time limit counts the start.
+    bool ready = true;
   };
   /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT), and no longer
   /// on `from` (which is told to release it), if it lived anywhere.
