@@ -182,5 +182,45 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.
   expectEveryRowWritten();
 }
 
+TEST_F(AutomaticReplicasTest, WithoutIdleCoresAConsumerMovesToItsInputs) {
+  // The pinned producer counts as both workers' cores (cpus: 2) and is always busy: no core is
+  // idle for a second consumer replica, so the consumer's one replica moves next to the values
+  // it reads.
+  CoordinatorOptions options;
+  options.localWorkers = 2;
+  options.workerProgram = ORCH_WORKER_BINARY;
+  options.keepValuesOver = 1;
+  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  RunRecorder recorder;
+  const plan::Plan plan = compile(R"(
+pipeline moved;
+source rows = jsonl("$DIR/rows.jsonl") as Doc;
+call make = test.sleep(ms: 20) { replicas: 1, cpus: 2 };
+call use = test.sleep(ms: 10);
+sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
+)");
+  const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_FALSE(summary.error) << *summary.error;
+  const CallSummary &use = summary.calls[1];
+  ASSERT_FALSE(use.replicaChanges.empty());
+  EXPECT_TRUE(use.replicaChanges[0].moved) << use.replicaChanges[0].why;
+  EXPECT_EQ(use.replicaChanges[0].replicas, 1u);
+  EXPECT_EQ(use.replicas, 1) << "a move keeps the count";
+  std::map<std::string, uint64_t> workersAfter;
+  std::string producer;
+  for (const BatchRecord &batch : recorder.batches()) {
+    const std::string worker = batch.place.substr(0, batch.place.find('/'));
+    if (batch.call == 0)
+      producer = worker;
+    else if (batch.dispatched > use.replicaChanges[0].at + 0.5)
+      ++workersAfter[worker];
+  }
+  ASSERT_FALSE(workersAfter.empty());
+  EXPECT_EQ(workersAfter.size(), 1u);
+  EXPECT_EQ(workersAfter.begin()->first, producer);
+  expectEveryRowWritten();
+}
+
 } // namespace
 } // namespace orch::runtime

@@ -243,5 +243,32 @@ TEST(ReplicaPlacementTest, ARetiredReplicaIsAnIdleOneAndNeverTheLast) {
     EXPECT_NE(placement.pick(0, 4), 1u);
 }
 
+TEST(ReplicaPlacementTest, ADrainingReplicaTakesNoNewBatchAndIsRetiredOnceItsQueueEmpties) {
+  plan::Plan plan = planWith({{2, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t w = placement.addWorker(2, false);
+  placement.place();
+  placement.replica(0).queued.push_back(7);
+  EXPECT_FALSE(placement.drain(0)) << "busy: it finishes its batch first";
+  EXPECT_EQ(placement.pick(0, 4), 1u) << "no new batch goes to it";
+  EXPECT_EQ(placement.pick(0, 4, w), 1u);
+  placement.replica(1).queued.push_back(9);
+  EXPECT_FALSE(placement.retireReplica(0)) << "the other is busy, and the draining one going";
+  placement.replica(1).queued.clear();
+  placement.replica(0).queued.clear();
+  const std::optional<ReplicaPlacement::Move> retired = placement.retireIfDrained(0);
+  ASSERT_TRUE(retired);
+  EXPECT_EQ(retired->replica, 0u);
+  EXPECT_EQ(retired->from, w);
+  EXPECT_EQ(placement.replicasOf(0), 1u);
+  EXPECT_FALSE(placement.retireIfDrained(1)) << "the other was never draining";
+  // A draining replica whose worker is lost is not placed again.
+  placement.replica(1).queued.push_back(8);
+  placement.drain(1);
+  placement.removeWorker(w);
+  placement.addWorker(1, false);
+  EXPECT_TRUE(placement.place().empty());
+}
+
 } // namespace
 } // namespace orch::runtime

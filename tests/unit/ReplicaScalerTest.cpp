@@ -1,7 +1,8 @@
 // The rules of automatic replicas without a run: the bottleneck grows into idle cores (at most
 // doubling, never past the capacity), takes a replica from a Call that leaves one idle when no
 // core is, pinned Calls never change, hysteresis keeps a replica that just changed, locality
-// asks for one replica per worker, and GPUs bound GPU Calls.
+// adds one replica per worker while cores are idle and moves one where none are, and GPUs
+// bound GPU Calls.
 #include "orch/runtime/execution/ReplicaScaler.h"
 
 #include <gtest/gtest.h>
@@ -46,8 +47,8 @@ TEST(ReplicaScalerTest, TheBottleneckGrowsIntoIdleCoresAtMostDoublingEachWindow)
   ASSERT_EQ(decided.size(), 1u);
   EXPECT_EQ(decided[0].replicas, 7u) << "3.5 idle cores hold 3 more";
   scaler.applied(0, 7, 3);
-  decided = scaler.decide(4, 1, {window(7, 1), window(0.6, 0)}, cores);
-  EXPECT_TRUE(decided.empty()) << "no core is idle and no Call leaves a replica idle";
+  decided = scaler.decide(4, 1, {window(7, 1), window(0.8, 0)}, cores);
+  EXPECT_TRUE(decided.empty()) << "0.2 cores idle, and no Call leaves a replica idle";
 }
 
 TEST(ReplicaScalerTest, NothingGrowsWithoutWaitingInputOrWithBusyCores) {
@@ -101,18 +102,37 @@ TEST(ReplicaScalerTest, HysteresisKeepsAReplicaThatJustChanged) {
   EXPECT_EQ(growing.decide(16, 1, {window(2, 1)}, {8, 0, 1}).size(), 1u);
 }
 
-TEST(ReplicaScalerTest, LocalityAsksForAReplicaOnEachWorkerAtMost) {
+TEST(ReplicaScalerTest, LocalityAddsAReplicaWhereCoresAreIdleAndMovesOneWhereNot) {
   ReplicaScaler scaler({automaticCall("render", 2), automaticCall("score")});
   CallActivity wanting = window(0.4, 0);
   wanting.locality = "30 batches found their inputs kept on worker local-1";
-  std::vector<ReplicaDecision> decided = scaler.decide(1, 1, {window(1.5, 0), wanting}, {2, 0, 2});
+  // 2 of 4 cores idle: a second replica, there.
+  std::vector<ReplicaDecision> decided = scaler.decide(1, 1, {window(1.5, 0), wanting}, {4, 0, 2});
   ASSERT_EQ(decided.size(), 1u);
   EXPECT_EQ(decided[0].call, 1u);
   EXPECT_EQ(decided[0].replicas, 2u);
+  EXPECT_FALSE(decided[0].move);
   EXPECT_EQ(decided[0].why, wanting.locality);
   scaler.applied(1, 2, 1);
-  EXPECT_TRUE(scaler.decide(5, 1, {window(1.5, 0), wanting}, {2, 0, 2}).empty())
-      << "one replica per worker is what locality may ask";
+  // One replica per worker is what locality adds; after that (and 2 s) one moves.
+  EXPECT_TRUE(scaler.decide(2, 1, {window(1.5, 0), wanting}, {4, 0, 2}).empty())
+      << "too soon after the last change";
+  decided = scaler.decide(3, 1, {window(1.5, 0), wanting}, {4, 0, 2});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_TRUE(decided[0].move);
+  EXPECT_EQ(decided[0].replicas, 2u);
+
+  // No core idle (0.1 of 2): its one replica moves to its inputs rather than crowd the cores.
+  ReplicaScaler busy({automaticCall("render"), automaticCall("score")});
+  CallActivity busyAndWanting = window(0.9, 0);
+  busyAndWanting.locality = wanting.locality;
+  decided = busy.decide(10, 1, {window(1, 0), busyAndWanting}, {2, 0, 2});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_TRUE(decided[0].move);
+  EXPECT_EQ(decided[0].replicas, 1u);
+  busy.moved(1, 10);
+  EXPECT_TRUE(busy.decide(11, 1, {window(1, 0), busyAndWanting}, {2, 0, 2}).empty())
+      << "a move waits 2 s (and 4 x the start-up) after the last change";
 }
 
 TEST(ReplicaScalerTest, GpusBoundAGpuCall) {

@@ -74,8 +74,10 @@ std::string replicasSection(const Json &metrics) {
     if (changes.empty())
       html << (automatic ? "none: one was enough, or no core was idle" : "");
     for (const Json &change : changes)
-      html << number(change["at"].get<double>(), 1) << " s: " << change["replicas"] << " ("
-           << escape(change["why"].get<std::string>()) << ")<br>";
+      html << number(change["at"].get<double>(), 1) << " s: "
+           << (field(change, "moved", false) ? std::string("a replica moved")
+                                             : std::to_string(change["replicas"].get<uint64_t>()))
+           << " (" << escape(change["why"].get<std::string>()) << ")<br>";
     html << "</td></tr>";
   }
   html << "</table><p class='note'>A Call without <code>replicas</code> starts with one and "

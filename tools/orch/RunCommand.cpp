@@ -124,8 +124,12 @@ std::optional<plan::Plan> loadPlan(const RunCommandOptions &options) {
 void printReplicaChanges(llvm::raw_ostream &out, const runtime::CallSummary &call) {
   uint32_t before = 1;
   for (const runtime::CallSummary::ReplicaChange &change : call.replicaChanges) {
-    out << "orch:     replicas " << before << " -> " << change.replicas << " at "
-        << llvm::format("%.1f", change.at) << " s: " << change.why << "\n";
+    if (change.moved)
+      out << "orch:     a replica moved at " << llvm::format("%.1f", change.at)
+          << " s: " << change.why << "\n";
+    else
+      out << "orch:     replicas " << before << " -> " << change.replicas << " at "
+          << llvm::format("%.1f", change.at) << " s: " << change.why << "\n";
     before = change.replicas;
   }
 }

@@ -211,7 +211,10 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
     const runtime::CallSummary &call = summary.calls[c];
     Json changes = Json::array();
     for (const runtime::CallSummary::ReplicaChange &change : call.replicaChanges)
-      changes.push_back({{"at", change.at}, {"replicas", change.replicas}, {"why", change.why}});
+      changes.push_back({{"at", change.at},
+                         {"replicas", change.replicas},
+                         {"why", change.why},
+                         {"moved", change.moved}});
     Json replicaList = Json::array();
     for (const auto &[place, usage] : replicas[c])
       replicaList.push_back(

@@ -268,8 +268,7 @@ public:
       std::optional<ReplicaPlacement::Move> retired = placement_->retireReplica(call);
       if (!retired)
         break;
-      if (retired->from != kNoIndex && workers_[retired->from].alive)
-        sendTo(retired->from, ReleaseMessage{retired->replica});
+      release(*retired);
     }
     if (placing())
       place();
@@ -282,6 +281,42 @@ public:
       return {};
     return std::to_string(wish->second) + " batches found their inputs kept on worker " +
            workers_[wish->first].name + ", which had no replica of it";
+  }
+
+  bool moveReplicaToInputs(uint32_t call) override {
+    // The replica that goes: one of the Call's not yet going, the least busy.
+    uint32_t leaving = kNoIndex;
+    for (uint32_t r = 0; r < placement_->replicaCount(); ++r) {
+      const ReplicaPlacement::Replica &replica = placement_->replica(r);
+      if (replica.call == call && !replica.retired && !replica.draining &&
+          replica.worker != kNoIndex &&
+          (leaving == kNoIndex ||
+           replica.queued.size() < placement_->replica(leaving).queued.size()))
+        leaving = r;
+    }
+    if (leaving == kNoIndex)
+      return false;
+    // Its successor goes where the inputs were kept (placement's affinity); the leaving one
+    // serves until the successor is ready (a model loads first), then drains.
+    const uint32_t successor = placement_->addReplica(call);
+    place();
+    if (placement_->replica(successor).worker == kNoIndex)
+      return false;
+    if (placement_->replica(successor).ready)
+      drainReplica(leaving);
+    else
+      drainOnceStarted_[successor] = leaving;
+    return true;
+  }
+
+  void drainReplica(uint32_t replica) {
+    if (std::optional<ReplicaPlacement::Move> retired = placement_->drain(replica))
+      release(*retired);
+  }
+
+  void release(const ReplicaPlacement::Move &retired) {
+    if (retired.from != kNoIndex && workers_[retired.from].alive)
+      sendTo(retired.from, ReleaseMessage{retired.replica});
   }
 
   double startupSeconds(uint32_t call) const override {
@@ -732,6 +767,9 @@ private:
       if (wasRunning && !replica.queued.empty() &&
           !KeptValueRoutes::isRecomputation(replica.queued.front()))
         started(replica.queued.front());
+      if (std::optional<ReplicaPlacement::Move> retired =
+              placement_->retireIfDrained(recipe->replica))
+        release(*retired);
     }
     if (result.report.loss != BatchLoss::None && !result.unreachable.empty())
       noteUnreachable(w, result.unreachable);
@@ -773,8 +811,14 @@ private:
       return;
     const uint32_t call = placement_->replica(started.replica).call;
     // Batches go to it now; after a failed start they fail there, as they did before.
-    if (placement_->replica(started.replica).worker == w)
+    if (placement_->replica(started.replica).worker == w) {
       placement_->replica(started.replica).ready = true;
+      // A replica moved to its inputs: the one it replaces drains now.
+      if (auto moved = drainOnceStarted_.find(started.replica); moved != drainOnceStarted_.end()) {
+        drainReplica(moved->second);
+        drainOnceStarted_.erase(moved);
+      }
+    }
     if (!started.error) {
       startedCalls_.insert(call);
       if (auto sent = initSentAt_.find(started.replica); sent != initSentAt_.end())
@@ -989,6 +1033,9 @@ private:
   /// started (a declared operator's process and model): automatic replicas' hysteresis.
   std::unordered_map<uint32_t, Clock::time_point> initSentAt_;
   std::map<uint32_t, double> startupSeconds_;
+  /// Replicas moved to their inputs that load a model first: the replica each replaces, which
+  /// drains once it started.
+  std::unordered_map<uint32_t, uint32_t> drainOnceStarted_;
   Clock::time_point startedAt_ = Clock::now();
   /// When replicas began to be placed (the far future until then, with local workers).
   Clock::time_point placingFrom_ = Clock::time_point::max();

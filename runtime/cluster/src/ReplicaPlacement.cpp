@@ -11,7 +11,7 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-      replicas_.push_back(Replica{c, kNoIndex, {}, false, true});
+      replicas_.push_back(Replica{c, kNoIndex, {}, false, true, false});
     }
 }
 
@@ -60,7 +60,7 @@ uint32_t ReplicaPlacement::liveWorkers() const {
 
 uint32_t ReplicaPlacement::addReplica(uint32_t call) {
   const uint32_t r = uint32_t(replicas_.size());
-  replicas_.push_back(Replica{call, kNoIndex, {}, false, true});
+  replicas_.push_back(Replica{call, kNoIndex, {}, false, true, false});
   replicasOfCall_[call].push_back(r);
   return r;
 }
@@ -76,16 +76,33 @@ std::optional<ReplicaPlacement::Move> ReplicaPlacement::retireReplica(uint32_t c
   };
   uint32_t chosen = kNoIndex;
   for (uint32_t r : ofCall)
-    if (replicas_[r].queued.empty() && (chosen == kNoIndex || load(r) > load(chosen)))
+    if (replicas_[r].queued.empty() && !replicas_[r].draining &&
+        (chosen == kNoIndex || load(r) > load(chosen)))
       chosen = r;
   if (chosen == kNoIndex)
     return std::nullopt;
-  const uint32_t from = replicas_[chosen].worker;
-  std::erase(ofCall, chosen);
+  return retire(chosen);
+}
+
+ReplicaPlacement::Move ReplicaPlacement::retire(uint32_t replica) {
+  const uint32_t from = replicas_[replica].worker;
+  std::erase(replicasOfCall_[replicas_[replica].call], replica);
   if (from != kNoIndex)
-    unassign(chosen);
-  replicas_[chosen].retired = true;
-  return Move{chosen, kNoIndex, from};
+    unassign(replica);
+  replicas_[replica].retired = true;
+  replicas_[replica].draining = false;
+  return Move{replica, kNoIndex, from};
+}
+
+std::optional<ReplicaPlacement::Move> ReplicaPlacement::drain(uint32_t replica) {
+  replicas_[replica].draining = true;
+  return retireIfDrained(replica);
+}
+
+std::optional<ReplicaPlacement::Move> ReplicaPlacement::retireIfDrained(uint32_t replica) {
+  if (!replicas_[replica].draining || !replicas_[replica].queued.empty())
+    return std::nullopt;
+  return retire(replica);
 }
 
 void ReplicaPlacement::noteBatchSent(uint32_t call, uint32_t inputsOn, uint32_t worker) {
@@ -137,6 +154,9 @@ void ReplicaPlacement::removeWorker(uint32_t w) {
   for (uint32_t r : worker.replicas) {
     replicas_[r].worker = kNoIndex;
     replicas_[r].queued.clear();
+    // One being moved away is not placed again.
+    if (replicas_[r].draining)
+      retire(r);
   }
   worker.replicas.clear();
   worker.memoryPromised = 0;
@@ -228,7 +248,7 @@ uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferre
   uint32_t best = kNoIndex;
   bool bestPreferred = false;
   for (uint32_t r : replicasOfCall_[call]) {
-    if (replicas_[r].worker == kNoIndex || !replicas_[r].ready ||
+    if (replicas_[r].worker == kNoIndex || !replicas_[r].ready || replicas_[r].draining ||
         replicas_[r].queued.size() >= depth)
       continue;
     const bool preferred = replicas_[r].worker == preferredWorker;

@@ -79,6 +79,14 @@ void AutomaticReplicas::decide(const LineageEngine &engine, BatchExecutor &execu
       scaler.decide(now, now - windowStart_, window_, executor.replicaCapacity());
   for (size_t d = 0; d < decisions.size(); ++d) {
     const ReplicaDecision &decision = decisions[d];
+    if (decision.move) {
+      if (executor.moveReplicaToInputs(decision.call)) {
+        scaler.moved(decision.call, now);
+        summary_[decision.call].replicaChanges.push_back(CallSummary::ReplicaChange{
+            now, scaler.call(decision.call).replicas, decision.why, true});
+      }
+      continue;
+    }
     const uint32_t before = scaler.call(decision.call).replicas;
     const std::optional<uint32_t> running = executor.setReplicas(decision.call, decision.replicas);
     if (!running) {
@@ -89,7 +97,7 @@ void AutomaticReplicas::decide(const LineageEngine &engine, BatchExecutor &execu
     scaler.applied(decision.call, *running, now);
     if (*running != before) {
       CallSummary &call = summary_[decision.call];
-      call.replicaChanges.push_back(CallSummary::ReplicaChange{now, *running, decision.why});
+      call.replicaChanges.push_back(CallSummary::ReplicaChange{now, *running, decision.why, false});
       call.replicas = std::max<int64_t>(call.replicas, *running);
     } else if (decision.replicas < before) {
       // A shrink refused (no idle replica right now) cancels the growth it was for.

@@ -11,6 +11,12 @@ namespace {
 constexpr double kWaitingShare = 0.5;
 constexpr double kBusyShare = 0.75;
 constexpr double kGiveAwayAfterSeconds = 5;
+constexpr double kMoveAfterSeconds = 2;
+/// The bottleneck grows when this share of its `cpus` is idle: a saturated Call given more
+/// concurrency takes the idle part of a core, and the operating system shares the rest.
+constexpr double kIdleToGrow = 0.25;
+/// A replica for locality alone needs half a core idle: it must not crowd the bottleneck.
+constexpr double kIdleForLocality = 0.5;
 
 std::string percent(double share) { return std::to_string(int(std::lround(100 * share))) + " %"; }
 
@@ -45,6 +51,11 @@ bool ReplicaScaler::settledAfterGrowth(uint32_t c, double now) const {
 bool ReplicaScaler::mayGiveAway(uint32_t c, double now) const {
   return now - state_[c].lastChange >=
          std::max(kGiveAwayAfterSeconds, 10 * calls_[c].startupSeconds) - 1e-9;
+}
+
+bool ReplicaScaler::mayMove(uint32_t c, double now) const {
+  return now - state_[c].lastChange >=
+         std::max(kMoveAfterSeconds, 4 * calls_[c].startupSeconds) - 1e-9;
 }
 
 std::optional<uint32_t> ReplicaScaler::donor(uint32_t bottleneck, double now, double windowSeconds,
@@ -94,7 +105,7 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
                       replicasText(call.replicas) + ", input waiting " +
                       percent(activity[c].waitingSeconds / windowSeconds) + " of the time (" +
                       std::to_string(activity[c].readyGrains) + " grains ready)";
-    if (idleCpus >= 0.5 * call.cpus) {
+    if (idleCpus >= kIdleToGrow * call.cpus) {
       // As many as the idle cores hold, at most twice as many as it has (the new ones must
       // prove busy before it grows again), within what the capacity allows one Call.
       const uint32_t more = std::max<uint32_t>(
@@ -119,10 +130,16 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
   }
   for (uint32_t c = 0; c < calls_.size(); ++c) {
     const ReplicaScalerCall &call = calls_[c];
-    if (call.automatic && !activity[c].locality.empty() &&
+    if (!call.automatic || activity[c].locality.empty())
+      continue;
+    if (idleCpus >= kIdleForLocality * call.cpus &&
         call.replicas < std::min(capacity.workers, mostReplicas(c, capacity)) &&
         settledAfterGrowth(c, now)) {
-      decisions.push_back(ReplicaDecision{c, call.replicas + 1, activity[c].locality});
+      decisions.push_back(ReplicaDecision{c, call.replicas + 1, activity[c].locality, false});
+      return decisions;
+    }
+    if (mayMove(c, now)) {
+      decisions.push_back(ReplicaDecision{c, call.replicas, activity[c].locality, true});
       return decisions;
     }
   }

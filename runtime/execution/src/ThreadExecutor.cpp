@@ -283,7 +283,7 @@ public:
         if (planCall.gpu && planCall.options.gpus > 0 && !gpuDevices_.empty())
           pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(planCall.options.gpus));
         if (factories_->startsEagerly(call))
-          starters_.emplace_back(startInBackground, state_, call, instance, &stopStarting_);
+          startInBackground(call, instance);
         else
           pool.idle.push_back(instance);
         ++pool.live;
@@ -380,28 +380,32 @@ private:
         instance.reset();
   }
 
-  /// Makes a declared operator's instance and waits until its process started, off the run
-  /// loop's thread; the instance goes to startedInstances (or the failure to failedStarts).
-  static void startInBackground(std::shared_ptr<PoolState> state, uint32_t call, uint32_t instance,
-                                const std::atomic<bool> *stop) {
-    Replicas *replicas;
-    const OperatorConfig *config;
-    {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      replicas = &state->replicas[call];
-      config = replicas->instanceConfigs[instance].get();
-    }
+  /// Makes a declared operator's instance here (its process is spawned by this long-lived
+  /// thread: a child dies with the thread that made it) and waits until it started on a thread
+  /// of its own; the instance goes to startedInstances, or the failure to failedStarts. Called
+  /// with the pool's mutex held.
+  void startInBackground(uint32_t call, uint32_t instance) {
+    Replicas &replicas = state_->replicas[call];
+    std::unique_ptr<Operator> made;
     try {
-      std::unique_ptr<Operator> made = (*replicas->factory)(*config);
-      made->awaitStarted(stop);
-      std::lock_guard<std::mutex> lock(state->mutex);
-      replicas->instances[instance] = std::move(made);
-      state->startedInstances.emplace_back(call, instance);
+      made = (*replicas.factory)(*replicas.instanceConfigs[instance]);
     } catch (const std::exception &error) {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      state->failedStarts.push_back(PoolState::FailedStart{call, error.what()});
+      state_->failedStarts.push_back(PoolState::FailedStart{call, error.what()});
+      return;
     }
-    state->eventReady.notify_one();
+    starters_.emplace_back(
+        [state = state_, call, instance, made = std::move(made), stop = &stopStarting_]() mutable {
+          try {
+            made->awaitStarted(stop);
+            std::lock_guard<std::mutex> lock(state->mutex);
+            state->replicas[call].instances[instance] = std::move(made);
+            state->startedInstances.emplace_back(call, instance);
+          } catch (const std::exception &error) {
+            std::lock_guard<std::mutex> lock(state->mutex);
+            state->failedStarts.push_back(PoolState::FailedStart{call, error.what()});
+          }
+          state->eventReady.notify_one();
+        });
   }
 
   /// Instances started in the background take batches from now on; one that could not start is

@@ -33,6 +33,9 @@ public:
     /// Takes batches: false while its operator's process starts on a new worker (a declared
     /// operator's model loads), so that no batch's time limit counts the start.
     bool ready = true;
+    /// Being moved away (automatic replicas): no new batch goes to it; it is retired once its
+    /// queue is empty.
+    bool draining = false;
   };
   /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT), and no longer
   /// on `from` (which is told to release it), if it lived anywhere.
@@ -66,6 +69,11 @@ public:
   /// Takes away an idle replica of `call` (none queued), from the busiest worker; the worker it
   /// leaves (to release it), or nullopt when every replica is busy or it is the last one.
   std::optional<Move> retireReplica(uint32_t call);
+  /// Takes `replica` out of service: no new batch goes to it, and once its queue is empty it is
+  /// retired; the Move to release it when that is now.
+  std::optional<Move> drain(uint32_t replica);
+  /// A draining replica whose queue emptied is retired now: the Move to release it.
+  std::optional<Move> retireIfDrained(uint32_t replica);
   /// Replicas of `call` not taken away.
   uint32_t replicasOf(uint32_t call) const { return uint32_t(replicasOfCall_[call].size()); }
   /// A batch of `call` went to `worker`; its inputs were kept mostly on `inputsOn` (kNoIndex:
@@ -111,6 +119,7 @@ private:
   /// `worker` has a GPU's worth left for `replica` (a GPU Call).
   bool hasGpuRoomFor(uint32_t worker, uint32_t replica) const;
   void unassign(uint32_t replica);
+  Move retire(uint32_t replica);
   uint64_t memoryHint(uint32_t replica) const;
   /// `worker` has room for `replica`'s memory hint.
   bool hasRoomFor(uint32_t worker, uint32_t replica) const;

@@ -96,6 +96,12 @@ public:
     (void)call;
     return {};
   }
+  /// Moves a replica of `call` to the worker its inputs were kept on (the last localityWanted):
+  /// the new one is placed there and the old one drains once it is ready. False if it cannot.
+  virtual bool moveReplicaToInputs(uint32_t call) {
+    (void)call;
+    return false;
+  }
   /// Seconds an instance of `call` took to start (its process and model), when known.
   virtual double startupSeconds(uint32_t call) const {
     (void)call;

@@ -5,15 +5,18 @@
 // average (its busy replicas) and how long ready input waited for a free replica. Then:
 //  - the bottleneck is the automatic Call whose input waited longest, at least half the
 //    window, while its replicas were busy (three quarters of the time or more);
-//  - it grows when a core is idle (the capacity, less every Call's busy replicas, is at least
-//    half its `cpus`): by as many replicas as the idle cores hold (at least one), at most doubling,
-//    up to the capacity's cores (and GPUs) per replica;
+//  - it grows when cores are idle (the capacity, less every Call's busy replicas, is at least a
+//    quarter of its `cpus`): by as many replicas as the idle cores hold (at least one), at most
+//    doubling, up to the capacity's cores (and GPUs) per replica;
 //  - otherwise it takes one from another automatic Call that left a whole replica idle;
 //  - a Call that asked the executor for locality (its inputs are kept on a worker without a
-//    replica of it) gets one there, up to one per worker;
+//    replica of it) gets one there while half a core is idle, up to one per worker; without
+//    idle cores one of its replicas moves there instead (the new one takes over once started);
 //  - hysteresis: a Call grows again only once its last new replica had time to start (a window,
-//    and twice its start-up time), and gives one away only when its last change is older than
-//    five seconds and ten times its start-up time (a model load is not paid back and forth).
+//    and twice its start-up time), moves one only when its last change is older than two
+//    seconds and four times its start-up time, and gives one away only when its last change is
+//    older than five seconds and ten times its start-up time (a model load is not paid back and
+//    forth).
 // `replicas: N` pins a Call: it is never changed.
 #pragma once
 
@@ -58,6 +61,8 @@ struct ReplicaDecision {
   uint32_t call = 0;
   uint32_t replicas = 0;
   std::string why;
+  /// Not a new count: one replica moves to where the Call's inputs are kept.
+  bool move = false;
 };
 
 class ReplicaScaler {
@@ -75,6 +80,8 @@ public:
                                       const ReplicaCapacity &capacity);
   /// The executor now runs `replicas` of `call` (what it did with a decision).
   void applied(uint32_t call, uint32_t replicas, double now);
+  /// The executor moved a replica of `call` (a move decision).
+  void moved(uint32_t call, double now) { state_[call].lastChange = now; }
   void setStartupSeconds(uint32_t call, double seconds) { calls_[call].startupSeconds = seconds; }
 
   const ReplicaScalerCall &call(uint32_t c) const { return calls_[c]; }
@@ -86,6 +93,7 @@ private:
   uint32_t mostReplicas(uint32_t c, const ReplicaCapacity &capacity) const;
   bool settledAfterGrowth(uint32_t c, double now) const;
   bool mayGiveAway(uint32_t c, double now) const;
+  bool mayMove(uint32_t c, double now) const;
   std::optional<uint32_t> donor(uint32_t bottleneck, double now, double windowSeconds,
                                 const std::vector<CallActivity> &activity) const;
   std::vector<ReplicaScalerCall> calls_;

@@ -93,11 +93,13 @@ struct CallSummary {
   int64_t replicas = 1;
   /// No `replicas` written: the runtime decided (docs/runtime.md, "Replicas").
   bool automaticReplicas = false;
-  /// Replicas over time: seconds into the run, the count from then on, and why.
+  /// Replicas over time: seconds into the run, the count from then on, and why; `moved`: the
+  /// count stayed and one replica moved to where the Call's inputs are kept.
   struct ReplicaChange {
     double at = 0;
     uint32_t replicas = 0;
     std::string why;
+    bool moved = false;
   };
   std::vector<ReplicaChange> replicaChanges;
   /// Replicas × seconds they existed (the busy share's denominator).
