@@ -74,15 +74,15 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: fast(slow(rows
     expectEveryRowWritten();
   }
 
-  /// A Python model that takes 3.5 s to load and 50 ms a row, with a 1 s timeout: a batch that
-  /// waited for a new replica's load would time out (the run loop's backstop for a declared
-  /// operator's batch is its timeout and 2 s).
+  /// A Python model that takes 3 s to load and 50 ms a row (7.5 s of work: a second replica
+  /// pays), with a 500 ms timeout: a batch that waited for a new replica's load would time out
+  /// (the run loop's backstop for a declared operator's batch is its timeout and 2 s).
   plan::Plan slowModelPlan() {
     writeFile("model.py", R"(
 import time
 class SlowToLoad:
     def __init__(self):
-        time.sleep(3.5)
+        time.sleep(3)
     def __call__(self, values):
         time.sleep(0.05 * len(values))
         return values
@@ -91,7 +91,7 @@ class SlowToLoad:
 pipeline model;
 operator slow.model(value: Json) -> Json = python("model.py", class: "SlowToLoad");
 source rows = jsonl("$DIR/rows.jsonl") as Doc;
-call model = slow.model() { batch: 1, timeout: 1s };
+call model = slow.model() { batch: 1, timeout: 500ms };
 sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: model(rows.id) });
 )",
                    path("model.orch"));

@@ -179,10 +179,11 @@ TEST(ReplicaPlacementTest, AnAddedReplicaGoesWhereItsCallsInputsWereKept) {
   for (int b = 0; b < 5; ++b)
     placement.noteBatchSent(1, producer, consumer);
   placement.noteBatchSent(1, kNoIndex, consumer);
-  const std::optional<std::pair<uint32_t, uint64_t>> wish = placement.takeLocalityWish(1);
+  const std::optional<ReplicaPlacement::LocalityWish> wish = placement.takeLocalityWish(1);
   ASSERT_TRUE(wish);
-  EXPECT_EQ(wish->first, producer);
-  EXPECT_EQ(wish->second, 5u);
+  EXPECT_EQ(wish->worker, producer);
+  EXPECT_EQ(wish->batches, 5u);
+  EXPECT_TRUE(wish->dominant) << "no batch found its inputs where it ran";
   EXPECT_FALSE(placement.takeLocalityWish(1)) << "the counts restart at each ask";
   // Although the producer's worker is as loaded as the other, the new replica goes there.
   const uint32_t added = placement.addReplica(1);
@@ -195,6 +196,17 @@ TEST(ReplicaPlacementTest, AnAddedReplicaGoesWhereItsCallsInputsWereKept) {
   placement.noteBatchSent(1, producer, producer);
   placement.noteBatchSent(1, producer, consumer);
   EXPECT_FALSE(placement.takeLocalityWish(1));
+  // Inputs spread over two workers: a third worker's share is not dominant.
+  const uint32_t third = placement.addWorker(1, false);
+  for (int b = 0; b < 4; ++b) {
+    placement.noteBatchSent(1, third, consumer);
+    placement.noteBatchSent(1, consumer, consumer);
+    placement.noteBatchSent(1, producer, producer);
+  }
+  const std::optional<ReplicaPlacement::LocalityWish> spread = placement.takeLocalityWish(1);
+  ASSERT_TRUE(spread);
+  EXPECT_EQ(spread->worker, third);
+  EXPECT_FALSE(spread->dominant) << "4 batches elsewhere, 8 where their inputs were";
 }
 
 TEST(ReplicaPlacementTest, AnAddedReplicaOfACallGoesWhereThatCallHasNone) {
@@ -268,6 +280,36 @@ TEST(ReplicaPlacementTest, ADrainingReplicaTakesNoNewBatchAndIsRetiredOnceItsQue
   placement.removeWorker(w);
   placement.addWorker(1, false);
   EXPECT_TRUE(placement.place().empty());
+}
+
+TEST(ReplicaPlacementTest, AConsumerStartsBesideTheCallThatFeedsIt) {
+  // Call 0 writes to a sink; call 1 (render) feeds call 2 (a model) and only it.
+  plan::Plan plan = planWith({{0, false}, {0, false}, {0, false}});
+  auto invoke = [&](uint32_t call, std::vector<uint32_t> inputs) {
+    plan::PlanNode node;
+    node.kind = plan::NodeKind::Invoke;
+    node.index = call;
+    node.inputs = std::move(inputs);
+    plan.nodes.push_back(node);
+    return uint32_t(plan.nodes.size() - 1);
+  };
+  plan::PlanNode source;
+  source.kind = plan::NodeKind::Source;
+  plan.nodes.push_back(source);
+  const uint32_t pages = invoke(0, {0});
+  const uint32_t render = invoke(1, {0});
+  const uint32_t model = invoke(2, {render});
+  plan.nodes[pages].sinks = {0};
+  plan.nodes[render].consumers = {model};
+  plan.nodes[model].sinks = {0};
+  ReplicaPlacement placement(plan);
+  placement.addWorker(1, false);
+  placement.addWorker(1, false);
+  placement.place();
+  // pages on the first worker, render on the second (fewer replicas), and the model beside
+  // render rather than on the first worker (as loaded), so its inputs need not cross.
+  EXPECT_EQ(placement.replica(2).worker, placement.replica(1).worker);
+  EXPECT_NE(placement.replica(1).worker, placement.replica(0).worker);
 }
 
 } // namespace

@@ -24,6 +24,9 @@ CallActivity window(double busy, double waiting, uint64_t ready = 10) {
   activity.runningSeconds = busy;
   activity.waitingSeconds = waiting;
   activity.readyGrains = ready;
+  // Minutes of work left: a start-up time never stands in the way unless a test says so.
+  activity.grainsDone = 10;
+  activity.pendingGrains = 10000;
   return activity;
 }
 
@@ -105,14 +108,14 @@ TEST(ReplicaScalerTest, HysteresisKeepsAReplicaThatJustChanged) {
 TEST(ReplicaScalerTest, LocalityAddsAReplicaWhereCoresAreIdleAndMovesOneWhereNot) {
   ReplicaScaler scaler({automaticCall("render", 2), automaticCall("score")});
   CallActivity wanting = window(0.4, 0);
-  wanting.locality = "30 batches found their inputs kept on worker local-1";
+  wanting.locality = LocalityWanted{"30 batches found their inputs kept on worker local-1", true};
   // 2 of 4 cores idle: a second replica, there.
   std::vector<ReplicaDecision> decided = scaler.decide(1, 1, {window(1.5, 0), wanting}, {4, 0, 2});
   ASSERT_EQ(decided.size(), 1u);
   EXPECT_EQ(decided[0].call, 1u);
   EXPECT_EQ(decided[0].replicas, 2u);
   EXPECT_FALSE(decided[0].move);
-  EXPECT_EQ(decided[0].why, wanting.locality);
+  EXPECT_EQ(decided[0].why, wanting.locality->why);
   scaler.applied(1, 2, 1);
   // One replica per worker is what locality adds; after that (and 2 s) one moves.
   EXPECT_TRUE(scaler.decide(2, 1, {window(1.5, 0), wanting}, {4, 0, 2}).empty())
@@ -133,6 +136,23 @@ TEST(ReplicaScalerTest, LocalityAddsAReplicaWhereCoresAreIdleAndMovesOneWhereNot
   busy.moved(1, 10);
   EXPECT_TRUE(busy.decide(11, 1, {window(1, 0), busyAndWanting}, {2, 0, 2}).empty())
       << "a move waits 2 s (and 4 x the start-up) after the last change";
+  busyAndWanting.locality->dominant = false;
+  EXPECT_TRUE(busy.decide(20, 1, {window(1, 0), busyAndWanting}, {2, 0, 2}).empty())
+      << "most inputs were where it ran: a move would not help";
+}
+
+TEST(ReplicaScalerTest, AModelGrowsOnlyWhileItsBacklogOutlastsItsStart) {
+  ReplicaScalerCall model = automaticCall("model");
+  model.startupSeconds = 2;
+  ReplicaScaler scaler({model});
+  // 20 grains done in the window at 50 ms each: 30 pending take 1.5 s < 2 x 2 s.
+  CallActivity ending = window(1, 1, 30);
+  ending.grainsDone = 20;
+  ending.pendingGrains = 30;
+  EXPECT_TRUE(scaler.decide(10, 1, {ending}, {4, 0, 1}).empty()) << "done before it loads";
+  CallActivity lasting = ending;
+  lasting.pendingGrains = 100; // 5 s of work
+  EXPECT_EQ(scaler.decide(11, 1, {lasting}, {4, 0, 1}).size(), 1u);
 }
 
 TEST(ReplicaScalerTest, GpusBoundAGpuCall) {

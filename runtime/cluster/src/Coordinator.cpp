@@ -275,12 +275,14 @@ public:
     return placement_->replicasOf(call);
   }
 
-  std::string localityWanted(uint32_t call) override {
-    std::optional<std::pair<uint32_t, uint64_t>> wish = placement_->takeLocalityWish(call);
+  std::optional<LocalityWanted> localityWanted(uint32_t call) override {
+    std::optional<ReplicaPlacement::LocalityWish> wish = placement_->takeLocalityWish(call);
     if (!wish)
-      return {};
-    return std::to_string(wish->second) + " batches found their inputs kept on worker " +
-           workers_[wish->first].name + ", which had no replica of it";
+      return std::nullopt;
+    return LocalityWanted{std::to_string(wish->batches) +
+                              " batches found their inputs kept on worker " +
+                              workers_[wish->worker].name + ", which had no replica of it",
+                          wish->dominant};
   }
 
   bool moveReplicaToInputs(uint32_t call) override {

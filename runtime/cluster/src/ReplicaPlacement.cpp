@@ -6,8 +6,25 @@
 namespace orch::runtime {
 
 ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
-    : plan_(plan), replicasOfCall_(plan.calls.size()), inputsOn_(plan.calls.size()),
-      sinceAsked_(plan.calls.size()) {
+    : plan_(plan), replicasOfCall_(plan.calls.size()), feeders_(plan.calls.size()),
+      inputsOn_(plan.calls.size()), sinceAsked_(plan.calls.size()) {
+  for (const plan::PlanNode &node : plan.nodes) {
+    if (node.kind != plan::NodeKind::Invoke || node.index >= plan.calls.size())
+      continue;
+    for (uint32_t input : node.inputs) {
+      const plan::PlanNode &feeder = plan.nodes[input];
+      if (feeder.kind != plan::NodeKind::Invoke || feeder.index >= plan.calls.size() ||
+          !feeder.sinks.empty())
+        continue;
+      bool onlyCalls = true;
+      for (uint32_t consumer : feeder.consumers)
+        onlyCalls = onlyCalls && plan.nodes[consumer].kind == plan::NodeKind::Invoke;
+      std::vector<uint32_t> &feeders = feeders_[node.index];
+      if (onlyCalls && feeder.index != node.index &&
+          std::find(feeders.begin(), feeders.end(), feeder.index) == feeders.end())
+        feeders.push_back(feeder.index);
+    }
+  }
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
@@ -107,20 +124,22 @@ std::optional<ReplicaPlacement::Move> ReplicaPlacement::retireIfDrained(uint32_t
 
 void ReplicaPlacement::noteBatchSent(uint32_t call, uint32_t inputsOn, uint32_t worker) {
   ++sinceAsked_[call].batches;
+  if (inputsOn != kNoIndex && inputsOn == worker)
+    ++sinceAsked_[call].local;
   if (inputsOn == kNoIndex || inputsOn == worker || hosts(inputsOn, call))
     return;
   ++inputsOn_[call][inputsOn];
   ++sinceAsked_[call].elsewhere[inputsOn];
 }
 
-std::optional<std::pair<uint32_t, uint64_t>> ReplicaPlacement::takeLocalityWish(uint32_t call) {
+std::optional<ReplicaPlacement::LocalityWish> ReplicaPlacement::takeLocalityWish(uint32_t call) {
   SinceAsked asked = std::move(sinceAsked_[call]);
   sinceAsked_[call] = SinceAsked{};
-  std::optional<std::pair<uint32_t, uint64_t>> wish;
+  std::optional<LocalityWish> wish;
   for (const auto &[worker, batches] : asked.elsewhere)
     if (workers_[worker].alive && !hosts(worker, call) && batches >= 4 &&
-        5 * batches >= asked.batches && (!wish || batches > wish->second))
-      wish = std::make_pair(worker, batches);
+        5 * batches >= asked.batches && (!wish || batches > wish->batches))
+      wish = LocalityWish{worker, batches, batches >= 2 * asked.local};
   return wish;
 }
 
@@ -184,6 +203,18 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
                                   [&](uint32_t other) { return replicas_[other].call == c; })) /
              workers_[w].cpus;
     };
+    // Half a replica's worth towards a worker where a feeding Call has more replicas than
+    // this one: the results it reads would be made there.
+    auto fedThere = [&](uint32_t w) {
+      for (uint32_t feeder : feeders_[c]) {
+        int64_t balance = 0;
+        for (uint32_t other : workers_[w].replicas)
+          balance += replicas_[other].call == feeder ? 1 : replicas_[other].call == c ? -1 : 0;
+        if (balance > 0)
+          return 0.5 / workers_[w].cpus;
+      }
+      return 0.0;
+    };
     auto better = [&](uint32_t a, uint32_t b) {
       const bool gpuRoomA = wantsGpu && hasGpuRoomFor(a, r);
       const bool gpuRoomB = wantsGpu && hasGpuRoomFor(b, r);
@@ -198,7 +229,7 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingFor
         return roomA;
       if (inputsThere(a) != inputsThere(b))
         return inputsThere(a) > inputsThere(b);
-      return load(a) + sameCall(a) < load(b) + sameCall(b);
+      return load(a) + sameCall(a) - fedThere(a) < load(b) + sameCall(b) - fedThere(b);
     };
     uint32_t best = kNoIndex;
     for (uint32_t w = 0; w < workers_.size(); ++w) {

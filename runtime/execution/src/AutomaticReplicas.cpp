@@ -6,7 +6,8 @@
 namespace orch::runtime {
 
 AutomaticReplicas::AutomaticReplicas(const plan::Plan &plan, std::vector<CallSummary> &calls)
-    : summary_(calls), waiting_(plan.calls.size(), false), window_(plan.calls.size()) {
+    : summary_(calls), waiting_(plan.calls.size(), false), window_(plan.calls.size()),
+      sealedAtWindowStart_(plan.calls.size(), 0) {
   std::vector<ReplicaScalerCall> scaled;
   bool anyAutomatic = false;
   for (uint32_t c = 0; c < plan.calls.size(); ++c) {
@@ -72,8 +73,13 @@ void AutomaticReplicas::decide(const LineageEngine &engine, BatchExecutor &execu
     if (batch.startedAt >= 0)
       window_[batch.call].runningSeconds += now - std::max(batch.startedAt, windowStart_);
   for (uint32_t c = 0; c < summary_.size(); ++c) {
-    window_[c].readyGrains = engine.callLoad(c).ready;
-    window_[c].locality = scaler.call(c).automatic ? executor.localityWanted(c) : std::string();
+    const CallLoad &load = engine.callLoad(c);
+    window_[c].readyGrains = load.ready;
+    window_[c].pendingGrains = load.waiting + load.ready + load.inFlight;
+    window_[c].grainsDone = load.sealed - sealedAtWindowStart_[c];
+    sealedAtWindowStart_[c] = load.sealed;
+    window_[c].locality =
+        scaler.call(c).automatic ? executor.localityWanted(c) : std::optional<LocalityWanted>();
   }
   const std::vector<ReplicaDecision> decisions =
       scaler.decide(now, now - windowStart_, window_, executor.replicaCapacity());

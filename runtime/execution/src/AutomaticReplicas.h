@@ -43,6 +43,8 @@ private:
   std::unordered_map<uint64_t, Batch> batches_;
   std::vector<bool> waiting_;
   std::vector<CallActivity> window_;
+  /// Each Call's sealed grains when the window began.
+  std::vector<uint64_t> sealedAtWindowStart_;
   /// Seconds into the run at the last sample (none yet: negative).
   double last_ = -1;
   double windowStart_ = 0;

@@ -53,6 +53,19 @@ bool ReplicaScaler::mayGiveAway(uint32_t c, double now) const {
          std::max(kGiveAwayAfterSeconds, 10 * calls_[c].startupSeconds) - 1e-9;
 }
 
+bool ReplicaScaler::worthStarting(uint32_t c, double windowSeconds,
+                                  const CallActivity &activity) const {
+  const ReplicaScalerCall &call = calls_[c];
+  if (call.startupSeconds <= 0)
+    return true;
+  if (activity.grainsDone == 0)
+    return false;
+  // Seconds of work per grain at the speed of the window, shared by its replicas.
+  const double perGrain = activity.runningSeconds / double(activity.grainsDone);
+  (void)windowSeconds;
+  return double(activity.pendingGrains) * perGrain / call.replicas >= 2 * call.startupSeconds;
+}
+
 bool ReplicaScaler::mayMove(uint32_t c, double now) const {
   return now - state_[c].lastChange >=
          std::max(kMoveAfterSeconds, 4 * calls_[c].startupSeconds) - 1e-9;
@@ -92,7 +105,8 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
     const double waiting = activity[c].waitingSeconds / windowSeconds;
     const double busy = activity[c].runningSeconds / windowSeconds;
     if (!call.automatic || waiting < kWaitingShare || busy < kBusyShare * call.replicas ||
-        call.replicas >= mostReplicas(c, capacity) || !settledAfterGrowth(c, now))
+        call.replicas >= mostReplicas(c, capacity) || !settledAfterGrowth(c, now) ||
+        !worthStarting(c, windowSeconds, activity[c]))
       continue;
     if (!bottleneck || waiting > activity[*bottleneck].waitingSeconds / windowSeconds)
       bottleneck = c;
@@ -130,16 +144,17 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
   }
   for (uint32_t c = 0; c < calls_.size(); ++c) {
     const ReplicaScalerCall &call = calls_[c];
-    if (!call.automatic || activity[c].locality.empty())
+    if (!call.automatic || !activity[c].locality || !worthStarting(c, windowSeconds, activity[c]))
       continue;
+    const LocalityWanted &wanted = *activity[c].locality;
     if (idleCpus >= kIdleForLocality * call.cpus &&
         call.replicas < std::min(capacity.workers, mostReplicas(c, capacity)) &&
         settledAfterGrowth(c, now)) {
-      decisions.push_back(ReplicaDecision{c, call.replicas + 1, activity[c].locality, false});
+      decisions.push_back(ReplicaDecision{c, call.replicas + 1, wanted.why, false});
       return decisions;
     }
-    if (mayMove(c, now)) {
-      decisions.push_back(ReplicaDecision{c, call.replicas, activity[c].locality, true});
+    if (wanted.dominant && mayMove(c, now)) {
+      decisions.push_back(ReplicaDecision{c, call.replicas, wanted.why, true});
       return decisions;
     }
   }

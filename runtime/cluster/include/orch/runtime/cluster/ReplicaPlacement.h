@@ -81,8 +81,15 @@ public:
   /// a new replica of it goes there first.
   void noteBatchSent(uint32_t call, uint32_t inputsOn, uint32_t worker);
   /// Where `call`'s inputs were kept, without a replica of it, for at least a fifth of its
-  /// batches (and 4) since the last ask: that worker and those batches. The counts restart.
-  std::optional<std::pair<uint32_t, uint64_t>> takeLocalityWish(uint32_t call);
+  /// batches (and 4) since the last ask: that worker, those batches, and whether they were at
+  /// least twice those whose inputs were kept where they ran (then moving a replica there helps;
+  /// else the inputs are spread and only another replica would). The counts restart.
+  struct LocalityWish {
+    uint32_t worker;
+    uint64_t batches;
+    bool dominant;
+  };
+  std::optional<LocalityWish> takeLocalityWish(uint32_t call);
   /// Whether a replica of `call` lives on `worker`.
   bool hosts(uint32_t worker, uint32_t call) const;
   /// Live workers, their CPUs and GPUs, summed.
@@ -128,11 +135,17 @@ private:
   std::vector<Replica> replicas_;
   std::vector<std::vector<uint32_t>> replicasOfCall_;
   std::vector<Worker> workers_;
+  /// Per Call: the Calls whose results it reads directly, and that only Calls read (their
+  /// values may stay on the worker that made them): a replica prefers a worker that hosts one
+  /// of theirs without one of its own, so that a render -> model chain starts side by side.
+  std::vector<std::vector<uint32_t>> feeders_;
   /// Per Call: per worker without a replica of it, batches that found their inputs kept there
   /// (until one is placed there); and batches sent, and those, since the last locality ask.
   std::vector<std::map<uint32_t, uint64_t>> inputsOn_;
   struct SinceAsked {
     uint64_t batches = 0;
+    /// Batches that ran where their inputs were kept.
+    uint64_t local = 0;
     std::map<uint32_t, uint64_t> elsewhere;
   };
   std::vector<SinceAsked> sinceAsked_;

@@ -90,11 +90,11 @@ public:
     (void)count;
     return std::nullopt;
   }
-  /// Why `call` should have a replica where its inputs are kept ("" if not): the batches that
-  /// fetched their inputs from another worker since the last ask.
-  virtual std::string localityWanted(uint32_t call) {
+  /// Why `call` should have a replica where its inputs are kept: the batches that fetched
+  /// their inputs from another worker since the last ask (nullopt: none to speak of).
+  virtual std::optional<LocalityWanted> localityWanted(uint32_t call) {
     (void)call;
-    return {};
+    return std::nullopt;
   }
   /// Moves a replica of `call` to the worker its inputs were kept on (the last localityWanted):
   /// the new one is placed there and the old one drains once it is ready. False if it cannot.

@@ -11,7 +11,10 @@
 //  - otherwise it takes one from another automatic Call that left a whole replica idle;
 //  - a Call that asked the executor for locality (its inputs are kept on a worker without a
 //    replica of it) gets one there while half a core is idle, up to one per worker; without
-//    idle cores one of its replicas moves there instead (the new one takes over once started);
+//    idle cores, where most of its inputs were kept there, one of its replicas moves there
+//    instead (the new one takes over once started);
+//  - a Call with a start-up time (a model load) grows or moves only while its backlog (its
+//    pending grains at its speed in the window) takes at least twice that time;
 //  - hysteresis: a Call grows again only once its last new replica had time to start (a window,
 //    and twice its start-up time), moves one only when its last change is older than two
 //    seconds and four times its start-up time, and gives one away only when its last change is
@@ -35,6 +38,13 @@ struct ReplicaCapacity {
   uint32_t workers = 1;
 };
 
+/// Why a Call should have a replica where its inputs are kept, and whether those were most of
+/// its inputs (then moving one of its replicas there helps; else only another replica would).
+struct LocalityWanted {
+  std::string why;
+  bool dominant = false;
+};
+
 /// One Call over one window.
 struct CallActivity {
   /// Seconds of its batches running, summed (2 replicas busy for the whole window: 2 windows).
@@ -43,8 +53,12 @@ struct CallActivity {
   double waitingSeconds = 0;
   /// Grains ready now.
   uint64_t readyGrains = 0;
-  /// The executor's reason to put a replica where this Call's inputs are kept ("" if none).
-  std::string locality;
+  /// Grains of it that exist and are not done (waiting for inputs, ready or running), and
+  /// those it finished in the window: with runningSeconds, how long its backlog takes.
+  uint64_t pendingGrains = 0;
+  uint64_t grainsDone = 0;
+  /// The executor's reason to put a replica where this Call's inputs are kept.
+  std::optional<LocalityWanted> locality;
 };
 
 struct ReplicaScalerCall {
@@ -94,6 +108,8 @@ private:
   bool settledAfterGrowth(uint32_t c, double now) const;
   bool mayGiveAway(uint32_t c, double now) const;
   bool mayMove(uint32_t c, double now) const;
+  /// Its backlog outlasts twice its start-up time (always, without a start-up time).
+  bool worthStarting(uint32_t c, double windowSeconds, const CallActivity &activity) const;
   std::optional<uint32_t> donor(uint32_t bottleneck, double now, double windowSeconds,
                                 const std::vector<CallActivity> &activity) const;
   std::vector<ReplicaScalerCall> calls_;
