@@ -220,7 +220,7 @@ sink jsonl(path: "out/joined/sums.jsonl", record: {{ path: docs.path, sums: redu
         if batch["dispatched"] >= second_joined and batch["place"]:
             worker = batch["place"].split("/")[0]
             after[worker] = after.get(worker, 0) + 1
-    pages = sum(c["grains"] for c in data["calls"] if c["name"].startswith("pdf.render"))
+    pages = sum(c["grains"] for c in data["calls"] if c["op"] == "pdf.render")
     fetched = dict(data.get("executor_counters", {})).get("values_fetched_between_workers", 0)
     return after, pages, fetched, data, time.monotonic() - joined
 

@@ -149,7 +149,14 @@ TEST(ReplicaPlacementTest, ABatchPrefersAReplicaWhereItsInputsAreKeptWhileThatHa
   EXPECT_EQ(placement.pick(0, 2), placement.replicasOn(far)[0]);
   EXPECT_EQ(placement.pick(0, 2, near), local);
   placement.replica(local).queued.push_back(2);
-  EXPECT_EQ(placement.pick(0, 2, near), placement.replicasOn(far)[0]) << "no room there";
+  EXPECT_EQ(placement.pick(0, 2, near), placement.replicasOn(far)[0])
+      << "no room there, and the other replica is idle";
+  // The other replica is busy too: the batch queues one past the depth where its inputs are
+  // rather than fetch them across; never two past it.
+  placement.replica(placement.replicasOn(far)[0]).queued.push_back(3);
+  EXPECT_EQ(placement.pick(0, 2, near), local);
+  placement.replica(local).queued.push_back(4);
+  EXPECT_EQ(placement.pick(0, 2, near), placement.replicasOn(far)[0]);
 }
 
 TEST(ReplicaPlacementTest, AWorkersGpusAreCountedWhenGpuReplicasArePlaced) {

@@ -279,10 +279,16 @@ public:
     std::optional<ReplicaPlacement::LocalityWish> wish = placement_->takeLocalityWish(call);
     if (!wish)
       return std::nullopt;
+    if (wish->feeds)
+      return LocalityWanted{std::to_string(wish->batches) +
+                                " batches of the Calls it feeds ran on " + "worker " +
+                                workers_[wish->worker].name +
+                                ", which had no replica of it, and fetched their inputs",
+                            false, true};
     return LocalityWanted{std::to_string(wish->batches) +
                               " batches found their inputs kept on worker " +
                               workers_[wish->worker].name + ", which had no replica of it",
-                          wish->dominant};
+                          wish->dominant, false};
   }
 
   bool moveReplicaToInputs(uint32_t call) override {

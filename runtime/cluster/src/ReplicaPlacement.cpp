@@ -126,7 +126,16 @@ void ReplicaPlacement::noteBatchSent(uint32_t call, uint32_t inputsOn, uint32_t 
   ++sinceAsked_[call].batches;
   if (inputsOn != kNoIndex && inputsOn == worker)
     ++sinceAsked_[call].local;
-  if (inputsOn == kNoIndex || inputsOn == worker || hosts(inputsOn, call))
+  if (inputsOn == kNoIndex || inputsOn == worker)
+    return;
+  // The inputs crossed: a Call that feeds this one and has no replica where it ran would make
+  // them there (a replica of it there needs no more work in all, only a share of it).
+  for (uint32_t feeder : feeders_[call])
+    if (!hosts(worker, feeder)) {
+      ++inputsOn_[feeder][worker];
+      ++sinceAsked_[feeder].feeding[worker];
+    }
+  if (hosts(inputsOn, call))
     return;
   ++inputsOn_[call][inputsOn];
   ++sinceAsked_[call].elsewhere[inputsOn];
@@ -139,7 +148,13 @@ std::optional<ReplicaPlacement::LocalityWish> ReplicaPlacement::takeLocalityWish
   for (const auto &[worker, batches] : asked.elsewhere)
     if (workers_[worker].alive && !hosts(worker, call) && batches >= 4 &&
         5 * batches >= asked.batches && (!wish || batches > wish->batches))
-      wish = LocalityWish{worker, batches, batches >= 2 * asked.local};
+      wish = LocalityWish{worker, batches, batches >= 2 * asked.local, false};
+  if (wish)
+    return wish;
+  for (const auto &[worker, batches] : asked.feeding)
+    if (workers_[worker].alive && !hosts(worker, call) && batches >= 4 &&
+        (!wish || batches > wish->batches))
+      wish = LocalityWish{worker, batches, false, true};
   return wish;
 }
 
@@ -290,6 +305,16 @@ uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferre
       bestPreferred = preferred;
     }
   }
+  if (preferredWorker == kNoIndex || bestPreferred ||
+      (best != kNoIndex && replicas_[best].queued.empty()))
+    return best;
+  // The replica where the inputs are is full, and no other is idle: the batch waits behind it
+  // there (one more than the depth at most: a slot elsewhere let the batch be made) rather than
+  // fetch its inputs across; a replica elsewhere takes the next batch when it runs dry.
+  for (uint32_t r : replicasOfCall_[call])
+    if (replicas_[r].worker == preferredWorker && replicas_[r].ready && !replicas_[r].draining &&
+        replicas_[r].queued.size() <= depth)
+      return r;
   return best;
 }
 

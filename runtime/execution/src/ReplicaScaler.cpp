@@ -147,7 +147,7 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
     if (!call.automatic || !activity[c].locality || !worthStarting(c, windowSeconds, activity[c]))
       continue;
     const LocalityWanted &wanted = *activity[c].locality;
-    if (idleCpus >= kIdleForLocality * call.cpus &&
+    if ((wanted.feeds || idleCpus >= kIdleForLocality * call.cpus) &&
         call.replicas < std::min(capacity.workers, mostReplicas(c, capacity)) &&
         settledAfterGrowth(c, now)) {
       decisions.push_back(ReplicaDecision{c, call.replicas + 1, wanted.why, false});

@@ -84,10 +84,14 @@ public:
   /// batches (and 4) since the last ask: that worker, those batches, and whether they were at
   /// least twice those whose inputs were kept where they ran (then moving a replica there helps;
   /// else the inputs are spread and only another replica would). The counts restart.
+  /// Or (`feeds`) where batches of a Call it feeds ran, without a replica of it, and fetched
+  /// their inputs from another worker (at least 4 since the last ask): a replica of it there
+  /// would make them where they are read.
   struct LocalityWish {
     uint32_t worker;
     uint64_t batches;
     bool dominant;
+    bool feeds;
   };
   std::optional<LocalityWish> takeLocalityWish(uint32_t call);
   /// Whether a replica of `call` lives on `worker`.
@@ -100,7 +104,9 @@ public:
   /// Whether a batch of `call` could be sent now, and the replica it would go to (kNoIndex).
   bool canRun(uint32_t call, uint32_t depth) const { return pick(call, depth) != kNoIndex; }
   /// The replica of `call` with room (fewer than `depth` batches queued) and the fewest
-  /// queued; one on `preferredWorker` when that has room (the batch's inputs are kept there).
+  /// queued; one on `preferredWorker` when that has room (the batch's inputs are kept there),
+  /// or when no other is idle (then it queues one past the depth rather than send the inputs
+  /// across).
   uint32_t pick(uint32_t call, uint32_t depth, uint32_t preferredWorker = kNoIndex) const;
 
   Replica &replica(uint32_t r) { return replicas_[r]; }
@@ -147,6 +153,9 @@ private:
     /// Batches that ran where their inputs were kept.
     uint64_t local = 0;
     std::map<uint32_t, uint64_t> elsewhere;
+    /// Per worker without a replica of this Call: batches of Calls it feeds that ran there and
+    /// fetched their inputs from another worker.
+    std::map<uint32_t, uint64_t> feeding;
   };
   std::vector<SinceAsked> sinceAsked_;
 };

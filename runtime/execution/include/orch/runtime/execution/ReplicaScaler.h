@@ -12,7 +12,9 @@
 //  - a Call that asked the executor for locality (its inputs are kept on a worker without a
 //    replica of it) gets one there while half a core is idle, up to one per worker; without
 //    idle cores, where most of its inputs were kept there, one of its replicas moves there
-//    instead (the new one takes over once started);
+//    instead (the new one takes over once started); a Call whose consumers ran on a worker
+//    without a replica of it (and fetched their inputs) gets one there, idle cores or not (its
+//    work is shared, not added);
 //  - a Call with a start-up time (a model load) grows or moves only while its backlog (its
 //    pending grains at its speed in the window) takes at least twice that time;
 //  - hysteresis: a Call grows again only once its last new replica had time to start (a window,
@@ -43,6 +45,10 @@ struct ReplicaCapacity {
 struct LocalityWanted {
   std::string why;
   bool dominant = false;
+  /// Rather: the Calls it feeds ran where it has no replica, and fetched their inputs. A
+  /// replica of it there does no more work in all (its work is shared), so it needs no idle
+  /// core.
+  bool feeds = false;
 };
 
 /// One Call over one window.
