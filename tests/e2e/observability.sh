@@ -190,21 +190,21 @@ ORCH
 "$ORCH_BIN/orch" run auto.orch --in-process --threads 4 --no-journal --metrics auto.json 2>auto.log
 "$ORCH_BIN/orch" report auto.json -o auto.html 2>/dev/null
 check "automatic replicas: the summary prints each change of the bottleneck and why" \
-  grep -q "^orch:     replicas 1 -> 2 at [0-9.]* s: busy [0-9]* % of 1 replica, input waiting" auto.log
+  grep -q "^orch:     replicas 1 -> [0-9]* at [0-9.]* s: busy [0-9]* % of 1 replica, input waiting" auto.log
 check "... the metrics list the changes, the count and which Calls were automatic" $python - <<'PY'
 import json, sys
 calls = {c["name"]: c for c in json.load(open("auto.json"))["calls"]}
 slow, pinned = calls["slow"], calls["pinned"]
 changes = slow["replica_changes"]
 ok = (slow["automatic_replicas"] and not pinned["automatic_replicas"] and changes and
-      changes[0]["replicas"] == 2 and "cores idle" in changes[0]["why"] and
+      changes[0]["replicas"] >= 2 and "cores idle" in changes[0]["why"] and
       slow["replicas"] == max(c["replicas"] for c in changes) and
       pinned["replicas"] == 1 and pinned["replica_changes"] == [] and
       len(slow["replica_places"]) >= 2 and 0 < slow["busy_share"] <= 1.05)
 sys.exit(0 if ok else 1)
 PY
 check "... and the report has a Replicas section with them" \
-  grep -q "<h2>Replicas</h2>.*<td>slow</td><td>[0-9]* (automatic)</td><td>[0-9.]* s: 2 (busy" auto.html
+  grep -q "<h2>Replicas</h2>.*<td>slow</td><td>[0-9]* (automatic)</td><td>[0-9.]* s: [0-9]* (busy" auto.html
 
 # A run of 6,000 pages keeps its report small.
 for i in $(seq 0 999); do echo "{\"id\": $i, \"n\": 6}"; done >big.jsonl

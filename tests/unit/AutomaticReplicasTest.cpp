@@ -60,7 +60,7 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: fast(slow(rows
     EXPECT_FALSE(fast.automaticReplicas);
     ASSERT_FALSE(slow.replicaChanges.empty()) << "the bottleneck kept one replica";
     EXPECT_GE(slow.replicas, 2);
-    EXPECT_EQ(slow.replicaChanges.front().replicas, 2u);
+    EXPECT_GE(slow.replicaChanges.front().replicas, 2u);
     EXPECT_NE(slow.replicaChanges.front().why.find("cores idle"), std::string::npos)
         << slow.replicaChanges.front().why;
     EXPECT_TRUE(fast.replicaChanges.empty());

@@ -1,5 +1,5 @@
-// The rules of automatic replicas without a run: the bottleneck grows into idle cores (at most
-// doubling, never past the capacity), takes a replica from a Call that leaves one idle when no
+// The rules of automatic replicas without a run: the bottleneck grows into idle cores (a model
+// at most doubling, never past the capacity), takes a replica from a Call that leaves one idle when no
 // core is, pinned Calls never change, hysteresis keeps a replica that just changed, locality
 // adds one replica per worker while cores are idle and moves one where none are, and GPUs
 // bound GPU Calls.
@@ -30,28 +30,41 @@ CallActivity window(double busy, double waiting, uint64_t ready = 10) {
   return activity;
 }
 
-TEST(ReplicaScalerTest, TheBottleneckGrowsIntoIdleCoresAtMostDoublingEachWindow) {
+TEST(ReplicaScalerTest, TheBottleneckGrowsIntoIdleCoresAndAModelAtMostDoubles) {
   ReplicaScaler scaler({automaticCall("render"), automaticCall("score")});
   const ReplicaCapacity cores{8, 0, 1};
   std::vector<ReplicaDecision> decided =
       scaler.decide(1, 1, {window(1, 1, 40), window(0.2, 0)}, cores);
   ASSERT_EQ(decided.size(), 1u);
   EXPECT_EQ(decided[0].call, 0u);
-  EXPECT_EQ(decided[0].replicas, 2u) << "doubling, though 6.8 cores are idle";
+  EXPECT_EQ(decided[0].replicas, 7u) << "6.8 idle cores hold 6 more";
   EXPECT_NE(decided[0].why.find("busy 100 % of 1 replica"), std::string::npos) << decided[0].why;
   EXPECT_NE(decided[0].why.find("40 grains ready"), std::string::npos) << decided[0].why;
   EXPECT_NE(decided[0].why.find("6.8 of 8.0 cores idle"), std::string::npos) << decided[0].why;
-  scaler.applied(0, 2, 1);
-  decided = scaler.decide(2, 1, {window(2, 1), window(0.3, 0)}, cores);
+  scaler.applied(0, 7, 1);
+  decided = scaler.decide(2, 1, {window(7, 1), window(0.8, 0)}, cores);
+  EXPECT_TRUE(decided.empty()) << "0.2 cores idle, and no Call leaves a replica idle";
+  // No more replicas than ready grains could use.
+  ReplicaScaler few({automaticCall("render")});
+  decided = few.decide(1, 1, {window(1, 1, 2)}, cores);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 3u);
+
+  // A model (a start-up time) at most doubles: its new replicas prove busy before it loads more.
+  ReplicaScalerCall model = automaticCall("model");
+  model.startupSeconds = 0.2;
+  ReplicaScaler models({model});
+  decided = models.decide(1, 1, {window(1, 1)}, cores);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 2u);
+  models.applied(0, 2, 1);
+  decided = models.decide(2, 1, {window(2, 1)}, cores);
   ASSERT_EQ(decided.size(), 1u);
   EXPECT_EQ(decided[0].replicas, 4u);
-  scaler.applied(0, 4, 2);
-  decided = scaler.decide(3, 1, {window(4, 1), window(0.5, 0)}, cores);
+  models.applied(0, 4, 2);
+  decided = models.decide(3, 1, {window(4, 1)}, cores);
   ASSERT_EQ(decided.size(), 1u);
-  EXPECT_EQ(decided[0].replicas, 7u) << "3.5 idle cores hold 3 more";
-  scaler.applied(0, 7, 3);
-  decided = scaler.decide(4, 1, {window(7, 1), window(0.8, 0)}, cores);
-  EXPECT_TRUE(decided.empty()) << "0.2 cores idle, and no Call leaves a replica idle";
+  EXPECT_EQ(decided[0].replicas, 8u) << "4 idle cores, and 8 is the most";
 }
 
 TEST(ReplicaScalerTest, NothingGrowsWithoutWaitingInputOrWithBusyCores) {

@@ -120,14 +120,18 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
                       percent(activity[c].waitingSeconds / windowSeconds) + " of the time (" +
                       std::to_string(activity[c].readyGrains) + " grains ready)";
     if (idleCpus >= kIdleToGrow * call.cpus) {
-      // As many as the idle cores hold, at most twice as many as it has (the new ones must
-      // prove busy before it grows again), within what the capacity allows one Call.
-      const uint32_t more = std::max<uint32_t>(
-          1, std::min<uint32_t>(call.replicas, uint32_t(std::floor(idleCpus / call.cpus))));
-      decisions.push_back(ReplicaDecision{c,
-                                          std::min(call.replicas + more, mostReplicas(c, capacity)),
-                                          why + "; " + oneDecimal(std::max(0.0, idleCpus)) +
-                                              " of " + oneDecimal(capacity.cpus) + " cores idle"});
+      // As many as the idle cores hold (and its ready grains could use), within what the
+      // capacity allows one Call; one with a start-up time at most doubles (the new ones must
+      // prove busy before it loads more).
+      uint64_t more = uint64_t(std::floor(idleCpus / call.cpus));
+      more = std::min<uint64_t>(more, std::max<uint64_t>(1, activity[c].readyGrains));
+      if (call.startupSeconds > 0)
+        more = std::min<uint64_t>(more, call.replicas);
+      more = std::max<uint64_t>(1, std::min<uint64_t>(more, mostReplicas(c, capacity)));
+      decisions.push_back(
+          ReplicaDecision{c, std::min(call.replicas + uint32_t(more), mostReplicas(c, capacity)),
+                          why + "; " + oneDecimal(std::max(0.0, idleCpus)) + " of " +
+                              oneDecimal(capacity.cpus) + " cores idle"});
       return decisions;
     }
     if (std::optional<uint32_t> from = donor(c, now, windowSeconds, activity)) {

@@ -1,13 +1,14 @@
 // Automatic replicas: how many operator instances each Call without `replicas` runs, decided
 // from where the time goes, without sockets or clocks so that the rules are unit tested.
 //
-// Every window (a second) the run loop reports, per Call, how many of its batches ran on
+// Every window (half a second) the run loop reports, per Call, how many of its batches ran on
 // average (its busy replicas) and how long ready input waited for a free replica. Then:
 //  - the bottleneck is the automatic Call whose input waited longest, at least half the
 //    window, while its replicas were busy (three quarters of the time or more);
 //  - it grows when cores are idle (the capacity, less every Call's busy replicas, is at least a
-//    quarter of its `cpus`): by as many replicas as the idle cores hold (at least one), at most
-//    doubling, up to the capacity's cores (and GPUs) per replica;
+//    quarter of its `cpus`): by as many replicas as the idle cores hold (at least one, at most
+//    its ready grains), up to the capacity's cores (and GPUs) per replica; a Call with a
+//    start-up time (a model) at most doubles each time;
 //  - otherwise it takes one from another automatic Call that left a whole replica idle;
 //  - a Call that asked the executor for locality (its inputs are kept on a worker without a
 //    replica of it) gets one there while half a core is idle, up to one per worker; without
@@ -87,7 +88,7 @@ struct ReplicaDecision {
 
 class ReplicaScaler {
 public:
-  static constexpr double kWindowSeconds = 1.0;
+  static constexpr double kWindowSeconds = 0.5;
 
   explicit ReplicaScaler(std::vector<ReplicaScalerCall> calls);
 
