@@ -5,8 +5,9 @@ would reach for without Orch. Each comparison checks that the outputs are the sa
 1. render -> PyTorch scorer over the bundled PDFs (copied to make a corpus): no options, hand
    tuned (`replicas`, `batch`), and `xargs -P2 pdftoppm` then a plain Python loop over the pages.
 2. examples/pdf_to_markdown.orch as written, and with every `{ ... }` option block removed.
-3. Two workers (`orch worker`, a cluster on this host) joined 8 s apart, and both from the start:
-   batches per worker after the join, and the page images fetched from another worker.
+3. Two workers (`orch worker`, a cluster on this host) joined 8 s apart, and both from the start
+   (with a consumer cheaper than the render, the issue's shape, and with a dearer one): batches
+   per worker after the join, and the page images fetched from another worker.
 4. Stragglers: a simulated corpus with the page counts of Debian's texlive-pictures-doc (each page
    a 10 ms test.sleep, no CPU) on 16 and 64 simulated workers: Orch's page-level schedule against
    a file-level one (what `xargs -P` does: one file per worker), in list order and worst-case
@@ -186,14 +187,15 @@ def markdown_without_options():
     return {"seconds": medians}
 
 
-def cluster(join_gap):
-    """Two workers on ipc, the second `join_gap` s after the first: the metrics."""
+def cluster(join_gap, consumer_ms=40):
+    """Two workers on ipc, the second `join_gap` s after the first, a consumer of `consumer_ms`
+    a page after the render: the metrics."""
     folder = corpus(4 if QUICK else 8)
     program = f"""pipeline joined;
 source docs = files("{folder}/*.pdf") as Doc;
 pages = expand(pdf.pages(docs)) as Page;
 image = pdf.render(pages, dpi: {DPI});
-sums = test.checksum(image, ms: 40);
+sums = test.checksum(image, ms: {consumer_ms});
 sink jsonl(path: "out/joined/sums.jsonl", record: {{ path: docs.path, sums: reduce(sums) }});
 """
     path = os.path.join(WORK, "joined.orch")
@@ -234,11 +236,20 @@ def late_join():
     for call in data["calls"]:
         for change in call["replica_changes"]:
             print(f"  {call['name']}: {change['at']:.1f} s -> {change['replicas']}: {change['why']}")
-    after0, pages0, fetched0, _, _ = cluster(0)
-    print(f"both from the start: {fetched0} of {pages0} page images fetched by another worker "
-          f"({100 * fetched0 / pages0:.0f} %)")
+    # The issue's shape: the render is the bottleneck (a cheap consumer); and the other one.
+    fetched_together = {}
+    for consumer_ms, shape in ((5, "render-bound"), (40, "consumer-bound")):
+        _, pages0, fetched0, data0, _ = cluster(0, consumer_ms)
+        fetched_together[shape] = fetched0 / pages0
+        print(f"both from the start, {shape} ({consumer_ms} ms a page after the render): "
+              f"{fetched0} of {pages0} page images fetched by another worker "
+              f"({100 * fetched0 / pages0:.0f} %)")
+        for call in data0["calls"]:
+            for change in call["replica_changes"]:
+                print(f"  {call['name']}: {change['at']:.1f} s -> {change['replicas']}: "
+                      f"{change['why']}")
     return {"after_join": after, "ratio": ratio, "fetched_late": fetched / pages,
-            "fetched_together": fetched0 / pages0}
+            "fetched_together": fetched_together}
 
 
 def page_counts():
