@@ -1,6 +1,6 @@
 // The rules of automatic replicas without a run: the bottleneck grows into idle cores (a model
-// at most doubling, never past the capacity), takes a replica from a Call that leaves one idle when no
-// core is, pinned Calls never change, hysteresis keeps a replica that just changed, locality
+// at most doubling, never past the capacity), takes a replica from a Call that leaves one idle when
+// no core is, pinned Calls never change, hysteresis keeps a replica that just changed, locality
 // adds one replica per worker while cores are idle and moves one where none are, and GPUs
 // bound GPU Calls.
 #include "orch/runtime/execution/ReplicaScaler.h"
@@ -166,6 +166,22 @@ TEST(ReplicaScalerTest, AModelGrowsOnlyWhileItsBacklogOutlastsItsStart) {
   CallActivity lasting = ending;
   lasting.pendingGrains = 100; // 5 s of work
   EXPECT_EQ(scaler.decide(11, 1, {lasting}, {4, 0, 1}).size(), 1u);
+}
+
+TEST(ReplicaScalerTest, WhatTheWorkersOfferBoundsACallWithMemory) {
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  ReplicaScalerCall model = automaticCall("model");
+  model.memoryBytes = 4 * kGiB;
+  ReplicaScalerCall other = automaticCall("other", 2);
+  other.memoryBytes = 2 * kGiB;
+  ReplicaScaler scaler({model, other});
+  // 16 GiB offered, 4 promised to the other Call: 3 replicas of 4 GiB at most.
+  std::vector<ReplicaDecision> decided =
+      scaler.decide(1, 1, {window(1, 1), window(0.1, 0)}, {16, 0, 1, 16 * kGiB});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 3u) << "not the 14 the idle cores would hold";
+  scaler.applied(0, 3, 1);
+  EXPECT_TRUE(scaler.decide(3, 1, {window(3, 1), window(0.1, 0)}, {16, 0, 1, 16 * kGiB}).empty());
 }
 
 TEST(ReplicaScalerTest, GpusBoundAGpuCall) {

@@ -258,7 +258,7 @@ public:
 
   ReplicaCapacity replicaCapacity() const override {
     return ReplicaCapacity{placement_->liveCpus(), double(placement_->liveGpus()),
-                           std::max(1u, placement_->liveWorkers())};
+                           std::max(1u, placement_->liveWorkers()), placement_->liveMemory()};
   }
 
   std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {

@@ -70,6 +70,18 @@ uint32_t ReplicaPlacement::liveGpus() const {
   return gpus;
 }
 
+uint64_t ReplicaPlacement::liveMemory() const {
+  uint64_t memory = 0;
+  for (const Worker &worker : workers_) {
+    if (!worker.alive)
+      continue;
+    if (worker.memory == 0)
+      return 0;
+    memory += worker.memory;
+  }
+  return memory;
+}
+
 uint32_t ReplicaPlacement::liveWorkers() const {
   return uint32_t(std::count_if(workers_.begin(), workers_.end(),
                                 [](const Worker &worker) { return worker.alive; }));

@@ -16,7 +16,8 @@ AutomaticReplicas::AutomaticReplicas(const plan::Plan &plan, std::vector<CallSum
     anyAutomatic = anyAutomatic || automatic;
     const uint32_t replicas = uint32_t(std::max<int64_t>(1, options.replicas));
     scaled.push_back(ReplicaScalerCall{plan.calls[c].name, automatic, replicas, options.cpus,
-                                       plan.calls[c].gpu ? options.gpus : 0, 0});
+                                       plan.calls[c].gpu ? options.gpus : 0, 0,
+                                       uint64_t(std::max<int64_t>(0, options.memoryBytes))});
     summary_[c].replicas = replicas;
     summary_[c].automaticReplicas = automatic;
   }

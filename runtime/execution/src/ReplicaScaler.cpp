@@ -40,6 +40,14 @@ uint32_t ReplicaScaler::mostReplicas(uint32_t c, const ReplicaCapacity &capacity
   double most = std::floor(capacity.cpus / std::max(call.cpus, 1e-9) + 1e-9);
   if (call.gpus > 0 && capacity.gpus > 0)
     most = std::min(most, std::floor(capacity.gpus / call.gpus + 1e-9));
+  if (call.memoryBytes > 0 && capacity.memoryBytes > 0) {
+    double promised = 0;
+    for (uint32_t other = 0; other < calls_.size(); ++other)
+      if (other != c)
+        promised += double(calls_[other].replicas) * double(calls_[other].memoryBytes);
+    most = std::min(
+        most, std::floor((double(capacity.memoryBytes) - promised) / double(call.memoryBytes)));
+  }
   return uint32_t(std::max(1.0, most));
 }
 
@@ -53,8 +61,7 @@ bool ReplicaScaler::mayGiveAway(uint32_t c, double now) const {
          std::max(kGiveAwayAfterSeconds, 10 * calls_[c].startupSeconds) - 1e-9;
 }
 
-bool ReplicaScaler::worthStarting(uint32_t c, double windowSeconds,
-                                  const CallActivity &activity) const {
+bool ReplicaScaler::worthStarting(uint32_t c, const CallActivity &activity) const {
   const ReplicaScalerCall &call = calls_[c];
   if (call.startupSeconds <= 0)
     return true;
@@ -62,7 +69,6 @@ bool ReplicaScaler::worthStarting(uint32_t c, double windowSeconds,
     return false;
   // Seconds of work per grain at the speed of the window, shared by its replicas.
   const double perGrain = activity.runningSeconds / double(activity.grainsDone);
-  (void)windowSeconds;
   return double(activity.pendingGrains) * perGrain / call.replicas >= 2 * call.startupSeconds;
 }
 
@@ -106,7 +112,7 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
     const double busy = activity[c].runningSeconds / windowSeconds;
     if (!call.automatic || waiting < kWaitingShare || busy < kBusyShare * call.replicas ||
         call.replicas >= mostReplicas(c, capacity) || !settledAfterGrowth(c, now) ||
-        !worthStarting(c, windowSeconds, activity[c]))
+        !worthStarting(c, activity[c]))
       continue;
     if (!bottleneck || waiting > activity[*bottleneck].waitingSeconds / windowSeconds)
       bottleneck = c;
@@ -148,7 +154,7 @@ std::vector<ReplicaDecision> ReplicaScaler::decide(double now, double windowSeco
   }
   for (uint32_t c = 0; c < calls_.size(); ++c) {
     const ReplicaScalerCall &call = calls_[c];
-    if (!call.automatic || !activity[c].locality || !worthStarting(c, windowSeconds, activity[c]))
+    if (!call.automatic || !activity[c].locality || !worthStarting(c, activity[c]))
       continue;
     const LocalityWanted &wanted = *activity[c].locality;
     if ((wanted.feeds || idleCpus >= kIdleForLocality * call.cpus) &&

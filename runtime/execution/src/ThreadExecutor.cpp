@@ -17,6 +17,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <unistd.h>
+
 namespace orch::runtime {
 namespace {
 
@@ -263,7 +265,9 @@ public:
   size_t inFlight() const override { return busy_.size(); }
 
   ReplicaCapacity replicaCapacity() const override {
-    return ReplicaCapacity{double(threads_), double(gpuDevices_.size()), 1};
+    // Replicas share this process: the machine's memory is what they may be promised.
+    return ReplicaCapacity{double(threads_), double(gpuDevices_.size()), 1,
+                           uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE))};
   }
 
   std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {

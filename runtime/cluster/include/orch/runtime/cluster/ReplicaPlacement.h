@@ -99,6 +99,8 @@ public:
   /// Live workers, their CPUs and GPUs, summed.
   double liveCpus() const;
   uint32_t liveGpus() const;
+  /// The memory live workers offer replicas, summed; 0 when one of them did not say.
+  uint64_t liveMemory() const;
   uint32_t liveWorkers() const;
 
   /// Whether a batch of `call` could be sent now, and the replica it would go to (kNoIndex).

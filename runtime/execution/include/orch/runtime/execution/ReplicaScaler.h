@@ -8,7 +8,8 @@
 //  - it grows when cores are idle (the capacity, less every Call's busy replicas, is at least a
 //    quarter of its `cpus`): by as many replicas as the idle cores hold (at least one, at most
 //    its ready grains), up to the capacity's cores (and GPUs) per replica; a Call with a
-//    start-up time (a model) at most doubles each time;
+//    start-up time (a model) at most doubles each time; a Call with `memory` grows only while
+//    the replicas' `memory`, summed over all Calls, fits what the workers offer;
 //  - otherwise it takes one from another automatic Call that left a whole replica idle;
 //  - a Call that asked the executor for locality (its inputs are kept on a worker without a
 //    replica of it) gets one there while half a core is idle, up to one per worker; without
@@ -39,6 +40,8 @@ struct ReplicaCapacity {
   double cpus = 1;
   double gpus = 0;
   uint32_t workers = 1;
+  /// Memory replicas may be promised (Calls' `memory`), 0 when not known.
+  uint64_t memoryBytes = 0;
 };
 
 /// Why a Call should have a replica where its inputs are kept, and whether those were most of
@@ -76,6 +79,8 @@ struct ReplicaScalerCall {
   double gpus = 0;
   /// Seconds an instance takes to start (a model load), when known.
   double startupSeconds = 0;
+  /// Its `memory` per replica (0: none said).
+  uint64_t memoryBytes = 0;
 };
 
 struct ReplicaDecision {
@@ -116,7 +121,7 @@ private:
   bool mayGiveAway(uint32_t c, double now) const;
   bool mayMove(uint32_t c, double now) const;
   /// Its backlog outlasts twice its start-up time (always, without a start-up time).
-  bool worthStarting(uint32_t c, double windowSeconds, const CallActivity &activity) const;
+  bool worthStarting(uint32_t c, const CallActivity &activity) const;
   std::optional<uint32_t> donor(uint32_t bottleneck, double now, double windowSeconds,
                                 const std::vector<CallActivity> &activity) const;
   std::vector<ReplicaScalerCall> calls_;
