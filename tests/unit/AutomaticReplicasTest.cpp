@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 namespace orch::runtime {
@@ -97,6 +98,35 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: model(rows.id)
                    path("model.orch"));
   }
 
+  /// Runs `plan` on two local worker processes that keep every value they make.
+  RunSummary runKeepingValues(const plan::Plan &plan, RunRecorder &recorder) {
+    CoordinatorOptions options;
+    options.localWorkers = 2;
+    options.workerProgram = ORCH_WORKER_BINARY;
+    options.keepValuesOver = 1;
+    std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+    RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
+    EXPECT_TRUE(summary.started) << summary.error.value_or("");
+    EXPECT_FALSE(summary.error) << summary.error.value_or("");
+    return summary;
+  }
+
+  /// The producer's worker (call 0, one replica), and the workers of the consumer's (call 1)
+  /// batches sent half a second or more after `after`.
+  static std::pair<std::string, std::map<std::string, uint64_t>>
+  producerAndConsumerWorkers(const RunRecorder &recorder, double after) {
+    std::string producer;
+    std::map<std::string, uint64_t> consumers;
+    for (const BatchRecord &batch : recorder.batches()) {
+      const std::string worker = batch.place.substr(0, batch.place.find('/'));
+      if (batch.call == 0)
+        producer = worker;
+      else if (batch.dispatched > after + 0.5)
+        ++consumers[worker];
+    }
+    return {producer, consumers};
+  }
+
   static constexpr int kRows = 150;
 };
 
@@ -144,22 +174,15 @@ TEST_F(AutomaticReplicasTest, AConsumerGetsAReplicaWhereItsInputsAreKept) {
   // Every value stays on the worker that made it. The pinned producer lives on the first
   // worker, the consumer starts on the second: its batches fetch their inputs across until it
   // has a replica next to them.
-  CoordinatorOptions options;
-  options.localWorkers = 2;
-  options.workerProgram = ORCH_WORKER_BINARY;
-  options.keepValuesOver = 1;
-  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
   RunRecorder recorder;
-  const plan::Plan plan = compile(R"(
+  const RunSummary summary = runKeepingValues(compile(R"(
 pipeline locality;
 source rows = jsonl("$DIR/rows.jsonl") as Doc;
 call make = test.sleep(ms: 20) { replicas: 1 };
 call use = test.sleep(ms: 1);
 sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
-)");
-  const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
-  ASSERT_TRUE(summary.started) << summary.error.value_or("");
-  EXPECT_FALSE(summary.error) << *summary.error;
+)"),
+                                              recorder);
   const CallSummary &use = summary.calls[1];
   ASSERT_EQ(use.replicaChanges.size(), 1u);
   EXPECT_EQ(use.replicaChanges[0].replicas, 2u);
@@ -167,18 +190,9 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.
             std::string::npos)
       << use.replicaChanges[0].why;
   // After the change, the consumer's batches run where the producer's values are.
-  std::map<std::string, uint64_t> workersAfter;
-  for (const BatchRecord &batch : recorder.batches())
-    if (batch.call == 1 && batch.dispatched > use.replicaChanges[0].at + 0.5)
-      ++workersAfter[batch.place.substr(0, batch.place.find('/'))];
-  std::map<std::string, uint64_t> producers;
-  for (const BatchRecord &batch : recorder.batches())
-    if (batch.call == 0)
-      ++producers[batch.place.substr(0, batch.place.find('/'))];
-  ASSERT_EQ(producers.size(), 1u) << "the producer is pinned to one replica";
-  ASSERT_FALSE(workersAfter.empty());
-  EXPECT_EQ(workersAfter.begin()->first, producers.begin()->first);
-  EXPECT_EQ(workersAfter.size(), 1u) << "every later batch runs next to its input";
+  const auto [producer, consumers] = producerAndConsumerWorkers(recorder, use.replicaChanges[0].at);
+  ASSERT_EQ(consumers.size(), 1u) << "every later batch runs next to its input";
+  EXPECT_EQ(consumers.begin()->first, producer);
   expectEveryRowWritten();
 }
 
@@ -186,39 +200,23 @@ TEST_F(AutomaticReplicasTest, WithoutIdleCoresAConsumerMovesToItsInputs) {
   // The pinned producer counts as both workers' cores (cpus: 2) and is always busy: no core is
   // idle for a second consumer replica, so the consumer's one replica moves next to the values
   // it reads.
-  CoordinatorOptions options;
-  options.localWorkers = 2;
-  options.workerProgram = ORCH_WORKER_BINARY;
-  options.keepValuesOver = 1;
-  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
   RunRecorder recorder;
-  const plan::Plan plan = compile(R"(
+  const RunSummary summary = runKeepingValues(compile(R"(
 pipeline moved;
 source rows = jsonl("$DIR/rows.jsonl") as Doc;
 call make = test.sleep(ms: 20) { replicas: 1, cpus: 2 };
 call use = test.sleep(ms: 10);
 sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
-)");
-  const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
-  ASSERT_TRUE(summary.started) << summary.error.value_or("");
-  EXPECT_FALSE(summary.error) << *summary.error;
+)"),
+                                              recorder);
   const CallSummary &use = summary.calls[1];
   ASSERT_FALSE(use.replicaChanges.empty());
   EXPECT_TRUE(use.replicaChanges[0].moved) << use.replicaChanges[0].why;
   EXPECT_EQ(use.replicaChanges[0].replicas, 1u);
   EXPECT_EQ(use.replicas, 1) << "a move keeps the count";
-  std::map<std::string, uint64_t> workersAfter;
-  std::string producer;
-  for (const BatchRecord &batch : recorder.batches()) {
-    const std::string worker = batch.place.substr(0, batch.place.find('/'));
-    if (batch.call == 0)
-      producer = worker;
-    else if (batch.dispatched > use.replicaChanges[0].at + 0.5)
-      ++workersAfter[worker];
-  }
-  ASSERT_FALSE(workersAfter.empty());
-  EXPECT_EQ(workersAfter.size(), 1u);
-  EXPECT_EQ(workersAfter.begin()->first, producer);
+  const auto [producer, consumers] = producerAndConsumerWorkers(recorder, use.replicaChanges[0].at);
+  ASSERT_EQ(consumers.size(), 1u);
+  EXPECT_EQ(consumers.begin()->first, producer);
   expectEveryRowWritten();
 }
 
