@@ -10,7 +10,9 @@
 namespace orch::plan {
 namespace {
 
-std::string optionText(const StaticValue &value) {
+std::string optionText(const CallOptionSpec &spec, const StaticValue &value) {
+  if (spec.unsetText && value == spec.get(CallOptions{}))
+    return spec.unsetText;
   if (auto *text = std::get_if<std::string>(&value))
     return *text;
   if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
@@ -59,8 +61,8 @@ void compareCalls(const Plan &before, const Plan &after, std::vector<std::string
     for (const CallOptionSpec &spec : callOptionSpecs()) {
       const StaticValue a = spec.get(was.options), b = spec.get(call.options);
       if (!(a == b))
-        out.push_back(what + ": " + std::string(spec.name) + " " + optionText(a) + " → " +
-                      optionText(b));
+        out.push_back(what + ": " + std::string(spec.name) + " " + optionText(spec, a) + " → " +
+                      optionText(spec, b));
     }
   }
   for (const auto &[name, call] : old)

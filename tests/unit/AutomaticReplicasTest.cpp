@@ -197,14 +197,14 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.
 }
 
 TEST_F(AutomaticReplicasTest, WithoutIdleCoresAConsumerMovesToItsInputs) {
-  // The pinned producer counts as both workers' cores (cpus: 2) and is always busy: no core is
-  // idle for a second consumer replica, so the consumer's one replica moves next to the values
-  // it reads.
+  // The pinned producer counts as more cores than both workers have (cpus: 8) while it runs, a
+  // quarter of the time is enough even on a loaded machine: no core is idle for a second
+  // consumer replica, so the consumer's one replica moves next to the values it reads.
   RunRecorder recorder;
   const RunSummary summary = runKeepingValues(compile(R"(
 pipeline moved;
 source rows = jsonl("$DIR/rows.jsonl") as Doc;
-call make = test.sleep(ms: 20) { replicas: 1, cpus: 2 };
+call make = test.sleep(ms: 20) { replicas: 1, cpus: 8 };
 call use = test.sleep(ms: 10);
 sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
 )"),
@@ -218,6 +218,53 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.
   ASSERT_EQ(consumers.size(), 1u);
   EXPECT_EQ(consumers.begin()->first, producer);
   expectEveryRowWritten();
+}
+
+TEST_F(AutomaticReplicasTest, AReplicaThatCannotStartGoesAndTheCallKeepsTheOthers) {
+  // The model's second instance refuses to load: every row still runs on the first, the count
+  // goes back with the reason, and no further replica is tried.
+  writeFile("once.py", R"(
+import os, time
+MARK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loaded")
+class Once:
+    def __init__(self):
+        if os.path.exists(MARK):
+            raise RuntimeError("a second instance refuses to load")
+        open(MARK, "w").write("")
+    def __call__(self, values):
+        time.sleep(0.03 * len(values))
+        return values
+)");
+  const plan::Plan plan = compile(R"(
+pipeline once;
+operator my.once(value: Json) -> Json = python("once.py", class: "Once");
+source rows = jsonl("$DIR/rows.jsonl") as Doc;
+call model = my.once() { batch: 1 };
+sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: model(rows.id) });
+)",
+                                  path("once.orch"));
+  for (const bool threads : {true, false}) {
+    SCOPED_TRACE(threads ? "threads" : "worker processes");
+    std::filesystem::remove_all(path("out"));
+    std::filesystem::remove(path("loaded"));
+    CoordinatorOptions options;
+    options.localWorkers = 2;
+    options.workerProgram = ORCH_WORKER_BINARY;
+    std::unique_ptr<BatchExecutor> executor =
+        threads ? makeThreadExecutor(registry_, 2) : makeCoordinator(options);
+    RunRecorder recorder;
+    const RunSummary summary = runPlan(plan, registry_, *executor, recording(recorder));
+    ASSERT_TRUE(summary.started) << summary.error.value_or("");
+    EXPECT_EQ(summary.failed, 0u);
+    const std::vector<CallSummary::ReplicaChange> &changes = summary.calls[0].replicaChanges;
+    ASSERT_EQ(changes.size(), 2u) << "grown once, back once, never again";
+    EXPECT_EQ(changes[0].replicas, 2u);
+    EXPECT_EQ(changes[1].replicas, 1u);
+    EXPECT_NE(changes[1].why.find("could not start"), std::string::npos) << changes[1].why;
+    for (const BatchRecord &batch : recorder.batches())
+      EXPECT_EQ(batch.outcome, "committed") << batch.place;
+    expectEveryRowWritten();
+  }
 }
 
 } // namespace

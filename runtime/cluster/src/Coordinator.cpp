@@ -232,7 +232,7 @@ public:
 
   /// --wait-workers: until that many joined (or the timeout passed), nothing is placed.
   std::optional<std::string> awaitWorkers(const std::atomic<bool> *stop) {
-    if (options_.localWorkers || options_.waitWorkers == 0)
+    if (options_.waitWorkers == 0)
       return std::nullopt;
     const Clock::time_point deadline = Clock::now() + options_.waitWorkersTimeout;
     log("waiting for " + std::to_string(options_.waitWorkers) + " workers to join");
@@ -240,10 +240,12 @@ public:
       if (stop && stop->load())
         return std::string("interrupted while waiting for workers");
       if (Clock::now() >= deadline) {
+        char within[32];
+        std::snprintf(within, sizeof within, "%g s",
+                      double(options_.waitWorkersTimeout.count()) / 1000);
         log("only " + std::to_string(placement_->liveWorkers()) + " of " +
-            std::to_string(options_.waitWorkers) + " workers joined within " +
-            std::to_string(options_.waitWorkersTimeout.count() / 1000) +
-            " s (--wait-workers); the run starts with them");
+            std::to_string(options_.waitWorkers) + " workers joined within " + within +
+            " (--wait-workers); the run starts with them");
         break;
       }
       zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
@@ -262,6 +264,8 @@ public:
   }
 
   std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {
+    if (startFailedCalls_.count(call))
+      count = std::min(count, placement_->replicasOf(call));
     while (placement_->replicasOf(call) < count)
       placement_->addReplica(call);
     while (placement_->replicasOf(call) > count) {
@@ -273,6 +277,14 @@ public:
     if (placing())
       place();
     return placement_->replicasOf(call);
+  }
+
+  std::optional<uint32_t> replicaCount(uint32_t call) const override {
+    // A move's successor still starting counts as the replica it replaces.
+    uint32_t successors = 0;
+    for (const auto &[successor, replaced] : drainOnceStarted_)
+      successors += placement_->replica(successor).call == call;
+    return placement_->replicasOf(call) - successors;
   }
 
   std::optional<LocalityWanted> localityWanted(uint32_t call) override {
@@ -292,6 +304,8 @@ public:
   }
 
   bool moveReplicaToInputs(uint32_t call) override {
+    if (startFailedCalls_.count(call))
+      return false;
     // The replica that goes: one of the Call's not yet going, the least busy.
     uint32_t leaving = kNoIndex;
     for (uint32_t r = 0; r < placement_->replicaCount(); ++r) {
@@ -308,8 +322,11 @@ public:
     // serves until the successor is ready (a model loads first), then drains.
     const uint32_t successor = placement_->addReplica(call);
     place();
-    if (placement_->replica(successor).worker == kNoIndex)
+    if (placement_->replica(successor).worker == kNoIndex) {
+      // Nowhere to put it (a GPU Call with no GPU left): no move.
+      placement_->drain(successor);
       return false;
+    }
     if (placement_->replica(successor).ready)
       drainReplica(leaving);
     else
@@ -725,8 +742,8 @@ private:
     if (!placing()) {
       // Local workers start together: replicas wait for all of them rather than start on the
       // first and move (a model would load twice); so do the workers --wait-workers names.
-      if (options_.localWorkers ? joined_ < uint64_t(options_.localWorkers)
-                                : placement_->liveWorkers() < options_.waitWorkers)
+      if (joined_ < uint64_t(options_.localWorkers) ||
+          placement_->liveWorkers() < options_.waitWorkers)
         return;
       placingFrom_ = Clock::now();
     }
@@ -818,13 +835,29 @@ private:
     if (started.replica >= placement_->replicaCount())
       return;
     const uint32_t call = placement_->replica(started.replica).call;
-    // Batches go to it now; after a failed start they fail there, as they did before.
     if (placement_->replica(started.replica).worker == w) {
-      placement_->replica(started.replica).ready = true;
-      // A replica moved to its inputs: the one it replaces drains now.
-      if (auto moved = drainOnceStarted_.find(started.replica); moved != drainOnceStarted_.end()) {
-        drainReplica(moved->second);
+      // A replica moved to its inputs: the one it replaces drains once it started, and stays
+      // if it could not.
+      auto moved = drainOnceStarted_.find(started.replica);
+      const uint32_t replaced = moved == drainOnceStarted_.end() ? kNoIndex : moved->second;
+      if (moved != drainOnceStarted_.end())
         drainOnceStarted_.erase(moved);
+      if (!started.error) {
+        placement_->replica(started.replica).ready = true;
+        if (replaced != kNoIndex)
+          drainReplica(replaced);
+      } else if (replaced != kNoIndex) {
+        // A move whose new replica could not start: it goes, the old one stays.
+        drainReplica(started.replica);
+        startFailedCalls_.insert(call);
+      } else if (warmedUp_ && placement_->replicasOf(call) > 1) {
+        // Its Call has others: it goes (the next count the run loop reads says so), and the
+        // Call gets no more new replicas in this run (a start that fails fails again).
+        drainReplica(started.replica);
+        startFailedCalls_.insert(call);
+      } else {
+        // The Call's only replica: batches go to it and fail with the cause, as before.
+        placement_->replica(started.replica).ready = true;
       }
     }
     if (!started.error) {
@@ -1044,6 +1077,8 @@ private:
   /// Replicas moved to their inputs that load a model first: the replica each replaces, which
   /// drains once it started.
   std::unordered_map<uint32_t, uint32_t> drainOnceStarted_;
+  /// Calls a replica of which could not start during the run: they get no new replicas.
+  std::set<uint32_t> startFailedCalls_;
   Clock::time_point startedAt_ = Clock::now();
   /// When replicas began to be placed (the far future until then, with local workers).
   Clock::time_point placingFrom_ = Clock::time_point::max();

@@ -87,6 +87,11 @@ uint32_t ReplicaPlacement::liveWorkers() const {
                                 [](const Worker &worker) { return worker.alive; }));
 }
 
+uint32_t ReplicaPlacement::replicasOf(uint32_t call) const {
+  return uint32_t(std::count_if(replicasOfCall_[call].begin(), replicasOfCall_[call].end(),
+                                [&](uint32_t r) { return !replicas_[r].draining; }));
+}
+
 uint32_t ReplicaPlacement::addReplica(uint32_t call) {
   const uint32_t r = uint32_t(replicas_.size());
   replicas_.push_back(Replica{call, kNoIndex, {}, false, true, false});
@@ -96,7 +101,7 @@ uint32_t ReplicaPlacement::addReplica(uint32_t call) {
 
 std::optional<ReplicaPlacement::Move> ReplicaPlacement::retireReplica(uint32_t call) {
   std::vector<uint32_t> &ofCall = replicasOfCall_[call];
-  if (ofCall.size() <= 1)
+  if (replicasOf(call) <= 1)
     return std::nullopt;
   auto load = [&](uint32_t r) {
     const uint32_t w = replicas_[r].worker;

@@ -69,6 +69,15 @@ void AutomaticReplicas::decide(const LineageEngine &engine, BatchExecutor &execu
     for (uint32_t c = 0; c < summary_.size(); ++c)
       scaler.setStartupSeconds(c, executor.startupSeconds(c));
   }
+  // A replica that could not start is gone: the count follows the executor's.
+  for (uint32_t c = 0; c < summary_.size(); ++c) {
+    const std::optional<uint32_t> real = executor.replicaCount(c);
+    if (!scaler.call(c).automatic || !real || *real == scaler.call(c).replicas)
+      continue;
+    summary_[c].replicaChanges.push_back(CallSummary::ReplicaChange{
+        now, *real, "a replica could not start (the log says why)", false});
+    scaler.applied(c, *real, now);
+  }
   // Batches still running count up to now; the next window counts them from now.
   for (const auto &[id, batch] : batches_)
     if (batch.startedAt >= 0)

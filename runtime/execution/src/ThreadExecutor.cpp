@@ -54,6 +54,8 @@ struct Replicas {
   std::vector<uint32_t> idle;
   /// Instances not taken away (automatic replicas): a retired one keeps its slot, empty.
   uint32_t live = 0;
+  /// An instance added for automatic replicas could not start: none is added again.
+  bool startFailed = false;
 };
 
 /// What the pool's threads share. A thread abandoned in a batch that ran past its timeout
@@ -270,8 +272,17 @@ public:
                            uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE))};
   }
 
+  std::optional<uint32_t> replicaCount(uint32_t call) const override {
+    return state_->replicas[call].live;
+  }
+
   std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {
+    // A replica runs on one thread at a time: more than the threads would only wait. A Call
+    // one of whose added replicas could not start gets no more (it would fail again).
+    count = std::min<uint32_t>(count, threads_);
     Replicas &pool = state_->replicas[call];
+    if (pool.startFailed)
+      count = std::min(count, pool.live);
     std::vector<std::unique_ptr<Operator>> retired;
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
@@ -426,9 +437,11 @@ private:
       state_->replicas[call].idle.push_back(instance);
     for (const PoolState::FailedStart &start : failed) {
       --state_->replicas[start.call].live;
+      state_->replicas[start.call].startFailed = true;
       if (log_)
         log_("call '" + plan_->calls[start.call].name +
-             "': a replica added for automatic replicas could not start: " + start.why);
+             "': a replica added for automatic replicas could not start (no more are added): " +
+             start.why);
     }
   }
 

@@ -74,8 +74,8 @@ public:
   std::optional<Move> drain(uint32_t replica);
   /// A draining replica whose queue emptied is retired now: the Move to release it.
   std::optional<Move> retireIfDrained(uint32_t replica);
-  /// Replicas of `call` not taken away.
-  uint32_t replicasOf(uint32_t call) const { return uint32_t(replicasOfCall_[call].size()); }
+  /// Replicas of `call` not taken away and not draining.
+  uint32_t replicasOf(uint32_t call) const;
   /// A batch of `call` went to `worker`; its inputs were kept mostly on `inputsOn` (kNoIndex:
   /// none kept). One whose inputs were on a worker without a replica of its Call counts there:
   /// a new replica of it goes there first.

@@ -90,6 +90,12 @@ public:
     (void)count;
     return std::nullopt;
   }
+  /// The replicas `call` has now (one that could not start is gone), or nullopt from an
+  /// executor that does not change replica counts.
+  virtual std::optional<uint32_t> replicaCount(uint32_t call) const {
+    (void)call;
+    return std::nullopt;
+  }
   /// Why `call` should have a replica where its inputs are kept: the batches that fetched
   /// their inputs from another worker since the last ask (nullopt: none to speak of).
   virtual std::optional<LocalityWanted> localityWanted(uint32_t call) {
