@@ -134,6 +134,8 @@ check "no partial shard is left" test -z "$(ls -A out/shards | grep -v '^shard-[
 cp -r out/shards resumed-shards
 status=0
 "$ORCH_BIN/orch" run shards.orch --workers 2 --retry-failed --quiet >retry.log 2>&1 || status=$?
-check "--retry-failed runs the corrupt PDF again (it wrote no sample) and keeps the shards" \
-  test "$status" = 2 -a "$(cat resumed-shards/*.tar | md5sum)" = "$(cat out/shards/*.tar | md5sum)"
+check_equal "--retry-failed runs the corrupt PDF again (it wrote no sample) and keeps the shards" \
+  "2 $(cd resumed-shards && ls | tr '\n' ' ')$(cat resumed-shards/*.tar | md5sum)" \
+  "$status $(cd out/shards && ls | tr '\n' ' ')$(cat out/shards/*.tar | md5sum)"
+[ "$failures" -eq 0 ] || cat retry.log
 finish_checks
