@@ -98,13 +98,32 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: model(rows.id)
                    path("model.orch"));
   }
 
-  /// Runs `plan` on two local worker processes that keep every value they make.
-  RunSummary runKeepingValues(const plan::Plan &plan, RunRecorder &recorder) {
+  /// Two threads, or two local worker processes (that keep every value they make when
+  /// `keepValues`).
+  std::unique_ptr<BatchExecutor> twoThreadsOrWorkers(bool threads, bool keepValues = false) {
+    if (threads)
+      return makeThreadExecutor(registry_, 2);
     CoordinatorOptions options;
     options.localWorkers = 2;
     options.workerProgram = ORCH_WORKER_BINARY;
-    options.keepValuesOver = 1;
-    std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+    options.keepValuesOver = keepValues ? 1 : kDefaultKeepValuesOver;
+    return makeCoordinator(options);
+  }
+
+  /// `make` (20 ms a row, `makeOptions`) feeds `use` (`useMs` a row, automatic replicas), run
+  /// on two local worker processes that keep every value they make.
+  RunSummary runProducerAndConsumer(const std::string &makeOptions, int useMs,
+                                    RunRecorder &recorder) {
+    const plan::Plan plan = compile(R"(
+pipeline locality;
+source rows = jsonl("$DIR/rows.jsonl") as Doc;
+call make = test.sleep(ms: 20) )" + makeOptions +
+                                    R"(;
+call use = test.sleep(ms: )" + std::to_string(useMs) +
+                                    R"();
+sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
+)");
+    std::unique_ptr<BatchExecutor> coordinator = twoThreadsOrWorkers(false, true);
     RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
     EXPECT_TRUE(summary.started) << summary.error.value_or("");
     EXPECT_FALSE(summary.error) << summary.error.value_or("");
@@ -138,10 +157,7 @@ TEST_F(AutomaticReplicasTest, OnThreadsTheBottleneckGrowsIntoIdleThreads) {
 }
 
 TEST_F(AutomaticReplicasTest, OnWorkerProcessesTheBottleneckGrowsOntoIdleWorkers) {
-  CoordinatorOptions options;
-  options.localWorkers = 2;
-  options.workerProgram = ORCH_WORKER_BINARY;
-  std::unique_ptr<BatchExecutor> coordinator = makeCoordinator(options);
+  std::unique_ptr<BatchExecutor> coordinator = twoThreadsOrWorkers(false);
   RunRecorder recorder;
   const plan::Plan plan = bottleneckPlan();
   const RunSummary summary = runPlan(plan, registry_, *coordinator, recording(recorder));
@@ -153,11 +169,7 @@ TEST_F(AutomaticReplicasTest, AModelThatLoadsSlowlyGrowsWithoutItsLoadCountingAg
   for (const bool threads : {true, false}) {
     SCOPED_TRACE(threads ? "threads" : "worker processes");
     std::filesystem::remove_all(path("out"));
-    CoordinatorOptions options;
-    options.localWorkers = 2;
-    options.workerProgram = ORCH_WORKER_BINARY;
-    std::unique_ptr<BatchExecutor> executor =
-        threads ? makeThreadExecutor(registry_, 2) : makeCoordinator(options);
+    std::unique_ptr<BatchExecutor> executor = twoThreadsOrWorkers(threads);
     RunRecorder recorder;
     const RunSummary summary = runPlan(plan, registry_, *executor, recording(recorder));
     ASSERT_TRUE(summary.started) << summary.error.value_or("");
@@ -175,14 +187,7 @@ TEST_F(AutomaticReplicasTest, AConsumerGetsAReplicaWhereItsInputsAreKept) {
   // worker, the consumer starts on the second: its batches fetch their inputs across until it
   // has a replica next to them.
   RunRecorder recorder;
-  const RunSummary summary = runKeepingValues(compile(R"(
-pipeline locality;
-source rows = jsonl("$DIR/rows.jsonl") as Doc;
-call make = test.sleep(ms: 20) { replicas: 1 };
-call use = test.sleep(ms: 1);
-sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
-)"),
-                                              recorder);
+  const RunSummary summary = runProducerAndConsumer("{ replicas: 1 }", 1, recorder);
   const CallSummary &use = summary.calls[1];
   ASSERT_EQ(use.replicaChanges.size(), 1u);
   EXPECT_EQ(use.replicaChanges[0].replicas, 2u);
@@ -201,14 +206,7 @@ TEST_F(AutomaticReplicasTest, WithoutIdleCoresAConsumerMovesToItsInputs) {
   // quarter of the time is enough even on a loaded machine: no core is idle for a second
   // consumer replica, so the consumer's one replica moves next to the values it reads.
   RunRecorder recorder;
-  const RunSummary summary = runKeepingValues(compile(R"(
-pipeline moved;
-source rows = jsonl("$DIR/rows.jsonl") as Doc;
-call make = test.sleep(ms: 20) { replicas: 1, cpus: 8 };
-call use = test.sleep(ms: 10);
-sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: use(make(rows.id)) });
-)"),
-                                              recorder);
+  const RunSummary summary = runProducerAndConsumer("{ replicas: 1, cpus: 8 }", 10, recorder);
   const CallSummary &use = summary.calls[1];
   ASSERT_FALSE(use.replicaChanges.empty());
   EXPECT_TRUE(use.replicaChanges[0].moved) << use.replicaChanges[0].why;
@@ -247,11 +245,7 @@ sink jsonl(path: "$DIR/out/rows.jsonl", record: { id: rows.id, v: model(rows.id)
     SCOPED_TRACE(threads ? "threads" : "worker processes");
     std::filesystem::remove_all(path("out"));
     std::filesystem::remove(path("loaded"));
-    CoordinatorOptions options;
-    options.localWorkers = 2;
-    options.workerProgram = ORCH_WORKER_BINARY;
-    std::unique_ptr<BatchExecutor> executor =
-        threads ? makeThreadExecutor(registry_, 2) : makeCoordinator(options);
+    std::unique_ptr<BatchExecutor> executor = twoThreadsOrWorkers(threads);
     RunRecorder recorder;
     const RunSummary summary = runPlan(plan, registry_, *executor, recording(recorder));
     ASSERT_TRUE(summary.started) << summary.error.value_or("");
