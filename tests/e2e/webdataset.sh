@@ -103,9 +103,11 @@ ok = len(rows) == 48 and all(r["meta"] == {"doc": r["key"].rsplit("-p", 1)[0],
                              r["shard"].startswith("expected/shards/shard-") for r in rows)
 sys.exit(0 if ok else 1)'
 
-# Killed mid-way (a shard or two written, one partial), then resumed: each sample once.
+# Killed mid-way (a shard or two written, one partial), then resumed: each sample once. The
+# pages sleep 150 ms each so that the run is still going when it is killed, however many
+# replicas the sleep gets (automatic replicas); the retry runs the same version of the program.
 rm -rf out
-"$ORCH_BIN/orch" run shards.orch --workers 2 --set ms=40 --quiet 2>kill.log &
+"$ORCH_BIN/orch" run shards.orch --workers 2 --set ms=150 --quiet 2>kill.log &
 run=$!
 for _ in $(seq 300); do [ -e out/shards/shard-000000.tar ] && break; sleep 0.05; done
 sleep 0.3
@@ -114,7 +116,7 @@ wait "$run" 2>/dev/null || true
 check "the killed run left its shards hidden while partial" \
   test -z "$(ls out/shards | grep -v '^shard-[0-9]*\.tar$')"
 status=0
-"$ORCH_BIN/orch" run shards.orch --workers 2 --set ms=40 --quiet 2>resume.log || status=$?
+"$ORCH_BIN/orch" run shards.orch --workers 2 --set ms=150 --quiet 2>resume.log || status=$?
 # (0 when the corrupt PDF's failure was journaled before the kill: its row is done.)
 check "the resumed run finishes (exit 0 or 2)" test "$status" = 0 -o "$status" = 2
 check "the resumed run says it resumed" grep -q "resumed" resume.log
@@ -133,7 +135,7 @@ PY
 check "no partial shard is left" test -z "$(ls -A out/shards | grep -v '^shard-[0-9]*\.tar$')"
 cp -r out/shards resumed-shards
 status=0
-"$ORCH_BIN/orch" run shards.orch --workers 2 --retry-failed --quiet >retry.log 2>&1 || status=$?
+"$ORCH_BIN/orch" run shards.orch --workers 2 --set ms=150 --retry-failed --quiet >retry.log 2>&1 || status=$?
 check_equal "--retry-failed runs the corrupt PDF again (it wrote no sample) and keeps the shards" \
   "2 $(cd resumed-shards && ls | tr '\n' ' ')$(cat resumed-shards/*.tar | md5sum)" \
   "$status $(cd out/shards && ls | tr '\n' ' ')$(cat out/shards/*.tar | md5sum)"
