@@ -14,6 +14,8 @@ packages=(
   llvm-16-dev llvm-16-tools libzstd-dev
   # messaging and serialization
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev
+  # hashing for deduplication (XXH3)
+  libxxhash-dev
   # JSON Lines sources and sinks
   nlohmann-json3-dev
   # operators: PDF, OCR (with English), video, Unicode; the tools that make the samples and
@@ -32,6 +34,8 @@ packages=(
   # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the
   # PyTorch example and its test (CPU build)
   python3-msgpack python3-numpy python3-torch
+  # bench/dedup/: the Python reference of MinHash hashes shingles with XXH3 like Orch
+  python3-xxhash
   # the hostile peers of tests/e2e/security.sh speak ZeroMQ (with CURVE)
   python3-zmq
   # the flat-record peer in bench/ (Dask's bag and distributed scheduler)

@@ -58,6 +58,9 @@ std::string body(const Module &module, const Operation &op) {
     return "record {" + labelled(op.labels, op.operands) + "}";
   case OpKind::Compute:
     return "compute " + op.field + "(" + labelled({}, op.operands) + ")";
+  case OpKind::Dedup:
+    return "dedup." + op.field + "(" + labelled({}, op.operands) + ") {" + constants(op.constants) +
+           "}";
   }
   return "?";
 }

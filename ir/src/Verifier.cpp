@@ -38,6 +38,8 @@ private:
         fail(op.location, what + " names no operation ('" + op.field + "')");
       expected = operands.value_or(op.operands.size());
     }
+    if (op.kind == OpKind::Dedup)
+      expected = op.field == plan::kDedupExact ? 1 : 2;
     if (op.operands.size() != expected)
       fail(op.location, what + " has " + std::to_string(op.operands.size()) +
                             " operands, expected " + std::to_string(expected));

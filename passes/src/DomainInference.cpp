@@ -71,6 +71,7 @@ private:
     case ir::OpKind::Invoke:
     case ir::OpKind::Record:
     case ir::OpKind::Compute:
+    case ir::OpKind::Dedup:
       op.domain = deepest(module, op.operands);
       return;
     }

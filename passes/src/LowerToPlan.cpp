@@ -30,6 +30,7 @@ plan::Plan lowerToPlan(const ir::Module &module) {
     node.labels = op.labels;
     node.field = op.field;
     node.constant = op.constant;
+    node.constants = op.constants;
     node.name = op.name;
     node.line = op.location.line;
     node.column = op.location.column;

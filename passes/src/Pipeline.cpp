@@ -4,6 +4,7 @@
 #include "orch/ir/Verifier.h"
 #include "orch/passes/Acyclicity.h"
 #include "orch/passes/BroadcastScoping.h"
+#include "orch/passes/DedupLowering.h"
 #include "orch/passes/DomainCompatibility.h"
 #include "orch/passes/DomainInference.h"
 #include "orch/passes/ExpandReducePairing.h"
@@ -25,6 +26,7 @@ void addCheckingPasses(PassManager &passes) {
   passes.add(createOutputConflictsPass());
   passes.add(createUnusedValuesPass());
   passes.add(createHelperFusionPass());
+  passes.add(createDedupLoweringPass());
 }
 
 std::optional<plan::Plan> compileModule(ir::Module &module, DiagnosticEngine &diags,

@@ -34,6 +34,8 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
       return what + " names no operation ('" + node.field + "')";
     expected = *operands;
   }
+  if (node.kind == NodeKind::Dedup)
+    expected = node.field == kDedupExact ? 1 : 2;
   if (node.inputs.size() != expected)
     return what + " has " + std::to_string(node.inputs.size()) + " inputs, expected " +
            std::to_string(expected);
@@ -70,6 +72,10 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
     if (!node.constant)
       return what + " has no value";
     break;
+  case NodeKind::Dedup:
+    if (node.field != kDedupExact && node.field != kDedupNear)
+      return what + " has an unknown comparison ('" + node.field + "')";
+    break;
   default:
     break;
   }
@@ -100,6 +106,8 @@ const char *nodeKindName(NodeKind kind) {
     return "record";
   case NodeKind::Compute:
     return "compute";
+  case NodeKind::Dedup:
+    return "dedup";
   }
   return "?";
 }
@@ -120,6 +128,7 @@ size_t expectedInputCount(NodeKind kind, size_t labelCount) {
   case NodeKind::Record:
     return labelCount;
   case NodeKind::Compute:
+  case NodeKind::Dedup:
     return SIZE_MAX;
   }
   return 0;

@@ -211,7 +211,7 @@ CallOptions readOptions(const Object &object, const std::string &where) {
 NodeKind readNodeKind(const std::string &name, const std::string &where) {
   for (NodeKind kind : {NodeKind::Source, NodeKind::Constant, NodeKind::Invoke, NodeKind::Expand,
                         NodeKind::Reduce, NodeKind::Filter, NodeKind::Broadcast, NodeKind::Project,
-                        NodeKind::Record, NodeKind::Compute})
+                        NodeKind::Record, NodeKind::Compute, NodeKind::Dedup})
     if (name == nodeKindName(kind))
       return kind;
   throw DecodeFailure{"unknown node kind '" + name + "' in " + where};
@@ -264,6 +264,7 @@ struct PlanFields {
     f("index", Index{n.index});
     f("field", n.field);
     f("constant", n.constant);
+    f("constants", Records<NamedConstant>{n.constants, "constant"}, Presence::WhenSet);
     f("name", n.name);
     f("line", n.line);
     f("column", n.column);

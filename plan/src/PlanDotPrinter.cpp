@@ -47,6 +47,9 @@ std::string nodeLabel(const Plan &plan, const PlanNode &node) {
     else
       label = node.field;
     break;
+  case NodeKind::Dedup:
+    label = std::string("dedup.") + node.field;
+    break;
   default:
     label = nodeKindName(node.kind);
   }

@@ -96,8 +96,10 @@ void printPlanText(const Plan &plan, std::ostream &out) {
       out << " as " << domainText(plan, node.index);
     if (node.kind == NodeKind::Project)
       out << " ." << node.field;
-    if (node.kind == NodeKind::Compute)
+    if (node.kind == NodeKind::Compute || node.kind == NodeKind::Dedup)
       out << " " << node.field;
+    if (!node.constants.empty())
+      out << "(" << constantsText(node.constants) << ")";
     if (node.constant)
       out << " " << formatStaticValue(*node.constant);
     if (!node.inputs.empty()) {

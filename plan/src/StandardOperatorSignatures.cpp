@@ -177,6 +177,63 @@ void addTextListMathOperators(OperatorCatalog &catalog) {
                 "NaN on either side is a RecordFailure, as in the expression a < b"));
 }
 
+void addDedupOperators(OperatorCatalog &catalog) {
+  const Type any = Type::var();
+  const Type integer = scalar(TypeKind::Int);
+  const Type string = scalar(TypeKind::String);
+  const auto order = [&] {
+    return constant("order", string, std::string("source"),
+                    "\"source\": the first in source order (source row, then ordinal path) "
+                    "survives, whatever the timing (rows wait until every earlier one is "
+                    "decided); \"arrival\": the first to arrive survives, without waiting (not "
+                    "deterministic)");
+  };
+  const auto shape = [&] {
+    return std::vector<OperatorParam>{
+        constant("ngram", integer, int64_t(5), "words per shingle"),
+        constant("permutations", integer, int64_t(128), "minima per signature (1 to 1024)"),
+        constant("seed", integer, int64_t(1), "seed of the permutations")};
+  };
+  OperatorSignature exact = transform(
+      "dedup.exact",
+      {input("value", any, "the key: any value, e.g. a normalised text or a hash"), order()}, any,
+      "the value where no earlier entity of its domain had an equal one; DROPPED where one did "
+      "(a duplicate, listed in the errors journal with its survivor). Decided by the runtime "
+      "itself, in source order, as values arrive: no barrier",
+      "a failed or dropped value is not indexed and stays failed or dropped");
+  exact.options.clear();
+  exact.loweredByCompiler = true;
+  catalog.add(std::move(exact));
+  std::vector<OperatorParam> nearParams{
+      input("text", any, "a text (Text or String)"),
+      constant("threshold", scalar(TypeKind::Float), 0.8,
+               "the estimated Jaccard similarity of word shingles at or above which a text is a "
+               "duplicate of an earlier survivor")};
+  for (OperatorParam &param : shape())
+    nearParams.push_back(std::move(param));
+  nearParams.push_back(
+      constant("bands", integer, int64_t(16),
+               "LSH bands (must divide permutations): more bands find less similar candidates"));
+  nearParams.push_back(order());
+  OperatorSignature near = rowWise(transform(
+      "dedup.near", std::move(nearParams), any,
+      "the text where no earlier survivor of its domain is similar (MinHash signatures computed "
+      "in batches, like `dedup.minhash`, with this Call's options; an LSH index of the "
+      "survivors; a candidate confirmed by its estimated similarity); DROPPED where one is (a "
+      "duplicate, listed in the errors journal with its survivor and similarity)",
+      "a failed or dropped text is not indexed and stays failed or dropped"));
+  near.loweredByCompiler = true;
+  catalog.add(std::move(near));
+  std::vector<OperatorParam> minhashParams{input("text", string, "a text")};
+  for (OperatorParam &param : shape())
+    minhashParams.push_back(std::move(param));
+  catalog.add(rowWise(transform(
+      "dedup.minhash", std::move(minhashParams), scalar(TypeKind::Bytes),
+      "the MinHash signature of a text's word shingles (lowercased, punctuation removed), one "
+      "little-endian uint32 minimum per permutation: the datasketch method",
+      "none")));
+}
+
 void addMediaOperators(OperatorCatalog &catalog) {
   const Type integer = scalar(TypeKind::Int);
   const Type image = scalar(TypeKind::Image);
@@ -364,6 +421,7 @@ OperatorCatalog buildStandardCatalog() {
   addSources(catalog);
   addDocumentOperators(catalog);
   addTextListMathOperators(catalog);
+  addDedupOperators(catalog);
   addMediaOperators(catalog);
   addTestOperators(catalog);
   addSinks(catalog);

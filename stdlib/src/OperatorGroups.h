@@ -17,5 +17,6 @@ void registerPdfOperators(runtime::OperatorRegistry &registry);
 void registerOcrOperator(runtime::OperatorRegistry &registry);
 void registerVideoOperators(runtime::OperatorRegistry &registry);
 void registerTextNormalize(runtime::OperatorRegistry &registry);
+void registerMinHash(runtime::OperatorRegistry &registry);
 
 } // namespace orch::stdlib

@@ -24,6 +24,7 @@ runtime::Value pathValue(const std::vector<uint32_t> &path) {
 void ErrorsJournal::record(const runtime::RootResult &root) {
   if (root.status != runtime::RootStatus::Failed) {
     recordSkippedMembers(root);
+    recordDuplicates(root);
     return;
   }
   using runtime::Value;
@@ -66,6 +67,23 @@ void ErrorsJournal::recordSkippedMembers(const runtime::RootResult &root) {
   }
 }
 
+void ErrorsJournal::recordDuplicates(const runtime::RootResult &root) {
+  using runtime::Value;
+  for (const runtime::DuplicateRow &duplicate : root.duplicates) {
+    runtime::RecordFields survivor{
+        {"row", Value::integer(static_cast<int64_t>(duplicate.survivorRow))},
+        {"path", pathValue(duplicate.survivorPath)}};
+    write(Value::record({{"source", Value::string(plan_.sources[root.source].op)},
+                         {"row", Value::integer(static_cast<int64_t>(root.sourceRow))},
+                         {"status", Value::string(runtime::rootStatusName(root.status))},
+                         {"kind", Value::string("duplicate")},
+                         {"dedup", Value::string(duplicate.dedup)},
+                         {"path", pathValue(duplicate.path)},
+                         {"duplicate_of", Value::record(std::move(survivor))},
+                         {"similarity", Value::real(duplicate.similarity)}}));
+  }
+}
+
 void ErrorsJournal::write(const runtime::Value &entry) {
   const std::string line = entry.str() + '\n';
   // One write per line, so that a run killed meanwhile leaves whole lines.
@@ -85,7 +103,8 @@ bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &er
   if (keepSkippedMembers && keep == 0 && !runtime::isStandardStream(path_)) {
     std::ifstream previous(path_);
     for (std::string line; std::getline(previous, line);)
-      if (line.find("\"kind\": \"skipped-member\"") != std::string::npos)
+      if (line.find("\"kind\": \"skipped-member\"") != std::string::npos ||
+          line.find("\"kind\": \"duplicate\"") != std::string::npos)
         kept += line + '\n';
   }
   // Never written through a link planted at its name; the process's own streams are written

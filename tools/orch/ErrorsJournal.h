@@ -1,5 +1,5 @@
-// The errors journal of `orch run`: one JSON line per failed source row, and one per member a
-// `reduce(x, failed: "skip")` left out.
+// The errors journal of `orch run`: one JSON line per failed source row, one per member a
+// `reduce(x, failed: "skip")` left out, and one per duplicate a `dedup` dropped.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -19,7 +19,8 @@ public:
 
   /// Opens it, keeping its first `keep` bytes (the lines of a resumed run's source rows that
   /// stay failed; 0 for a fresh run), and with `keepSkippedMembers` (a --retry-failed run, which
-  /// writes the failed rows' lines again) the skipped-member lines of rows that did not fail.
+  /// writes the failed rows' lines again) the skipped-member and duplicate lines of rows that
+  /// did not fail.
   /// False with the reason when it cannot.
   bool open(uint64_t keep, bool keepSkippedMembers, std::string &error);
   void record(const runtime::RootResult &root);
@@ -33,6 +34,8 @@ private:
   static runtime::RecordFields describe(const runtime::Failure &failure);
   /// One line per member a `reduce(x, failed: "skip")` left out of a written or dropped row.
   void recordSkippedMembers(const runtime::RootResult &root);
+  /// One line per row a Dedup node dropped (`"kind": "duplicate"`), with its survivor.
+  void recordDuplicates(const runtime::RootResult &root);
   void write(const runtime::Value &entry);
 
   const plan::Plan &plan_;

@@ -113,6 +113,24 @@ std::string failuresSection(const Json &metrics) {
   return html.str();
 }
 
+std::string dedupSection(const Json &metrics) {
+  auto found = metrics.find("dedup");
+  if (found == metrics.end() || found->empty())
+    return "";
+  std::ostringstream html;
+  html << "<h2>Deduplication</h2><p>Each duplicate is a line of the errors journal (kind "
+          "<code>duplicate</code>) naming its survivor and similarity.</p><table><tr><th>dedup"
+          "</th><th>kind</th><th>decided</th><th>duplicates</th><th>survivors indexed</th>"
+          "<th>index bytes</th><th>bytes per survivor</th></tr>";
+  for (const Json &dedup : *found)
+    html << "<tr><td>" << escape(dedup["name"].get<std::string>()) << "</td><td>"
+         << escape(dedup["kind"].get<std::string>()) << "</td><td>" << dedup["decided"]
+         << "</td><td>" << dedup["duplicates"] << "</td><td>" << dedup["indexed"] << "</td><td>"
+         << dedup["index_bytes"] << "</td><td>" << dedup["bytes_per_survivor"] << "</td></tr>";
+  html << "</table>";
+  return html.str();
+}
+
 std::string skippedMembersSection(const Json &metrics) {
   auto found = metrics.find("skipped_members");
   if (found == metrics.end() || (*found)["total"].get<uint64_t>() == 0)

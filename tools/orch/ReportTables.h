@@ -17,6 +17,8 @@ std::string replicasSection(const Json &metrics);
 std::string failuresSection(const Json &metrics);
 /// Members `reduce(x, failed: "skip")` left out (nothing when there were none).
 std::string skippedMembersSection(const Json &metrics);
+/// Per dedup node: entities decided, duplicates dropped, survivors indexed and their bytes.
+std::string dedupSection(const Json &metrics);
 /// Per sink: where it wrote, rows and bytes.
 std::string outputsTable(const Json &metrics);
 

@@ -158,6 +158,16 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   {"sink_rows", summary.sinkRows}};
   json["failures"] = failuresOf(plan, recorder, errorsJournal);
   json["skipped_members"] = skippedMembersOf(plan, recorder);
+  json["dedup"] = Json::array();
+  for (const runtime::DedupProgress &dedup : summary.dedups)
+    json["dedup"].push_back(
+        {{"name", dedup.name},
+         {"kind", dedup.kind},
+         {"decided", dedup.decided},
+         {"duplicates", dedup.duplicates},
+         {"indexed", dedup.indexed},
+         {"index_bytes", dedup.indexBytes},
+         {"bytes_per_survivor", dedup.indexed ? dedup.indexBytes / dedup.indexed : 0}});
   json["outputs"] = Json::array();
   for (size_t s = 0; s < summary.sinks.size() && s < plan.sinks.size(); ++s)
     json["outputs"].push_back({{"sink", summary.sinks[s].name},
@@ -180,6 +190,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                     {"grains_cancelled", engine.grainsCancelled},
                     {"grains_not_needed", engine.grainsNotNeeded},
                     {"members_skipped", engine.membersSkipped},
+                    {"duplicates", engine.duplicates},
                     {"batches_dispatched", engine.batchesDispatched},
                     {"batches_committed", engine.batchesCommitted},
                     {"stale_reports", engine.staleReports},

@@ -2,6 +2,7 @@
 // LineageEngine.h is the interface; this is the single writer behind it.
 #pragma once
 
+#include "DedupIndex.h"
 #include "DispatchPolicy.h"
 #include "DomainFreeNodes.h"
 #include "EngineInvariant.h"
@@ -93,6 +94,46 @@ struct Root {
   bool live = false;
   /// Queued in rootsToFinish.
   bool finishing = false;
+  /// Rows Dedup nodes dropped under this root.
+  std::vector<DuplicateRow> duplicates;
+};
+
+/// One Dedup node's decisions (DedupSequencer.cpp): its index of survivors and, in source
+/// order, a cursor over its domain's entities: the entity it decides next is the first one in
+/// (source row, ordinal path) order not yet decided, and it waits there until that entity's
+/// key is known (or the entity is known not to need one).
+struct DedupSequencer {
+  NodeId node;
+  DomainId domain;
+  /// The source whose rows are the roots above the domain.
+  uint32_t source = 0;
+  /// Domains from the root down to `domain`.
+  std::vector<DomainId> path;
+  bool near = false;
+  /// order: "arrival": decided as keys arrive, no cursor.
+  bool byArrival = false;
+  SurvivorPositions survivors;
+  ExactIndex exact;
+  std::optional<NearIndex> nearIndex;
+  /// An earlier run's decisions (resume), by entity key.
+  std::unordered_map<uint64_t, DedupDecision> history;
+  DedupProgress progress;
+  // The cursor (source order).
+  struct Frame {
+    EntityId entity;
+    uint32_t next = 0;
+  };
+  uint64_t nextRow = 0;
+  std::vector<Frame> frames;
+  /// The live roots of `source` from `nextRow` on, in row order: (row, root, admission).
+  struct AdmittedRow {
+    uint64_t row;
+    RootId root;
+    uint64_t admission;
+  };
+  std::deque<AdmittedRow> admitted;
+  /// Bytes of the index counted in MemoryAccount::indexes.
+  uint64_t countedBytes = 0;
 };
 
 /// Where a batch stands in its Call's recovery (semantics.md, failures): operator-error
@@ -278,6 +319,9 @@ struct LineageEngine::State {
 
   EngineStats stats;
   MemoryAccount memory;
+  std::vector<DedupSequencer> sequencers;
+  /// Per node: its sequencer's index, or kNoIndex.
+  IdVector<NodeId, uint32_t> sequencerOf;
 
   // Plan and layout tables by typed id.
   const plan::PlanNode &planNode(NodeId node) const { return plan.nodes[node.index]; }
@@ -365,6 +409,19 @@ struct LineageEngine::State {
   std::unique_ptr<ReadyQueue> makeFreshQueue(CallId call) const;
   /// The key slot of a grain of a Call batched by per-row values (0 for other Calls).
   uint32_t keySlotOf(EntityId entity, NodeId node);
+
+  // Deduplication (DedupSequencer.cpp).
+  void setUpSequencers();
+  /// A root of `source` was admitted.
+  void sequencerAdmitted(uint32_t source, RootId root);
+  /// Decides what the sequencers can decide now; true if that queued work.
+  bool advanceSequencers();
+  void advanceSequencer(DedupSequencer &sequencer);
+  /// The cursor's entity: decides it if its key is known. False while it must wait.
+  bool decideAtCursor(DedupSequencer &sequencer, EntityId entity);
+  /// Decides `entity` (its inputs are present): survivor or duplicate.
+  void decide(DedupSequencer &sequencer, EntityId entity);
+  void indexSurvivor(DedupSequencer &sequencer, const DedupDecision &decision);
 
   // Dispatch and commit (EngineCommit.cpp).
   /// The queued grain is still the same grain (same ready ticket) and in `phase`.

@@ -100,6 +100,7 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
   domainFree.resize(plan.nodes.size());
   if (std::optional<std::string> problem = evaluateDomainFreeNodes(plan, layout, domainFree))
     engineInvariantFailed("a constant expression failed after checkPlanRunnable: " + *problem);
+  setUpSequencers();
 }
 
 // --- Entities and items -------------------------------------------------------------------
@@ -253,15 +254,24 @@ void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
 // --- Propagation --------------------------------------------------------------------------
 
 void LineageEngine::State::propagate() {
-  do {
-    // `work` may grow while an event is processed: index, never iterate.
-    for (size_t next = 0; next < work.size(); ++next)
-      processEvent(Event(work[next]));
-    work.clear();
-  } while (releaseParkedReduces());
-  for (RootId root : rootsToFinish)
-    finishRoot(root);
-  rootsToFinish.clear();
+  for (;;) {
+    do {
+      // `work` may grow while an event is processed: index, never iterate.
+      for (size_t next = 0; next < work.size(); ++next)
+        processEvent(Event(work[next]));
+      work.clear();
+    } while (releaseParkedReduces());
+    // Dedup decisions the new outcomes allow, in source order, and what they resolve.
+    if (advanceSequencers())
+      continue;
+    if (rootsToFinish.empty())
+      break;
+    // Finished roots may let a sequencer pass them: look again after they go.
+    std::vector<RootId> finishing;
+    finishing.swap(rootsToFinish);
+    for (RootId root : finishing)
+      finishRoot(root);
+  }
 }
 
 void LineageEngine::State::processEvent(const Event &event) {
@@ -401,6 +411,11 @@ void LineageEngine::State::evaluate(EntityId entity, NodeId node) {
     setItem(entity, node, ItemOutcome::Present, Value::record(std::move(fields)), kNoIndex);
     return;
   }
+  case NodeKind::Dedup:
+    // Its key is known: decided now (order "arrival"), or when the cursor reaches it.
+    if (DedupSequencer &sequencer = sequencers[sequencerOf[node]]; sequencer.byArrival)
+      decide(sequencer, entity);
+    return;
   case NodeKind::Compute: {
     std::vector<Value> operands;
     operands.reserve(target.inputs.size());
@@ -857,6 +872,13 @@ void LineageEngine::State::finishRoot(RootId rootId) {
   // A failed row reports its failures, not members left out of rows that were not written.
   if (result.status == RootStatus::Failed)
     result.skippedMembers.clear();
+  else
+    result.duplicates = std::move(root.duplicates);
+  // In entity order, whichever Dedup node decided first.
+  std::stable_sort(result.duplicates.begin(), result.duplicates.end(),
+                   [](const DuplicateRow &a, const DuplicateRow &b) {
+                     return std::tie(a.path, a.dedup) < std::tie(b.path, b.dedup);
+                   });
   stats.membersSkipped += result.skippedMembers.size();
   retireRoot(rootId, std::move(result));
 }
@@ -963,6 +985,7 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   const EntityId entity = s.createEntity(domain, EntityId(), static_cast<uint32_t>(sourceRow),
                                          rootId, mixKey(uint64_t(source) << 48 ^ sourceRow));
   s.roots[rootId].entity = entity;
+  s.sequencerAdmitted(source, rootId);
   s.setItem(entity, NodeId(planSource.node), ItemOutcome::Present, std::move(row), kNoIndex);
   for (NodeId broadcast : s.domainLayout(domain).broadcasts)
     s.evaluate(entity, broadcast);
@@ -975,6 +998,9 @@ void LineageEngine::skipSourceRow(uint32_t source) {
   if (source >= s.plan.sources.size())
     engineInvariantFailed("skipping a row of source " + std::to_string(source));
   ++s.nextSourceRow[source];
+  // A sequencer may have waited for this row.
+  if (!s.sequencers.empty())
+    s.propagate();
 }
 
 uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
@@ -985,6 +1011,8 @@ uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
   ++s.stats.rootsAdmitted;
   ++s.stats.rootsFinished;
   s.finished.push_back(std::move(result));
+  if (!s.sequencers.empty())
+    s.propagate();
   return admission;
 }
 
@@ -1055,6 +1083,10 @@ std::optional<std::string> LineageEngine::deadlockReport() {
     parkedCount += domain.size();
   if (parkedCount)
     text += "; " + std::to_string(parkedCount) + " reduce(s) held at the global barrier";
+  for (const DedupSequencer &sequencer : s.sequencers)
+    if (!sequencer.byArrival)
+      text += "; dedup '" + sequencer.progress.name + "' waits at source row " +
+              std::to_string(sequencer.nextRow);
   return text;
 }
 
@@ -1063,6 +1095,13 @@ const std::vector<std::string> &LineageEngine::callInputLabels(uint32_t call) co
 }
 
 size_t LineageEngine::liveRoots() const { return state_->liveRootCount; }
+
+std::vector<DedupProgress> LineageEngine::dedupProgress() const {
+  std::vector<DedupProgress> progress;
+  for (const DedupSequencer &sequencer : state_->sequencers)
+    progress.push_back(sequencer.progress);
+  return progress;
+}
 const EngineStats &LineageEngine::stats() const { return state_->stats; }
 const CallLoad &LineageEngine::callLoad(uint32_t call) const { return state_->loads[CallId(call)]; }
 

@@ -589,6 +589,11 @@ private:
                                              uint64_t sourceRow, const Value &value) {
         journal->keep(node, key, source, sourceRow, value);
       };
+      // Dedup decisions: a resumed run indexes the earlier run's survivors first.
+      engineOptions.dedupHistory = journal->dedupHistory();
+      engineOptions.onDedupDecision = [journal](const DedupDecision &decision) {
+        journal->keepDedupDecision(decision);
+      };
     }
     engine_.emplace(plan_, engineOptions);
     std::vector<std::vector<std::string>> inputLabels;
@@ -772,6 +777,7 @@ private:
     if (engine.abortReason() && !summary_.error)
       summary_.error = "run aborted: " + *engine.abortReason();
     summary_.engine = engine.stats();
+    summary_.dedups = engine.dedupProgress();
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       const CallLoad &load = engine.callLoad(c);
       summary_.calls[c].retries = load.retries;

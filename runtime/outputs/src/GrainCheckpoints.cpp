@@ -32,6 +32,53 @@ uint32_t readU32(std::string_view in, size_t at) {
   return value;
 }
 
+Value pathValue(const std::vector<uint32_t> &path) {
+  ValueList ordinals;
+  for (uint32_t ordinal : path)
+    ordinals.push_back(Value::integer(ordinal));
+  return Value::list(std::move(ordinals));
+}
+
+std::vector<uint32_t> pathOf(const Value *value) {
+  std::vector<uint32_t> path;
+  if (value && value->kind() == Value::Kind::List)
+    for (const Value &ordinal : value->asList())
+      if (ordinal.kind() == Value::Kind::Int)
+        path.push_back(uint32_t(ordinal.asInt()));
+  return path;
+}
+
+/// A decision as the value of its record.
+Value decisionValue(const DedupDecision &decision) {
+  return Value::record({{"survivor", Value::boolean(decision.survivor)},
+                        {"path", pathValue(decision.path)},
+                        {"fingerprint", Value::bytes(decision.fingerprint)},
+                        {"survivor_row", Value::integer(int64_t(decision.survivorRow))},
+                        {"survivor_path", pathValue(decision.survivorPath)},
+                        {"similarity", Value::real(decision.similarity)}});
+}
+
+DedupDecision decisionOf(uint32_t node, uint64_t key, uint64_t sourceRow, const Value &value) {
+  DedupDecision decision;
+  decision.node = node;
+  decision.key = key;
+  decision.sourceRow = sourceRow;
+  auto field = [&](const char *name) { return value.field(name); };
+  const Value *survivor = field("survivor");
+  decision.survivor = survivor && survivor->kind() == Value::Kind::Bool && survivor->asBool();
+  decision.path = pathOf(field("path"));
+  if (const Value *fingerprint = field("fingerprint");
+      fingerprint && fingerprint->kind() == Value::Kind::Bytes)
+    decision.fingerprint = fingerprint->asBytes();
+  if (const Value *row = field("survivor_row"); row && row->kind() == Value::Kind::Int)
+    decision.survivorRow = uint64_t(row->asInt());
+  decision.survivorPath = pathOf(field("survivor_path"));
+  if (const Value *similarity = field("similarity");
+      similarity && similarity->kind() == Value::Kind::Float)
+    decision.similarity = similarity->asFloat();
+  return decision;
+}
+
 } // namespace
 
 GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan) {
@@ -45,6 +92,7 @@ GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan) {
     for (uint32_t input : node.inputs)
       fresh[n] = fresh[n] || (input < n && fresh[input]);
     keepsNode_.push_back(invoke && !fresh[n]);
+    dedupNode_.push_back(node.kind == plan::NodeKind::Dedup);
   }
 }
 
@@ -76,7 +124,13 @@ void GrainCheckpoints::load(const std::string &bytes,
     auto *kept = std::get_if<0>(&record);
     if (!kept)
       break;
-    if (wanted(std::get<2>(*kept), std::get<3>(*kept))) {
+    if (const uint32_t node = std::get<0>(*kept); node < dedupNode_.size() && dedupNode_[node]) {
+      // Every decision, of rows done or not: a resumed run decides as the earlier one did.
+      decisions_.push_back(
+          decisionOf(node, std::get<1>(*kept), std::get<3>(*kept), std::get<4>(*kept)));
+      decisions_.back().source = std::get<2>(*kept);
+      loadedRecords_.append(store.substr(at, 8 + length));
+    } else if (wanted(std::get<2>(*kept), std::get<3>(*kept))) {
       kept_[GrainKey{std::get<0>(*kept), std::get<1>(*kept)}] = std::move(std::get<4>(*kept));
       loadedRecords_.append(store.substr(at, 8 + length));
     }
@@ -97,7 +151,8 @@ const Value *GrainCheckpoints::recall(uint32_t node, uint64_t key) const {
 
 void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
                             const Value &value) {
-  if (node >= keepsNode_.size() || !keepsNode_[node] || fd_ < 0 || value.kind() == Value::Kind::Ref)
+  if (node >= keepsNode_.size() || !(keepsNode_[node] || dedupNode_[node]) || fd_ < 0 ||
+      value.kind() == Value::Kind::Ref)
     return;
   msgpack::sbuffer buffer;
   Packer out(buffer);
@@ -120,12 +175,23 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
   }
 }
 
+void GrainCheckpoints::keepDecision(const DedupDecision &decision) {
+  keep(decision.node, decision.key, decision.source, decision.sourceRow, decisionValue(decision));
+  decisionsBuffered_ = !buffer_.empty();
+}
+
+void GrainCheckpoints::flushDecisions() {
+  if (decisionsBuffered_)
+    flush();
+}
+
 void GrainCheckpoints::flush() {
   if (buffer_.empty() || fd_ < 0)
     return;
   // One write: a crash leaves whole records and at most one cut short (ignored when loaded).
   writeAll(fd_, buffer_);
   buffer_.clear();
+  decisionsBuffered_ = false;
 }
 
 void GrainCheckpoints::sync() {

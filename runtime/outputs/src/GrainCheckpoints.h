@@ -2,10 +2,13 @@
 // resume down to the child): a resumed run seals a grain found here with its value instead of
 // running it. Records are [u32 length][u32 FNV-1a of the payload][payload], the payload a
 // MessagePack array [node, key, source, row, value]; a record cut short by a crash, or damaged,
-// ends the store.
+// ends the store. Dedup nodes' decisions are kept there too, as records of their node whose
+// value describes the decision: a resumed run loads all of them, of every row (the survivors of
+// rows that are done stay in the index).
 #pragma once
 
 #include "orch/plan/Plan.h"
+#include "orch/runtime/engine/EngineTypes.h"
 #include "orch/runtime/values/Value.h"
 
 #include <chrono>
@@ -37,6 +40,13 @@ public:
   /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded.
   /// Buffered, written within a tenth of a second (a process killed loses at most that).
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  /// Keeps a Dedup node's decision; the decisions loaded, in the order they were made.
+  void keepDecision(const DedupDecision &decision);
+  const std::vector<DedupDecision> &decisions() const { return decisions_; }
+  /// Writes the buffered records if a decision is among them: before a row is committed, the
+  /// decisions it was made with must be in the store (a resumed run that skips the row still
+  /// indexes its survivors).
+  void flushDecisions();
   static constexpr size_t kValueLimit = 64 * 1024;
   void flush();
   void sync();
@@ -51,6 +61,9 @@ private:
     size_t operator()(const GrainKey &k) const { return k.key ^ (uint64_t(k.node) << 40); }
   };
   std::vector<bool> keepsNode_;
+  std::vector<bool> dedupNode_;
+  std::vector<DedupDecision> decisions_;
+  bool decisionsBuffered_ = false;
   std::unordered_map<GrainKey, Value, GrainKeyHash> kept_;
   std::string loadedRecords_;
   std::string buffer_;

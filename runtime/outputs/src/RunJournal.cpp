@@ -393,6 +393,8 @@ bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ra
   const char status = root.status == RootStatus::Written   ? 'w'
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
+  // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
+  checkpoints_->flushDecisions();
   const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
   if (writeAll(commitsFd_,
                formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges})))
@@ -413,6 +415,14 @@ size_t RunJournal::recallable() const { return checkpoints_->recallable(); }
 void RunJournal::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
                       const Value &value) {
   checkpoints_->keep(node, key, source, sourceRow, value);
+}
+
+const std::vector<DedupDecision> &RunJournal::dedupHistory() const {
+  return checkpoints_->decisions();
+}
+
+void RunJournal::keepDedupDecision(const DedupDecision &decision) {
+  checkpoints_->keepDecision(decision);
 }
 
 void RunJournal::sync() {

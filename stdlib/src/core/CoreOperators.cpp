@@ -1,6 +1,8 @@
 // math.gt/lt, list.len/mean/max, text.join/nonempty/len: row-wise functions of their inputs.
 #include "orch/stdlib/CoreOperators.h"
 
+#include "../OperatorGroups.h"
+
 #include "orch/plan/HelperOperators.h"
 #include "orch/runtime/values/ComputeEval.h"
 
@@ -40,6 +42,7 @@ void addFunction(runtime::OperatorRegistry &registry, std::string name,
 } // namespace
 
 void registerCoreOperators(runtime::OperatorRegistry &registry) {
+  registerMinHash(registry);
   auto constant = [](RowFunction::Function function) {
     return [function](const OperatorConfig &) { return function; };
   };

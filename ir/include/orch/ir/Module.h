@@ -66,6 +66,8 @@ struct Operation {
   DomainId opens = kNoDomain;
   /// Constant: the value.
   std::optional<plan::StaticValue> constant;
+  /// Dedup: its settings (plan::PlanNode::constants).
+  std::vector<NamedConstant> constants;
 };
 
 /// One configured use of an operator: a `call` declaration or an inline invocation.

@@ -52,6 +52,9 @@ struct OperatorSignature {
   /// Sinks: where they write, with `{name}` for a constant's value ("{path}", "{dir}/*{ext}"):
   /// what the summary, metrics and report name as the sink's target.
   std::string target;
+  /// The compiler lowers its uses into engine nodes (dedup.exact, dedup.near: Dedup nodes the
+  /// engine decides): no worker implements it.
+  bool loweredByCompiler = false;
 
   const OperatorParam *param(std::string_view name) const;
 };

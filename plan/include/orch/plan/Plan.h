@@ -110,8 +110,17 @@ enum class NodeKind {
   Project,
   Record,
   /// An expression (ComputeOps.h): evaluated by the engine, per entity, never batched.
-  Compute
+  Compute,
+  /// Deduplication (`dedup.exact`, `dedup.near`): its first input's value where no earlier
+  /// entity of its domain, in source order, had an equal key (exact: the value itself) or a
+  /// similar MinHash signature (near: the second input); DROPPED where one did. Decided by the
+  /// engine in source order (docs/runtime.md, "Deduplication").
+  Dedup
 };
+
+/// A Dedup node's `field`: how it compares.
+inline constexpr const char *kDedupExact = "exact";
+inline constexpr const char *kDedupNear = "near";
 
 const char *nodeKindName(NodeKind kind);
 
@@ -133,10 +142,12 @@ struct PlanNode {
   uint32_t index = kNone;
   /// Project: the field. Compute: the operation's name (computeOpName). Reduce:
   /// kReduceSkipsFailed when failed members are left out (`reduce(x, failed: "skip")`), else
-  /// empty (a failed member suppresses the list).
+  /// empty (a failed member suppresses the list). Dedup: kDedupExact or kDedupNear.
   std::string field;
   /// Constant: the value.
   std::optional<StaticValue> constant;
+  /// Dedup: its settings (`threshold`, `bands`, `order`).
+  std::vector<NamedConstant> constants;
   /// The program's name for the value, for messages ("" if unnamed).
   std::string name;
   uint32_t line = 0;

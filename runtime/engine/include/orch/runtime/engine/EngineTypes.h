@@ -209,6 +209,54 @@ struct SkippedMember {
   friend bool operator==(const SkippedMember &, const SkippedMember &) = default;
 };
 
+/// A row a Dedup node dropped as a duplicate (docs/runtime.md, "Deduplication"): which node
+/// (its value's name), the duplicate's entity, and the survivor it duplicates.
+struct DuplicateRow {
+  std::string dedup;
+  /// The duplicate's entity (ordinals below the root).
+  std::vector<uint32_t> path;
+  /// The survivor: its source row and its ordinals below that row's root.
+  uint64_t survivorRow = 0;
+  std::vector<uint32_t> survivorPath;
+  /// 1 for an exact duplicate; the estimated Jaccard similarity for a near one.
+  double similarity = 1;
+  friend bool operator==(const DuplicateRow &, const DuplicateRow &) = default;
+};
+
+/// One decision of a Dedup node, as the run journal keeps it so that a resumed run decides
+/// the same (EngineOptions::onDedupDecision, dedupHistory).
+struct DedupDecision {
+  uint32_t node = 0;
+  /// The entity's lineage key (GrainLineage::key).
+  uint64_t key = 0;
+  uint32_t source = 0;
+  uint64_t sourceRow = 0;
+  std::vector<uint32_t> path;
+  bool survivor = true;
+  /// A survivor's index entry: the 128-bit hash of its value (exact) or its MinHash signature
+  /// (near, encoded as `dedup.minhash` returns it).
+  std::string fingerprint;
+  /// A duplicate's survivor and similarity.
+  uint64_t survivorRow = 0;
+  std::vector<uint32_t> survivorPath;
+  double similarity = 1;
+};
+
+/// What one Dedup node decided so far, for the summary, metrics and report.
+struct DedupProgress {
+  /// The node's value name (or its operator's).
+  std::string name;
+  /// kDedupExact or kDedupNear.
+  std::string kind;
+  uint64_t decided = 0;
+  uint64_t duplicates = 0;
+  /// Survivors in its index, and the index's bytes (counted in the byte budget).
+  uint64_t indexed = 0;
+  uint64_t indexBytes = 0;
+  /// Source rows decided (in source order: every row before it is decided).
+  uint64_t rowsPassed = 0;
+};
+
 struct RootResult {
   uint64_t admission = 0;
   uint32_t source = 0;
@@ -222,6 +270,8 @@ struct RootResult {
   /// Members a `reduce(x, failed: "skip")` left out: each one's path and its cause (an index
   /// into `failures`), in the order the reduces resolved.
   std::vector<SkippedMember> skippedMembers;
+  /// Rows Dedup nodes dropped as duplicates, in the order they were decided.
+  std::vector<DuplicateRow> duplicates;
 };
 
 /// The cause a failed root is reported with: its first failed row's (rows come in plan order,
@@ -262,6 +312,11 @@ struct EngineOptions {
   std::function<void(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
                      const Value &value)>
       onGrainValue;
+  /// Every decision a Dedup node makes, when it makes it (for the run journal); and the
+  /// decisions an earlier run of this plan made, in the order it made them: their survivors
+  /// are indexed first, and an entity decided there is decided the same way again.
+  std::function<void(const DedupDecision &decision)> onDedupDecision;
+  std::vector<DedupDecision> dedupHistory;
 };
 
 struct EngineStats {
@@ -282,6 +337,8 @@ struct EngineStats {
   uint64_t grainsNotNeeded = 0;
   /// Failed members that `reduce(x, failed: "skip")` left out.
   uint64_t membersSkipped = 0;
+  /// Entities Dedup nodes dropped as duplicates.
+  uint64_t duplicates = 0;
   uint64_t batchesDispatched = 0;
   uint64_t batchesCommitted = 0;
   uint64_t staleReports = 0;
@@ -333,11 +390,13 @@ struct MemoryAccount {
   uint64_t inFlight = 0;
   /// What the caller holds and reports (setExternalBytes).
   uint64_t external = 0;
+  /// The Dedup nodes' indexes of survivors.
+  uint64_t indexes = 0;
   /// Expected growth of the batches in flight, reserved when they were dispatched.
   uint64_t reserved = 0;
   /// The most `held()` has been.
   uint64_t peak = 0;
-  uint64_t held() const { return items + inFlight + external; }
+  uint64_t held() const { return items + inFlight + external + indexes; }
 };
 
 } // namespace orch::runtime

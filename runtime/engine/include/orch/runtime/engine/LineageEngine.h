@@ -83,6 +83,8 @@ public:
   /// (entries of grains a barrier or an early finish sealed), hence not const.
   bool hasReadyWork();
   size_t liveRoots() const;
+  /// Each Dedup node's decisions so far, in plan order.
+  std::vector<DedupProgress> dedupProgress() const;
   const EngineStats &stats() const;
   const CallLoad &callLoad(uint32_t call) const;
   /// The bytes of values held, against the byte budget (EngineOptions::memoryLimitBytes).

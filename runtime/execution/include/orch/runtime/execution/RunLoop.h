@@ -133,6 +133,8 @@ struct RunSummary {
   uint64_t sinkRows = 0;
   double seconds = 0;
   EngineStats engine;
+  /// Each Dedup node's decisions (docs/runtime.md, "Deduplication").
+  std::vector<DedupProgress> dedups;
   std::vector<CallSummary> calls;
   std::vector<SinkAccount> sinks;
   /// When the run began (times in the summary and the recorder count from here).

@@ -81,6 +81,10 @@ public:
   const Value *recall(uint32_t node, uint64_t key) const;
   size_t recallable() const;
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  /// Dedup decisions (docs/runtime.md, "Deduplication"): those an earlier run of this plan and
+  /// inputs made (all of them, of rows done or not), and keeping one made now.
+  const std::vector<DedupDecision> &dedupHistory() const;
+  void keepDedupDecision(const DedupDecision &decision);
 
   /// Makes the records durable (after the sinks synced theirs).
   void sync();

@@ -1,0 +1,85 @@
+// The indexes deduplication decides with (docs/runtime.md, "Deduplication"): the survivors so
+// far of one Dedup node, in the order they were decided, and what identifies each. Exact: a
+// table of 128-bit hashes of the survivors' values. Near: per LSH band, a table of the band's
+// 32-bit fingerprint and the survivor; per survivor the low byte of each MinHash minimum
+// (b-bit MinHash), which confirms a candidate by its estimated similarity. Flat open-addressing
+// tables: bytes per survivor stay near what they hold (bench/memory reports them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orch::runtime {
+
+/// Where each survivor is: its root's source row and its ordinal path below the root.
+class SurvivorPositions {
+public:
+  uint32_t add(uint64_t sourceRow, const std::vector<uint32_t> &path);
+  size_t size() const { return rows_.size(); }
+  uint64_t row(uint32_t survivor) const { return rows_[survivor]; }
+  std::vector<uint32_t> path(uint32_t survivor) const;
+  size_t bytes() const;
+
+private:
+  std::vector<uint64_t> rows_;
+  std::vector<uint32_t> pathStarts_;
+  std::vector<uint32_t> pathOrdinals_;
+};
+
+/// A 128-bit hash of a key's bytes (XXH3).
+struct KeyHash {
+  uint64_t low = 0, high = 0;
+  friend bool operator==(const KeyHash &, const KeyHash &) = default;
+};
+KeyHash hashKey(std::string_view bytes);
+
+class ExactIndex {
+public:
+  /// The survivor with an equal key, or nullopt.
+  std::optional<uint32_t> find(const KeyHash &key) const;
+  void insert(const KeyHash &key, uint32_t survivor);
+  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+private:
+  struct Slot {
+    KeyHash key;
+    uint32_t survivor = UINT32_MAX;
+  };
+  void grow();
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+};
+
+class NearIndex {
+public:
+  NearIndex(uint32_t permutations, uint32_t bands, double threshold);
+
+  struct Match {
+    uint32_t survivor = 0;
+    double similarity = 0;
+  };
+  /// The earliest survivor that shares a band with `signature` and whose estimated similarity
+  /// reaches the threshold, or nullopt.
+  std::optional<Match> find(const std::vector<uint32_t> &signature) const;
+  /// `survivor` must be the next one (0, 1, 2, ...).
+  void insert(const std::vector<uint32_t> &signature, uint32_t survivor);
+  size_t bytes() const;
+  uint32_t permutations() const { return permutations_; }
+
+private:
+  uint32_t bandFingerprint(const std::vector<uint32_t> &signature, uint32_t band) const;
+  void insertInto(std::vector<uint64_t> &table, size_t &used, uint64_t entry);
+
+  uint32_t permutations_, bands_, rows_;
+  double threshold_;
+  /// Per band: entries (fingerprint << 32 | survivor + 1), 0 when empty, linear probing.
+  std::vector<std::vector<uint64_t>> tables_;
+  std::vector<size_t> used_;
+  /// Per survivor, `permutations_` low bytes.
+  std::vector<uint8_t> sketches_;
+};
+
+} // namespace orch::runtime

@@ -1,0 +1,263 @@
+// Deduplication in the engine (docs/runtime.md, "Deduplication"): each Dedup node decides its
+// domain's entities one at a time in source order (source row, then ordinal path), as soon as
+// every earlier entity is decided and the entity's own key is known: no barrier, and the same
+// survivors whatever the executor, policy or timing. A survivor enters the node's index; a
+// duplicate is DROPPED and recorded with its survivor under its root.
+#include "EngineState.h"
+
+#include "orch/runtime/values/MinHash.h"
+
+#include <cstring>
+
+namespace orch::runtime {
+namespace {
+
+/// The bytes an exact key is compared by: a value's kind, then its bytes (text and bytes as
+/// they are, anything else as its JSON text).
+std::string exactKeyBytes(const Value &value) {
+  std::string bytes(1, char(value.kind()));
+  if (value.kind() == Value::Kind::String)
+    bytes += value.asString();
+  else if (value.kind() == Value::Kind::Bytes)
+    bytes += value.asBytes();
+  else
+    bytes += value.str();
+  return bytes;
+}
+
+std::string fingerprintOf(const KeyHash &key) {
+  std::string bytes(sizeof key.low + sizeof key.high, '\0');
+  std::memcpy(bytes.data(), &key.low, sizeof key.low);
+  std::memcpy(bytes.data() + sizeof key.low, &key.high, sizeof key.high);
+  return bytes;
+}
+
+KeyHash keyOf(const std::string &fingerprint) {
+  KeyHash key;
+  if (fingerprint.size() == sizeof key.low + sizeof key.high) {
+    std::memcpy(&key.low, fingerprint.data(), sizeof key.low);
+    std::memcpy(&key.high, fingerprint.data() + sizeof key.low, sizeof key.high);
+  }
+  return key;
+}
+
+template <typename T> T setting(const plan::PlanNode &node, const char *name, T otherwise) {
+  for (const plan::NamedConstant &constant : node.constants)
+    if (constant.name == name)
+      if (const T *value = std::get_if<T>(&constant.value))
+        return *value;
+  return otherwise;
+}
+
+} // namespace
+
+void LineageEngine::State::setUpSequencers() {
+  sequencerOf.assign(plan.nodes.size(), kNoIndex);
+  for (uint32_t n = 0; n < plan.nodes.size(); ++n) {
+    const plan::PlanNode &node = plan.nodes[n];
+    if (node.kind != plan::NodeKind::Dedup)
+      continue;
+    DedupSequencer sequencer;
+    sequencer.node = NodeId(n);
+    sequencer.domain = DomainId(node.domain);
+    sequencer.path = domainLayout(sequencer.domain).pathFromRoot;
+    for (uint32_t s = 0; s < plan.sources.size(); ++s)
+      if (plan.sources[s].domain == sequencer.path.front().index) {
+        sequencer.source = s;
+        break;
+      }
+    sequencer.near = node.field == plan::kDedupNear;
+    sequencer.byArrival = setting<std::string>(node, "order", "source") == "arrival";
+    if (sequencer.near)
+      sequencer.nearIndex.emplace(uint32_t(setting<int64_t>(node, "permutations", 128)),
+                                  uint32_t(setting<int64_t>(node, "bands", 16)),
+                                  setting<double>(node, "threshold", 0.8));
+    sequencer.progress.name = node.name.empty() ? "dedup." + node.field : node.name;
+    sequencer.progress.kind = node.field;
+    sequencerOf[NodeId(n)] = uint32_t(sequencers.size());
+    sequencers.push_back(std::move(sequencer));
+  }
+  // A resumed run: the survivors an earlier run indexed first, then its decisions by entity.
+  for (const DedupDecision &decision : options.dedupHistory) {
+    if (decision.node >= plan.nodes.size() || sequencerOf[NodeId(decision.node)] == kNoIndex)
+      continue;
+    DedupSequencer &sequencer = sequencers[sequencerOf[NodeId(decision.node)]];
+    if (decision.survivor)
+      indexSurvivor(sequencer, decision);
+    sequencer.history.emplace(decision.key, decision);
+  }
+}
+
+void LineageEngine::State::sequencerAdmitted(uint32_t source, RootId root) {
+  for (DedupSequencer &sequencer : sequencers)
+    if (sequencer.source == source && !sequencer.byArrival)
+      sequencer.admitted.push_back({roots[root].sourceRow, root, roots[root].admission});
+}
+
+bool LineageEngine::State::advanceSequencers() {
+  const size_t before = work.size();
+  for (DedupSequencer &sequencer : sequencers)
+    if (!sequencer.byArrival)
+      advanceSequencer(sequencer);
+  return work.size() != before;
+}
+
+void LineageEngine::State::advanceSequencer(DedupSequencer &sequencer) {
+  const size_t depth = sequencer.path.size() - 1;
+  // Leaves the cursor's current entity for the next one: its next sibling, or the next row.
+  auto stepPast = [&] {
+    sequencer.frames.pop_back();
+    if (!sequencer.frames.empty()) {
+      ++sequencer.frames.back().next;
+      return;
+    }
+    sequencer.admitted.pop_front();
+    ++sequencer.nextRow;
+    ++sequencer.progress.rowsPassed;
+  };
+  for (;;) {
+    if (sequencer.frames.empty()) {
+      while (!sequencer.admitted.empty() && sequencer.admitted.front().row < sequencer.nextRow)
+        sequencer.admitted.pop_front();
+      if (!sequencer.admitted.empty() && sequencer.admitted.front().row == sequencer.nextRow) {
+        const DedupSequencer::AdmittedRow &row = sequencer.admitted.front();
+        if (!roots[row.root].live || roots[row.root].admission != row.admission) {
+          // It finished before the cursor reached it: nothing of it is indexed.
+          sequencer.admitted.pop_front();
+          ++sequencer.nextRow;
+          ++sequencer.progress.rowsPassed;
+          continue;
+        }
+        sequencer.frames.push_back({roots[row.root].entity, 0});
+        continue;
+      }
+      // Rows the source skipped (done in an earlier run) or could not read: passed.
+      const uint64_t admittedUpTo = nextSourceRow[sequencer.source];
+      if (sequencer.nextRow < admittedUpTo) {
+        const uint64_t next =
+            sequencer.admitted.empty() ? admittedUpTo : sequencer.admitted.front().row;
+        sequencer.progress.rowsPassed += next - sequencer.nextRow;
+        sequencer.nextRow = next;
+        continue;
+      }
+      return; // the next row is not admitted yet
+    }
+    const DedupSequencer::AdmittedRow &current = sequencer.admitted.front();
+    if (!roots[current.root].live || roots[current.root].admission != current.admission) {
+      // The row finished (failed, or its rows were known) while the cursor was in it.
+      sequencer.frames.clear();
+      sequencer.admitted.pop_front();
+      ++sequencer.nextRow;
+      ++sequencer.progress.rowsPassed;
+      continue;
+    }
+    DedupSequencer::Frame &top = sequencer.frames.back();
+    const size_t level = sequencer.frames.size() - 1;
+    if (level == depth) {
+      if (!decideAtCursor(sequencer, top.entity))
+        return;
+      stepPast();
+      continue;
+    }
+    const ExpansionId expansion = expansionOf(top.entity, sequencer.path[level + 1]);
+    if (!expansion.valid())
+      return; // not expanded yet
+    const Expansion &record = expansions[expansion];
+    if (record.outcome != ItemOutcome::Present || top.next >= record.children.size()) {
+      stepPast();
+      continue;
+    }
+    sequencer.frames.push_back({record.children[top.next], 0});
+  }
+}
+
+bool LineageEngine::State::decideAtCursor(DedupSequencer &sequencer, EntityId entity) {
+  const Item &item = itemOf(entity, sequencer.node);
+  if (item.outcome != ItemOutcome::Unresolved)
+    return true; // decided without the index: its key was dropped, failed or not needed
+  if (item.demand != Demand::Needed)
+    return false;
+  for (uint32_t input : planNode(sequencer.node).inputs)
+    if (inputItem(entity, NodeId(input)).outcome != ItemOutcome::Present)
+      return false;
+  decide(sequencer, entity);
+  return true;
+}
+
+void LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
+  const plan::PlanNode &node = planNode(sequencer.node);
+  const Entity &owner = entities[entity];
+  const RootId rootId = owner.root;
+  DedupDecision decision;
+  if (auto earlier = sequencer.history.find(owner.key); earlier != sequencer.history.end()) {
+    decision = std::move(earlier->second);
+    sequencer.history.erase(earlier);
+  } else {
+    decision.node = sequencer.node.index;
+    decision.key = owner.key;
+    decision.source = roots[rootId].source;
+    decision.sourceRow = roots[rootId].sourceRow;
+    decision.path = pathOf(entity);
+    std::optional<uint32_t> survivor;
+    if (!sequencer.near) {
+      const KeyHash key = hashKey(exactKeyBytes(inputItem(entity, NodeId(node.inputs[0])).value));
+      survivor = sequencer.exact.find(key);
+      decision.fingerprint = fingerprintOf(key);
+    } else {
+      const Value &signature = inputItem(entity, NodeId(node.inputs[1])).value;
+      const std::vector<uint32_t> minima = decodeSignature(signature.asBytes());
+      if (minima.size() != sequencer.nearIndex->permutations()) {
+        const uint32_t cause =
+            recordFailure(entity, FailureKind::ContractViolation, CallId(),
+                          "the signature has " + std::to_string(minima.size()) + " minima, not " +
+                              std::to_string(sequencer.nearIndex->permutations()));
+        setItem(entity, sequencer.node, ItemOutcome::Failed, Value(), cause);
+        return;
+      }
+      if (std::optional<NearIndex::Match> match = sequencer.nearIndex->find(minima)) {
+        survivor = match->survivor;
+        decision.similarity = match->similarity;
+      }
+      decision.fingerprint = signature.asBytes();
+    }
+    decision.survivor = !survivor;
+    if (survivor) {
+      decision.survivorRow = sequencer.survivors.row(*survivor);
+      decision.survivorPath = sequencer.survivors.path(*survivor);
+      decision.fingerprint.clear();
+    } else {
+      indexSurvivor(sequencer, decision);
+    }
+    if (options.onDedupDecision)
+      options.onDedupDecision(decision);
+  }
+  ++sequencer.progress.decided;
+  if (decision.survivor) {
+    setItem(entity, sequencer.node, ItemOutcome::Present,
+            inputItem(entity, NodeId(node.inputs[0])).value, kNoIndex);
+    return;
+  }
+  ++sequencer.progress.duplicates;
+  ++stats.duplicates;
+  roots[rootId].duplicates.push_back(
+      DuplicateRow{sequencer.progress.name, std::move(decision.path), decision.survivorRow,
+                   std::move(decision.survivorPath), decision.similarity});
+  setItem(entity, sequencer.node, ItemOutcome::Dropped, Value(), kNoIndex);
+}
+
+void LineageEngine::State::indexSurvivor(DedupSequencer &sequencer, const DedupDecision &decision) {
+  const uint32_t survivor = sequencer.survivors.add(decision.sourceRow, decision.path);
+  if (sequencer.near)
+    sequencer.nearIndex->insert(decodeSignature(decision.fingerprint), survivor);
+  else
+    sequencer.exact.insert(keyOf(decision.fingerprint), survivor);
+  const uint64_t bytes = sequencer.survivors.bytes() +
+                         (sequencer.near ? sequencer.nearIndex->bytes() : sequencer.exact.bytes());
+  memory.indexes += bytes - sequencer.countedBytes;
+  memory.peak = std::max(memory.peak, memory.held());
+  sequencer.countedBytes = bytes;
+  sequencer.progress.indexed = sequencer.survivors.size();
+  sequencer.progress.indexBytes = bytes;
+}
+
+} // namespace orch::runtime

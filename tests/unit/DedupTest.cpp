@@ -1,0 +1,181 @@
+// Deduplication (docs/runtime.md, "Deduplication"): MinHash signatures against answers of the
+// Python reference (bench/dedup/reference.py, NumPy and the xxhash module), similarity
+// estimates against exact Jaccard similarity, the indexes, and Dedup nodes in the engine: the
+// first in source order survives whatever order batches complete in, under every dispatch
+// policy, and a run that starts from an earlier run's decisions decides the same.
+#include "EngineDriver.h"
+#include "EngineTestPlans.h"
+
+#include "../../runtime/engine/src/DedupIndex.h"
+#include "orch/runtime/values/MinHash.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+namespace orch::runtime {
+namespace {
+
+TEST(MinHashTest, SignaturesEqualThePythonReference) {
+  const MinHashPermutations permutations(MinHashShape{5, 128, 1});
+  // reference.signature(...) of bench/dedup/reference.py.
+  const std::vector<uint32_t> fox = minhashSignature(
+      "The quick brown fox jumps over the lazy dog, twice: the quick brown fox!", 5, permutations);
+  EXPECT_EQ(std::vector<uint32_t>(fox.begin(), fox.begin() + 6),
+            (std::vector<uint32_t>{357037292, 457420700, 113551174, 73552668, 78249721, 60061348}));
+  // Fewer words than a shingle: one shingle of them all.
+  const std::vector<uint32_t> short_ = minhashSignature("Hi there", 5, permutations);
+  EXPECT_EQ(std::vector<uint32_t>(short_.begin(), short_.begin() + 4),
+            (std::vector<uint32_t>{236204916, 2600341245u, 1645102410, 2289465378u}));
+  // No words: every minimum is the largest value.
+  EXPECT_EQ(minhashSignature(" ,.; ", 5, permutations), std::vector<uint32_t>(128, 0xFFFFFFFFu));
+  EXPECT_EQ(decodeSignature(encodeSignature(fox)), fox);
+}
+
+TEST(MinHashTest, ShinglesIgnoreCaseAndPunctuation) {
+  EXPECT_EQ(shingleHashes("Hello, World! foo", 2), shingleHashes("hello world   FOO.", 2));
+  EXPECT_EQ(shingleHashes("a b c a b", 2).size(), 3u); // "a b" counts once
+  EXPECT_NE(shingleHashes("hello world", 2), shingleHashes("world hello", 2));
+}
+
+/// Exact Jaccard similarity of two word lists' 3-gram shingles.
+double exactJaccard(const std::vector<uint32_t> &a, const std::vector<uint32_t> &b) {
+  std::set<uint32_t> sa(a.begin(), a.end()), sb(b.begin(), b.end()), both;
+  std::set_union(sa.begin(), sa.end(), sb.begin(), sb.end(), std::inserter(both, both.end()));
+  return double(sa.size() + sb.size() - both.size()) / double(both.size());
+}
+
+TEST(MinHashTest, EstimatesAreNearTheExactSimilarity) {
+  const MinHashPermutations permutations(MinHashShape{3, 128, 7});
+  std::mt19937 random(3);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::string a, b;
+    const int edits = trial % 20;
+    for (int w = 0; w < 200; ++w) {
+      const std::string word = "w" + std::to_string(random() % 5000);
+      a += word + " ";
+      b += (w % 20 < edits ? "x" + std::to_string(random()) : word) + " ";
+    }
+    std::vector<uint8_t> sa, sb;
+    for (uint32_t v : minhashSignature(a, 3, permutations))
+      sa.push_back(uint8_t(v));
+    for (uint32_t v : minhashSignature(b, 3, permutations))
+      sb.push_back(uint8_t(v));
+    const double exact = exactJaccard(shingleHashes(a, 3), shingleHashes(b, 3));
+    EXPECT_NEAR(estimateSimilarity(sa.data(), sb.data(), 128), exact, 0.15) << "edits " << edits;
+  }
+}
+
+TEST(DedupIndexTest, ExactFindsEqualKeysAcrossGrowth) {
+  ExactIndex index;
+  for (uint32_t i = 0; i < 10000; ++i)
+    index.insert(hashKey("key " + std::to_string(i)), i);
+  EXPECT_EQ(index.find(hashKey("key 0")), 0u);
+  EXPECT_EQ(index.find(hashKey("key 9999")), 9999u);
+  EXPECT_EQ(index.find(hashKey("key 10000")), std::nullopt);
+}
+
+TEST(DedupIndexTest, NearFindsTheEarliestSimilarSurvivorOnly) {
+  const MinHashPermutations permutations(MinHashShape{2, 128, 1});
+  NearIndex index(128, 16, 0.8);
+  std::string base;
+  for (int w = 0; w < 100; ++w)
+    base += "word" + std::to_string(w) + " ";
+  index.insert(minhashSignature("nothing like the others at all here", 2, permutations), 0);
+  index.insert(minhashSignature(base, 2, permutations), 1);
+  index.insert(minhashSignature(base + "tail", 2, permutations), 2);
+  const auto match = index.find(minhashSignature(base + "other", 2, permutations));
+  ASSERT_TRUE(match);
+  EXPECT_EQ(match->survivor, 1u);
+  EXPECT_GT(match->similarity, 0.9);
+  EXPECT_FALSE(index.find(
+      minhashSignature("an unrelated text about something else entirely", 2, permutations)));
+}
+
+// --- Dedup nodes in the engine --------------------------------------------------------------
+
+const char *kPagesByNumber = R"(
+pipeline pages;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+number = test.identity(ordinal(pages)) { batch: 3 };
+first = dedup.exact(number);
+sink jsonl(path: "out.jsonl", record: { id: broadcast(rows.id, pages), page: first });
+)";
+
+/// Which (row, page) each run kept, and its duplicates, in source order.
+struct Decisions {
+  std::vector<std::pair<uint64_t, int64_t>> kept;
+  std::vector<DuplicateRow> duplicates;
+  friend bool operator==(const Decisions &, const Decisions &) = default;
+};
+
+Decisions runPages(const plan::Plan &plan, EngineOptions options, testing::DriverOptions driver) {
+  orch::testing::EngineTestOperators ops;
+  testing::EngineDriver engine(plan, options, ops.registry, driver);
+  std::vector<Value> docs;
+  for (int64_t d = 0; d < 12; ++d)
+    docs.push_back(Value::record({{"id", Value::integer(d)}, {"n", Value::integer(d % 5 + 1)}}));
+  testing::DriverRun run = engine.run(docs);
+  EXPECT_EQ(run.error, "ok");
+  std::sort(run.roots.begin(), run.roots.end(),
+            [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
+  Decisions decisions;
+  for (const RootResult &root : run.roots) {
+    for (const SinkRow &row : root.rows)
+      if (row.status == RowStatus::Written)
+        decisions.kept.emplace_back(root.sourceRow, row.values[0].field("page")->asInt());
+    for (DuplicateRow duplicate : root.duplicates) {
+      duplicate.path.insert(duplicate.path.begin(), uint32_t(root.sourceRow));
+      decisions.duplicates.push_back(duplicate);
+    }
+  }
+  return decisions;
+}
+
+TEST(DedupEngineTest, TheFirstInSourceOrderSurvivesWhateverTheOrderOfCompletion) {
+  const plan::Plan plan = orch::testing::compileRunnable(kPagesByNumber);
+  const Decisions reference = runPages(plan, {}, {1, 1, 0.0, true});
+  // Docs have 1, 2, 3, 4, 5, 1, 2, ... pages (33 in all): page k survives in the first doc that has
+  // it.
+  ASSERT_EQ(reference.kept.size(), 5u);
+  for (int64_t k = 0; k < 5; ++k)
+    EXPECT_EQ(reference.kept[k], (std::pair<uint64_t, int64_t>(k, k)));
+  ASSERT_EQ(reference.duplicates.size(), 33u - 5u);
+  EXPECT_EQ(reference.duplicates[0].survivorRow, 0u); // doc 1's page 0 repeats doc 0's
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    EngineOptions options;
+    options.readyOrder = seed % 2 ? ReadyOrder::Unordered : ReadyOrder::Fifo;
+    options.batching = seed % 3 == 0 ? BatchingScope::ParentBound : BatchingScope::CrossParent;
+    options.probeFirst = seed == 4;
+    options.maxLiveRoots = seed == 5 ? 2 : 4096;
+    options.gather = seed == 6 ? GatherMode::GlobalBarrier : GatherMode::Lineage;
+    options.seed = seed;
+    EXPECT_EQ(runPages(plan, options, {seed, 6, seed == 2 ? 0.2 : 0.0, false}), reference)
+        << "seed " << seed;
+  }
+}
+
+TEST(DedupEngineTest, AnEarlierRunsDecisionsAreKeptAndItsSurvivorsIndexed) {
+  const plan::Plan plan = orch::testing::compileRunnable(kPagesByNumber);
+  std::vector<DedupDecision> made;
+  EngineOptions recording;
+  recording.onDedupDecision = [&](const DedupDecision &decision) { made.push_back(decision); };
+  const Decisions reference = runPages(plan, recording, {2, 4, 0.0, false});
+  ASSERT_EQ(made.size(), 33u);
+  // Only the first half of the decisions were kept (a run killed midway), and one of them is
+  // changed: the resumed run must take it as it was, not decide it again.
+  made.resize(18);
+  ASSERT_TRUE(made[0].survivor);
+  EngineOptions resumed;
+  resumed.dedupHistory = made;
+  EXPECT_EQ(runPages(plan, resumed, {5, 4, 0.0, false}), reference);
+  resumed.dedupHistory[1].survivor = true; // doc 1's page 0 kept, as if an earlier run had
+  resumed.dedupHistory[1].fingerprint = resumed.dedupHistory[0].fingerprint;
+  const Decisions changed = runPages(plan, resumed, {5, 4, 0.0, false});
+  EXPECT_EQ(changed.kept.size(), reference.kept.size() + 1);
+}
+
+} // namespace
+} // namespace orch::runtime
