@@ -11,6 +11,7 @@ build/bin/orch_bench --benchmark_min_time=0.2
 bench/language/cleaning.sh build/bin/orch
 bench/language/text_or_ocr.sh build/bin/orch
 bench/plain/run.sh build/bin/orch "$@"
+bench/dedup/run.sh build/bin/orch "$@"
 bench/python/bridge.sh build/bin/orch
 bench/outputs/journal.sh build/bin/orch
 bench/cluster/curve.sh build/bin/orch
