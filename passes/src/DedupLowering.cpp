@@ -38,7 +38,8 @@ public:
       exactCall[c] = module.calls[c].op == "dedup.exact";
       nearCall[c] = module.calls[c].op == "dedup.near";
       any = any || exactCall[c] || nearCall[c];
-      if ((exactCall[c] || nearCall[c]) && !checkSettings(module.calls[c], diags))
+      if ((exactCall[c] || nearCall[c] || module.calls[c].op == kMinhashOp) &&
+          !checkSettings(module.calls[c], diags))
         return;
     }
     if (!any)
@@ -52,7 +53,8 @@ public:
         operand = renumbered[operand];
       const bool invoke = op.kind == ir::OpKind::Invoke;
       if (invoke && (exactCall[op.index] || nearCall[op.index])) {
-        if (!isComparable(module, module.calls[op.index], op, diags))
+        // Operands are renumbered already: they index `ops`.
+        if (!isComparable(module.calls[op.index], op, ops[op.operands[0]], diags))
           return;
         const ir::Call &call = module.calls[op.index];
         if (nearCall[op.index]) {
@@ -131,7 +133,7 @@ private:
 
   static bool checkSettings(const ir::Call &call, DiagnosticEngine &diags) {
     const std::string order = constantOr<std::string>(call.constants, "order", "source");
-    if (order != "source" && order != "arrival") {
+    if (call.op != kMinhashOp && order != "source" && order != "arrival") {
       diags.error(call.location, "'order' of '" + call.op +
                                      "' must be \"source\" (the first in "
                                      "source order survives, deterministic) or \"arrival\" (the "
@@ -139,18 +141,19 @@ private:
                                      order + "\"");
       return false;
     }
-    if (call.op != "dedup.near")
+    if (call.op == "dedup.exact")
       return true;
     const double threshold = constantOr<double>(call.constants, "threshold", 0.8);
     const int64_t permutations = constantOr<int64_t>(call.constants, "permutations", 128);
     const int64_t bands = constantOr<int64_t>(call.constants, "bands", 16);
     const int64_t ngram = constantOr<int64_t>(call.constants, "ngram", 5);
+    const bool near = call.op == "dedup.near";
     std::string problem;
-    if (!(threshold > 0 && threshold <= 1))
-      problem = "'threshold' must be in (0, 1], not " + std::to_string(threshold);
+    if (near && !(threshold > 0 && threshold <= 1))
+      problem = "'threshold' must be in (0, 1], not " + plan::formatStaticValue(threshold);
     else if (permutations < 1 || permutations > 1024)
       problem = "'permutations' must be 1 to 1024, not " + std::to_string(permutations);
-    else if (bands < 1 || permutations % bands != 0)
+    else if (near && (bands < 1 || permutations % bands != 0))
       problem = "'bands' must divide 'permutations' (" + std::to_string(permutations) +
                 ") into equal bands, not " + std::to_string(bands);
     else if (ngram < 1 || ngram > 64)
@@ -162,23 +165,22 @@ private:
   }
 
   /// dedup.near compares text; dedup.exact any value.
-  static bool isComparable(const ir::Module &module, const ir::Call &call, const ir::Operation &op,
-                           DiagnosticEngine &diags) {
+  static bool isComparable(const ir::Call &call, const ir::Operation &op,
+                           const ir::Operation &operand, DiagnosticEngine &diags) {
+    const SourceLocation used = op.operandLocations.empty() ? op.location : op.operandLocations[0];
     if (op.domain == ir::kNoDomain) {
-      diags.error(module.useLocation(op, 0),
-                  "'" + call.op +
-                      "' compares the values of a domain's entities, but its input "
-                      "is a constant");
+      diags.error(used, "'" + call.op +
+                            "' compares the values of a domain's entities, but its input is a "
+                            "constant");
       return false;
     }
     if (call.op != "dedup.near")
       return true;
-    const plan::TypeKind kind = module.op(op.operands[0]).type.kind();
+    const plan::TypeKind kind = operand.type.kind();
     if (kind == plan::TypeKind::Text || kind == plan::TypeKind::String)
       return true;
-    diags.error(module.useLocation(op, 0), "'dedup.near' compares text (Text or String), not " +
-                                               module.op(op.operands[0]).type.str() +
-                                               "; compare other values exactly with 'dedup.exact'");
+    diags.error(used, "'dedup.near' compares text (Text or String), not " + operand.type.str() +
+                          "; compare other values exactly with 'dedup.exact'");
     return false;
   }
 };

@@ -146,6 +146,10 @@ check "bands that do not divide the permutations are refused" refused "'bands' m
   'unique = dedup.near(texts, bands: 5);'
 check "dedup.near of a number is refused" refused "'dedup.near' compares text" \
   'unique = dedup.near(ordinal(pages));'
+check "dedup.minhash with no permutations is refused" refused "'permutations' must be 1 to 1024" \
+  'unique = dedup.minhash(texts, permutations: 0);'
+check "dedup.near of a record is refused, not a crash" refused "'dedup.near' compares text" \
+  'unique = dedup.near({ t: texts });'
 check "an unknown order is refused" refused "'order' of 'dedup.exact' must be" \
   'unique = dedup.exact(texts, order: "random");'
 

@@ -71,12 +71,14 @@ TEST(DedupIndexTest, ExactFindsEqualKeysAcrossGrowth) {
   ExactIndex index;
   for (uint32_t i = 0; i < 10000; ++i)
     index.insert(hashKey("key " + std::to_string(i)), i);
-  EXPECT_EQ(index.find(hashKey("key 0")), 0u);
-  EXPECT_EQ(index.find(hashKey("key 9999")), 9999u);
-  EXPECT_EQ(index.find(hashKey("key 10000")), std::nullopt);
+  EXPECT_EQ(index.find(hashKey("key 0")), std::vector<uint32_t>{0});
+  EXPECT_EQ(index.find(hashKey("key 9999")), std::vector<uint32_t>{9999});
+  EXPECT_TRUE(index.find(hashKey("key 10000")).empty());
+  index.insert(hashKey("key 5"), 10000); // a later survivor of a key whose first was retracted
+  EXPECT_EQ(index.find(hashKey("key 5")), (std::vector<uint32_t>{5, 10000}));
 }
 
-TEST(DedupIndexTest, NearFindsTheEarliestSimilarSurvivorOnly) {
+TEST(DedupIndexTest, NearFindsTheSimilarSurvivorsOnly) {
   const MinHashPermutations permutations(MinHashShape{2, 128, 1});
   NearIndex index(128, 16, 0.8);
   std::string base;
@@ -85,12 +87,15 @@ TEST(DedupIndexTest, NearFindsTheEarliestSimilarSurvivorOnly) {
   index.insert(minhashSignature("nothing like the others at all here", 2, permutations), 0);
   index.insert(minhashSignature(base, 2, permutations), 1);
   index.insert(minhashSignature(base + "tail", 2, permutations), 2);
-  const auto match = index.find(minhashSignature(base + "other", 2, permutations));
-  ASSERT_TRUE(match);
-  EXPECT_EQ(match->survivor, 1u);
-  EXPECT_GT(match->similarity, 0.9);
-  EXPECT_FALSE(index.find(
-      minhashSignature("an unrelated text about something else entirely", 2, permutations)));
+  const auto matches = index.find(minhashSignature(base + "other", 2, permutations));
+  ASSERT_EQ(matches.size(), 2u);
+  EXPECT_EQ(matches[0].survivor, 1u);
+  EXPECT_EQ(matches[1].survivor, 2u);
+  EXPECT_GT(matches[0].similarity, 0.9);
+  EXPECT_TRUE(index
+                  .find(minhashSignature("an unrelated text about something else entirely", 2,
+                                         permutations))
+                  .empty());
 }
 
 // --- Dedup nodes in the engine --------------------------------------------------------------
@@ -175,6 +180,52 @@ TEST(DedupEngineTest, AnEarlierRunsDecisionsAreKeptAndItsSurvivorsIndexed) {
   resumed.dedupHistory[1].fingerprint = resumed.dedupHistory[0].fingerprint;
   const Decisions changed = runPages(plan, resumed, {5, 4, 0.0, false});
   EXPECT_EQ(changed.kept.size(), reference.kept.size() + 1);
+}
+
+// A failed row takes no part: a key whose first occurrence is in a row that fails survives in
+// the next row that has it, whatever the order rows finish in (the later row waits for the
+// failed one's end before it is decided).
+const char *kFailedFirst = R"(
+pipeline failed_first;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+number = test.identity(ordinal(pages)) { batch: 2 };
+first = dedup.exact(number);
+checked = test.fail({ page: first, bad: broadcast(rows.bad, pages) }, ordinals: "1", when: "bad") { batch: 2 };
+sink jsonl(path: "out.jsonl", record: { id: broadcast(rows.id, pages), page: checked });
+)";
+
+TEST(DedupEngineTest, AFailedRowsKeysAreRetractedWhateverTheTiming) {
+  const plan::Plan plan = orch::testing::compileRunnable(kFailedFirst);
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    orch::testing::EngineTestOperators ops;
+    EngineOptions options;
+    options.readyOrder = seed % 2 ? ReadyOrder::Unordered : ReadyOrder::Fifo;
+    options.seed = seed;
+    testing::EngineDriver engine(plan, options, ops.registry, {seed, 1 + seed % 5, 0.0, false});
+    // Row 0 (2 pages) fails at its page 1, after deciding; rows 1 and 2 have 3 pages each:
+    // row 1's pages survive (row 0's are retracted), and all of row 2's repeat row 1's.
+    std::vector<Value> docs;
+    for (int64_t d = 0; d < 3; ++d)
+      docs.push_back(Value::record({{"id", Value::integer(d)},
+                                    {"n", Value::integer(d == 0 ? 2 : 3)},
+                                    {"bad", Value::boolean(d == 0)}}));
+    testing::DriverRun run = engine.run(docs);
+    ASSERT_EQ(run.error, "ok");
+    std::sort(run.roots.begin(), run.roots.end(),
+              [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
+    ASSERT_EQ(run.roots.size(), 3u);
+    EXPECT_EQ(run.roots[0].status, RootStatus::Failed) << "seed " << seed;
+    EXPECT_TRUE(run.roots[0].duplicates.empty());
+    EXPECT_EQ(run.roots[1].status, RootStatus::Written) << "seed " << seed;
+    EXPECT_TRUE(run.roots[1].duplicates.empty()) << "seed " << seed;
+    ASSERT_EQ(run.roots[2].duplicates.size(), 3u) << "seed " << seed;
+    for (uint32_t p = 0; p < 3; ++p) {
+      EXPECT_EQ(run.roots[2].duplicates[p].survivorRow, 1u) << "seed " << seed;
+      EXPECT_EQ(run.roots[2].duplicates[p].survivorPath, std::vector<uint32_t>{p});
+    }
+    EXPECT_EQ(engine.engine().stats().duplicates, 3u);
+  }
 }
 
 } // namespace

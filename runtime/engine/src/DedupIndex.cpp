@@ -42,16 +42,16 @@ KeyHash hashKey(std::string_view bytes) {
   return KeyHash{hash.low64, hash.high64};
 }
 
-std::optional<uint32_t> ExactIndex::find(const KeyHash &key) const {
+std::vector<uint32_t> ExactIndex::find(const KeyHash &key) const {
+  std::vector<uint32_t> found;
   if (slots_.empty())
-    return std::nullopt;
-  for (size_t at = slotOf(key.low, slots_.size());; at = (at + 1) & (slots_.size() - 1)) {
-    const Slot &slot = slots_[at];
-    if (slot.survivor == UINT32_MAX)
-      return std::nullopt;
-    if (slot.key == key)
-      return slot.survivor;
-  }
+    return found;
+  for (size_t at = slotOf(key.low, slots_.size()); slots_[at].survivor != UINT32_MAX;
+       at = (at + 1) & (slots_.size() - 1))
+    if (slots_[at].key == key)
+      found.push_back(slots_[at].survivor);
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 void ExactIndex::insert(const KeyHash &key, uint32_t survivor) {
@@ -82,9 +82,10 @@ uint32_t NearIndex::bandFingerprint(const std::vector<uint32_t> &signature, uint
                                        size_t(rows_) * sizeof(uint32_t), band));
 }
 
-std::optional<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signature) const {
+std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signature) const {
+  std::vector<Match> matches;
   if (signature.size() != permutations_)
-    return std::nullopt;
+    return matches;
   std::vector<uint32_t> candidates;
   for (uint32_t band = 0; band < bands_; ++band) {
     const std::vector<uint64_t> &table = tables_[band];
@@ -105,9 +106,9 @@ std::optional<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &sig
     const double similarity = estimateSimilarity(
         sketch.data(), sketches_.data() + size_t(survivor) * permutations_, permutations_);
     if (similarity >= threshold_)
-      return Match{survivor, similarity};
+      matches.push_back(Match{survivor, similarity});
   }
-  return std::nullopt;
+  return matches;
 }
 
 void NearIndex::insertInto(std::vector<uint64_t> &table, size_t &used, uint64_t entry) {

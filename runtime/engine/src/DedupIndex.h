@@ -38,8 +38,9 @@ KeyHash hashKey(std::string_view bytes);
 
 class ExactIndex {
 public:
-  /// The survivor with an equal key, or nullopt.
-  std::optional<uint32_t> find(const KeyHash &key) const;
+  /// The survivors with an equal key (several when survivors were retracted: their rows
+  /// failed), in the order they were inserted.
+  std::vector<uint32_t> find(const KeyHash &key) const;
   void insert(const KeyHash &key, uint32_t survivor);
   size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
 
@@ -61,9 +62,9 @@ public:
     uint32_t survivor = 0;
     double similarity = 0;
   };
-  /// The earliest survivor that shares a band with `signature` and whose estimated similarity
-  /// reaches the threshold, or nullopt.
-  std::optional<Match> find(const std::vector<uint32_t> &signature) const;
+  /// The survivors that share a band with `signature` and whose estimated similarity reaches
+  /// the threshold, by survivor number.
+  std::vector<Match> find(const std::vector<uint32_t> &signature) const;
   /// `survivor` must be the next one (0, 1, 2, ...).
   void insert(const std::vector<uint32_t> &signature, uint32_t survivor);
   size_t bytes() const;

@@ -83,15 +83,71 @@ void LineageEngine::State::setUpSequencers() {
       continue;
     DedupSequencer &sequencer = sequencers[sequencerOf[NodeId(decision.node)]];
     if (decision.survivor)
-      indexSurvivor(sequencer, decision);
+      sequencer.earlierRuns[decision.sourceRow].push_back(indexSurvivor(sequencer, decision));
     sequencer.history.emplace(decision.key, decision);
   }
+  for (DedupSequencer &sequencer : sequencers)
+    sequencer.unfinished.clear(); // an earlier run's rows are finished unless they run again
 }
 
 void LineageEngine::State::sequencerAdmitted(uint32_t source, RootId root) {
-  for (DedupSequencer &sequencer : sequencers)
-    if (sequencer.source == source && !sequencer.byArrival)
-      sequencer.admitted.push_back({roots[root].sourceRow, root, roots[root].admission});
+  const uint64_t row = roots[root].sourceRow;
+  for (DedupSequencer &sequencer : sequencers) {
+    if (sequencer.source != source)
+      continue;
+    if (!sequencer.byArrival)
+      sequencer.admitted.push_back({row, root, roots[root].admission});
+    // A row an earlier run decided runs again: its survivors wait for its end once more.
+    if (auto earlier = sequencer.earlierRuns.find(row); earlier != sequencer.earlierRuns.end()) {
+      sequencer.unfinished[row] = std::move(earlier->second);
+      sequencer.earlierRuns.erase(earlier);
+    }
+  }
+}
+
+void LineageEngine::State::sequencerRootFinished(uint32_t source, uint64_t sourceRow, bool failed) {
+  for (DedupSequencer &sequencer : sequencers) {
+    if (sequencer.source != source)
+      continue;
+    auto found = sequencer.unfinished.find(sourceRow);
+    if (found == sequencer.unfinished.end())
+      continue;
+    if (failed)
+      for (uint32_t survivor : found->second)
+        sequencer.retracted[survivor] = true;
+    sequencer.unfinished.erase(found);
+  }
+}
+
+std::optional<uint32_t>
+LineageEngine::State::earliestSurvivor(const DedupSequencer &sequencer,
+                                       const std::vector<uint32_t> &candidates, uint64_t row,
+                                       const std::vector<uint32_t> &path, bool &waits) const {
+  std::optional<uint32_t> earliest;
+  std::vector<uint32_t> earliestPath;
+  for (uint32_t survivor : candidates) {
+    if (sequencer.retracted[survivor])
+      continue;
+    if (sequencer.byArrival) {
+      // The first to arrive: candidates come by survivor number.
+      waits = false;
+      return survivor;
+    }
+    const uint64_t survivorRow = sequencer.survivors.row(survivor);
+    std::vector<uint32_t> survivorPath = sequencer.survivors.path(survivor);
+    // Only what comes before it in source order (a retried row is not a duplicate of a later
+    // row that was kept while it had failed).
+    if (std::tie(survivorRow, survivorPath) >= std::tie(row, path))
+      continue;
+    const uint64_t earliestRow = earliest ? sequencer.survivors.row(*earliest) : 0;
+    if (!earliest || std::tie(survivorRow, survivorPath) < std::tie(earliestRow, earliestPath)) {
+      earliest = survivor;
+      earliestPath = std::move(survivorPath);
+    }
+  }
+  const uint64_t earliestRow = earliest ? sequencer.survivors.row(*earliest) : row;
+  waits = !sequencer.byArrival && earliestRow != row && sequencer.unfinished.count(earliestRow);
+  return earliest;
 }
 
 bool LineageEngine::State::advanceSequencers() {
@@ -180,28 +236,28 @@ bool LineageEngine::State::decideAtCursor(DedupSequencer &sequencer, EntityId en
   for (uint32_t input : planNode(sequencer.node).inputs)
     if (inputItem(entity, NodeId(input)).outcome != ItemOutcome::Present)
       return false;
-  decide(sequencer, entity);
-  return true;
+  return decide(sequencer, entity);
 }
 
-void LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
+bool LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
   const plan::PlanNode &node = planNode(sequencer.node);
   const Entity &owner = entities[entity];
   const RootId rootId = owner.root;
   DedupDecision decision;
   if (auto earlier = sequencer.history.find(owner.key); earlier != sequencer.history.end()) {
-    decision = std::move(earlier->second);
-    sequencer.history.erase(earlier);
+    decision = earlier->second;
   } else {
     decision.node = sequencer.node.index;
     decision.key = owner.key;
     decision.source = roots[rootId].source;
     decision.sourceRow = roots[rootId].sourceRow;
     decision.path = pathOf(entity);
-    std::optional<uint32_t> survivor;
+    std::vector<uint32_t> candidates;
+    std::vector<double> similarities;
     if (!sequencer.near) {
       const KeyHash key = hashKey(exactKeyBytes(inputItem(entity, NodeId(node.inputs[0])).value));
-      survivor = sequencer.exact.find(key);
+      candidates = sequencer.exact.find(key);
+      similarities.assign(candidates.size(), 1.0);
       decision.fingerprint = fingerprintOf(key);
     } else {
       const Value &signature = inputItem(entity, NodeId(node.inputs[1])).value;
@@ -212,41 +268,53 @@ void LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
                           "the signature has " + std::to_string(minima.size()) + " minima, not " +
                               std::to_string(sequencer.nearIndex->permutations()));
         setItem(entity, sequencer.node, ItemOutcome::Failed, Value(), cause);
-        return;
+        return true;
       }
-      if (std::optional<NearIndex::Match> match = sequencer.nearIndex->find(minima)) {
-        survivor = match->survivor;
-        decision.similarity = match->similarity;
+      for (const NearIndex::Match &match : sequencer.nearIndex->find(minima)) {
+        candidates.push_back(match.survivor);
+        similarities.push_back(match.similarity);
       }
       decision.fingerprint = signature.asBytes();
     }
+    bool waits = false;
+    const std::optional<uint32_t> survivor =
+        earliestSurvivor(sequencer, candidates, decision.sourceRow, decision.path, waits);
+    if (waits)
+      return false;
     decision.survivor = !survivor;
     if (survivor) {
       decision.survivorRow = sequencer.survivors.row(*survivor);
       decision.survivorPath = sequencer.survivors.path(*survivor);
+      decision.similarity =
+          similarities[std::find(candidates.begin(), candidates.end(), *survivor) -
+                       candidates.begin()];
       decision.fingerprint.clear();
     } else {
-      indexSurvivor(sequencer, decision);
+      sequencer.unfinished[decision.sourceRow].push_back(indexSurvivor(sequencer, decision));
     }
     if (options.onDedupDecision)
       options.onDedupDecision(decision);
   }
+  sequencer.history.erase(owner.key);
   ++sequencer.progress.decided;
   if (decision.survivor) {
     setItem(entity, sequencer.node, ItemOutcome::Present,
             inputItem(entity, NodeId(node.inputs[0])).value, kNoIndex);
-    return;
+    return true;
   }
-  ++sequencer.progress.duplicates;
-  ++stats.duplicates;
+  // Counted when its root finishes and is not failed (a failed row's duplicates are its
+  // failure's business), with the line of the errors journal.
   roots[rootId].duplicates.push_back(
-      DuplicateRow{sequencer.progress.name, std::move(decision.path), decision.survivorRow,
-                   std::move(decision.survivorPath), decision.similarity});
+      DuplicateRow{sequencer.progress.name, sequencer.node.index, std::move(decision.path),
+                   decision.survivorRow, std::move(decision.survivorPath), decision.similarity});
   setItem(entity, sequencer.node, ItemOutcome::Dropped, Value(), kNoIndex);
+  return true;
 }
 
-void LineageEngine::State::indexSurvivor(DedupSequencer &sequencer, const DedupDecision &decision) {
+uint32_t LineageEngine::State::indexSurvivor(DedupSequencer &sequencer,
+                                             const DedupDecision &decision) {
   const uint32_t survivor = sequencer.survivors.add(decision.sourceRow, decision.path);
+  sequencer.retracted.push_back(false);
   if (sequencer.near)
     sequencer.nearIndex->insert(decodeSignature(decision.fingerprint), survivor);
   else
@@ -258,6 +326,7 @@ void LineageEngine::State::indexSurvivor(DedupSequencer &sequencer, const DedupD
   sequencer.countedBytes = bytes;
   sequencer.progress.indexed = sequencer.survivors.size();
   sequencer.progress.indexBytes = bytes;
+  return survivor;
 }
 
 } // namespace orch::runtime

@@ -113,6 +113,14 @@ struct DedupSequencer {
   /// order: "arrival": decided as keys arrive, no cursor.
   bool byArrival = false;
   SurvivorPositions survivors;
+  /// Survivors whose source row failed: retracted, they match nothing (a failed row's
+  /// entities take no part, whatever the timing).
+  std::vector<bool> retracted;
+  /// Survivors of rows not finished yet, by source row: an entity of a later row that matches
+  /// one waits until its row finishes (and retracts it if it failed).
+  std::unordered_map<uint64_t, std::vector<uint32_t>> unfinished;
+  /// Survivors an earlier run indexed, by source row: unfinished again if the row runs again.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> earlierRuns;
   ExactIndex exact;
   std::optional<NearIndex> nearIndex;
   /// An earlier run's decisions (resume), by entity key.
@@ -419,9 +427,18 @@ struct LineageEngine::State {
   void advanceSequencer(DedupSequencer &sequencer);
   /// The cursor's entity: decides it if its key is known. False while it must wait.
   bool decideAtCursor(DedupSequencer &sequencer, EntityId entity);
-  /// Decides `entity` (its inputs are present): survivor or duplicate.
-  void decide(DedupSequencer &sequencer, EntityId entity);
-  void indexSurvivor(DedupSequencer &sequencer, const DedupDecision &decision);
+  /// Decides `entity` (its inputs are present): survivor or duplicate. False when it must wait:
+  /// the survivor it matches is in an earlier row that has not finished.
+  bool decide(DedupSequencer &sequencer, EntityId entity);
+  /// The survivor an entity at (`row`, `path`) duplicates among `candidates` (survivor numbers):
+  /// the earliest in source order that comes before it and is not retracted. `waits` is set
+  /// when that survivor's row has not finished (and is not `row`).
+  std::optional<uint32_t> earliestSurvivor(const DedupSequencer &sequencer,
+                                           const std::vector<uint32_t> &candidates, uint64_t row,
+                                           const std::vector<uint32_t> &path, bool &waits) const;
+  uint32_t indexSurvivor(DedupSequencer &sequencer, const DedupDecision &decision);
+  /// A root of `source` finished: its survivors are final, or retracted if it failed.
+  void sequencerRootFinished(uint32_t source, uint64_t sourceRow, bool failed);
 
   // Dispatch and commit (EngineCommit.cpp).
   /// The queued grain is still the same grain (same ready ticket) and in `phase`.

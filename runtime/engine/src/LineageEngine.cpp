@@ -874,6 +874,11 @@ void LineageEngine::State::finishRoot(RootId rootId) {
     result.skippedMembers.clear();
   else
     result.duplicates = std::move(root.duplicates);
+  sequencerRootFinished(root.source, root.sourceRow, result.status == RootStatus::Failed);
+  for (const DuplicateRow &duplicate : result.duplicates) {
+    ++stats.duplicates;
+    ++sequencers[sequencerOf[NodeId(duplicate.node)]].progress.duplicates;
+  }
   // In entity order, whichever Dedup node decided first.
   std::stable_sort(result.duplicates.begin(), result.duplicates.end(),
                    [](const DuplicateRow &a, const DuplicateRow &b) {
@@ -920,6 +925,7 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
     if (!root.live)
       continue;
     root.failures.push_back(Failure{kind, "", {}, reason});
+    sequencerRootFinished(root.source, root.sourceRow, true);
     retireRoot(r,
                failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures)));
   }

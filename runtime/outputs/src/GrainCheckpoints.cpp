@@ -103,7 +103,8 @@ GrainCheckpoints::~GrainCheckpoints() {
 }
 
 void GrainCheckpoints::load(const std::string &bytes,
-                            const std::function<bool(uint32_t, uint64_t)> &wanted) {
+                            const std::function<bool(uint32_t, uint64_t)> &wanted,
+                            const std::function<bool(uint32_t, uint64_t)> &failed) {
   const msgpack::unpack_limit limits(kValueLimit, kValueLimit, kValueLimit, kValueLimit,
                                      kValueLimit, 512);
   const std::string_view store(bytes);
@@ -125,6 +126,10 @@ void GrainCheckpoints::load(const std::string &bytes,
     if (!kept)
       break;
     if (const uint32_t node = std::get<0>(*kept); node < dedupNode_.size() && dedupNode_[node]) {
+      if (failed(std::get<2>(*kept), std::get<3>(*kept))) {
+        at += 8 + length;
+        continue;
+      }
       // Every decision, of rows done or not: a resumed run decides as the earlier one did.
       decisions_.push_back(
           decisionOf(node, std::get<1>(*kept), std::get<3>(*kept), std::get<4>(*kept)));

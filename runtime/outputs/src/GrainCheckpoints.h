@@ -27,8 +27,10 @@ public:
   explicit GrainCheckpoints(const plan::Plan &plan);
   ~GrainCheckpoints();
 
-  /// Loads the store `bytes` of an earlier run: the values of the rows `wanted` (source, row).
-  void load(const std::string &bytes, const std::function<bool(uint32_t, uint64_t)> &wanted);
+  /// Loads the store `bytes` of an earlier run: the values of the rows `wanted` (source, row),
+  /// and the Dedup decisions of every row but those `failed` (a failed row takes no part).
+  void load(const std::string &bytes, const std::function<bool(uint32_t, uint64_t)> &wanted,
+            const std::function<bool(uint32_t, uint64_t)> &failed);
   /// The records loaded: the store a resumed run starts from (the rest is garbage).
   const std::string &loadedRecords() const { return loadedRecords_; }
   /// From now on, new values are appended to `fd` (owned).

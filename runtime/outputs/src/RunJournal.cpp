@@ -264,6 +264,10 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
       }
       if (!retry && !retired)
         journal->done_.insert(key(commit->source, commit->row));
+      if (commit->status == 'f')
+        journal->failed_.insert(key(commit->source, commit->row));
+      else
+        journal->failed_.erase(key(commit->source, commit->row));
       journal->errorsKeep_ = retryFailed ? 0 : commit->errorsSize;
     }
     journal->commitsKept_ = good;
@@ -276,7 +280,10 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
     const RunJournal &reader = *journal;
     journal->checkpoints_->load(
         std::string((std::istreambuf_iterator<char>(values)), std::istreambuf_iterator<char>()),
-        [&reader](uint32_t source, uint64_t row) { return !reader.isDone(source, row); });
+        [&reader](uint32_t source, uint64_t row) { return !reader.isDone(source, row); },
+        [&reader](uint32_t source, uint64_t row) {
+          return reader.failed_.count(key(source, row)) != 0;
+        });
   }
   if (!journal->resuming_)
     journal->sinkResume_.clear();

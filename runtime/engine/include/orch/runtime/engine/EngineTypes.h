@@ -213,6 +213,8 @@ struct SkippedMember {
 /// (its value's name), the duplicate's entity, and the survivor it duplicates.
 struct DuplicateRow {
   std::string dedup;
+  /// The Dedup node (plan::Plan::nodes).
+  uint32_t node = 0;
   /// The duplicate's entity (ordinals below the root).
   std::vector<uint32_t> path;
   /// The survivor: its source row and its ordinals below that row's root.

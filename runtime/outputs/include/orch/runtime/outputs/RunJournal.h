@@ -99,6 +99,8 @@ private:
   int commitsFd_ = -1;
   bool resuming_ = false;
   std::unordered_set<uint64_t> done_;
+  /// Source rows whose last record says they failed: their Dedup decisions are not loaded.
+  std::unordered_set<uint64_t> failed_;
   std::vector<SinkResume> sinkResume_;
   uint64_t errorsKeep_ = 0;
   std::string header_;
