@@ -39,7 +39,7 @@ private:
       expected = operands.value_or(op.operands.size());
     }
     if (op.kind == OpKind::Dedup)
-      expected = op.field == plan::kDedupExact ? 1 : 2;
+      expected = op.field == plan::kDedupNear ? 2 : 1;
     if (op.operands.size() != expected)
       fail(op.location, what + " has " + std::to_string(op.operands.size()) +
                             " operands, expected " + std::to_string(expected));

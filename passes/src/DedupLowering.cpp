@@ -32,11 +32,18 @@ public:
 
   void run(ir::Module &module, DiagnosticEngine &diags) override {
     const size_t callCount = module.calls.size();
+    // Exact and hamming Calls become Dedup operations alone ("exact" below); near ones also
+    // compute signatures.
     std::vector<bool> exactCall(callCount), nearCall(callCount);
+    std::vector<const char *> kind(callCount, nullptr);
     bool any = false;
     for (size_t c = 0; c < callCount; ++c) {
-      exactCall[c] = module.calls[c].op == "dedup.exact";
-      nearCall[c] = module.calls[c].op == "dedup.near";
+      const std::string &op = module.calls[c].op;
+      exactCall[c] = op == "dedup.exact" || op == "dedup.hamming";
+      nearCall[c] = op == "dedup.near";
+      kind[c] = op == "dedup.exact"     ? plan::kDedupExact
+                : op == "dedup.hamming" ? plan::kDedupHamming
+                                        : plan::kDedupNear;
       any = any || exactCall[c] || nearCall[c];
       if ((exactCall[c] || nearCall[c] || module.calls[c].op == kMinhashOp) &&
           !checkSettings(module.calls[c], diags))
@@ -64,7 +71,7 @@ public:
             op.operandLocations.push_back(op.location);
         }
         op.kind = ir::OpKind::Dedup;
-        op.field = exactCall[op.index] ? plan::kDedupExact : plan::kDedupNear;
+        op.field = kind[op.index];
         op.constants = decisionSettings(call);
         op.labels.clear();
         if (op.name.empty())
@@ -122,6 +129,8 @@ private:
   static std::vector<plan::NamedConstant> decisionSettings(const ir::Call &call) {
     std::vector<plan::NamedConstant> settings{
         {"order", constantOr<std::string>(call.constants, "order", "source")}};
+    if (call.op == "dedup.hamming")
+      settings.push_back({"distance", constantOr<int64_t>(call.constants, "distance", 6)});
     if (call.op == "dedup.near") {
       settings.push_back({"threshold", constantOr<double>(call.constants, "threshold", 0.8)});
       settings.push_back(
@@ -143,6 +152,14 @@ private:
     }
     if (call.op == "dedup.exact")
       return true;
+    if (call.op == "dedup.hamming") {
+      const int64_t distance = constantOr<int64_t>(call.constants, "distance", 6);
+      if (distance >= 0 && distance <= 16)
+        return true;
+      diags.error(call.location,
+                  "'distance' must be 0 to 16 bits, not " + std::to_string(distance));
+      return false;
+    }
     const double threshold = constantOr<double>(call.constants, "threshold", 0.8);
     const int64_t permutations = constantOr<int64_t>(call.constants, "permutations", 128);
     const int64_t bands = constantOr<int64_t>(call.constants, "bands", 16);
@@ -174,9 +191,17 @@ private:
                             "constant");
       return false;
     }
+    const plan::TypeKind kind = operand.type.kind();
+    if (call.op == "dedup.hamming") {
+      if (kind == plan::TypeKind::String)
+        return true;
+      diags.error(used, "'dedup.hamming' compares perceptual hashes (the String of "
+                        "image.phash), not " +
+                            operand.type.str());
+      return false;
+    }
     if (call.op != "dedup.near")
       return true;
-    const plan::TypeKind kind = operand.type.kind();
     if (kind == plan::TypeKind::Text || kind == plan::TypeKind::String)
       return true;
     diags.error(used, "'dedup.near' compares text (Text or String), not " + operand.type.str() +

@@ -35,7 +35,7 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
     expected = *operands;
   }
   if (node.kind == NodeKind::Dedup)
-    expected = node.field == kDedupExact ? 1 : 2;
+    expected = node.field == kDedupNear ? 2 : 1;
   if (node.inputs.size() != expected)
     return what + " has " + std::to_string(node.inputs.size()) + " inputs, expected " +
            std::to_string(expected);
@@ -73,7 +73,7 @@ std::optional<std::string> validateNode(const Plan &plan, size_t index) {
       return what + " has no value";
     break;
   case NodeKind::Dedup:
-    if (node.field != kDedupExact && node.field != kDedupNear)
+    if (node.field != kDedupExact && node.field != kDedupNear && node.field != kDedupHamming)
       return what + " has an unknown comparison ('" + node.field + "')";
     break;
   default:

@@ -224,6 +224,22 @@ void addDedupOperators(OperatorCatalog &catalog) {
       "a failed or dropped text is not indexed and stays failed or dropped"));
   near.loweredByCompiler = true;
   catalog.add(std::move(near));
+  OperatorSignature hamming = transform(
+      "dedup.hamming",
+      {input("hash", string, "a 64-bit perceptual hash in hex, as image.phash gives it"),
+       constant("distance", integer, int64_t(6),
+                "the most bits (0 to 16) in which a hash may differ from an earlier survivor's "
+                "and still be a duplicate of it"),
+       order()},
+      string,
+      "the hash where no earlier survivor of its domain is within the Hamming distance "
+      "(near-duplicate frames or images); DROPPED where one is (a duplicate, listed in the "
+      "errors journal with its survivor; similarity 1 - distance / 64). Decided by the runtime "
+      "in source order, like dedup.exact",
+      "a hash that is not 1 to 16 hex digits is a RecordFailure");
+  hamming.options.clear();
+  hamming.loweredByCompiler = true;
+  catalog.add(std::move(hamming));
   std::vector<OperatorParam> minhashParams{input("text", string, "a text")};
   for (OperatorParam &param : shape())
     minhashParams.push_back(std::move(param));

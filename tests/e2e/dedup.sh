@@ -5,7 +5,7 @@
 # processes, threads, a random ready order, parent-bound batches, a bound of 2 live rows and
 # the global barrier; after a kill and resume, and with --retry-failed; `order: "arrival"`;
 # dedup.exact over a normalised text; a dedup that is not needed everywhere; and bad settings
-# refused by the compiler.
+# refused by the compiler; frames of the sample videos deduplicated by perceptual hash.
 set -euo pipefail
 : "${ORCH_BIN:?set by ctest}" "${ORCH_SOURCE_DIR:?set by ctest}"
 # shellcheck source=lib/checks.bash
@@ -135,6 +135,41 @@ arrived=$(duplicates arrival.errors.jsonl | grep -c . || true)
 check_equal "order arrival: kept and duplicate pages make up all 48" 48 \
   "$(( $(wc -l < out/arrival.jsonl) + arrived ))"
 
+# --- frames by perceptual hash: within 6 bits of an earlier kept frame is a duplicate ----------
+cat >frames.orch <<'ORCH'
+pipeline frames;
+source videos = files("samples/videos/*.mp4") as Video;
+clips = expand(video.clips(videos, seconds: 2.0)) as Clip;
+frames = expand(video.frames(clips, per_clip: 4)) as Frame;
+hashes = image.phash(image.resize(video.decode(frames), width: 160, height: 90));
+unique = dedup.hamming(hashes, distance: 6);
+sink jsonl(path: "out/frames.jsonl", record: { video: broadcast(videos.stem, frames), clip: broadcast(ordinal(clips), frames), frame: ordinal(frames), hash: unique });
+ORCH
+orch run frames.orch --errors frames.errors.jsonl --journal j-frames --quiet 2>frames.log || true
+check "frames: kept frames are more than 6 bits apart, and each duplicate is within 6 bits of the earlier kept frame it names" $python - <<'PY'
+import json, sys
+kept = {}
+for r in map(json.loads, open("out/frames.jsonl")):
+    kept[(r["video"], r["clip"], r["frame"])] = int(r["hash"], 16)
+videos = {0: "bars", 2: "circles"}  # rows of files(): bars, broken, circles
+hashes = list(kept.values())
+ok = len(hashes) >= 5
+for i, a in enumerate(hashes):
+    for b in hashes[:i]:
+        if bin(a ^ b).count("1") <= 6:
+            print("two kept frames within 6 bits"); ok = False
+dups = [d for d in map(json.loads, open("frames.errors.jsonl")) if d.get("kind") == "duplicate"]
+for d in dups:
+    s = d["duplicate_of"]
+    survivor = (videos[s["row"]], s["path"][0], s["path"][1])
+    if survivor not in kept or (s["row"], s["path"]) >= (d["row"], d["path"]):
+        print("bad survivor", d); ok = False
+    elif not 1 - 6 / 64 <= d["similarity"] <= 1:
+        print("bad similarity", d); ok = False
+print(len(hashes), "kept,", len(dups), "duplicates")
+sys.exit(0 if ok and dups else 1)
+PY
+
 # --- settings and inputs the compiler refuses -------------------------------------------------
 refused() { # refused MESSAGE LINE: a program with LINE as its dedup fails with MESSAGE
   sed -e "s/unique = dedup.near(texts, threshold: 0.8);/$2/" dedup_pages.orch >bad.orch
@@ -150,6 +185,8 @@ check "dedup.minhash with no permutations is refused" refused "'permutations' mu
   'unique = dedup.minhash(texts, permutations: 0);'
 check "dedup.near of a record is refused, not a crash" refused "'dedup.near' compares text" \
   'unique = dedup.near({ t: texts });'
+check "a Hamming distance over 16 bits is refused" refused "'distance' must be 0 to 16 bits" \
+  'unique = dedup.hamming(string(ordinal(pages)), distance: 17);'
 check "an unknown order is refused" refused "'order' of 'dedup.exact' must be" \
   'unique = dedup.exact(texts, order: "random");'
 

@@ -98,6 +98,38 @@ TEST(DedupIndexTest, NearFindsTheSimilarSurvivorsOnly) {
                   .empty());
 }
 
+TEST(DedupIndexTest, HammingFindsEveryHashWithinTheDistance) {
+  HammingIndex index(6);
+  std::mt19937_64 random(5);
+  std::vector<uint64_t> stored;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    stored.push_back(random());
+    index.insert(stored.back(), i);
+  }
+  // A hash 6 bits from stored[7] (wherever the bits are) is found, one 7 bits away is not.
+  for (int trial = 0; trial < 200; ++trial) {
+    uint64_t near = stored[7], far = stored[7];
+    for (int flipped = 0; flipped < 7;) {
+      const uint64_t bit = uint64_t(1) << (random() % 64);
+      if ((near ^ stored[7]) & bit)
+        continue;
+      if (flipped < 6)
+        near ^= bit;
+      far ^= bit;
+      ++flipped;
+    }
+    bool found = false;
+    for (const HammingIndex::Match &match : index.find(near))
+      found |= match.survivor == 7 && match.distance == 6;
+    EXPECT_TRUE(found) << "trial " << trial;
+    for (const HammingIndex::Match &match : index.find(far))
+      EXPECT_NE(match.survivor, 7u) << "trial " << trial;
+  }
+  EXPECT_EQ(parseHexHash("c3a1000000000001"), 0xc3a1000000000001ULL);
+  EXPECT_EQ(parseHexHash("xyz"), std::nullopt);
+  EXPECT_EQ(parseHexHash("00000000000000000"), std::nullopt); // 17 digits
+}
+
 // --- Dedup nodes in the engine --------------------------------------------------------------
 
 const char *kPagesByNumber = R"(

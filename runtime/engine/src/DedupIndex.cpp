@@ -143,4 +143,83 @@ size_t NearIndex::bytes() const {
   return bytes;
 }
 
+HammingIndex::HammingIndex(uint32_t distance)
+    : distance_(distance), tables_(distance + 1), used_(distance + 1, 0) {}
+
+uint64_t HammingIndex::segment(uint64_t hash, uint32_t index) const {
+  const uint32_t segments = distance_ + 1;
+  const uint32_t begin = index * 64 / segments, end = (index + 1) * 64 / segments;
+  const uint64_t mask = end - begin >= 64 ? ~uint64_t(0) : (uint64_t(1) << (end - begin)) - 1;
+  return (hash >> begin) & mask;
+}
+
+std::vector<HammingIndex::Match> HammingIndex::find(uint64_t hash) const {
+  std::vector<uint32_t> candidates;
+  for (uint32_t s = 0; s < tables_.size(); ++s) {
+    const std::vector<uint32_t> &table = tables_[s];
+    if (table.empty())
+      continue;
+    const uint64_t bits = segment(hash, s);
+    const uint64_t key = XXH3_64bits_withSeed(&bits, sizeof bits, s);
+    for (size_t at = slotOf(key, table.size()); table[at] != 0; at = (at + 1) & (table.size() - 1))
+      if (segment(hashes_[table[at] - 1], s) == bits)
+        candidates.push_back(table[at] - 1);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::vector<Match> matches;
+  for (uint32_t survivor : candidates)
+    if (const int apart = __builtin_popcountll(hashes_[survivor] ^ hash); apart <= int(distance_))
+      matches.push_back(Match{survivor, uint32_t(apart)});
+  return matches;
+}
+
+void HammingIndex::insert(uint64_t hash, uint32_t survivor) {
+  hashes_.push_back(hash);
+  for (uint32_t s = 0; s < tables_.size(); ++s) {
+    std::vector<uint32_t> &table = tables_[s];
+    if ((used_[s] + 1) * 8 > table.size() * kMaxLoadEighths) {
+      std::vector<uint32_t> old = std::move(table);
+      table.assign(std::max<size_t>(16, old.size() * 2), 0);
+      for (uint32_t entry : old)
+        if (entry != 0) {
+          const uint64_t bits = segment(hashes_[entry - 1], s);
+          size_t at = slotOf(XXH3_64bits_withSeed(&bits, sizeof bits, s), table.size());
+          while (table[at] != 0)
+            at = (at + 1) & (table.size() - 1);
+          table[at] = entry;
+        }
+    }
+    const uint64_t bits = segment(hash, s);
+    size_t at = slotOf(XXH3_64bits_withSeed(&bits, sizeof bits, s), table.size());
+    while (table[at] != 0)
+      at = (at + 1) & (table.size() - 1);
+    table[at] = survivor + 1;
+    ++used_[s];
+  }
+}
+
+size_t HammingIndex::bytes() const {
+  size_t bytes = hashes_.capacity() * sizeof(uint64_t);
+  for (const std::vector<uint32_t> &table : tables_)
+    bytes += table.capacity() * sizeof(uint32_t);
+  return bytes;
+}
+
+std::optional<uint64_t> parseHexHash(std::string_view text) {
+  if (text.empty() || text.size() > 16)
+    return std::nullopt;
+  uint64_t hash = 0;
+  for (char c : text) {
+    int digit = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+    if (digit < 0)
+      return std::nullopt;
+    hash = hash << 4 | uint64_t(digit);
+  }
+  return hash;
+}
+
 } // namespace orch::runtime

@@ -83,4 +83,33 @@ private:
   std::vector<uint8_t> sketches_;
 };
 
+/// 64-bit perceptual hashes within a Hamming distance: split into distance + 1 segments, two
+/// hashes that close share one segment exactly (pigeonhole), so one table per segment finds
+/// every candidate, and the stored hash confirms it.
+class HammingIndex {
+public:
+  explicit HammingIndex(uint32_t distance);
+
+  struct Match {
+    uint32_t survivor = 0;
+    uint32_t distance = 0;
+  };
+  /// The survivors within the distance, by survivor number.
+  std::vector<Match> find(uint64_t hash) const;
+  /// `survivor` must be the next one (0, 1, 2, ...).
+  void insert(uint64_t hash, uint32_t survivor);
+  size_t bytes() const;
+
+private:
+  uint64_t segment(uint64_t hash, uint32_t index) const;
+  uint32_t distance_;
+  /// Per segment: survivor + 1, 0 when empty, linear probing by the segment's bits.
+  std::vector<std::vector<uint32_t>> tables_;
+  std::vector<size_t> used_;
+  std::vector<uint64_t> hashes_;
+};
+
+/// A perceptual hash as `image.phash` writes it (hex digits), or nullopt.
+std::optional<uint64_t> parseHexHash(std::string_view text);
+
 } // namespace orch::runtime

@@ -67,6 +67,9 @@ void LineageEngine::State::setUpSequencers() {
         break;
       }
     sequencer.near = node.field == plan::kDedupNear;
+    sequencer.hamming = node.field == plan::kDedupHamming;
+    if (sequencer.hamming)
+      sequencer.hammingIndex.emplace(uint32_t(setting<int64_t>(node, "distance", 6)));
     sequencer.byArrival = setting<std::string>(node, "order", "source") == "arrival";
     if (sequencer.near)
       sequencer.nearIndex.emplace(uint32_t(setting<int64_t>(node, "permutations", 128)),
@@ -254,7 +257,23 @@ bool LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
     decision.path = pathOf(entity);
     std::vector<uint32_t> candidates;
     std::vector<double> similarities;
-    if (!sequencer.near) {
+    if (sequencer.hamming) {
+      const std::string &text = inputItem(entity, NodeId(node.inputs[0])).value.asString();
+      const std::optional<uint64_t> hash = parseHexHash(text);
+      if (!hash) {
+        const uint32_t cause =
+            recordFailure(entity, FailureKind::RecordFailure, CallId(),
+                          "dedup.hamming: \"" + text.substr(0, 40) +
+                              "\" is not a perceptual hash (1 to 16 hex digits)");
+        setItem(entity, sequencer.node, ItemOutcome::Failed, Value(), cause);
+        return true;
+      }
+      for (const HammingIndex::Match &match : sequencer.hammingIndex->find(*hash)) {
+        candidates.push_back(match.survivor);
+        similarities.push_back(1.0 - double(match.distance) / 64);
+      }
+      decision.fingerprint.assign(reinterpret_cast<const char *>(&*hash), sizeof *hash);
+    } else if (!sequencer.near) {
       const KeyHash key = hashKey(exactKeyBytes(inputItem(entity, NodeId(node.inputs[0])).value));
       candidates = sequencer.exact.find(key);
       similarities.assign(candidates.size(), 1.0);
@@ -315,12 +334,19 @@ uint32_t LineageEngine::State::indexSurvivor(DedupSequencer &sequencer,
                                              const DedupDecision &decision) {
   const uint32_t survivor = sequencer.survivors.add(decision.sourceRow, decision.path);
   sequencer.retracted.push_back(false);
-  if (sequencer.near)
+  if (sequencer.hamming) {
+    uint64_t hash = 0;
+    std::memcpy(&hash, decision.fingerprint.data(),
+                std::min(sizeof hash, decision.fingerprint.size()));
+    sequencer.hammingIndex->insert(hash, survivor);
+  } else if (sequencer.near)
     sequencer.nearIndex->insert(decodeSignature(decision.fingerprint), survivor);
   else
     sequencer.exact.insert(keyOf(decision.fingerprint), survivor);
   const uint64_t bytes = sequencer.survivors.bytes() +
-                         (sequencer.near ? sequencer.nearIndex->bytes() : sequencer.exact.bytes());
+                         (sequencer.hamming ? sequencer.hammingIndex->bytes()
+                          : sequencer.near  ? sequencer.nearIndex->bytes()
+                                            : sequencer.exact.bytes());
   memory.indexes += bytes - sequencer.countedBytes;
   memory.peak = std::max(memory.peak, memory.held());
   sequencer.countedBytes = bytes;

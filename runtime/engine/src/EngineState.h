@@ -121,8 +121,11 @@ struct DedupSequencer {
   std::unordered_map<uint64_t, std::vector<uint32_t>> unfinished;
   /// Survivors an earlier run indexed, by source row: unfinished again if the row runs again.
   std::unordered_map<uint64_t, std::vector<uint32_t>> earlierRuns;
+  /// hamming: perceptual hashes within a distance.
+  bool hamming = false;
   ExactIndex exact;
   std::optional<NearIndex> nearIndex;
+  std::optional<HammingIndex> hammingIndex;
   /// An earlier run's decisions (resume), by entity key.
   std::unordered_map<uint64_t, DedupDecision> history;
   DedupProgress progress;

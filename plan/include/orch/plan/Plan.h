@@ -111,9 +111,10 @@ enum class NodeKind {
   Record,
   /// An expression (ComputeOps.h): evaluated by the engine, per entity, never batched.
   Compute,
-  /// Deduplication (`dedup.exact`, `dedup.near`): its first input's value where no earlier
-  /// entity of its domain, in source order, had an equal key (exact: the value itself) or a
-  /// similar MinHash signature (near: the second input); DROPPED where one did. Decided by the
+  /// Deduplication (`dedup.exact`, `dedup.near`, `dedup.hamming`): its first input's value
+  /// where no earlier entity of its domain, in source order, had an equal key (exact: the value
+  /// itself), a similar MinHash signature (near: the second input) or a perceptual hash within
+  /// a Hamming distance (hamming); DROPPED where one did. Decided by the
   /// engine in source order (docs/runtime.md, "Deduplication").
   Dedup
 };
@@ -121,6 +122,7 @@ enum class NodeKind {
 /// A Dedup node's `field`: how it compares.
 inline constexpr const char *kDedupExact = "exact";
 inline constexpr const char *kDedupNear = "near";
+inline constexpr const char *kDedupHamming = "hamming";
 
 const char *nodeKindName(NodeKind kind);
 
