@@ -7,8 +7,9 @@ the words when there are fewer), xxh3_64 & 0xFFFFFFFF of each, 128 datasketch-st
 permutations ((a*h + b) mod 2^64 mod 2^61-1, low 32 bits; a, b from splitmix64(seed)), minimum
 of each (0xFFFFFFFF without shingles). LSH: 16 bands of 8 rows; a candidate is confirmed when the
 estimated Jaccard similarity >= threshold; streaming in file order, a row that matches an earlier
-survivor is dropped and not indexed. Two confirmation rules: "full" (the fraction of equal 32-bit
-values) and "lowbyte" (Orch's: equal low bytes m, J = (m/128 - 1/256) / (1 - 1/256)).
+survivor is dropped and not indexed. Two rules: "full" (bands of the 32-bit values; J the
+fraction of equal values) and "low4" (Orch's: only the low 4 bits of each value are kept, bands
+of those, and J = (m/128 - 1/16) / (1 - 1/16) for m equal nibbles).
 
 The timed run reads PAGES.jsonl, computes signatures in 2 processes (chunks, in order) while the
 main process indexes them (full rule, --threshold), and writes the drops; then, untimed, the
@@ -100,10 +101,12 @@ class Index:
     def similarity(self, sig, others):
         if self.rule == "full":
             return (others == sig).mean(axis=1)
-        m = ((others & 0xFF) == (sig & 0xFF)).sum(axis=1)
-        return (m / PERMUTATIONS - 1 / 256) / (1 - 1 / 256)
+        m = ((others & 0xF) == (sig & 0xF)).sum(axis=1)
+        return (m / PERMUTATIONS - 1 / 16) / (1 - 1 / 16)
 
     def add(self, row_id, sig):
+        if self.rule == "low4":
+            sig = sig & 0xF
         keys = [sig[i * self.rows:(i + 1) * self.rows].tobytes() for i in range(self.bands)]
         candidates = sorted({c for table, key in zip(self.tables, keys) for c in table.get(key, ())})
         if candidates:
@@ -162,7 +165,7 @@ def main():
     np.save(os.path.join(out, "signatures.npy"), sigs)
     np.save(os.path.join(out, "ids.npy"), np.array(ids, dtype=np.int64))
     curve_start = time.monotonic()
-    for rule in ("full", "lowbyte"):
+    for rule in ("full", "low4"):
         for t in sorted(set(curve) | {threshold}):
             if rule == "full" and t == threshold:
                 continue  # the timed run's

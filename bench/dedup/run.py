@@ -4,10 +4,10 @@ duplicates of them (corpus.py, cached in ${ORCH_BENCH_CACHE:-~/.cache/orch-bench
 
   1. The corpus, and the exact ground truth (score.py; cached beside it).
   2. reference.py: pages/s (signatures in 2 processes, one index), its drops at 0.8 with full
-     32-bit values and with Orch's low-byte rule, and a curve over thresholds 0.5..0.95.
+     32-bit values and with Orch's low-4-bit rule, and a curve over thresholds 0.5..0.95.
   3. Orch: near.orch on the same pages.jsonl (the dropped ids are those not in kept.jsonl; the
      errors journal's "duplicate" lines are counted), pages/s; its drops against the reference's
-     with the same low-byte rule; with `dedup.minhash` in the catalog, its signatures of the first
+     with the same low-4-bit rule; with `dedup.minhash` in the catalog, its signatures of the first
      pages against the reference's, byte for byte.
   4. Makespan: pdf.text of every page of the PDFs, with and without dedup.near of the page texts.
 
@@ -103,26 +103,28 @@ timed("reference.py (timed run and curve)", [PYTHON, os.path.join(HERE, "referen
                                              "--curve", ",".join(f"{t:.2f}" for t in CURVE)])
 reference = json.load(open(os.path.join(ref_dir, "reference.json")))
 ref_drops = {(rule, t): score.read_ids(os.path.join(ref_dir, f"drops-{rule}-{t:.2f}.jsonl"))
-             for rule in ("full", "lowbyte") for t in truths}
+             for rule in ("full", "low4") for t in truths}
 results["reference"] = {"pages_per_s": reference["pages_per_s"], "seconds": reference["seconds"],
                         "scores": {rule: {f"{t:.2f}": score.score(ref_drops[rule, t], truths[t]) for t in truths}
-                                   for rule in ("full", "lowbyte")}}
+                                   for rule in ("full", "low4")}}
 
 # --- 3. Orch ------------------------------------------------------------------------------------
 if HAS_NEAR:
     walls = []
     for _ in range(ROUNDS):
         wall, folder = orch_run(os.path.join(HERE, "near.orch"), "near", "--set", f"input={pages}",
-                                "--set", f"threshold={THRESHOLD}")
+                                "--set", f"threshold={THRESHOLD}", "--metrics", "metrics.json")
         walls.append(wall)
     kept = {row["id"] for row in jsonl(os.path.join(folder, "kept.jsonl"))}
     orch_drops = set(ids) - kept
     journal = [e for e in jsonl(os.path.join(folder, "errors.jsonl")) if e.get("kind") == "duplicate"]
-    same_rule = ref_drops["lowbyte", THRESHOLD]
+    same_rule = ref_drops["low4", THRESHOLD]
     results["orch"] = {"pages_per_s": len(ids) / statistics.median(walls), "walls": walls,
                        "score": score.score(orch_drops, truths[THRESHOLD]),
                        "journal_duplicates": len(journal),
-                       "agreement_with_reference_lowbyte": {"both": len(orch_drops & same_rule),
+                       # The index's memory per survivor (runtime.md, "Deduplication").
+                       "index": json.load(open(os.path.join(folder, "metrics.json")))["dedup"][0],
+                       "agreement_with_reference_low4": {"both": len(orch_drops & same_rule),
                                                             "orch_only": sorted(orch_drops - same_rule),
                                                             "reference_only": sorted(same_rule - orch_drops)}}
     if HAS_MINHASH:  # signatures byte for byte, on the first pages
@@ -152,9 +154,11 @@ if HAS_NEAR:
         f.writelines(json.dumps({"path": p}) + "\n" for p in pdfs)
     cores = os.cpu_count()
 
-    def pdf_text(name, dedup):
+    def pdf_text(name, order):
+        """pdf.text of every page, its texts deduplicated in `order` ("source", "arrival"), or
+        not (None)."""
         path = os.path.join(WORK, name + ".orch")
-        texts = "dedup.near(texts, threshold: 0.8)" if dedup else "texts"
+        texts = f'dedup.near(texts, threshold: 0.8, order: "{order}")' if order else "texts"
         with open(path, "w") as f:
             f.write(f'pipeline {name};\nsource docs = jsonl("{manifest}") as Doc;\n'
                     'pages = expand(pdf.pages(file(docs.path as String))) as Page;\n'
@@ -162,13 +166,26 @@ if HAS_NEAR:
                     f'sink jsonl(path: "text.jsonl", record: {{ path: docs.path, pages: reduce({texts}) }});\n')
         return path
 
-    runs = {"without": [], "with": []}
+    def latency(folder):
+        """A source row's mean seconds from admission to finish: what rows behind a long
+        document wait for the sequencer."""
+        rows = json.load(open(os.path.join(folder, "metrics.json")))["source_rows"]
+        return statistics.mean(r["finished"] - r["admitted"] for r in rows)
+
+    runs = {"without": [], "with": [], "arrival": []}
+    latencies = {"without": [], "with": [], "arrival": []}
     for _ in range(ROUNDS):  # alternating
-        runs["without"].append(orch_run(pdf_text("pdf_text", False), "pdf_text", "--workers", str(cores))[0])
-        runs["with"].append(orch_run(pdf_text("pdf_text_dedup", True), "pdf_text_dedup", "--workers", str(cores))[0])
+        for key, order in (("without", None), ("with", "source"), ("arrival", "arrival")):
+            name = "pdf_text" + ("_" + order if order else "")
+            wall, folder = orch_run(pdf_text(name, order), name, "--workers", str(cores),
+                                    "--metrics", "metrics.json")
+            runs[key].append(wall)
+            latencies[key].append(latency(folder))
     without, with_dedup = statistics.median(runs["without"]), statistics.median(runs["with"])
     results["makespan"] = {"pdfs": len(pdfs), "without_s": runs["without"], "with_s": runs["with"],
-                           "ratio": with_dedup / without}
+                           "arrival_s": runs["arrival"], "ratio": with_dedup / without,
+                           "row_latency_s": {key: statistics.median(value)
+                                             for key, value in latencies.items()}}
 
 # --- Table --------------------------------------------------------------------------------------
 def cells(s):
@@ -183,8 +200,8 @@ else:
     table.append(f"| Orch `dedup.near` | 0.80 | not run: `{ORCH} operators` has no dedup.near | | | | |")
 table.append("| reference, full 32-bit values | 0.80 | " + " | ".join(cells(results["reference"]["scores"]["full"]["0.80"]))
              + f" | {reference['pages_per_s']:.0f} |")
-table.append("| reference, Orch's low-byte rule | 0.80 | " +
-             " | ".join(cells(results["reference"]["scores"]["lowbyte"]["0.80"])) + " | |")
+table.append("| reference, Orch's low-4-bit rule | 0.80 | " +
+             " | ".join(cells(results["reference"]["scores"]["low4"]["0.80"])) + " | |")
 for t in CURVE:
     table.append(f"| reference curve, full | {t:.2f} | " +
                  " | ".join(cells(results["reference"]["scores"]["full"][f"{t:.2f}"])) + " | |")
@@ -196,8 +213,11 @@ notes = [f"{c['pages']} pages: {c['originals']} pages of {c['pdfs']} texlive-pic
          "misses candidates by design."]
 if HAS_NEAR:
     o = results["orch"]
-    agree = o["agreement_with_reference_lowbyte"]
-    notes.append(f"Orch against the reference with its own low-byte rule at 0.80: {agree['both']} dropped by "
+    agree = o["agreement_with_reference_low4"]
+    index = o["index"]
+    notes.append(f"Orch's index: {index['indexed']} survivors in {index['index_bytes']} bytes, "
+                 f"{index['bytes_per_survivor']} B each.")
+    notes.append(f"Orch against the reference with its own low-4-bit rule at 0.80: {agree['both']} dropped by "
                  f"both, {len(agree['orch_only'])} only by Orch, {len(agree['reference_only'])} only by the "
                  f"reference (ids in dedup.json); the errors journal has {o['journal_duplicates']} duplicate "
                  f"lines for {o['score']['dropped']} rows missing from kept.jsonl.")
@@ -206,7 +226,10 @@ if HAS_NEAR:
     m = results["makespan"]
     notes.append(f"Makespan, pdf.text of {m['pdfs']} PDFs: {statistics.median(m['without_s']):.2f} s without, "
                  f"{statistics.median(m['with_s']):.2f} s with dedup.near of the page texts: "
-                 f"{m['ratio']:.2f}x.")
+                 f"{m['ratio']:.2f}x; with order: \"arrival\" {statistics.median(m['arrival_s']):.2f} s. "
+                 "A source row's mean seconds from admission to finish: "
+                 f"{m['row_latency_s']['without']:.2f} without dedup, {m['row_latency_s']['with']:.2f} in "
+                 f"source order, {m['row_latency_s']['arrival']:.2f} by arrival.")
 results["timings"] = timings
 results["markdown"] = "\n".join(table) + "\n\n" + "\n\n".join(notes) + "\n"
 print(f"### Near-duplicate detection{' (--quick)' if QUICK else ''}\n\nMachine: {machine()}. "

@@ -57,11 +57,8 @@ TEST(MinHashTest, EstimatesAreNearTheExactSimilarity) {
       a += word + " ";
       b += (w % 20 < edits ? "x" + std::to_string(random()) : word) + " ";
     }
-    std::vector<uint8_t> sa, sb;
-    for (uint32_t v : minhashSignature(a, 3, permutations))
-      sa.push_back(uint8_t(v));
-    for (uint32_t v : minhashSignature(b, 3, permutations))
-      sb.push_back(uint8_t(v));
+    const std::vector<uint8_t> sa = sketchOf(minhashSignature(a, 3, permutations));
+    const std::vector<uint8_t> sb = sketchOf(minhashSignature(b, 3, permutations));
     const double exact = exactJaccard(shingleHashes(a, 3), shingleHashes(b, 3));
     EXPECT_NEAR(estimateSimilarity(sa.data(), sb.data(), 128), exact, 0.15) << "edits " << edits;
   }

@@ -75,71 +75,93 @@ void ExactIndex::grow() {
 
 NearIndex::NearIndex(uint32_t permutations, uint32_t bands, double threshold)
     : permutations_(permutations), bands_(bands), rows_(permutations / bands),
-      threshold_(threshold), tables_(bands), used_(bands, 0) {}
+      sketchBytes_((permutations + 1) / 2), threshold_(threshold), tables_(bands), used_(bands, 0) {
+}
 
-uint32_t NearIndex::bandFingerprint(const std::vector<uint32_t> &signature, uint32_t band) const {
-  return uint32_t(XXH3_64bits_withSeed(signature.data() + size_t(band) * rows_,
-                                       size_t(rows_) * sizeof(uint32_t), band));
+uint64_t NearIndex::bandHash(const uint8_t *sketch, uint32_t band) const {
+  uint64_t nibbles[16] = {};
+  uint64_t hash = band;
+  for (uint32_t r = 0, at = band * rows_; r < rows_; ++r, ++at) {
+    nibbles[r % 16] = nibbles[r % 16] << 4 | sketchNibble(sketch, at);
+    if (r % 16 == 15 || r + 1 == rows_)
+      hash = XXH3_64bits_withSeed(nibbles, sizeof nibbles, hash);
+  }
+  return hash;
+}
+
+bool NearIndex::sameBand(const uint8_t *a, const uint8_t *b, uint32_t band) const {
+  for (uint32_t r = 0, at = band * rows_; r < rows_; ++r, ++at)
+    if (sketchNibble(a, at) != sketchNibble(b, at))
+      return false;
+  return true;
+}
+
+const uint8_t *NearIndex::sketchOfSurvivor(uint32_t survivor) const {
+  return sketches_[survivor / kSketchBlock].data() + size_t(survivor % kSketchBlock) * sketchBytes_;
 }
 
 std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signature) const {
   std::vector<Match> matches;
   if (signature.size() != permutations_)
     return matches;
+  const std::vector<uint8_t> sketch = sketchOf(signature);
   std::vector<uint32_t> candidates;
   for (uint32_t band = 0; band < bands_; ++band) {
-    const std::vector<uint64_t> &table = tables_[band];
+    const std::vector<uint32_t> &table = tables_[band];
     if (table.empty())
       continue;
-    const uint32_t fingerprint = bandFingerprint(signature, band);
-    const uint64_t hash = XXH3_64bits_withSeed(&fingerprint, sizeof fingerprint, 0);
-    for (size_t at = slotOf(hash, table.size()); table[at] != 0; at = (at + 1) & (table.size() - 1))
-      if (uint32_t(table[at] >> 32) == fingerprint)
-        candidates.push_back(uint32_t(table[at]) - 1);
+    for (size_t at = slotOf(bandHash(sketch.data(), band), table.size()); table[at] != 0;
+         at = (at + 1) & (table.size() - 1))
+      if (sameBand(sketch.data(), sketchOfSurvivor(table[at] - 1), band))
+        candidates.push_back(table[at] - 1);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  std::vector<uint8_t> sketch(permutations_);
-  for (uint32_t i = 0; i < permutations_; ++i)
-    sketch[i] = uint8_t(signature[i]);
   for (uint32_t survivor : candidates) {
-    const double similarity = estimateSimilarity(
-        sketch.data(), sketches_.data() + size_t(survivor) * permutations_, permutations_);
+    const double similarity =
+        estimateSimilarity(sketch.data(), sketchOfSurvivor(survivor), permutations_);
     if (similarity >= threshold_)
       matches.push_back(Match{survivor, similarity});
   }
   return matches;
 }
 
-void NearIndex::insertInto(std::vector<uint64_t> &table, size_t &used, uint64_t entry) {
-  if ((used + 1) * 8 > table.size() * kMaxLoadEighths) {
-    std::vector<uint64_t> old = std::move(table);
-    table.assign(std::max<size_t>(16, old.size() * 2), 0);
-    used = 0;
-    for (uint64_t kept : old)
-      if (kept != 0)
-        insertInto(table, used, kept);
-  }
-  const uint32_t fingerprint = uint32_t(entry >> 32);
-  size_t at = slotOf(XXH3_64bits_withSeed(&fingerprint, sizeof fingerprint, 0), table.size());
+void NearIndex::place(uint32_t band, uint32_t survivor) {
+  std::vector<uint32_t> &table = tables_[band];
+  size_t at = slotOf(bandHash(sketchOfSurvivor(survivor), band), table.size());
   while (table[at] != 0)
     at = (at + 1) & (table.size() - 1);
-  table[at] = entry;
-  ++used;
+  table[at] = survivor + 1;
 }
 
 void NearIndex::insert(const std::vector<uint32_t> &signature, uint32_t survivor) {
-  for (uint32_t band = 0; band < bands_; ++band)
-    insertInto(tables_[band], used_[band],
-               uint64_t(bandFingerprint(signature, band)) << 32 | (uint64_t(survivor) + 1));
-  for (uint32_t i = 0; i < permutations_; ++i)
-    sketches_.push_back(uint8_t(signature[i]));
+  if (survivor % kSketchBlock == 0) {
+    sketches_.emplace_back();
+    sketches_.back().reserve(kSketchBlock * sketchBytes_);
+  }
+  const std::vector<uint8_t> sketch = sketchOf(signature);
+  sketches_.back().insert(sketches_.back().end(), sketch.begin(), sketch.end());
+  count_ = survivor + 1;
+  for (uint32_t band = 0; band < bands_; ++band) {
+    std::vector<uint32_t> &table = tables_[band];
+    if ((used_[band] + 1) * 8 > table.size() * kMaxLoadEighths) {
+      const std::vector<uint32_t> old = std::move(table);
+      table.assign(std::max<size_t>(16, old.size() * 2), 0);
+      for (uint32_t entry : old)
+        if (entry != 0)
+          place(band, entry - 1);
+    }
+    place(band, survivor);
+    ++used_[band];
+  }
 }
 
 size_t NearIndex::bytes() const {
-  size_t bytes = sketches_.capacity();
-  for (const std::vector<uint64_t> &table : tables_)
-    bytes += table.capacity() * sizeof(uint64_t);
+  size_t bytes = 0;
+  for (const std::vector<uint8_t> &block : sketches_)
+    bytes += block.capacity();
+  for (const std::vector<uint32_t> &table : tables_)
+    bytes += table.capacity() * sizeof(uint32_t);
   return bytes;
 }
 

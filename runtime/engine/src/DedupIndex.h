@@ -1,9 +1,10 @@
 // The indexes deduplication decides with (docs/runtime.md, "Deduplication"): the survivors so
 // far of one Dedup node, in the order they were decided, and what identifies each. Exact: a
 // table of 128-bit hashes of the survivors' values. Near: per LSH band, a table of the band's
-// 32-bit fingerprint and the survivor; per survivor the low byte of each MinHash minimum
-// (b-bit MinHash), which confirms a candidate by its estimated similarity. Flat open-addressing
-// tables: bytes per survivor stay near what they hold (bench/memory reports them).
+// survivors, placed by a hash of the band's nibbles in their sketches (the low 4 bits of each
+// MinHash minimum: b-bit MinHash) and told apart by those nibbles; the sketches also confirm a
+// candidate by its estimated similarity. Flat open-addressing
+// tables: bytes per survivor stay near what they hold (bench/dedup reports them).
 #pragma once
 
 #include <cstdint>
@@ -71,16 +72,21 @@ public:
   uint32_t permutations() const { return permutations_; }
 
 private:
-  uint32_t bandFingerprint(const std::vector<uint32_t> &signature, uint32_t band) const;
-  void insertInto(std::vector<uint64_t> &table, size_t &used, uint64_t entry);
+  /// A hash of the sketch's nibbles in `band`, and whether two sketches have the same ones.
+  uint64_t bandHash(const uint8_t *sketch, uint32_t band) const;
+  bool sameBand(const uint8_t *a, const uint8_t *b, uint32_t band) const;
+  const uint8_t *sketchOfSurvivor(uint32_t survivor) const;
+  void place(uint32_t band, uint32_t survivor);
 
-  uint32_t permutations_, bands_, rows_;
+  uint32_t permutations_, bands_, rows_, sketchBytes_;
   double threshold_;
-  /// Per band: entries (fingerprint << 32 | survivor + 1), 0 when empty, linear probing.
-  std::vector<std::vector<uint64_t>> tables_;
+  /// Per band: survivor + 1, 0 when empty, linear probing from the band's hash.
+  std::vector<std::vector<uint32_t>> tables_;
   std::vector<size_t> used_;
-  /// Per survivor, `permutations_` low bytes.
-  std::vector<uint8_t> sketches_;
+  /// Sketches in blocks of kSketchBlock survivors: no doubling slack.
+  static constexpr size_t kSketchBlock = 256;
+  std::vector<std::vector<uint8_t>> sketches_;
+  uint32_t count_ = 0;
 };
 
 /// 64-bit perceptual hashes within a Hamming distance: split into distance + 1 segments, two

@@ -116,13 +116,20 @@ std::vector<uint32_t> decodeSignature(std::string_view bytes) {
   return values;
 }
 
+std::vector<uint8_t> sketchOf(const std::vector<uint32_t> &signature) {
+  std::vector<uint8_t> sketch((signature.size() + 1) / 2, 0);
+  for (size_t i = 0; i < signature.size(); ++i)
+    sketch[i / 2] |= uint8_t((signature[i] & 0xF) << (4 * (i % 2)));
+  return sketch;
+}
+
 double estimateSimilarity(const uint8_t *a, const uint8_t *b, size_t permutations) {
   if (permutations == 0)
     return 0;
   size_t equal = 0;
   for (size_t i = 0; i < permutations; ++i)
-    equal += a[i] == b[i];
-  constexpr double chance = 1.0 / 256;
+    equal += sketchNibble(a, i) == sketchNibble(b, i);
+  constexpr double chance = 1.0 / 16;
   const double estimate = (double(equal) / double(permutations) - chance) / (1 - chance);
   return std::clamp(estimate, 0.0, 1.0);
 }

@@ -37,8 +37,16 @@ std::string encodeSignature(const std::vector<uint32_t> &signature);
 /// The minima of an encoded signature (nullopt-free: a size not a multiple of 4 gives fewer).
 std::vector<uint32_t> decodeSignature(std::string_view bytes);
 
-/// The Jaccard similarity two signatures' low bytes estimate (b-bit MinHash with b = 8: equal
-/// low bytes, less the 1/256 of chance agreement), in [0, 1].
+/// A signature's sketch: the low 4 bits of each minimum, two to a byte (b-bit MinHash, b = 4),
+/// what the index keeps of a survivor.
+std::vector<uint8_t> sketchOf(const std::vector<uint32_t> &signature);
+/// Minimum `i` of a sketch.
+inline uint8_t sketchNibble(const uint8_t *sketch, size_t i) {
+  return uint8_t(sketch[i / 2] >> (4 * (i % 2))) & 0xF;
+}
+
+/// The Jaccard similarity two sketches estimate: the share of equal nibbles, less the 1/16 of
+/// chance agreement, in [0, 1].
 double estimateSimilarity(const uint8_t *a, const uint8_t *b, size_t permutations);
 
 } // namespace orch::runtime
