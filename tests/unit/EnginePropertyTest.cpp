@@ -1,5 +1,6 @@
 // Property test of the lineage engine: random .orch programs (up to 3 levels of nesting,
-// filters, ifs and coalesces over Calls (demand), broadcasts, several sinks, injected failures) run
+// filters, ifs and coalesces over Calls (demand), broadcasts, several sinks, injected failures,
+// dedup.exact of children's values: the same survivors and duplicates whatever the policy) run
 // under random policies, batch sizes, completion orders and lost batches must produce exactly the
 // rows of the sequential reference interpreter below, in ordinal order, with every source row
 // accounted for.
@@ -31,6 +32,20 @@ using orch::testing::Random;
 using orch::testing::ReferenceInterpreter;
 
 // --- The property ---------------------------------------------------------------------------
+
+std::string describe(const std::vector<DuplicateRow> &duplicates) {
+  std::string text;
+  for (const DuplicateRow &d : duplicates) {
+    text += d.dedup + " [";
+    for (uint32_t ordinal : d.path)
+      text += std::to_string(ordinal) + ",";
+    text += "] of row " + std::to_string(d.survivorRow) + " [";
+    for (uint32_t ordinal : d.survivorPath)
+      text += std::to_string(ordinal) + ",";
+    text += "]; ";
+  }
+  return text;
+}
 
 bool extends(const std::vector<uint32_t> &path, const std::vector<uint32_t> &prefix) {
   return path.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), path.begin());
@@ -120,11 +135,17 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   constexpr int kPlans = 600;
   int compared = 0, withFailures = 0, withLosses = 0, nested = 0, withFilters = 0,
       withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0, withBudget = 0,
-      withChoices = 0;
-  uint64_t notNeeded = 0;
+      withChoices = 0, withDedups = 0;
+  uint64_t notNeeded = 0, duplicatesCompared = 0;
   for (int seed = 1; seed <= kPlans; ++seed) {
     Random random(static_cast<uint64_t>(seed) * 7919);
-    const std::string program = ProgramGenerator(random).generate();
+    orch::testing::ProgramShape shape;
+    shape.dedups = seed % 3 == 0;
+    // A GroupFailure's barrier decides which siblings run, so which of them a dedup indexed
+    // depends on timing within that (failed) row: its other rows could differ from the
+    // reference's. The row takes no part afterwards either way (DedupEngineTest).
+    shape.groupFailures = !shape.dedups;
+    const std::string program = ProgramGenerator(random, shape).generate();
     std::string error;
     std::optional<plan::Plan> plan = orch::testing::compileText(program, &error, "prop.orch");
     ASSERT_TRUE(plan) << "seed " << seed << ": " << error << "\n" << program;
@@ -137,6 +158,7 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
       withChoices +=
           node.kind == plan::NodeKind::Compute && node.field != "greater" && node.field != "less";
     }
+    withDedups += program.find("dedup.exact") != std::string::npos;
 
     std::vector<Value> rows;
     const int rowCount = pick(random, 0, 6);
@@ -182,6 +204,9 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     for (const RootResult &root : run.roots)
       ASSERT_TRUE(seen.insert(root.sourceRow).second) << where;
 
+    // In source order: a Dedup node's survivors are the first in source order.
+    std::sort(run.roots.begin(), run.roots.end(),
+              [](const RootResult &a, const RootResult &b) { return a.sourceRow < b.sourceRow; });
     ReferenceInterpreter reference(*plan);
     for (const RootResult &root : run.roots) {
       checkOrdinalOrder(root, where);
@@ -189,6 +214,9 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
       compareRoot(root, expected, where + "\nroot " + std::to_string(root.sourceRow));
       if (::testing::Test::HasFatalFailure())
         return;
+      ASSERT_EQ(describe(root.duplicates), describe(expected.duplicates))
+          << where << "\nroot " << root.sourceRow << ": other duplicates";
+      duplicatesCompared += root.duplicates.size();
       withFailures += root.status == RootStatus::Failed;
       for (const SinkRow &row : root.rows)
         emptyExpansions +=
@@ -208,14 +236,17 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   EXPECT_GT(emptyExpansions, 100);
   EXPECT_GT(withChoices, 200);
   EXPECT_GT(notNeeded, 500u) << "choices left work out";
+  EXPECT_GT(withDedups, 80);
+  EXPECT_GT(duplicatesCompared, 300u);
   for (const DispatchChoice &choice : kDispatchChoices)
     EXPECT_EQ(plansPerPolicy[choice.policy], kPlans / int(kDispatchChoices.size()))
         << choice.policy;
   std::printf("compared %d roots (%d failed); plans: %d with 4+ domains, %d filters, %d "
               "broadcasts, %d if/coalesce, %d with several sinks, %d with lost batches; %d empty "
-              "child lists; %llu grains not needed\n",
+              "child lists; %llu grains not needed; %d plans with dedup, %llu duplicates\n",
               compared, withFailures, nested, withFilters, withBroadcasts, withChoices,
-              withSeveralSinks, withLosses, emptyExpansions, (unsigned long long)notNeeded);
+              withSeveralSinks, withLosses, emptyExpansions, (unsigned long long)notNeeded,
+              withDedups, (unsigned long long)duplicatesCompared);
 }
 
 } // namespace

@@ -28,6 +28,9 @@ struct ProgramShape {
   bool retriedFailures = true;
   /// Prefix of the sinks' output paths.
   std::string sinkDirectory;
+  /// Sinks below the root sometimes write `dedup.exact` of their value (children's values are
+  /// ordinals: many repeat across parents and roots).
+  bool dedups = false;
 };
 
 /// Writes a random pipeline. Root rows are {id, n}; every child value is an Int ordinal.
@@ -197,8 +200,14 @@ private:
         out_ << result << " = { v: " << value << ", kids: " << reduced << " };\n";
       }
     }
-    if (depth > 0 && chance(random_, 0.5))
+    if (depth > 0 && chance(random_, 0.5)) {
+      if (shape_.dedups && chance(random_, 0.6)) {
+        const std::string unique = fresh("u");
+        out_ << unique << " = dedup.exact(" << value << ");\n";
+        fields[0].second = unique;
+      }
       sink(depth, fields);
+    }
     return result;
   }
 

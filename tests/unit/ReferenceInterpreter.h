@@ -4,7 +4,10 @@
 // only when something that is itself computed asks for it, starting from the sinks; an if asks
 // for its condition and then one branch, a coalesce for its operands until one is not dropped,
 // a filter for its mask and then (where the mask is true or failed) its value, a reduce for its
-// children. No scheduling, batching, infrastructure failures or barriers.
+// children. No scheduling, batching, infrastructure failures or barriers. Dedup nodes
+// (`dedup.exact`) keep what they have seen across run() calls, which must come in source
+// order: an entity is a duplicate of an earlier one with an equal value whose root did not
+// fail (a failed root's values are forgotten when it finishes).
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -19,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace orch::testing {
@@ -45,6 +49,8 @@ public:
 
   RootResult run(uint64_t sourceRow, const Value &row) {
     entities_.clear();
+    seenThisRoot_.clear();
+    duplicates_.clear();
     lostSinkRows_ = false;
     sourceRow_ = sourceRow;
     entities_.push_back(Entity{plan_.sources[0].domain, -1, {}, {}, {}});
@@ -77,6 +83,17 @@ public:
     result.status = anyFailed || lostSinkRows_ ? RootStatus::Failed
                     : anyWritten               ? RootStatus::Written
                                                : RootStatus::Dropped;
+    if (result.status == RootStatus::Failed) {
+      for (const auto &[node, key] : seenThisRoot_)
+        seen_[node].erase(key);
+    } else {
+      result.duplicates = std::move(duplicates_);
+      // As the engine lists them: by entity, then by node name.
+      std::stable_sort(result.duplicates.begin(), result.duplicates.end(),
+                       [](const DuplicateRow &a, const DuplicateRow &b) {
+                         return std::tie(a.path, a.dedup) < std::tie(b.path, b.dedup);
+                       });
+    }
     return result;
   }
 
@@ -264,6 +281,18 @@ private:
         fields.emplace_back(node.labels[i], inputs[i]);
       return {ItemOutcome::Present, Value::record(std::move(fields))};
     }
+    case plan::NodeKind::Dedup: {
+      const std::string key = char(inputs[0].kind()) + inputs[0].str();
+      const std::vector<uint32_t> &path = entities_[e].path;
+      auto [first, fresh] = seen_[n].emplace(key, std::make_pair(sourceRow_, path));
+      if (fresh) {
+        seenThisRoot_.emplace_back(n, key);
+        return {ItemOutcome::Present, inputs[0]};
+      }
+      duplicates_.push_back(
+          DuplicateRow{node.name, n, path, first->second.first, first->second.second, 1});
+      return {ItemOutcome::Dropped, {}};
+    }
     case plan::NodeKind::Invoke:
       ++invocations_[plan_.calls[node.index].name];
       return invoke(plan_.calls[node.index], inputs,
@@ -330,6 +359,10 @@ private:
   uint64_t sourceRow_ = 0;
   bool lostSinkRows_ = false;
   std::map<std::string, size_t> invocations_;
+  /// Per Dedup node: the values seen in roots that did not fail, with where they were first.
+  std::map<uint32_t, std::map<std::string, std::pair<uint64_t, std::vector<uint32_t>>>> seen_;
+  std::vector<std::pair<uint32_t, std::string>> seenThisRoot_;
+  std::vector<DuplicateRow> duplicates_;
 };
 
 } // namespace orch::testing
