@@ -257,5 +257,30 @@ TEST(DedupEngineTest, AFailedRowsKeysAreRetractedWhateverTheTiming) {
   }
 }
 
+// Under the global barrier no row finishes before every grain of the child domain is sealed,
+// so a duplicate that waited for its survivor's row (behind a Call after the dedup) would never
+// be decided: there it does not wait, and the run completes.
+TEST(DedupEngineTest, TheGlobalBarrierDoesNotWaitForASurvivorsRow) {
+  const plan::Plan plan = orch::testing::compileRunnable(R"(
+pipeline barrier;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+v = test.identity(dedup.exact(test.identity(ordinal(pages)))) { batch: 2 };
+sink jsonl(path: "out.jsonl", record: { id: rows.id, u: reduce(v) });
+)");
+  orch::testing::EngineTestOperators ops;
+  EngineOptions options;
+  options.gather = GatherMode::GlobalBarrier;
+  testing::EngineDriver engine(plan, options, ops.registry, {3, 4, 0.0, false});
+  std::vector<Value> docs;
+  for (int64_t d = 0; d < 3; ++d)
+    docs.push_back(Value::record(
+        {{"id", Value::integer(d)}, {"n", Value::integer(3)}, {"bad", Value::boolean(false)}}));
+  const testing::DriverRun run = engine.run(docs);
+  EXPECT_EQ(run.error, "ok");
+  ASSERT_EQ(run.roots.size(), 3u);
+  EXPECT_EQ(engine.engine().stats().duplicates, 6u); // rows 1 and 2 repeat row 0
+}
+
 } // namespace
 } // namespace orch::runtime

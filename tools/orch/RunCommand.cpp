@@ -143,6 +143,8 @@ void printDedups(llvm::raw_ostream &out, const runtime::RunSummary &summary) {
         << " survivor(s) indexed in " << runtime::formatMemory(dedup.indexBytes);
     if (dedup.indexed)
       out << " (" << dedup.indexBytes / dedup.indexed << " B each)";
+    if (dedup.retracted)
+      out << "; " << dedup.retracted << " of them retracted (their rows failed)";
     out << "\n";
   }
 }

@@ -166,6 +166,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
          {"decided", dedup.decided},
          {"duplicates", dedup.duplicates},
          {"indexed", dedup.indexed},
+         {"retracted", dedup.retracted},
          {"index_bytes", dedup.indexBytes},
          {"bytes_per_survivor", dedup.indexed ? dedup.indexBytes / dedup.indexed : 0}});
   json["outputs"] = Json::array();

@@ -16,6 +16,12 @@ constexpr size_t kMaxLoadEighths = 7;
 
 size_t slotOf(uint64_t hash, size_t capacity) { return size_t(hash) & (capacity - 1); }
 
+/// A slot of a table of any capacity (the near index's grow by a quarter, not doubling, so that
+/// they are never less than 7/10 full after they grew: bytes per survivor stay even).
+size_t anySlotOf(uint64_t hash, size_t capacity) {
+  return size_t((static_cast<unsigned __int128>(hash) * capacity) >> 64);
+}
+
 } // namespace
 
 uint32_t SurvivorPositions::add(uint64_t sourceRow, const std::vector<uint32_t> &path) {
@@ -110,8 +116,8 @@ std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signa
     const std::vector<uint32_t> &table = tables_[band];
     if (table.empty())
       continue;
-    for (size_t at = slotOf(bandHash(sketch.data(), band), table.size()); table[at] != 0;
-         at = (at + 1) & (table.size() - 1))
+    for (size_t at = anySlotOf(bandHash(sketch.data(), band), table.size()); table[at] != 0;
+         at = at + 1 == table.size() ? 0 : at + 1)
       if (sameBand(sketch.data(), sketchOfSurvivor(table[at] - 1), band))
         candidates.push_back(table[at] - 1);
   }
@@ -128,9 +134,9 @@ std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signa
 
 void NearIndex::place(uint32_t band, uint32_t survivor) {
   std::vector<uint32_t> &table = tables_[band];
-  size_t at = slotOf(bandHash(sketchOfSurvivor(survivor), band), table.size());
+  size_t at = anySlotOf(bandHash(sketchOfSurvivor(survivor), band), table.size());
   while (table[at] != 0)
-    at = (at + 1) & (table.size() - 1);
+    at = at + 1 == table.size() ? 0 : at + 1;
   table[at] = survivor + 1;
 }
 
@@ -146,7 +152,8 @@ void NearIndex::insert(const std::vector<uint32_t> &signature, uint32_t survivor
     std::vector<uint32_t> &table = tables_[band];
     if ((used_[band] + 1) * 8 > table.size() * kMaxLoadEighths) {
       const std::vector<uint32_t> old = std::move(table);
-      table.assign(std::max<size_t>(16, old.size() * 2), 0);
+      table.assign(std::max<size_t>(16, old.size() + old.size() / 4), 0);
+      table.shrink_to_fit();
       for (uint32_t entry : old)
         if (entry != 0)
           place(band, entry - 1);

@@ -115,9 +115,11 @@ void LineageEngine::State::sequencerRootFinished(uint32_t source, uint64_t sourc
     auto found = sequencer.unfinished.find(sourceRow);
     if (found == sequencer.unfinished.end())
       continue;
-    if (failed)
+    if (failed) {
       for (uint32_t survivor : found->second)
         sequencer.retracted[survivor] = true;
+      sequencer.progress.retracted += found->second.size();
+    }
     sequencer.unfinished.erase(found);
   }
 }
@@ -149,7 +151,10 @@ LineageEngine::State::earliestSurvivor(const DedupSequencer &sequencer,
     }
   }
   const uint64_t earliestRow = earliest ? sequencer.survivors.row(*earliest) : row;
-  waits = !sequencer.byArrival && earliestRow != row && sequencer.unfinished.count(earliestRow);
+  // Under the global barrier (the flat-record ablation) no row finishes before every grain of
+  // a child domain is sealed, this one's included: waiting would deadlock, so it does not wait.
+  waits = !sequencer.byArrival && options.gather != GatherMode::GlobalBarrier &&
+          earliestRow != row && sequencer.unfinished.count(earliestRow);
   return earliest;
 }
 
@@ -343,10 +348,10 @@ uint32_t LineageEngine::State::indexSurvivor(DedupSequencer &sequencer,
     sequencer.nearIndex->insert(decodeSignature(decision.fingerprint), survivor);
   else
     sequencer.exact.insert(keyOf(decision.fingerprint), survivor);
-  const uint64_t bytes = sequencer.survivors.bytes() +
-                         (sequencer.hamming ? sequencer.hammingIndex->bytes()
-                          : sequencer.near  ? sequencer.nearIndex->bytes()
-                                            : sequencer.exact.bytes());
+  const uint64_t bytes =
+      sequencer.survivors.bytes() + (sequencer.hamming ? sequencer.hammingIndex->bytes()
+                                     : sequencer.near  ? sequencer.nearIndex->bytes()
+                                                       : sequencer.exact.bytes());
   memory.indexes += bytes - sequencer.countedBytes;
   memory.peak = std::max(memory.peak, memory.held());
   sequencer.countedBytes = bytes;

@@ -252,8 +252,10 @@ struct DedupProgress {
   std::string kind;
   uint64_t decided = 0;
   uint64_t duplicates = 0;
-  /// Survivors in its index, and the index's bytes (counted in the byte budget).
+  /// Survivors in its index, and the index's bytes (counted in the byte budget); of those
+  /// survivors, the ones retracted because their row failed (they match nothing but stay).
   uint64_t indexed = 0;
+  uint64_t retracted = 0;
   uint64_t indexBytes = 0;
   /// Source rows decided (in source order: every row before it is decided).
   uint64_t rowsPassed = 0;
