@@ -117,6 +117,26 @@ sys.exit(0 if ok else 1)
 PY
 rm -rf out
 
+# --- dedup_pages: near-duplicate pages dropped, each naming an earlier kept page -------------
+# (tests/e2e/dedup.sh checks its similarities against exact Jaccard and every executor.)
+status=0; orch run dedup_pages.orch --quiet --errors dedup.errors.jsonl 2>dedup.log || status=$?
+check "dedup_pages completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+check "dedup_pages: every page of the good PDFs is kept or a duplicate of an earlier kept one" \
+  $python - <<'PY'
+import glob, json, sys
+files = sorted(glob.glob("samples/pdfs/*.pdf"))
+kept = {(files.index(r["path"]), r["page"]) for r in map(json.loads, open("out/dedup_pages.jsonl"))}
+dups = [d for d in map(json.loads, open("dedup.errors.jsonl")) if d.get("kind") == "duplicate"]
+ok = len(kept) + len(dups) == 48 and len(dups) >= 10
+for d in dups:
+    s = (d["duplicate_of"]["row"], d["duplicate_of"]["path"][0])
+    ok = ok and s in kept and s < (d["row"], d["path"][0]) and d["similarity"] >= 0.8
+# The report pages repeat the manual's and the letter's (same words, another name).
+ok = ok and all((files.index("samples/pdfs/report.pdf"), p) not in kept for p in range(3))
+print(len(kept), "kept,", len(dups), "duplicates")
+sys.exit(0 if ok else 1)
+PY
+
 # --- text_or_ocr: the text layer where it has text, OCR where it does not (expressions) -------
 status=0; orch run text_or_ocr.orch --workers 3 --quiet --metrics toc.json 2>toc.log || status=$?
 check "text_or_ocr completes with the corrupt PDF failed (exit 2)" test "$status" = 2
