@@ -96,10 +96,13 @@ public:
         continue;
       ir::Call call = std::move(module.calls[c]);
       if (nearCall[c]) {
+        const bool exact =
+            constantOr<std::string>(call.constants, "confirm", "estimate") == "exact";
         call.op = kMinhashOp;
         std::erase_if(call.constants, [](const plan::NamedConstant &constant) {
           return !isSignatureConstant(constant.name);
         });
+        call.constants.push_back({"shingles", exact});
       }
       callIndex[c] = uint32_t(kept.size());
       kept.push_back(std::move(call));
@@ -136,6 +139,8 @@ private:
       settings.push_back(
           {"permutations", constantOr<int64_t>(call.constants, "permutations", 128)});
       settings.push_back({"bands", constantOr<int64_t>(call.constants, "bands", 16)});
+      settings.push_back(
+          {"confirm", constantOr<std::string>(call.constants, "confirm", "estimate")});
     }
     return settings;
   }
@@ -165,8 +170,11 @@ private:
     const int64_t bands = constantOr<int64_t>(call.constants, "bands", 16);
     const int64_t ngram = constantOr<int64_t>(call.constants, "ngram", 5);
     const bool near = call.op == "dedup.near";
+    const std::string confirm = constantOr<std::string>(call.constants, "confirm", "estimate");
     std::string problem;
-    if (near && !(threshold > 0 && threshold <= 1))
+    if (near && confirm != "estimate" && confirm != "exact")
+      problem = "'confirm' must be \"estimate\" or \"exact\", not \"" + confirm + "\"";
+    else if (near && !(threshold > 0 && threshold <= 1))
       problem = "'threshold' must be in (0, 1], not " + plan::formatStaticValue(threshold);
     else if (permutations < 1 || permutations > 1024)
       problem = "'permutations' must be 1 to 1024, not " + std::to_string(permutations);

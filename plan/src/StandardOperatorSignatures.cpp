@@ -214,6 +214,11 @@ void addDedupOperators(OperatorCatalog &catalog) {
   nearParams.push_back(
       constant("bands", integer, int64_t(16),
                "LSH bands (must divide permutations): more bands find less similar candidates"));
+  nearParams.push_back(constant(
+      "confirm", string, std::string("estimate"),
+      "how a candidate is confirmed: \"estimate\", by the similarity its sketch estimates (64 "
+      "bytes a survivor); \"exact\", by the Jaccard similarity of the shingle sets themselves "
+      "(the index keeps every survivor's shingle hashes: 4 bytes a shingle)"));
   nearParams.push_back(order());
   OperatorSignature near = rowWise(transform(
       "dedup.near", std::move(nearParams), any,
@@ -243,6 +248,9 @@ void addDedupOperators(OperatorCatalog &catalog) {
   std::vector<OperatorParam> minhashParams{input("text", string, "a text")};
   for (OperatorParam &param : shape())
     minhashParams.push_back(std::move(param));
+  minhashParams.push_back(constant("shingles", scalar(TypeKind::Bool), false,
+                                   "also the shingles' hashes, sorted, after the minima (for "
+                                   "dedup.near's confirm: \"exact\")"));
   catalog.add(rowWise(transform(
       "dedup.minhash", std::move(minhashParams), scalar(TypeKind::Bytes),
       "the MinHash signature of a text's word shingles (lowercased, punctuation removed), one "

@@ -81,6 +81,28 @@ for i, (a, ta) in enumerate(texts):
 sys.exit(0 if ok else 1)
 PY
 
+# --- confirm: "exact": candidates confirmed by the shingle sets themselves ---------------------
+sed -e 's/threshold: 0.8)/threshold: 0.8, confirm: "exact")/' dedup_pages.orch >exact_confirm.orch
+orch run exact_confirm.orch --set out=out/confirmed.jsonl --errors confirmed.errors.jsonl \
+  --journal j-confirmed --quiet 2>confirmed.log || true
+check "confirm exact: each duplicate's similarity is the exact Jaccard similarity, at least 0.8" \
+  $python - <<'PY'
+import json, sys, glob, subprocess
+from shingle_jaccard import jaccard
+files = sorted(glob.glob("samples/pdfs/*.pdf"))
+def page_text(row, page):
+    return subprocess.run(["pdftotext", "-f", str(page + 1), "-l", str(page + 1), files[row], "-"],
+                          capture_output=True, text=True).stdout
+dups = [d for d in map(json.loads, open("confirmed.errors.jsonl")) if d.get("kind") == "duplicate"]
+ok = len(dups) >= 10
+for d in dups:
+    s = d["duplicate_of"]
+    exact = jaccard(page_text(d["row"], d["path"][0]), page_text(s["row"], s["path"][0]))
+    if abs(exact - d["similarity"]) > 1e-9 or exact < 0.8:
+        print("similarity %.6f, exact %.6f:" % (d["similarity"], exact), d); ok = False
+sys.exit(0 if ok else 1)
+PY
+
 # --- the same survivors whatever runs the batches and in what order ---------------------------
 for variant in "--in-process" "--workers 3 --ready-order unordered" "--batching parent-bound" \
                "--max-live-roots 2 --in-process" "--gather barrier" "--probe-first"; do

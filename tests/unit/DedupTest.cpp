@@ -95,6 +95,20 @@ TEST(DedupIndexTest, NearFindsTheSimilarSurvivorsOnly) {
                   .empty());
 }
 
+TEST(DedupIndexTest, NearConfirmsByTheExactSimilarityWhenAsked) {
+  const MinHashPermutations permutations(MinHashShape{1, 128, 1});
+  // 10 words and 9 of them again: J = 9 / 10 exactly, whatever the estimate says.
+  const std::string a = "a b c d e f g h i j", b = "a b c d e f g h i";
+  NearIndex index(128, 32, 0.85, true);
+  index.insert(minhashSignature(a, 1, permutations), 0, shingleHashes(a, 1));
+  const auto matches = index.find(minhashSignature(b, 1, permutations), shingleHashes(b, 1));
+  ASSERT_EQ(matches.size(), 1u);
+  EXPECT_DOUBLE_EQ(matches[0].similarity, 0.9);
+  NearIndex stricter(128, 32, 0.95, true);
+  stricter.insert(minhashSignature(a, 1, permutations), 0, shingleHashes(a, 1));
+  EXPECT_TRUE(stricter.find(minhashSignature(b, 1, permutations), shingleHashes(b, 1)).empty());
+}
+
 TEST(DedupIndexTest, HammingFindsEveryHashWithinTheDistance) {
   HammingIndex index(6);
   std::mt19937_64 random(5);

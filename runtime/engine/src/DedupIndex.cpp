@@ -79,10 +79,31 @@ void ExactIndex::grow() {
       insert(slot.key, slot.survivor);
 }
 
-NearIndex::NearIndex(uint32_t permutations, uint32_t bands, double threshold)
+NearIndex::NearIndex(uint32_t permutations, uint32_t bands, double threshold, bool exact)
     : permutations_(permutations), bands_(bands), rows_(permutations / bands),
-      sketchBytes_((permutations + 1) / 2), threshold_(threshold), tables_(bands), used_(bands, 0) {
+      sketchBytes_((permutations + 1) / 2), threshold_(threshold), exact_(exact), tables_(bands),
+      used_(bands, 0) {}
+
+namespace {
+
+/// The Jaccard similarity of two sorted sets (1 for two empty ones, as their signatures say).
+double jaccard(const std::vector<uint32_t> &a, const std::vector<uint32_t> &b) {
+  if (a.empty() && b.empty())
+    return 1;
+  size_t both = 0;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    if (a[i] == b[j]) {
+      ++both, ++i, ++j;
+    } else if (a[i] < b[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return double(both) / double(a.size() + b.size() - both);
 }
+
+} // namespace
 
 uint64_t NearIndex::bandHash(const uint8_t *sketch, uint32_t band) const {
   uint64_t nibbles[16] = {};
@@ -106,7 +127,8 @@ const uint8_t *NearIndex::sketchOfSurvivor(uint32_t survivor) const {
   return sketches_[survivor / kSketchBlock].data() + size_t(survivor % kSketchBlock) * sketchBytes_;
 }
 
-std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signature) const {
+std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signature,
+                                              const std::vector<uint32_t> &shingles) const {
   std::vector<Match> matches;
   if (signature.size() != permutations_)
     return matches;
@@ -125,7 +147,8 @@ std::vector<NearIndex::Match> NearIndex::find(const std::vector<uint32_t> &signa
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   for (uint32_t survivor : candidates) {
     const double similarity =
-        estimateSimilarity(sketch.data(), sketchOfSurvivor(survivor), permutations_);
+        exact_ ? jaccard(shingles, shingles_[survivor])
+               : estimateSimilarity(sketch.data(), sketchOfSurvivor(survivor), permutations_);
     if (similarity >= threshold_)
       matches.push_back(Match{survivor, similarity});
   }
@@ -140,7 +163,10 @@ void NearIndex::place(uint32_t band, uint32_t survivor) {
   table[at] = survivor + 1;
 }
 
-void NearIndex::insert(const std::vector<uint32_t> &signature, uint32_t survivor) {
+void NearIndex::insert(const std::vector<uint32_t> &signature, uint32_t survivor,
+                       const std::vector<uint32_t> &shingles) {
+  if (exact_)
+    shingles_.push_back(shingles);
   if (survivor % kSketchBlock == 0) {
     sketches_.emplace_back();
     sketches_.back().reserve(kSketchBlock * sketchBytes_);
@@ -169,6 +195,8 @@ size_t NearIndex::bytes() const {
     bytes += block.capacity();
   for (const std::vector<uint32_t> &table : tables_)
     bytes += table.capacity() * sizeof(uint32_t);
+  for (const std::vector<uint32_t> &set : shingles_)
+    bytes += sizeof set + set.capacity() * sizeof(uint32_t);
   return bytes;
 }
 

@@ -57,7 +57,9 @@ private:
 
 class NearIndex {
 public:
-  NearIndex(uint32_t permutations, uint32_t bands, double threshold);
+  /// `exact`: candidates are confirmed by the Jaccard similarity of their shingle sets
+  /// (confirm: "exact"), which the index then keeps; otherwise by their sketches' estimate.
+  NearIndex(uint32_t permutations, uint32_t bands, double threshold, bool exact = false);
 
   struct Match {
     uint32_t survivor = 0;
@@ -65,9 +67,12 @@ public:
   };
   /// The survivors that share a band with `signature` and whose estimated similarity reaches
   /// the threshold, by survivor number.
-  std::vector<Match> find(const std::vector<uint32_t> &signature) const;
-  /// `survivor` must be the next one (0, 1, 2, ...).
-  void insert(const std::vector<uint32_t> &signature, uint32_t survivor);
+  std::vector<Match> find(const std::vector<uint32_t> &signature,
+                          const std::vector<uint32_t> &shingles = {}) const;
+  /// `survivor` must be the next one (0, 1, 2, ...); `shingles` (sorted hashes) when exact.
+  void insert(const std::vector<uint32_t> &signature, uint32_t survivor,
+              const std::vector<uint32_t> &shingles = {});
+  bool exact() const { return exact_; }
   size_t bytes() const;
   uint32_t permutations() const { return permutations_; }
 
@@ -80,6 +85,9 @@ private:
 
   uint32_t permutations_, bands_, rows_, sketchBytes_;
   double threshold_;
+  bool exact_;
+  /// confirm: "exact": each survivor's sorted shingle hashes.
+  std::vector<std::vector<uint32_t>> shingles_;
   /// Per band: survivor + 1, 0 when empty, linear probing from the band's hash.
   std::vector<std::vector<uint32_t>> tables_;
   std::vector<size_t> used_;

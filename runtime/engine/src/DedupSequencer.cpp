@@ -41,6 +41,20 @@ KeyHash keyOf(const std::string &fingerprint) {
   return key;
 }
 
+/// A `dedup.minhash` result: its minima, then (confirm: "exact") its sorted shingle hashes.
+struct SignatureParts {
+  std::vector<uint32_t> minima, shingles;
+};
+SignatureParts splitSignature(std::string_view bytes, const NearIndex &index) {
+  SignatureParts parts;
+  parts.minima = decodeSignature(bytes);
+  if (index.exact() && parts.minima.size() >= index.permutations()) {
+    parts.shingles.assign(parts.minima.begin() + index.permutations(), parts.minima.end());
+    parts.minima.resize(index.permutations());
+  }
+  return parts;
+}
+
 template <typename T> T setting(const plan::PlanNode &node, const char *name, T otherwise) {
   for (const plan::NamedConstant &constant : node.constants)
     if (constant.name == name)
@@ -74,7 +88,8 @@ void LineageEngine::State::setUpSequencers() {
     if (sequencer.near)
       sequencer.nearIndex.emplace(uint32_t(setting<int64_t>(node, "permutations", 128)),
                                   uint32_t(setting<int64_t>(node, "bands", 16)),
-                                  setting<double>(node, "threshold", 0.8));
+                                  setting<double>(node, "threshold", 0.8),
+                                  setting<std::string>(node, "confirm", "estimate") == "exact");
     sequencer.progress.name = node.name.empty() ? "dedup." + node.field : node.name;
     sequencer.progress.kind = node.field;
     sequencerOf[NodeId(n)] = uint32_t(sequencers.size());
@@ -285,7 +300,8 @@ bool LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
       decision.fingerprint = fingerprintOf(key);
     } else {
       const Value &signature = inputItem(entity, NodeId(node.inputs[1])).value;
-      const std::vector<uint32_t> minima = decodeSignature(signature.asBytes());
+      const SignatureParts parts = splitSignature(signature.asBytes(), *sequencer.nearIndex);
+      const std::vector<uint32_t> &minima = parts.minima;
       if (minima.size() != sequencer.nearIndex->permutations()) {
         const uint32_t cause =
             recordFailure(entity, FailureKind::ContractViolation, CallId(),
@@ -294,7 +310,7 @@ bool LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
         setItem(entity, sequencer.node, ItemOutcome::Failed, Value(), cause);
         return true;
       }
-      for (const NearIndex::Match &match : sequencer.nearIndex->find(minima)) {
+      for (const NearIndex::Match &match : sequencer.nearIndex->find(minima, parts.shingles)) {
         candidates.push_back(match.survivor);
         similarities.push_back(match.similarity);
       }
@@ -344,9 +360,10 @@ uint32_t LineageEngine::State::indexSurvivor(DedupSequencer &sequencer,
     std::memcpy(&hash, decision.fingerprint.data(),
                 std::min(sizeof hash, decision.fingerprint.size()));
     sequencer.hammingIndex->insert(hash, survivor);
-  } else if (sequencer.near)
-    sequencer.nearIndex->insert(decodeSignature(decision.fingerprint), survivor);
-  else
+  } else if (sequencer.near) {
+    const SignatureParts parts = splitSignature(decision.fingerprint, *sequencer.nearIndex);
+    sequencer.nearIndex->insert(parts.minima, survivor, parts.shingles);
+  } else
     sequencer.exact.insert(keyOf(decision.fingerprint), survivor);
   const uint64_t bytes =
       sequencer.survivors.bytes() + (sequencer.hamming ? sequencer.hammingIndex->bytes()

@@ -15,13 +15,19 @@ class MinHashOperator : public runtime::Operator {
 public:
   explicit MinHashOperator(const runtime::OperatorConfig &config)
       : ngram_(uint32_t(config.intConstant("ngram"))),
+        shingles_(config.constant("shingles") && config.boolConstant("shingles")),
         permutations_(runtime::MinHashShape{ngram_, permutationsOf(config),
                                             uint64_t(config.intConstant("seed"))}) {}
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    for (const OperatorRow &row : rows)
-      results.push_back(RowResult::ok(Value::bytes(runtime::encodeSignature(
-          runtime::minhashSignature(row.inputs[0].asString(), ngram_, permutations_)))));
+    for (const OperatorRow &row : rows) {
+      const std::string_view text = row.inputs[0].asString();
+      std::string bytes =
+          runtime::encodeSignature(runtime::minhashSignature(text, ngram_, permutations_));
+      if (shingles_)
+        bytes += runtime::encodeSignature(runtime::shingleHashes(text, ngram_));
+      results.push_back(RowResult::ok(Value::bytes(std::move(bytes))));
+    }
   }
 
 private:
@@ -33,6 +39,7 @@ private:
   }
 
   uint32_t ngram_;
+  bool shingles_;
   runtime::MinHashPermutations permutations_;
 };
 
