@@ -19,7 +19,8 @@ size_t slotOf(uint64_t hash, size_t capacity) { return size_t(hash) & (capacity 
 /// A slot of a table of any capacity (the near index's grow by a quarter, not doubling, so that
 /// they are never less than 7/10 full after they grew: bytes per survivor stay even).
 size_t anySlotOf(uint64_t hash, size_t capacity) {
-  return size_t((static_cast<unsigned __int128>(hash) * capacity) >> 64);
+  // The hash's high 32 bits scaled to the capacity (tables stay far below 2^32 slots).
+  return size_t((uint64_t(uint32_t(hash >> 32)) * capacity) >> 32);
 }
 
 } // namespace
