@@ -7,12 +7,17 @@
 #include "EngineTestPlans.h"
 
 #include "../../runtime/engine/src/DedupIndex.h"
+#include "../../runtime/outputs/src/GrainCheckpoints.h"
 #include "orch/runtime/values/MinHash.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
 #include <random>
 #include <set>
+#include <unistd.h>
 
 namespace orch::runtime {
 namespace {
@@ -294,6 +299,47 @@ sink jsonl(path: "out.jsonl", record: { id: rows.id, u: reduce(v) });
   EXPECT_EQ(run.error, "ok");
   ASSERT_EQ(run.roots.size(), 3u);
   EXPECT_EQ(engine.engine().stats().duplicates, 6u); // rows 1 and 2 repeat row 0
+}
+
+// The run journal keeps every decision, however big (confirm: "exact" keeps a whole text's
+// shingle hashes), and tells the engine which rows are done (their decisions need no keeping).
+TEST(DedupJournalTest, DecisionsBiggerThanAValueComeBackWithTheirRowsState) {
+  const plan::Plan plan = orch::testing::compileRunnable(kPagesByNumber);
+  uint32_t dedupNode = 0;
+  while (plan.nodes[dedupNode].kind != plan::NodeKind::Dedup)
+    ++dedupNode;
+  char path[] = "/tmp/orch-dedup-journal-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  DedupDecision big;
+  big.node = dedupNode;
+  big.key = 42;
+  big.sourceRow = 3;
+  big.path = {1};
+  big.fingerprint = std::string(200 * 1024, 'x'); // over GrainCheckpoints::kValueLimit
+  DedupDecision small = big;
+  small.key = 43;
+  small.sourceRow = 4;
+  small.fingerprint = "abc";
+  {
+    GrainCheckpoints writer(plan);
+    writer.attach(fd);
+    writer.keepDecision(big);
+    writer.keepDecision(small);
+  } // flushed and closed
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::unlink(path);
+  GrainCheckpoints reader(plan);
+  reader.load(
+      bytes, [](uint32_t, uint64_t row) { return row != 3; }, // row 3 is done
+      [](uint32_t, uint64_t) { return false; });
+  const std::vector<DedupDecision> loaded = reader.takeDecisions();
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded[0].fingerprint, big.fingerprint);
+  EXPECT_TRUE(loaded[0].rowDone);
+  EXPECT_EQ(loaded[1].fingerprint, "abc");
+  EXPECT_FALSE(loaded[1].rowDone);
 }
 
 } // namespace

@@ -44,8 +44,8 @@ size_t SurvivorPositions::bytes() const {
          pathOrdinals_.capacity() * sizeof(uint32_t);
 }
 
-KeyHash hashKey(std::string_view bytes) {
-  const XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
+KeyHash hashKey(std::string_view bytes, uint64_t seed) {
+  const XXH128_hash_t hash = XXH3_128bits_withSeed(bytes.data(), bytes.size(), seed);
   return KeyHash{hash.low64, hash.high64};
 }
 

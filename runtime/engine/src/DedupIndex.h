@@ -35,7 +35,7 @@ struct KeyHash {
   uint64_t low = 0, high = 0;
   friend bool operator==(const KeyHash &, const KeyHash &) = default;
 };
-KeyHash hashKey(std::string_view bytes);
+KeyHash hashKey(std::string_view bytes, uint64_t seed = 0);
 
 class ExactIndex {
 public:

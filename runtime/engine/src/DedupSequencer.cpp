@@ -12,17 +12,15 @@
 namespace orch::runtime {
 namespace {
 
-/// The bytes an exact key is compared by: a value's kind, then its bytes (text and bytes as
-/// they are, anything else as its JSON text).
-std::string exactKeyBytes(const Value &value) {
-  std::string bytes(1, char(value.kind()));
+/// What an exact key is compared by: a hash of its bytes (text and bytes as they are, anything
+/// else as its JSON text), seeded by its kind.
+KeyHash exactKeyOf(const Value &value) {
+  const uint64_t kind = uint64_t(value.kind());
   if (value.kind() == Value::Kind::String)
-    bytes += value.asString();
-  else if (value.kind() == Value::Kind::Bytes)
-    bytes += value.asBytes();
-  else
-    bytes += value.str();
-  return bytes;
+    return hashKey(value.asString(), kind);
+  if (value.kind() == Value::Kind::Bytes)
+    return hashKey(value.asBytes(), kind);
+  return hashKey(value.str(), kind);
 }
 
 std::string fingerprintOf(const KeyHash &key) {
@@ -73,19 +71,16 @@ void LineageEngine::State::setUpSequencers() {
       continue;
     DedupSequencer sequencer;
     sequencer.node = NodeId(n);
-    sequencer.domain = DomainId(node.domain);
-    sequencer.path = domainLayout(sequencer.domain).pathFromRoot;
+    sequencer.path = domainLayout(DomainId(node.domain)).pathFromRoot;
     for (uint32_t s = 0; s < plan.sources.size(); ++s)
       if (plan.sources[s].domain == sequencer.path.front().index) {
         sequencer.source = s;
         break;
       }
-    sequencer.near = node.field == plan::kDedupNear;
-    sequencer.hamming = node.field == plan::kDedupHamming;
-    if (sequencer.hamming)
+    if (node.field == plan::kDedupHamming)
       sequencer.hammingIndex.emplace(uint32_t(setting<int64_t>(node, "distance", 6)));
     sequencer.byArrival = setting<std::string>(node, "order", "source") == "arrival";
-    if (sequencer.near)
+    if (node.field == plan::kDedupNear)
       sequencer.nearIndex.emplace(uint32_t(setting<int64_t>(node, "permutations", 128)),
                                   uint32_t(setting<int64_t>(node, "bands", 16)),
                                   setting<double>(node, "threshold", 0.8),
@@ -100,10 +95,16 @@ void LineageEngine::State::setUpSequencers() {
     if (decision.node >= plan.nodes.size() || sequencerOf[NodeId(decision.node)] == kNoIndex)
       continue;
     DedupSequencer &sequencer = sequencers[sequencerOf[NodeId(decision.node)]];
+    const uint32_t survivor = decision.survivor ? indexSurvivor(sequencer, decision) : kNoIndex;
+    // A row the earlier run finished does not run again: its survivors are all it leaves.
+    if (decision.rowDone)
+      continue;
     if (decision.survivor)
-      sequencer.earlierRuns[decision.sourceRow].push_back(indexSurvivor(sequencer, decision));
-    sequencer.history.emplace(decision.key, decision);
+      sequencer.earlierRuns[decision.sourceRow].push_back(survivor);
+    DedupDecision &kept = sequencer.history.emplace(decision.key, decision).first->second;
+    kept.fingerprint.clear(); // indexed already
   }
+  std::vector<DedupDecision>().swap(options.dedupHistory);
   for (DedupSequencer &sequencer : sequencers)
     sequencer.unfinished.clear(); // an earlier run's rows are finished unless they run again
 }
@@ -192,7 +193,6 @@ void LineageEngine::State::advanceSequencer(DedupSequencer &sequencer) {
     }
     sequencer.admitted.pop_front();
     ++sequencer.nextRow;
-    ++sequencer.progress.rowsPassed;
   };
   for (;;) {
     if (sequencer.frames.empty()) {
@@ -204,7 +204,6 @@ void LineageEngine::State::advanceSequencer(DedupSequencer &sequencer) {
           // It finished before the cursor reached it: nothing of it is indexed.
           sequencer.admitted.pop_front();
           ++sequencer.nextRow;
-          ++sequencer.progress.rowsPassed;
           continue;
         }
         sequencer.frames.push_back({roots[row.root].entity, 0});
@@ -215,7 +214,6 @@ void LineageEngine::State::advanceSequencer(DedupSequencer &sequencer) {
       if (sequencer.nextRow < admittedUpTo) {
         const uint64_t next =
             sequencer.admitted.empty() ? admittedUpTo : sequencer.admitted.front().row;
-        sequencer.progress.rowsPassed += next - sequencer.nextRow;
         sequencer.nextRow = next;
         continue;
       }
@@ -227,7 +225,6 @@ void LineageEngine::State::advanceSequencer(DedupSequencer &sequencer) {
       sequencer.frames.clear();
       sequencer.admitted.pop_front();
       ++sequencer.nextRow;
-      ++sequencer.progress.rowsPassed;
       continue;
     }
     DedupSequencer::Frame &top = sequencer.frames.back();
@@ -277,7 +274,7 @@ bool LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
     decision.path = pathOf(entity);
     std::vector<uint32_t> candidates;
     std::vector<double> similarities;
-    if (sequencer.hamming) {
+    if (sequencer.hammingIndex) {
       const std::string &text = inputItem(entity, NodeId(node.inputs[0])).value.asString();
       const std::optional<uint64_t> hash = parseHexHash(text);
       if (!hash) {
@@ -293,8 +290,8 @@ bool LineageEngine::State::decide(DedupSequencer &sequencer, EntityId entity) {
         similarities.push_back(1.0 - double(match.distance) / 64);
       }
       decision.fingerprint.assign(reinterpret_cast<const char *>(&*hash), sizeof *hash);
-    } else if (!sequencer.near) {
-      const KeyHash key = hashKey(exactKeyBytes(inputItem(entity, NodeId(node.inputs[0])).value));
+    } else if (!sequencer.nearIndex) {
+      const KeyHash key = exactKeyOf(inputItem(entity, NodeId(node.inputs[0])).value);
       candidates = sequencer.exact.find(key);
       similarities.assign(candidates.size(), 1.0);
       decision.fingerprint = fingerprintOf(key);
@@ -355,20 +352,20 @@ uint32_t LineageEngine::State::indexSurvivor(DedupSequencer &sequencer,
                                              const DedupDecision &decision) {
   const uint32_t survivor = sequencer.survivors.add(decision.sourceRow, decision.path);
   sequencer.retracted.push_back(false);
-  if (sequencer.hamming) {
+  if (sequencer.hammingIndex) {
     uint64_t hash = 0;
     std::memcpy(&hash, decision.fingerprint.data(),
                 std::min(sizeof hash, decision.fingerprint.size()));
     sequencer.hammingIndex->insert(hash, survivor);
-  } else if (sequencer.near) {
+  } else if (sequencer.nearIndex) {
     const SignatureParts parts = splitSignature(decision.fingerprint, *sequencer.nearIndex);
     sequencer.nearIndex->insert(parts.minima, survivor, parts.shingles);
   } else
     sequencer.exact.insert(keyOf(decision.fingerprint), survivor);
   const uint64_t bytes =
-      sequencer.survivors.bytes() + (sequencer.hamming ? sequencer.hammingIndex->bytes()
-                                     : sequencer.near  ? sequencer.nearIndex->bytes()
-                                                       : sequencer.exact.bytes());
+      sequencer.survivors.bytes() + (sequencer.hammingIndex ? sequencer.hammingIndex->bytes()
+                                     : sequencer.nearIndex  ? sequencer.nearIndex->bytes()
+                                                            : sequencer.exact.bytes());
   memory.indexes += bytes - sequencer.countedBytes;
   memory.peak = std::max(memory.peak, memory.held());
   sequencer.countedBytes = bytes;

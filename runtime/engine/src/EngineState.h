@@ -104,12 +104,10 @@ struct Root {
 /// key is known (or the entity is known not to need one).
 struct DedupSequencer {
   NodeId node;
-  DomainId domain;
   /// The source whose rows are the roots above the domain.
   uint32_t source = 0;
   /// Domains from the root down to `domain`.
   std::vector<DomainId> path;
-  bool near = false;
   /// order: "arrival": decided as keys arrive, no cursor.
   bool byArrival = false;
   SurvivorPositions survivors;
@@ -121,8 +119,7 @@ struct DedupSequencer {
   std::unordered_map<uint64_t, std::vector<uint32_t>> unfinished;
   /// Survivors an earlier run indexed, by source row: unfinished again if the row runs again.
   std::unordered_map<uint64_t, std::vector<uint32_t>> earlierRuns;
-  /// hamming: perceptual hashes within a distance.
-  bool hamming = false;
+  /// The index of its kind: exact when neither near nor hamming is set.
   ExactIndex exact;
   std::optional<NearIndex> nearIndex;
   std::optional<HammingIndex> hammingIndex;

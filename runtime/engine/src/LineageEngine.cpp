@@ -83,10 +83,11 @@ void attributeRowsToLowestFailures(RootResult &result) {
 } // namespace
 
 LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
-    : plan(plan_), options(options_), layout(buildPlanLayout(plan_)), items(plan_.domains.size()),
-      grains(plan_.domains.size()), expansionRefs(plan_.domains.size()),
-      nextSourceRow(plan_.sources.size(), 0), unsealedGrains(plan_.domains.size(), 0),
-      unexpanded(plan_.domains.size(), 0), parked(plan_.domains.size()) {
+    : plan(plan_), options(std::move(options_)), layout(buildPlanLayout(plan_)),
+      items(plan_.domains.size()), grains(plan_.domains.size()),
+      expansionRefs(plan_.domains.size()), nextSourceRow(plan_.sources.size(), 0),
+      unsealedGrains(plan_.domains.size(), 0), unexpanded(plan_.domains.size(), 0),
+      parked(plan_.domains.size()) {
   for (const DomainLayout &domain : layout.domains) {
     itemsPerDomain.push_back(static_cast<uint32_t>(domain.nodes.size()));
     grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
@@ -934,7 +935,7 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
 // --- Public interface ---------------------------------------------------------------------
 
 LineageEngine::LineageEngine(const plan::Plan &plan, EngineOptions options)
-    : state_(std::make_unique<State>(plan, options)) {}
+    : state_(std::make_unique<State>(plan, std::move(options))) {}
 
 LineageEngine::~LineageEngine() = default;
 

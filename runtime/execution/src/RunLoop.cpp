@@ -590,12 +590,12 @@ private:
         journal->keep(node, key, source, sourceRow, value);
       };
       // Dedup decisions: a resumed run indexes the earlier run's survivors first.
-      engineOptions.dedupHistory = journal->dedupHistory();
+      engineOptions.dedupHistory = journal->takeDedupHistory();
       engineOptions.onDedupDecision = [journal](const DedupDecision &decision) {
         journal->keepDedupDecision(decision);
       };
     }
-    engine_.emplace(plan_, engineOptions);
+    engine_.emplace(plan_, std::move(engineOptions));
     std::vector<std::vector<std::string>> inputLabels;
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       inputLabels.push_back(engine_->callInputLabels(c));

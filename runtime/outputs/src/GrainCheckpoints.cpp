@@ -105,7 +105,8 @@ GrainCheckpoints::~GrainCheckpoints() {
 void GrainCheckpoints::load(const std::string &bytes,
                             const std::function<bool(uint32_t, uint64_t)> &wanted,
                             const std::function<bool(uint32_t, uint64_t)> &failed) {
-  const msgpack::unpack_limit limits(kValueLimit, kValueLimit, kValueLimit, kValueLimit,
+  // Bytes up to a decision's size (a signature with its shingles); the rest as values'.
+  const msgpack::unpack_limit limits(kValueLimit, kValueLimit, kValueLimit, kDecisionLimit,
                                      kValueLimit, 512);
   const std::string_view store(bytes);
   for (size_t at = 0; at + 8 <= store.size();) {
@@ -134,6 +135,7 @@ void GrainCheckpoints::load(const std::string &bytes,
       decisions_.push_back(
           decisionOf(node, std::get<1>(*kept), std::get<3>(*kept), std::get<4>(*kept)));
       decisions_.back().source = std::get<2>(*kept);
+      decisions_.back().rowDone = !wanted(std::get<2>(*kept), std::get<3>(*kept));
       loadedRecords_.append(store.substr(at, 8 + length));
     } else if (wanted(std::get<2>(*kept), std::get<3>(*kept))) {
       kept_[GrainKey{std::get<0>(*kept), std::get<1>(*kept)}] = std::move(std::get<4>(*kept));
@@ -167,7 +169,7 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
   out.pack(source);
   out.pack(sourceRow);
   packValue(out, value);
-  if (buffer.size() >= kValueLimit)
+  if (buffer.size() >= (dedupNode_[node] ? kDecisionLimit : kValueLimit))
     return;
   const std::string_view payload(buffer.data(), buffer.size());
   appendU32(buffer_, uint32_t(payload.size()));

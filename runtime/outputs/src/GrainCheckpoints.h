@@ -44,12 +44,17 @@ public:
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
   /// Keeps a Dedup node's decision; the decisions loaded, in the order they were made.
   void keepDecision(const DedupDecision &decision);
-  const std::vector<DedupDecision> &decisions() const { return decisions_; }
+  /// Hands the decisions loaded over (once: the engine keeps what it needs of them).
+  std::vector<DedupDecision> takeDecisions() { return std::move(decisions_); }
   /// Writes the buffered records if a decision is among them: before a row is committed, the
   /// decisions it was made with must be in the store (a resumed run that skips the row still
   /// indexes its survivors).
   void flushDecisions();
   static constexpr size_t kValueLimit = 64 * 1024;
+  /// A Dedup decision may be bigger (confirm: "exact" keeps a text's shingle hashes): one
+  /// past this is not kept (a resumed run does not index that survivor, or decides its entity
+  /// again if its row runs again).
+  static constexpr size_t kDecisionLimit = 16 * 1024 * 1024;
   void flush();
   void sync();
 

@@ -424,9 +424,7 @@ void RunJournal::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sou
   checkpoints_->keep(node, key, source, sourceRow, value);
 }
 
-const std::vector<DedupDecision> &RunJournal::dedupHistory() const {
-  return checkpoints_->decisions();
-}
+std::vector<DedupDecision> RunJournal::takeDedupHistory() { return checkpoints_->takeDecisions(); }
 
 void RunJournal::keepDedupDecision(const DedupDecision &decision) {
   checkpoints_->keepDecision(decision);

@@ -242,6 +242,9 @@ struct DedupDecision {
   uint64_t survivorRow = 0;
   std::vector<uint32_t> survivorPath;
   double similarity = 1;
+  /// Loaded from the journal: the earlier run finished the entity's row (it will not run
+  /// again), so only a survivor's index entry matters.
+  bool rowDone = false;
 };
 
 /// What one Dedup node decided so far, for the summary, metrics and report.
@@ -257,8 +260,6 @@ struct DedupProgress {
   uint64_t indexed = 0;
   uint64_t retracted = 0;
   uint64_t indexBytes = 0;
-  /// Source rows decided (in source order: every row before it is decided).
-  uint64_t rowsPassed = 0;
 };
 
 struct RootResult {

@@ -82,8 +82,8 @@ public:
   size_t recallable() const;
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
   /// Dedup decisions (docs/runtime.md, "Deduplication"): those an earlier run of this plan and
-  /// inputs made (all of them, of rows done or not), and keeping one made now.
-  const std::vector<DedupDecision> &dedupHistory() const;
+  /// inputs made (all of them but failed rows', handed over once), and keeping one made now.
+  std::vector<DedupDecision> takeDedupHistory();
   void keepDedupDecision(const DedupDecision &decision);
 
   /// Makes the records durable (after the sinks synced theirs).
