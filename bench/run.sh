@@ -12,6 +12,7 @@ bench/language/cleaning.sh build/bin/orch
 bench/language/text_or_ocr.sh build/bin/orch
 bench/plain/run.sh build/bin/orch "$@"
 bench/dedup/run.sh build/bin/orch "$@"
+bench/llm/run.sh build/bin/orch "$@"
 bench/python/bridge.sh build/bin/orch
 bench/outputs/journal.sh build/bin/orch
 bench/cluster/curve.sh build/bin/orch

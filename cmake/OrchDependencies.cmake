@@ -45,6 +45,8 @@ pkg_check_modules(OrchTesseract REQUIRED IMPORTED_TARGET tesseract lept)
 pkg_check_modules(OrchFfmpeg REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
 pkg_check_modules(OrchArchive REQUIRED IMPORTED_TARGET libarchive)
 find_package(ICU REQUIRED COMPONENTS uc i18n)
+# llm.* operators: HTTP to model servers.
+find_package(CURL REQUIRED)
 add_library(orch_msgpack INTERFACE)
 target_compile_definitions(orch_msgpack INTERFACE MSGPACK_NO_BOOST)
 target_link_libraries(orch_msgpack INTERFACE msgpackc-cxx)

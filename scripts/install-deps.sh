@@ -18,6 +18,8 @@ packages=(
   libxxhash-dev
   # JSON Lines sources and sinks
   nlohmann-json3-dev
+  # llm.* operators: HTTP requests to model servers (libcurl's multi interface)
+  libcurl4-openssl-dev
   # operators: PDF, OCR (with English), video, Unicode; the tools that make the samples and
   # check the PDF text (pdftotext)
   libpoppler-cpp-dev poppler-utils libtesseract-dev libleptonica-dev tesseract-ocr-eng

@@ -268,6 +268,7 @@ bool OperatorBinder::checkStatic(ast::Expr &value, const OperatorParam &param,
 void OperatorBinder::checkOptions(ast::OperatorUse &use, const OperatorSignature &signature) {
   // What the options do not set is the operator's default.
   use.callOptions.batch = signature.defaultBatch;
+  use.callOptions.inFlight = std::max<int64_t>(1, signature.defaultInFlight);
   std::unordered_map<std::string, SourceLocation> seen;
   for (ast::Option &option : use.options) {
     const std::string &name = option.name.name;
@@ -318,6 +319,11 @@ void OperatorBinder::reportOptionNotAccepted(const OperatorSignature &signature,
   if (signature.options.empty())
     diags_.error(option.name.location, std::string(plan::operatorKindName(signature.kind)) + " " +
                                            quoted(signature.name) + " takes no options");
+  else if (name == "in_flight" && signature.defaultInFlight == 0)
+    diags_.error(option.name.location,
+                 quoted(signature.name) +
+                     " runs one batch at a time per replica; `in_flight` is for operators that "
+                     "wait on a server (llm.*): write `replicas` or `batch` instead");
   else if (!signature.gpu && (name == "gpus" || name == "require_gpu"))
     diags_.error(option.name.location,
                  quoted(signature.name) + " has no GPU implementation; remove " + quoted(name));

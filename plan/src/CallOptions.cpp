@@ -137,6 +137,17 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        false,
        [](const CallOptions &o) -> StaticValue { return o.checkpoint; },
        [](CallOptions &o, const StaticValue &v) { o.checkpoint = std::get<bool>(v); }},
+      {"in_flight",
+       TypeKind::Int,
+       1,
+       false,
+       {},
+       "batches one replica keeps open at once, each taken from the Call's ready queue as an "
+       "earlier one completes; only operators that wait on a service (llm.chat, llm.embed: "
+       "requests to a model server) accept it (default: the operator's, 16 for llm.*)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return o.inFlight; },
+       [](CallOptions &o, const StaticValue &v) { o.inFlight = std::get<int64_t>(v); }},
   };
   return specs;
 }

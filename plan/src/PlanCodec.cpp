@@ -178,6 +178,9 @@ CallOptions readOptions(const Object &object, const std::string &where) {
   CallOptions options;
   for (const CallOptionSpec &spec : callOptionSpecs()) {
     const std::string key(spec.name);
+    // Plans of format 1.0 before `in_flight` (1.1) have no key for it: its default.
+    if (key == "in_flight" && !map.optional(key.c_str()))
+      continue;
     StaticValue value;
     switch (spec.type) {
     case TypeKind::Int:

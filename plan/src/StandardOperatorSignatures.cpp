@@ -177,6 +177,112 @@ void addTextListMathOperators(OperatorCatalog &catalog) {
                 "NaN on either side is a RecordFailure, as in the expression a < b"));
 }
 
+/// Requests open at once per replica of an llm.* Call unless `in_flight` says otherwise.
+constexpr int64_t kModelInFlight = 16;
+
+/// The settings every llm.* operator takes: which server, which model, how requests are
+/// retried and limited (docs/models.md).
+std::vector<OperatorParam> modelServiceParams() {
+  const Type string = scalar(TypeKind::String);
+  return {
+      constant("model", string, std::nullopt, "the model's name, as the server serves it"),
+      constant("endpoint", string, std::string(""),
+               "the server's OpenAI-compatible base URL (\"http://127.0.0.1:8000/v1\"); several, "
+               "separated by commas, share the requests (fewest open first); \"\": "
+               "$ORCH_LLM_ENDPOINT"),
+      constant("api_key_env", string, std::string("OPENAI_API_KEY"),
+               "the environment variable holding the API key (sent as a Bearer token; never in "
+               "the plan, the logs or a message); none set: no key"),
+      constant("api_key_file", string, std::string(""),
+               "a file whose first line is the API key (instead of api_key_env)"),
+      constant("max_retries", scalar(TypeKind::Int), int64_t(5),
+               "retries of one request after a 429 or 503 (after its Retry-After), a timeout, a "
+               "dropped connection or another 5xx (after an exponential backoff with jitter, "
+               "from 0.5 s)"),
+      constant("request_timeout", scalar(TypeKind::Duration), Duration{300'000'000'000},
+               "how long one attempt may take"),
+      constant("requests_per_second", scalar(TypeKind::Float), 0.0,
+               "the most requests the Call starts per second, over its replicas (0: no limit)"),
+      constant("tokens_per_minute", scalar(TypeKind::Int), int64_t(0),
+               "the most tokens the Call spends per minute, over its replicas: a request is "
+               "charged its estimate (prompt bytes / 4 + max_tokens) until the server counts it "
+               "(0: no limit)"),
+  };
+}
+
+std::vector<OperatorParam> completionParams() {
+  const Type string = scalar(TypeKind::String);
+  return {
+      constant("system", string, std::string(""), "a system message (\"\": none)"),
+      constant("max_tokens", scalar(TypeKind::Int), int64_t(512), "the most tokens to generate"),
+      constant("temperature", scalar(TypeKind::Float), 0.0, "sampling temperature"),
+      constant("seed", scalar(TypeKind::Int), int64_t(-1),
+               "the sampling seed sent to the server (-1: none)"),
+  };
+}
+
+OperatorSignature modelOperator(std::string name, std::vector<OperatorParam> params, Type result,
+                                std::string doc, int64_t defaultBatch = 1) {
+  for (OperatorParam &param : modelServiceParams())
+    params.push_back(std::move(param));
+  OperatorSignature signature = transform(
+      std::move(name), std::move(params), std::move(result), std::move(doc),
+      "a request the server refuses (a 4xx such as a context too long), a reply that is not JSON "
+      "or lacks the answer, or one that still fails after max_retries (or past the Call's "
+      "timeout) is a RecordFailure of its row with the server's message; the other rows of "
+      "its batch are not touched. No endpoint, or an unreadable api_key_file, stops the run "
+      "before it starts");
+  signature.options = transformOptionNames(false, true);
+  signature.defaultInFlight = kModelInFlight;
+  signature.defaultBatch = defaultBatch;
+  return signature;
+}
+
+void addModelOperators(OperatorCatalog &catalog) {
+  const Type string = scalar(TypeKind::String);
+  const Type text = scalar(TypeKind::Text);
+  std::vector<OperatorParam> chat{input("prompt", text, "the user message")};
+  for (OperatorParam &param : completionParams())
+    chat.push_back(std::move(param));
+  catalog.add(modelOperator(
+      "llm.chat", chat, text,
+      "the model's answer to the prompt: a chat completion (POST /chat/completions) from an "
+      "OpenAI-compatible server (vLLM, SGLang, TGI, Ollama, llama.cpp); one request per row, "
+      "up to `in_flight` batches open per replica"));
+  std::vector<OperatorParam> structured = chat;
+  structured.push_back(constant("json_schema", string, std::nullopt,
+                                "the JSON Schema the answer must match (a JSON object as a "
+                                "String), sent as the request's response_format"));
+  catalog.add(modelOperator(
+      "llm.json", std::move(structured), scalar(TypeKind::Json),
+      "the model's answer as JSON: a chat completion with a json_schema response_format; an "
+      "answer that is not JSON or does not match the schema (type, properties, required, "
+      "additionalProperties, items, enum, const, anyOf and the min/max bounds are checked) "
+      "fails its row"));
+  std::vector<OperatorParam> vision{
+      input("image", scalar(TypeKind::Image), "the image, e.g. a rendered page"),
+      perRowConstant("prompt", string, std::nullopt, "the instruction that goes with the image"),
+      constant("image_format", string, std::string("png"),
+               "how the image is sent, as a data URL: \"png\" (lossless) or \"jpeg\"")};
+  for (OperatorParam &param : completionParams())
+    vision.push_back(std::move(param));
+  catalog.add(modelOperator(
+      "llm.vision", std::move(vision), text,
+      "a vision-language model's answer about an image (VLM OCR: `llm.vision(pdf.render(page), "
+      "prompt: \"Transcribe this page as Markdown.\")`): a chat completion whose user message "
+      "holds the prompt and the image as a data URL"));
+  catalog.add(modelOperator(
+      "llm.embed",
+      {input("text", text, "the text to embed"),
+       constant("dimensions", scalar(TypeKind::Int), int64_t(0),
+                "the vector's length, for models that can shorten it (0: the model's own)")},
+      listOf(TypeKind::Float),
+      "the text's embedding vector (POST /embeddings); one request per batch, all its texts in "
+      "`input` (a request the server refuses is sent again one text at a time, so that only the "
+      "refused text fails)",
+      32));
+}
+
 void addDedupOperators(OperatorCatalog &catalog) {
   const Type any = Type::var();
   const Type integer = scalar(TypeKind::Int);
@@ -446,6 +552,7 @@ OperatorCatalog buildStandardCatalog() {
   addDocumentOperators(catalog);
   addTextListMathOperators(catalog);
   addDedupOperators(catalog);
+  addModelOperators(catalog);
   addMediaOperators(catalog);
   addTestOperators(catalog);
   addSinks(catalog);
@@ -454,10 +561,11 @@ OperatorCatalog buildStandardCatalog() {
 
 } // namespace
 
-std::vector<std::string> transformOptionNames(bool gpu) {
+std::vector<std::string> transformOptionNames(bool gpu, bool concurrent) {
   std::vector<std::string> names;
   for (const CallOptionSpec &spec : callOptionSpecs())
-    if (gpu || (spec.name != "gpus" && spec.name != "require_gpu"))
+    if ((gpu || (spec.name != "gpus" && spec.name != "require_gpu")) &&
+        (concurrent || spec.name != "in_flight"))
       names.emplace_back(spec.name);
   return names;
 }

@@ -18,5 +18,6 @@ void registerOcrOperator(runtime::OperatorRegistry &registry);
 void registerVideoOperators(runtime::OperatorRegistry &registry);
 void registerTextNormalize(runtime::OperatorRegistry &registry);
 void registerMinHash(runtime::OperatorRegistry &registry);
+void registerLlmOperators(runtime::OperatorRegistry &registry);
 
 } // namespace orch::stdlib

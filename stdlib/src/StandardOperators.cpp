@@ -15,6 +15,7 @@ void registerStandardOperators(runtime::OperatorRegistry &registry) {
   registerImageOperators(registry);
   registerImageEncodeOperator(registry);
   registerImageDecodeOperator(registry);
+  registerLlmOperators(registry);
   registerFileOperator(registry);
   registerPdfOperators(registry);
   registerOcrOperator(registry);

@@ -4,7 +4,8 @@
 # errors journal, pdf_text matches pdftotext page by page, page_images saves scanned pages as
 # PNG pixel for pixel, page_dataset writes WebDataset shards, text_or_ocr merges the text layer
 # and OCR page by page, clip_quality scores every clip,
-# clip_features gives every clip its motion and frame hashes; quality_score and
+# clip_features gives every clip its motion and frame hashes; vlm_ocr, against the test model
+# server, gives the flagship's OCR text; quality_score and
 # page_embeddings give what their Python models give when run directly;
 # worker processes and --in-process give identical outputs; OCR batches mix documents; names
 # derived from data never escape a sink's directory.
@@ -15,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/checks.bash"
 python=/usr/bin/python3
 
 workdir=$(mktemp -d)
-trap 'rm -rf "$workdir"' EXIT
+trap 'pkill -f "$workdir" 2>/dev/null || true; rm -rf "$workdir"' EXIT
 cp -r "$ORCH_SOURCE_DIR/examples/." "$workdir/"
 cd "$workdir"
 orch() { "$ORCH_BIN/orch" "$@"; }
@@ -287,6 +288,26 @@ orch run ocr_mix.orch --in-process --threads 2 2>mix.log || true
 check "OCR batches hold pages of more than one document" \
   grep -qE "call 'texts': .* [1-9][0-9]* mixing source rows" mix.log
 check "... and each document's text is still in page order" markers_in_order out/mix/report.txt report 12
+
+# --- vlm_ocr: pages to a model server's vision model (the test server reads them with tesseract) -
+$python "$ORCH_SOURCE_DIR/tests/e2e/lib/model_server.py" --port-file "$workdir/vlm.port" \
+  --slots 4 >vlm-server.log 2>&1 &
+for _ in $(seq 100); do [ -s "$workdir/vlm.port" ] && break; sleep 0.1; done
+status=0
+orch run vlm_ocr.orch --set endpoint="http://127.0.0.1:$(cat "$workdir/vlm.port")/v1" \
+  --set out=out/vlm --set 'input=samples/pdfs/[lsb]*.pdf' --quiet --metrics vlm.json \
+  2>vlm.log || status=$?
+check "vlm_ocr completes with the corrupt PDF failed (exit 2)" test "$status" = 2
+check "letter.md has every page in order" markers_in_order out/vlm/letter.md letter 3
+check "each document's Markdown is the flagship's OCR text, word for word" $python -c '
+import sys
+for doc in ("letter", "scanned"):
+    vlm, ocr = (open(d + "/" + doc + ".md").read().split() for d in ("out/vlm", "out"))
+    assert vlm == ocr, (doc, vlm[:20], ocr[:20])'
+check "one request per page (3 + 2), counted in the metrics" test "$($python -c '
+import json
+print(next(c for c in json.load(open("vlm.json"))["calls"] if c["op"] == "llm.vision")["service"]["requests"])')" = 5
+pkill -f "$workdir/vlm.port" || true
 
 # --- names from data stay inside the sink's directory -----------------------------------------
 printf '%s\n' '../../escape' '..' '/etc/orch-escape' '.hidden' >names.txt

@@ -53,6 +53,9 @@ void printOperator(const plan::OperatorSignature &op, std::ostream &out) {
     out << ".";
     if (op.defaultBatch != 1)
       out << " Batches of " << op.defaultBatch << " rows unless `batch` says otherwise.";
+    if (op.defaultInFlight > 0)
+      out << " A replica keeps up to " << op.defaultInFlight
+          << " batches open at once unless `in_flight` says otherwise (docs/models.md).";
     out << "\n\n";
   }
   if (!op.target.empty())

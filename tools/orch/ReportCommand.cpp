@@ -45,8 +45,8 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
             "avoid}}</style></head><body><h1>"
          << escape(title) << "</h1>" << summaryParagraph(metrics) << "<h2>What went wrong</h2>"
          << failuresSection(metrics) << skippedMembersSection(metrics) << dedupSection(metrics)
-         << "<h2>Calls</h2>" << callsTable(metrics) << "<h2>Replicas</h2>"
-         << replicasSection(metrics)
+         << modelRequestsSection(metrics) << "<h2>Calls</h2>" << callsTable(metrics)
+         << "<h2>Replicas</h2>" << replicasSection(metrics)
          << "<h2>Where the time went</h2><p>Each Call's wall time: <i>active</i> while batches "
             "ran and no input waited, <i>saturated</i> while input waited for a free replica, "
             "<i>starved</i> while it had nothing to do before its last batch (waiting for "

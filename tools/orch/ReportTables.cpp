@@ -131,6 +131,41 @@ std::string dedupSection(const Json &metrics) {
   return html.str();
 }
 
+std::string modelRequestsSection(const Json &metrics) {
+  auto calls = metrics.find("calls");
+  if (calls == metrics.end())
+    return "";
+  std::ostringstream rows;
+  for (const Json &call : *calls) {
+    auto service = call.find("service");
+    if (service == call.end())
+      continue;
+    const Json &latency = (*service)["latency_seconds"];
+    auto seconds = [](const Json &value) {
+      std::ostringstream text;
+      text.precision(3);
+      text << std::fixed << value.get<double>();
+      return text.str();
+    };
+    rows << "<tr><td>" << escape(call["name"].get<std::string>()) << "</td><td>"
+         << (*service)["requests"] << "</td><td>" << (*service)["retries"] << "</td><td>"
+         << (*service)["failed_requests"] << "</td><td>" << (*service)["prompt_tokens"]
+         << "</td><td>" << (*service)["completion_tokens"] << "</td><td>" << seconds(latency["p50"])
+         << "</td><td>" << seconds(latency["p90"]) << "</td><td>" << seconds(latency["p99"])
+         << "</td><td>" << call["in_flight"] << "</td></tr>";
+  }
+  if (rows.str().empty())
+    return "";
+  std::ostringstream html;
+  html << "<h2>Model requests</h2><p>Requests to model servers (llm.* Calls): retries after "
+          "429, 503, 5xx, timeouts and dropped connections; failed requests failed their rows "
+          "(the errors journal has the server's message).</p><table><tr><th>call</th><th>"
+          "requests</th><th>retries</th><th>failed</th><th>prompt tokens</th><th>completion "
+          "tokens</th><th>latency p50 (s)</th><th>p90</th><th>p99</th><th>in flight</th></tr>"
+       << rows.str() << "</table>";
+  return html.str();
+}
+
 std::string skippedMembersSection(const Json &metrics) {
   auto found = metrics.find("skipped_members");
   if (found == metrics.end() || (*found)["total"].get<uint64_t>() == 0)

@@ -19,6 +19,8 @@ std::string failuresSection(const Json &metrics);
 std::string skippedMembersSection(const Json &metrics);
 /// Per dedup node: entities decided, duplicates dropped, survivors indexed and their bytes.
 std::string dedupSection(const Json &metrics);
+/// Requests, retries, tokens and latencies of the Calls that use model servers (llm.*).
+std::string modelRequestsSection(const Json &metrics);
 /// Per sink: where it wrote, rows and bytes.
 std::string outputsTable(const Json &metrics);
 

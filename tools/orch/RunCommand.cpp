@@ -121,6 +121,19 @@ std::optional<plan::Plan> loadPlan(const RunCommandOptions &options) {
 
 /// "orch:     replicas 1 -> 2 at 3.1 s: busy 98 % of 1 replica, ..." for each change that
 /// automatic replicas made (docs/runtime.md, "Replicas").
+/// A service-backed Call's requests (docs/models.md): how many, retried and failed, its tokens
+/// and latencies.
+void printServiceUsage(llvm::raw_ostream &out, const runtime::CallSummary &call) {
+  const runtime::ServiceUsage &usage = call.service;
+  const LatencyPercentiles latency = latencyPercentiles(usage.latencies);
+  out << "orch:     requests: " << usage.requests << " (" << usage.retries << " retries, "
+      << usage.failedRequests << " failed), up to " << call.inFlight
+      << " batches open per replica; tokens " << usage.promptTokens << " prompt + "
+      << usage.completionTokens << " completion; latency p50 " << llvm::format("%.3f", latency.p50)
+      << " s, p90 " << llvm::format("%.3f", latency.p90) << " s, p99 "
+      << llvm::format("%.3f", latency.p99) << " s\n";
+}
+
 void printReplicaChanges(llvm::raw_ostream &out, const runtime::CallSummary &call) {
   uint32_t before = 1;
   for (const runtime::CallSummary::ReplicaChange &change : call.replicaChanges) {
@@ -218,8 +231,18 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     if (call.notNeeded)
       out << ", " << call.notNeeded << " not needed";
     out << "\n";
+    if (!call.service.empty())
+      printServiceUsage(out, call);
     printReplicaChanges(out, call);
   }
+  uint64_t promptTokens = 0, completionTokens = 0;
+  for (const runtime::CallSummary &call : summary.calls) {
+    promptTokens += call.service.promptTokens;
+    completionTokens += call.service.completionTokens;
+  }
+  if (promptTokens || completionTokens)
+    out << "orch:   tokens: " << promptTokens + completionTokens << " (" << promptTokens
+        << " prompt, " << completionTokens << " completion)\n";
   if (std::optional<Bottleneck> bottleneck = findBottleneck(summary))
     out << "orch:   " << (bottleneck->boundsTheRun() ? "bottleneck: " : "busiest call: ")
         << summary.calls[bottleneck->call].name << " (busy "

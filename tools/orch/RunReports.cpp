@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -72,9 +73,27 @@ double secondsSince(std::chrono::steady_clock::time_point start,
 } // namespace
 
 double busyShare(const runtime::CallSummary &call, double runSeconds) {
+  // A concurrent Call's replica has `in_flight` batches open at once: that is its full time.
   const double replicaSeconds =
-      call.replicaSeconds > 0 ? call.replicaSeconds : double(call.replicas) * runSeconds;
+      (call.replicaSeconds > 0 ? call.replicaSeconds : double(call.replicas) * runSeconds) *
+      double(std::max<int64_t>(1, call.inFlight));
   return replicaSeconds > 0 ? call.busySeconds / replicaSeconds : 0.0;
+}
+
+LatencyPercentiles latencyPercentiles(std::vector<float> latencies) {
+  LatencyPercentiles result;
+  if (latencies.empty())
+    return result;
+  std::sort(latencies.begin(), latencies.end());
+  auto rank = [&](double fraction) {
+    const size_t index = size_t(std::ceil(fraction * double(latencies.size())));
+    return double(latencies[std::min(latencies.size() - 1, index == 0 ? 0 : index - 1)]);
+  };
+  result.p50 = rank(0.50);
+  result.p90 = rank(0.90);
+  result.p99 = rank(0.99);
+  result.max = double(latencies.back());
+  return result;
 }
 
 std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary) {
@@ -258,10 +277,35 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                      {"saturated_seconds", call.saturatedSeconds},
                      {"starved_seconds", call.starvedSeconds},
                      {"held_back_seconds", call.heldBackSeconds},
+                     {"in_flight", call.inFlight},
                      {"outcomes", outcomeMap},
                      {"replica_places", replicaList}});
+    if (!call.service.empty()) {
+      const runtime::ServiceUsage &usage = call.service;
+      const LatencyPercentiles latency = latencyPercentiles(usage.latencies);
+      calls.back()["service"] = {{"requests", usage.requests},
+                                 {"retries", usage.retries},
+                                 {"failed_requests", usage.failedRequests},
+                                 {"prompt_tokens", usage.promptTokens},
+                                 {"completion_tokens", usage.completionTokens},
+                                 {"latency_seconds",
+                                  {{"p50", latency.p50},
+                                   {"p90", latency.p90},
+                                   {"p99", latency.p99},
+                                   {"max", latency.max}}}};
+    }
   }
   json["calls"] = calls;
+  uint64_t promptTokens = 0, completionTokens = 0, requests = 0;
+  for (const runtime::CallSummary &call : summary.calls) {
+    promptTokens += call.service.promptTokens;
+    completionTokens += call.service.completionTokens;
+    requests += call.service.requests;
+  }
+  json["tokens"] = {{"requests", requests},
+                    {"prompt", promptTokens},
+                    {"completion", completionTokens},
+                    {"total", promptTokens + completionTokens}};
   Json batches = Json::array();
   for (const runtime::BatchRecord &batch : recorder.batches())
     batches.push_back({{"id", batch.id},

@@ -37,6 +37,13 @@ std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary);
 /// A Call's operator time over the time its replicas existed (automatic ones change).
 double busyShare(const runtime::CallSummary &call, double runSeconds);
 
+/// A service-backed Call's request latencies (seconds): the 50th, 90th and 99th percentiles
+/// (nearest rank) and the slowest; zeros without any.
+struct LatencyPercentiles {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+LatencyPercentiles latencyPercentiles(std::vector<float> latencies);
+
 /// The worker (or thread) in a batch's place: "local-2" of "local-2/replica 5".
 std::string workerOfPlace(const std::string &place);
 

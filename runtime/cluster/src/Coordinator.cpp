@@ -228,7 +228,13 @@ public:
     }
   }
 
-  bool canRun(uint32_t call) const override { return placement_->canRun(call, options_.depth); }
+  bool canRun(uint32_t call) const override { return placement_->canRun(call, depthOf(call)); }
+
+  /// Batches sent ahead to one replica of `call`: the depth, plus the batches a concurrent
+  /// Call's replica keeps open at once beyond the first.
+  uint32_t depthOf(uint32_t call) const {
+    return options_.depth + uint32_t(std::max<int64_t>(1, plan_->calls[call].options.inFlight)) - 1;
+  }
 
   /// --wait-workers: until that many joined (or the timeout passed), nothing is placed.
   std::optional<std::string> awaitWorkers(const std::atomic<bool> *stop) {
@@ -940,7 +946,7 @@ private:
 
   // RouteTarget: what the kept-value routes decide, carried out with the sockets.
   uint32_t pickReplica(uint32_t call, uint32_t preferred) override {
-    const uint32_t replica = placement_->pick(call, options_.depth, preferred);
+    const uint32_t replica = placement_->pick(call, depthOf(call), preferred);
     if (replica != kNoIndex)
       placement_->noteBatchSent(call, preferred, placement_->replica(replica).worker);
     return replica;

@@ -58,6 +58,11 @@ struct ReportRows {
 struct ErrorCodeField {
   ErrorCode &code;
 };
+/// What a service-backed operator spent on the batch: [requests, retries, failed requests,
+/// prompt tokens, completion tokens, [latency seconds...]].
+struct UsageField {
+  ServiceUsage &usage;
+};
 /// A plan index or replica number: nil reads as none (kNone); plain uint32_t fields are any
 /// integer, truncated.
 struct Index {
@@ -167,6 +172,7 @@ struct ProtocolFields {
     f("unreachable", m.unreachable, Presence::WhenSet);
     f("error", m.report.batchError, Presence::WhenSet);
     f("rows", ReportRows{m.report}, Presence::WhenSet);
+    f("usage", UsageField{m.report.usage}, Presence::WhenSet);
   }
   template <typename Visit> static void fields(Visit &&, HeartbeatMessage &) {}
   template <typename Visit> static void fields(Visit &&f, ByeMessage &m) { f("reason", m.reason); }
@@ -205,6 +211,7 @@ struct ProtocolFields {
   static bool isSet(const ReportRows &rows) { return !rows.report.batchError; }
   static bool isSet(const Binary &binary) { return !binary.bytes.empty(); }
   static bool isSet(const ItemValues &items) { return !items.values.empty(); }
+  static bool isSet(const UsageField &usage) { return !usage.usage.empty(); }
   static bool isSet(const ErrorCodeField &code) { return code.code != ErrorCode::Unspecified; }
 
   /// A WhenSet field that must be there after all, given the fields read before it.
@@ -248,6 +255,18 @@ struct ProtocolFields {
     }
   }
   static void write(Packer &out, const LostFlag &) { out.pack(true); }
+  static void write(Packer &out, const UsageField &field) {
+    const ServiceUsage &usage = field.usage;
+    out.pack_array(6);
+    out.pack(usage.requests);
+    out.pack(usage.retries);
+    out.pack(usage.failedRequests);
+    out.pack(usage.promptTokens);
+    out.pack(usage.completionTokens);
+    out.pack_array(static_cast<uint32_t>(usage.latencies.size()));
+    for (float seconds : usage.latencies)
+      out.pack(seconds);
+  }
   static void write(Packer &out, const LossName &loss) {
     out.pack(std::string(batchLossName(loss.loss)));
   }
@@ -340,6 +359,23 @@ struct ProtocolFields {
       return PeerAddress{text(at[0], "a peer's name"), text(at[1], "a peer's endpoint"),
                          text(at[2], "a peer's key")};
     });
+  }
+  static void read(const MapReader &map, const char *key, UsageField field) {
+    const Object *at = tuple(map.get(key, msgpack::type::ARRAY), 6, "a usage").via.array.ptr;
+    ServiceUsage &usage = field.usage;
+    usage.requests = u64(at[0], "requests");
+    usage.retries = u64(at[1], "retries");
+    usage.failedRequests = u64(at[2], "failed requests");
+    usage.promptTokens = u64(at[3], "prompt tokens");
+    usage.completionTokens = u64(at[4], "completion tokens");
+    if (at[5].type != msgpack::type::ARRAY)
+      throw MessagePackError("'usage' latencies must be an array");
+    for (uint32_t i = 0; i < at[5].via.array.size; ++i) {
+      const Object &seconds = at[5].via.array.ptr[i];
+      if (seconds.type != msgpack::type::FLOAT32 && seconds.type != msgpack::type::FLOAT64)
+        throw MessagePackError("'usage' latencies must be numbers");
+      usage.latencies.push_back(float(seconds.via.f64));
+    }
   }
   static void read(const MapReader &map, const char *key, LostFlag lost) {
     if (map.boolean(key))
@@ -435,6 +471,9 @@ struct FieldDescriber {
   }
   static std::string describe(const ItemValues &items) { return describe(items.values); }
   static std::string describe(const LostFlag &) { return "true"; }
+  static std::string describe(const UsageField &usage) {
+    return std::to_string(usage.usage.requests) + " requests";
+  }
   static std::string describe(const LossName &loss) { return batchLossName(loss.loss); }
   static std::string describe(const ReportRows &rows) { return describe(rows.report.grains); }
   static std::string describe(const Index &index) { return std::to_string(index.index); }

@@ -72,12 +72,20 @@ public:
                 OperatorConfig config, bool eager, const Locality &locality, uint64_t keepOver)
       : id_(id), factory_(factory), config_(std::move(config)), eager_(eager), locality_(locality),
         keepOver_(keepOver), resolver_([this, &context] { resolveAhead(context); }),
-        thread_([this, &context] { run(context); }) {}
+        thread_([this, &context] { run(context); }) {
+    if (config_.inFlight() > 1)
+      answerer_ = std::thread([this, &context] { sendAnswers(context); });
+  }
 
   ~HostedReplica() {
     queue_.close();
     resolver_.join();
     thread_.join();
+    // A concurrent operator drops what it still waits for; then its answers are all sent.
+    instance_.reset();
+    answers_.close();
+    if (answerer_.joinable())
+      answerer_.join();
   }
 
   void enqueue(QueuedBatch batch) { queue_.push(std::move(batch)); }
@@ -121,6 +129,17 @@ private:
             "an input could not be brought here: " + resolved->missing->message;
         result.report.loss = BatchLoss::Infrastructure;
         result.unreachable = resolved->missing->unreachable;
+      } else if (config_.inFlight() > 1) {
+        // A concurrent operator takes the next batch at once; sendAnswers() reports this one.
+        startOperatorBatch(
+            instance_, factory_, config_, std::move(batch), [this, start](BatchReport report) {
+              ResultMessage answer;
+              answer.replica = id_;
+              answer.report = std::move(report);
+              answer.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+              answers_.push(std::move(answer));
+            });
+        continue;
       } else {
         result.report = runOperatorBatch(instance_, factory_, config_, batch);
         keepLargeResults(result.report);
@@ -129,6 +148,19 @@ private:
       sendMessage(results, result);
     }
     finished_.store(true);
+  }
+
+  /// A concurrent Call's replica: sends each batch's result as its operator answers.
+  void sendAnswers(zmq::context_t &context) {
+    ::pthread_setname_np(::pthread_self(),
+                         ("orch-answer-" + std::to_string(id_)).substr(0, 15).c_str());
+    zmq::socket_t results(context, zmq::socket_type::push);
+    results.set(zmq::sockopt::linger, 0);
+    results.connect(kResultsEndpoint);
+    while (std::optional<ResultMessage> answer = answers_.pop()) {
+      keepLargeResults(answer->report);
+      sendMessage(results, *answer);
+    }
   }
 
   /// Results of at least keepOver_ bytes stay here; the coordinator gets references. A value
@@ -175,8 +207,10 @@ private:
   std::unique_ptr<Operator> instance_;
   JobQueue<QueuedBatch> queue_;
   JobQueue<ResolvedBatch> resolved_;
+  JobQueue<ResultMessage> answers_;
   std::thread resolver_;
   std::thread thread_;
+  std::thread answerer_;
 };
 
 std::string defaultName() {

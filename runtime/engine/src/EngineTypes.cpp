@@ -139,3 +139,16 @@ const char *rootStatusName(RootStatus status) {
 }
 
 } // namespace orch::runtime
+
+namespace orch::runtime {
+
+void ServiceUsage::add(const ServiceUsage &other) {
+  requests += other.requests;
+  retries += other.retries;
+  failedRequests += other.failedRequests;
+  promptTokens += other.promptTokens;
+  completionTokens += other.completionTokens;
+  latencies.insert(latencies.end(), other.latencies.begin(), other.latencies.end());
+}
+
+} // namespace orch::runtime

@@ -12,7 +12,10 @@ AutomaticReplicas::AutomaticReplicas(const plan::Plan &plan, std::vector<CallSum
   bool anyAutomatic = false;
   for (uint32_t c = 0; c < plan.calls.size(); ++c) {
     const plan::CallOptions &options = plan.calls[c].options;
-    const bool automatic = options.replicas == plan::CallOptions::kAutomaticReplicas;
+    // A concurrent Call (in_flight > 1) waits on a service, not on cores: its one replica
+    // keeps `in_flight` requests open, and more replicas would only split its rate limits.
+    const bool automatic =
+        options.replicas == plan::CallOptions::kAutomaticReplicas && options.inFlight <= 1;
     anyAutomatic = anyAutomatic || automatic;
     const uint32_t replicas = uint32_t(std::max<int64_t>(1, options.replicas));
     scaled.push_back(ReplicaScalerCall{plan.calls[c].name, automatic, replicas, options.cpus,

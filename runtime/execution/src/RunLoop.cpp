@@ -405,7 +405,9 @@ public:
     found->second.deadline = at + std::chrono::nanoseconds(found->second.limit);
     // A declared operator's replica stops its own process at the limit and reports the batch
     // lost; this deadline is the backstop, so that a batch is not stopped twice.
-    if (plan_.externalOperator(plan_.calls[found->second.call].op))
+    // So does a concurrent Call's operator (in_flight > 1: it fails the requests still open).
+    const plan::PlanCall &call = plan_.calls[found->second.call];
+    if (plan_.externalOperator(call.op) || call.options.inFlight > 1)
       found->second.deadline += kExternalTimeoutGrace;
   }
   /// The batch ended; `seconds` inside its operator when it answered (0 when it was lost).
@@ -524,6 +526,16 @@ private:
       summary_.error = "no implementation for " + list;
       return false;
     }
+    // Settings an operator can judge before anything runs (an llm.* Call without an endpoint).
+    for (const plan::PlanCall &call : plan_.calls)
+      if (const OperatorCheck *check = registry_.check(call.op)) {
+        OperatorConfig config(call.name, call.op, call.constants, {});
+        config.withOptions(call.options);
+        if (std::optional<std::string> problem = (*check)(config)) {
+          summary_.error = "call '" + call.name + "': " + *problem;
+          return false;
+        }
+      }
     // Sources and sinks are opened before anything runs: a bad path stops the run at once.
     std::vector<std::unique_ptr<RowSource>> sources;
     std::vector<std::unique_ptr<RowSink>> sinks;
@@ -602,6 +614,7 @@ private:
       CallSummary call;
       call.name = plan_.calls[c].name;
       call.batchLimit = plan_.calls[c].options.batch;
+      call.inFlight = plan_.calls[c].options.inFlight;
       summary_.calls.push_back(std::move(call));
     }
     replicas_.emplace(plan_, summary_.calls);
@@ -719,8 +732,11 @@ private:
         deadlines_.ended(event.report.batchId,
                          event.report.loss == BatchLoss::None ? event.seconds : 0);
         replicas_->ended(event.report.batchId, elapsed());
-        if (event.call < summary_.calls.size())
+        if (event.call < summary_.calls.size()) {
           summary_.calls[event.call].busySeconds += event.seconds;
+          if (!event.report.usage.empty())
+            summary_.calls[event.call].service.add(event.report.usage);
+        }
         if (event.report.loss != BatchLoss::None) {
           // The operator's process crashed or hung and was restarted (the batch is narrowed
           // down to the grains that do it alone), or an input could not be had (it runs again).

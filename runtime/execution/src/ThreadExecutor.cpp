@@ -56,6 +56,9 @@ struct Replicas {
   uint32_t live = 0;
   /// An instance added for automatic replicas could not start: none is added again.
   bool startFailed = false;
+  /// A concurrent Call (`in_flight` > 1): its instances stay here and take batches without a
+  /// pool thread (Operator::start); `idle` lists each instance once per batch it may take.
+  bool concurrent = false;
 };
 
 /// What the pool's threads share. A thread abandoned in a batch that ran past its timeout
@@ -98,8 +101,9 @@ public:
       state_->stopping = true;
       // Batches still running are abandoned: a stopped run does not wait for its operators.
       for (auto &[id, running] : state_->running) {
-        // An abandoned thread's slot already holds its replacement.
-        if (running.abandoned)
+        // An abandoned thread's slot already holds its replacement; a concurrent Call's batch
+        // holds no thread (ThreadExecutor::stopConcurrent drops it).
+        if (running.abandoned || running.thread == UINT32_MAX)
           continue;
         running.abandoned = true;
         busy.push_back(running.thread);
@@ -222,8 +226,10 @@ public:
         if (onGpus)
           pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(call.options.gpus));
       }
-      for (uint32_t i = count; i-- > 0;)
-        pool.idle.push_back(i);
+      pool.concurrent = call.options.inFlight > 1;
+      for (uint32_t slot = 0; slot < (pool.concurrent ? call.options.inFlight : 1); ++slot)
+        for (uint32_t i = count; i-- > 0;)
+          pool.idle.push_back(i);
       pool.live = count;
       replicas.push_back(std::move(pool));
     }
@@ -253,7 +259,9 @@ public:
 
   // `idle` lists are only touched on the run loop's thread.
   bool canRun(uint32_t call) const override {
-    return busy_.size() < threads_ && !state_->replicas[call].idle.empty();
+    const Replicas &replicas = state_->replicas[call];
+    return (replicas.concurrent || busy_.size() - concurrentBusy_ < threads_) &&
+           !replicas.idle.empty();
   }
 
   void submit(Batch batch) override {
@@ -261,7 +269,10 @@ public:
     const uint32_t instance = replicas.idle.back();
     replicas.idle.pop_back();
     busy_[batch.id] = {batch.call, instance};
-    pool_->submit(Job{std::move(batch), instance});
+    if (replicas.concurrent)
+      startConcurrent(std::move(batch), instance);
+    else
+      pool_->submit(Job{std::move(batch), instance});
   }
 
   size_t inFlight() const override { return busy_.size(); }
@@ -345,6 +356,11 @@ public:
   }
 
   void abandon(uint64_t batchId, const std::string &) override {
+    if (abandonConcurrent(batchId)) {
+      ++abandonedForTimeouts_;
+      release(batchId);
+      return;
+    }
     // A batch that finished meanwhile reports as usual (the engine finds it stale).
     if (pool_->abandon(batchId)) {
       ++abandonedForTimeouts_;
@@ -358,6 +374,7 @@ public:
       if (starter.joinable())
         starter.join();
     pool_.reset();
+    stopConcurrent();
     // Threads left in abandoned batches keep their operators' processes: they go now.
     killLeftoversOfChildProcesses();
   }
@@ -371,6 +388,70 @@ public:
   }
 
 private:
+  /// Begins a batch of a concurrent Call on the run loop's thread (its instance is made here on
+  /// first use); its operator answers from its own thread.
+  void startConcurrent(Batch batch, uint32_t instance) {
+    Replicas &replicas = state_->replicas[batch.call];
+    const uint64_t id = batch.id;
+    const uint32_t call = batch.call;
+    const Clock::time_point start = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->running[id] = PoolState::Running{kNoThread, false};
+      state_->started.push_back(Started{id, start});
+    }
+    ++concurrentBusy_;
+    startOperatorBatch(replicas.instances[instance], *replicas.factory,
+                       *replicas.instanceConfigs[instance], std::move(batch),
+                       [state = state_, id, call, instance, start](BatchReport report) {
+                         {
+                           std::lock_guard<std::mutex> lock(state->mutex);
+                           auto running = state->running.find(id);
+                           if (running == state->running.end())
+                             return;
+                           const bool abandoned = running->second.abandoned;
+                           state->running.erase(running);
+                           if (abandoned || state->stopping)
+                             return;
+                           state->finished.push_back(Finished{
+                               call, instance, std::move(report),
+                               std::chrono::duration<double>(Clock::now() - start).count()});
+                         }
+                         state->eventReady.notify_one();
+                       });
+  }
+
+  /// A concurrent batch past its deadline: its answer, when it comes, is dropped (its operator
+  /// ends it by the deadline itself; this is the backstop). False for other batches.
+  bool abandonConcurrent(uint64_t batchId) {
+    auto found = busy_.find(batchId);
+    if (found == busy_.end() || !state_->replicas[found->second.first].concurrent)
+      return false;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto running = state_->running.find(batchId);
+    if (running == state_->running.end())
+      return false;
+    running->second.abandoned = true;
+    return true;
+  }
+
+  /// Concurrent operators go with the run: what they still wait for is dropped.
+  void stopConcurrent() {
+    std::vector<std::unique_ptr<Operator>> stopped;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->stopping = true;
+      for (Replicas &pool : state_->replicas)
+        if (pool.concurrent)
+          for (std::unique_ptr<Operator> &instance : pool.instances)
+            stopped.push_back(std::move(instance));
+    }
+    // Outside the lock: an operator's thread may be answering (and take the lock) meanwhile.
+    stopped.clear();
+  }
+
+  static constexpr uint32_t kNoThread = UINT32_MAX;
+
   /// Replicas of declared operators start now, all at once (awaitStarted waits for them), so
   /// that a script that cannot load stops the run before any row is admitted. The first
   /// failure, or nullopt.
@@ -450,7 +531,10 @@ private:
     auto found = busy_.find(batchId);
     if (found == busy_.end())
       return;
-    state_->replicas[found->second.first].idle.push_back(found->second.second);
+    Replicas &replicas = state_->replicas[found->second.first];
+    replicas.idle.push_back(found->second.second);
+    if (replicas.concurrent)
+      --concurrentBusy_;
     busy_.erase(found);
   }
 
@@ -470,6 +554,8 @@ private:
   /// Batches handed to the pool: their Call and replica instance.
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> busy_;
   std::unique_ptr<WorkerPool> pool_;
+  /// Of busy_, batches of concurrent Calls (they hold no pool thread).
+  size_t concurrentBusy_ = 0;
   uint64_t abandonedForTimeouts_ = 0;
 };
 

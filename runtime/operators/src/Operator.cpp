@@ -1,8 +1,10 @@
 // Operator configuration access and the registry of implementations.
 #include "orch/runtime/operators/Operator.h"
+
 #include "orch/runtime/operators/MessageLimits.h"
 
 #include <algorithm>
+#include <future>
 
 namespace orch::runtime {
 
@@ -57,6 +59,10 @@ void OperatorRegistry::addTransform(std::string name, OperatorFactory factory) {
   transforms_[std::move(name)] = std::move(factory);
 }
 
+void OperatorRegistry::addCheck(std::string name, OperatorCheck check) {
+  checks_[std::move(name)] = std::move(check);
+}
+
 void OperatorRegistry::addSource(std::string name, SourceFactory factory) {
   sources_[std::move(name)] = std::move(factory);
 }
@@ -76,6 +82,10 @@ template <typename Map> auto *lookup(const Map &map, std::string_view name) {
 
 const OperatorFactory *OperatorRegistry::transform(std::string_view name) const {
   return lookup(transforms_, name);
+}
+
+const OperatorCheck *OperatorRegistry::check(std::string_view name) const {
+  return lookup(checks_, name);
 }
 
 const SourceFactory *OperatorRegistry::source(std::string_view name) const {
@@ -106,36 +116,31 @@ std::vector<std::string> OperatorRegistry::sourceNames() const { return sortedNa
 
 std::vector<std::string> OperatorRegistry::sinkNames() const { return sortedNames(sinks_); }
 
-BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
-                             const OperatorConfig &config, const Batch &batch) {
-  BatchReport report;
-  report.batchId = batch.id;
-  // Values that could not travel between processes fail the same way in every executor; the
-  // Call's recovery narrows the batch error down to the rows that carry them.
-  if ((report.batchError = batchExceedsProtocolLimits(batch)))
-    return report;
+void Operator::start(std::span<const OperatorRow> rows, std::chrono::nanoseconds limit,
+                     RowsDone done) {
+  RowsAnswer answer;
+  try {
+    setBatchTimeout(limit);
+    process(rows, answer.results);
+  } catch (const std::exception &error) {
+    answer.results.clear();
+    answer.batchError = error.what();
+  }
+  done(std::move(answer));
+}
+
+namespace {
+
+std::vector<OperatorRow> operatorRows(const Batch &batch) {
   std::vector<OperatorRow> rows;
   rows.reserve(batch.grains.size());
   for (size_t i = 0; i < batch.grains.size(); ++i)
     rows.push_back(OperatorRow{batch.inputsOf(i), batch.grains[i].lineage});
-  std::vector<RowResult> results;
-  results.reserve(rows.size());
-  try {
-    if (!instance)
-      instance = factory(config);
-    instance->setBatchTimeout(std::chrono::nanoseconds(batch.timeoutNanoseconds));
-    instance->process(rows, results);
-  } catch (const OperatorLost &error) {
-    report.batchError = error.what();
-    report.loss = error.loss();
-    return report;
-  } catch (const std::exception &error) {
-    report.batchError = error.what();
-    return report;
-  } catch (...) {
-    report.batchError = "unknown exception";
-    return report;
-  }
+  return rows;
+}
+
+/// The report of an answered batch: one grain report per result.
+void reportResults(const Batch &batch, std::vector<RowResult> &results, BatchReport &report) {
   report.grains.reserve(results.size());
   for (size_t i = 0; i < results.size() && !batch.grains.empty(); ++i) {
     // Extra results are reported against the last grain: the engine rejects the batch.
@@ -148,6 +153,90 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
     report.grains.clear();
     report.batchError = std::move(problem);
   }
+}
+
+} // namespace
+
+void startOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                        const OperatorConfig &config, Batch batch,
+                        std::function<void(BatchReport)> done) {
+  BatchReport report;
+  report.batchId = batch.id;
+  if ((report.batchError = batchExceedsProtocolLimits(batch)))
+    return done(std::move(report));
+  try {
+    if (!instance)
+      instance = factory(config);
+  } catch (const std::exception &error) {
+    report.batchError = error.what();
+    return done(std::move(report));
+  }
+  // The batch and its rows live until the operator answered.
+  struct Open {
+    Batch batch;
+    std::vector<OperatorRow> rows;
+    std::function<void(BatchReport)> done;
+  };
+  auto open = std::make_shared<Open>();
+  open->batch = std::move(batch);
+  open->rows = operatorRows(open->batch);
+  open->done = std::move(done);
+  const std::chrono::nanoseconds limit(open->batch.timeoutNanoseconds);
+  instance->start(open->rows, limit, [open](RowsAnswer answer) {
+    BatchReport answered;
+    answered.batchId = open->batch.id;
+    answered.usage = std::move(answer.usage);
+    if (answer.batchError)
+      answered.batchError = std::move(answer.batchError);
+    else
+      reportResults(open->batch, answer.results, answered);
+    open->done(std::move(answered));
+  });
+}
+
+BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                             const OperatorConfig &config, const Batch &batch) {
+  BatchReport report;
+  report.batchId = batch.id;
+  // Values that could not travel between processes fail the same way in every executor; the
+  // Call's recovery narrows the batch error down to the rows that carry them.
+  if ((report.batchError = batchExceedsProtocolLimits(batch)))
+    return report;
+  std::vector<OperatorRow> rows = operatorRows(batch);
+  std::vector<RowResult> results;
+  results.reserve(rows.size());
+  try {
+    if (!instance)
+      instance = factory(config);
+    instance->setBatchTimeout(std::chrono::nanoseconds(batch.timeoutNanoseconds));
+    if (instance->concurrent()) {
+      // An executor that runs one batch at a time on a concurrent operator waits for it here.
+      std::promise<RowsAnswer> answered;
+      std::future<RowsAnswer> answer = answered.get_future();
+      instance->start(rows, std::chrono::nanoseconds(batch.timeoutNanoseconds),
+                      [&answered](RowsAnswer done) { answered.set_value(std::move(done)); });
+      RowsAnswer got = answer.get();
+      report.usage = std::move(got.usage);
+      if (got.batchError) {
+        report.batchError = std::move(got.batchError);
+        return report;
+      }
+      results = std::move(got.results);
+    } else {
+      instance->process(rows, results);
+    }
+  } catch (const OperatorLost &error) {
+    report.batchError = error.what();
+    report.loss = error.loss();
+    return report;
+  } catch (const std::exception &error) {
+    report.batchError = error.what();
+    return report;
+  } catch (...) {
+    report.batchError = "unknown exception";
+    return report;
+  }
+  reportResults(batch, results, report);
   return report;
 }
 

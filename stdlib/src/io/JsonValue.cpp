@@ -70,8 +70,6 @@ Value valueFromJson(const nlohmann::ordered_json &json) {
   return Value();
 }
 
-namespace {
-
 std::string base64(const std::string &data) {
   static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -89,8 +87,6 @@ std::string base64(const std::string &data) {
   }
   return out;
 }
-
-} // namespace
 
 namespace {
 

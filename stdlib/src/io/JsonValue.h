@@ -21,6 +21,8 @@ constexpr size_t kMaxJsonDepth = 512;
 std::optional<std::string> jsonNestedTooDeep(std::string_view text);
 
 runtime::Value valueFromJson(const nlohmann::ordered_json &json);
+/// Standard base64 with padding (how Bytes appear in JSON, and images in data URLs).
+std::string base64(const std::string &data);
 /// What a JSON sink does with a non-finite number, which JSON cannot hold.
 enum class NonFinite { Fail, Null };
 

@@ -39,6 +39,9 @@ struct CallOptions {
   /// Keep this Call's results (those below 64 KiB) in the run journal, so that a resumed run
   /// does not run its finished grains again (docs/outputs.md).
   bool checkpoint = true;
+  /// Batches one replica has open at once: more than 1 only for operators that wait on a
+  /// service (llm.*, docs/models.md), which take new batches as earlier ones complete.
+  int64_t inFlight = 1;
 
   friend bool operator==(const CallOptions &, const CallOptions &) = default;
 };

@@ -55,6 +55,9 @@ struct OperatorSignature {
   /// The compiler lowers its uses into engine nodes (dedup.exact, dedup.near: Dedup nodes the
   /// engine decides): no worker implements it.
   bool loweredByCompiler = false;
+  /// Waits on a service rather than computing (llm.*): a replica keeps several batches open
+  /// at once, and its Calls accept `in_flight` (this is its default). 0: one batch at a time.
+  int64_t defaultInFlight = 0;
 
   const OperatorParam *param(std::string_view name) const;
 };
@@ -78,8 +81,8 @@ private:
 };
 
 /// The Call options a transform accepts: every one, less `gpus` and `require_gpu` for one without
-/// a GPU implementation.
-std::vector<std::string> transformOptionNames(bool gpu);
+/// a GPU implementation, and less `in_flight` for one that is not concurrent.
+std::vector<std::string> transformOptionNames(bool gpu, bool concurrent = false);
 
 /// The standard library's operators (sources, transforms, sinks) and the `test.*` operators.
 const OperatorCatalog &standardCatalog();

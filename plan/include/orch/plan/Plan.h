@@ -26,7 +26,7 @@ struct FormatVersion {
   friend bool operator==(const FormatVersion &, const FormatVersion &) = default;
 };
 
-inline constexpr FormatVersion kCurrentFormat{1, 0};
+inline constexpr FormatVersion kCurrentFormat{1, 1};
 
 /// A reduce's `field` when it leaves failed members out instead of suppressing its list.
 inline constexpr const char *kReduceSkipsFailed = "skip";

@@ -125,6 +125,23 @@ enum class BatchLoss : uint8_t {
 };
 const char *batchLossName(BatchLoss loss);
 
+/// What an operator that calls a service (llm.*, docs/models.md) spent on one batch: requests
+/// sent (first attempts and retries), retries, requests that failed their row, the tokens the
+/// server counted, and each answered request's latency. The engine ignores it; the run loop
+/// sums it per Call.
+struct ServiceUsage {
+  uint64_t requests = 0;
+  uint64_t retries = 0;
+  uint64_t failedRequests = 0;
+  uint64_t promptTokens = 0;
+  uint64_t completionTokens = 0;
+  /// Seconds from sending to the answer, one per answered request (its last attempt).
+  std::vector<float> latencies;
+
+  bool empty() const { return requests == 0; }
+  void add(const ServiceUsage &other);
+};
+
 /// A worker's answer for one batch: either a batch error (an exception from the operator) or
 /// one report per grain, matched by grain identity, not by position.
 struct BatchReport {
@@ -134,6 +151,8 @@ struct BatchReport {
   /// operator's process crashed or hung and was restarted, an input could not be fetched).
   BatchLoss loss = BatchLoss::None;
   std::vector<GrainReport> grains;
+  /// Service-backed operators only (empty otherwise).
+  ServiceUsage usage;
 };
 
 enum class CommitStatus {

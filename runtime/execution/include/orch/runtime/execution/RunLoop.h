@@ -114,6 +114,10 @@ struct CallSummary {
   double starvedSeconds = 0;
   /// Input waiting and a replica free, but the byte budget held it back (docs/runtime.md).
   double heldBackSeconds = 0;
+  /// Batches one replica keeps open at once (`in_flight`; docs/models.md).
+  int64_t inFlight = 1;
+  /// What a service-backed Call (llm.*) sent and spent: requests, retries, tokens, latencies.
+  ServiceUsage service;
 };
 
 /// What one sink wrote in this run.

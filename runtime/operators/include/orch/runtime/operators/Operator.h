@@ -117,6 +117,12 @@ public:
   double cpus() const { return options_ ? options_->cpus : 1; }
   /// The Call's `timeout` (0: none).
   int64_t timeoutNanoseconds() const { return options_ ? options_->timeoutNanoseconds : 0; }
+  /// Grains per batch at most (`batch`; 1 without options).
+  int64_t batchLimit() const { return options_ ? options_->batch : 1; }
+  /// Batches a replica keeps open at once (`in_flight`; 1 without options).
+  int64_t inFlight() const { return options_ ? options_->inFlight : 1; }
+  /// Replicas the Call pinned (`replicas`; 0: automatic).
+  int64_t pinnedReplicas() const { return options_ ? options_->replicas : 0; }
   const std::vector<plan::NamedConstant> &constants() const { return *constants_; }
   /// The CUDA device this replica runs on, chosen by the executor (see GpuPlacement.h);
   /// -1 when none was assigned: the replica then runs on the CPU.
@@ -168,11 +174,30 @@ private:
   std::function<void(const std::string &)> log_;
 };
 
+/// How a concurrent operator's batch ended: one result per row, what it spent on its service,
+/// or (instead of results) a batch error.
+struct RowsAnswer {
+  std::vector<RowResult> results;
+  ServiceUsage usage;
+  std::optional<std::string> batchError;
+};
+using RowsDone = std::function<void(RowsAnswer)>;
+
 class Operator {
 public:
   virtual ~Operator() = default;
   /// Appends one result per row to `results`, in row order. Throwing is a batch error.
   virtual void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) = 0;
+  /// An operator that waits on a service (llm.*: requests to a model server) rather than
+  /// computing takes several batches at once: up to its Call's `in_flight`, each begun with
+  /// `start` and answered when its own requests are done (docs/models.md).
+  virtual bool concurrent() const { return false; }
+  /// Begins a batch and returns at once; `done` is called once, from any thread, when every row
+  /// has its result (or with a batch error). `rows` stay valid until then. `limit`: how long the
+  /// batch may take (0: none); a concurrent operator ends it by then itself, failing the rows
+  /// still waiting. The default runs `process` on the calling thread.
+  virtual void start(std::span<const OperatorRow> rows, std::chrono::nanoseconds limit,
+                     RowsDone done);
   /// Operators that start slowly (a model loading in a child process) begin in their factory
   /// and finish here; executors call it for every replica before the first row is admitted, so
   /// that starting them overlaps. OperatorError: the operator cannot start (the run stops), or
@@ -245,6 +270,9 @@ public:
 };
 
 using OperatorFactory = std::function<std::unique_ptr<Operator>(const OperatorConfig &)>;
+/// Judges a Call's settings before the run starts, where the coordinator runs (not on a
+/// worker): why it cannot work, or nullopt. Input labels are not known to it.
+using OperatorCheck = std::function<std::optional<std::string>(const OperatorConfig &)>;
 using SourceFactory = std::function<std::unique_ptr<RowSource>(const OperatorConfig &)>;
 using SinkFactory = std::function<std::unique_ptr<RowSink>(const OperatorConfig &)>;
 
@@ -252,10 +280,19 @@ using SinkFactory = std::function<std::unique_ptr<RowSink>(const OperatorConfig 
 /// rows in, one report out; an exception (or a failing factory) becomes a batch error.
 BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
                              const OperatorConfig &config, const Batch &batch);
+/// The same for a concurrent operator: begins `batch` on `instance` and returns; `done` gets the
+/// report, from whichever thread finished it (at once for a failing factory or a batch that
+/// exceeds the protocol's limits).
+void startOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
+                        const OperatorConfig &config, Batch batch,
+                        std::function<void(BatchReport)> done);
 
 class OperatorRegistry {
 public:
   void addTransform(std::string name, OperatorFactory factory);
+  /// A check of a transform's settings that stops a run before it starts (OperatorCheck).
+  void addCheck(std::string name, OperatorCheck check);
+  const OperatorCheck *check(std::string_view name) const;
   void addSource(std::string name, SourceFactory factory);
   void addSink(std::string name, SinkFactory factory);
 
@@ -273,6 +310,7 @@ public:
 
 private:
   std::unordered_map<std::string, OperatorFactory> transforms_;
+  std::unordered_map<std::string, OperatorCheck> checks_;
   std::unordered_map<std::string, SourceFactory> sources_;
   std::unordered_map<std::string, SinkFactory> sinks_;
 };
