@@ -5,11 +5,16 @@ is its source). It loads the declared script, builds the declared class once wit
 declaration's constants, then answers batches: the instance is called with one list per input
 parameter and returns one value per item. An exception instance in an item's place fails that
 item only; an exception raised by the call fails the whole batch (the Call's recovery policy
-then narrows it down). Needs the standard library and msgpack (Debian: python3-msgpack); NumPy
+then narrows it down). A class may be asynchronous instead, for clients Orch does not wrap:
+`async def __call__` (awaited per batch), or `async def item(self, value, ...)` (one coroutine per
+item, up to the class's `in_flight` (default: the whole batch) running at once; an item that
+raises fails that item only). Needs the standard library and msgpack (Debian: python3-msgpack); NumPy
 is used for Image values when it is installed.
 """
 
+import asyncio
 import importlib.util
+import inspect
 import os
 import socket
 import struct
@@ -180,17 +185,51 @@ class Operator:
             raise LookupError("%s defines no class %r (it defines: %s)"
                               % (script, class_name, ", ".join(defined) or "no classes"))
         self.instance = model_class(**init["constants"])
-        if not callable(self.instance):
+        # Asynchronous classes (for clients Orch does not wrap): a coroutine per item, or per
+        # batch; both run on one event loop kept for the process.
+        self.item = getattr(self.instance, "item", None)
+        if not inspect.iscoroutinefunction(self.item):
+            self.item = None
+        self.loop = None
+        if self.item or inspect.iscoroutinefunction(getattr(self.instance, "__call__", None)):
+            self.loop = asyncio.new_event_loop()
+        if self.item is None and not callable(self.instance):
             raise TypeError("%s instances are not callable: give the class a "
-                            "__call__(self, %s) that returns one value per item"
+                            "__call__(self, %s) that returns one value per item (or an "
+                            "async def item(self, ...) for one item)"
                             % (class_name, ", ".join(i["name"] for i in self.inputs)))
+
+    async def _items(self, columns):
+        """Each item's coroutine, at most `in_flight` at once; an exception is its result."""
+        limit = getattr(self.instance, "in_flight", None)
+        gate = asyncio.Semaphore(limit) if isinstance(limit, int) and limit > 0 else None
+
+        async def one(values):
+            if gate is None:
+                return await self.item(*values)
+            async with gate:
+                return await self.item(*values)
+        return await asyncio.gather(*(one(values) for values in zip(*columns)),
+                                    return_exceptions=True)
+
+    def call(self, columns):
+        if self.item is not None:
+            results = self.loop.run_until_complete(self._items(columns))
+            # An item that raised an exception that is not an Exception (SystemExit) stops all.
+            for value in results:
+                if isinstance(value, BaseException) and not isinstance(value, Exception):
+                    raise value
+            return results
+        if self.loop is not None:
+            return self.loop.run_until_complete(self.instance(*columns))
+        return self.instance(*columns)
 
     def run(self, batch):
         columns = [[to_python(value, spec["type"]) for value in column]
                    for column, spec in zip(batch["columns"], self.inputs)]
         items = len(columns[0]) if columns else 0
         try:
-            results = self.instance(*columns)
+            results = self.call(columns)
             if isinstance(results, (dict, set, frozenset, str, bytes)):
                 # Not one result per item: iterating would give keys or characters. The runtime
                 # fails the batch's rows as a broken contract (no results).

@@ -1,6 +1,8 @@
 // Trigger indexes and consistency checks of plans.
 #include "orch/plan/Plan.h"
 
+#include "orch/plan/OperatorCatalog.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -202,6 +204,15 @@ std::optional<std::string> validatePlan(const Plan &plan) {
     if (options.batch < 1 || options.replicas < 0 || options.retries < 0 || options.gpus < 0 ||
         !(options.cpus > 0))
       return "call " + std::to_string(index) + " has out-of-range options";
+    // Only operators that wait on a service take several batches at once (a replica of any
+    // other would run them one after another on the run loop's thread).
+    const OperatorSignature *signature =
+        standardCatalog().find(OperatorKind::Transform, plan.calls[index].op);
+    if (options.inFlight < 1 ||
+        (options.inFlight > 1 && (!signature || signature->defaultInFlight == 0)))
+      return "call " + std::to_string(index) + " (" + plan.calls[index].op +
+             ") has in_flight " + std::to_string(options.inFlight) +
+             ", which only operators that wait on a server accept";
   }
   for (size_t index = 0; index < plan.sources.size(); ++index) {
     const PlanSource &source = plan.sources[index];

@@ -299,10 +299,12 @@ orch run vlm_ocr.orch --set endpoint="http://127.0.0.1:$(cat "$workdir/vlm.port"
   2>vlm.log || status=$?
 check "vlm_ocr completes with the corrupt PDF failed (exit 2)" test "$status" = 2
 check "letter.md has every page in order" markers_in_order out/vlm/letter.md letter 3
+orch run pdf_to_markdown.orch --set out=out/ocr --set 'input=samples/pdfs/[ls]*.pdf' --quiet \
+  2>/dev/null
 check "each document's Markdown is the flagship's OCR text, word for word" $python -c '
 import sys
 for doc in ("letter", "scanned"):
-    vlm, ocr = (open(d + "/" + doc + ".md").read().split() for d in ("out/vlm", "out"))
+    vlm, ocr = (open(d + "/" + doc + ".md").read().split() for d in ("out/vlm", "out/ocr"))
     assert vlm == ocr, (doc, vlm[:20], ocr[:20])'
 check "one request per page (3 + 2), counted in the metrics" test "$($python -c '
 import json

@@ -185,7 +185,7 @@ check "... before any row was admitted" test ! -s out/syntax.jsonl
 sed -i 's/class: "Scorer"/class: "Scorer"/; s/syntax_error.py/behaviours.py/' syntax.orch
 status=0; orch run syntax.orch >noclass.log 2>&1 || status=$?
 check "a class the script does not define is named, with the ones it does" \
-  grep -q "defines no class 'Scorer' (it defines: BrokenConstructor, Environment, Measure, SlowStart, WrongType)" noclass.log
+  grep -q "defines no class 'Scorer' (it defines: AsyncBatch, AsyncClient, BrokenConstructor, Environment, Measure, SlowStart, WrongType)" noclass.log
 
 cat >missing.orch <<'ORCH'
 pipeline missing;
@@ -219,4 +219,28 @@ orch run exec.orch --workers 2 --quiet 2>exec.log
 check "an exec operator transforms every text" \
   grep -q '"id":0,"upper":\["T0-?!"\]' out/exec.jsonl
 check "... of every document" test "$(wc -l <out/exec.jsonl)" = 40
+# --- asynchronous classes: a coroutine per item (at most in_flight at once), or per batch ---
+printf '%s\n' '{"id": 0, "texts": ["a", "bb", "poison-item", "dddd", "eeeee", "ffffff", "g", "hh"]}' \
+  '{"id": 1, "texts": ["xyz"]}' >async.jsonl
+for class in AsyncClient AsyncBatch; do
+  cat >"$class.orch" <<ORCH
+pipeline $class;
+operator measure(text: String, const log: String = "", const delay: Float = 0.0) -> Int
+    = python("behaviours.py", class: "$class");
+source docs = jsonl("async.jsonl") as Doc;
+texts = expand(docs.texts as List<String>) as Text;
+sink jsonl(path: "out/$class.jsonl", record: { id: docs.id, lengths: reduce(measure(texts, log: "$class.open", delay: 0.2) { batch: 16, replicas: 1 }) });
+ORCH
+  rm -f "$class.open"
+  status=0
+  orch run "$class.orch" --errors "$class.errors.jsonl" >"$class.log" 2>&1 || status=$?
+  check_equal "$class: the document with the poison item fails, the other is written (exit 2)" 2 "$status"
+  check_equal "$class: the other document's length" '{"id":1,"lengths":[3]}' "$(cat "out/$class.jsonl")"
+done
+check "AsyncClient: only the poison item failed, with its exception" \
+  grep -q '"path": \[2\].*ValueError: cannot measure .poison-item.' AsyncClient.errors.jsonl
+check_equal "AsyncClient: its coroutines ran four at once at most, and four did" 4 "$(sort -n AsyncClient.open | tail -1)"
+check "AsyncBatch: the poison item failed alone too (the batch error narrowed down)" \
+  grep -q '"path": \[2\]' AsyncBatch.errors.jsonl
+
 finish_checks

@@ -62,6 +62,24 @@ sink jsonl(path: "out.jsonl", record: { n: n });
       << errors;
 }
 
+TEST_F(ModelServiceTest, APlanWithInFlightOnAnOperatorThatComputesIsRefused) {
+  plan::Plan plan = compile(R"(
+pipeline p;
+source rows = jsonl("$DIR/in.jsonl") as Row;
+n = test.identity(rows.prompt as String);
+sink jsonl(path: "$DIR/out.jsonl", record: { n: n });
+)");
+  ASSERT_EQ(plan.calls.size(), 1u);
+  plan.calls[0].options.inFlight = 4;
+  const std::optional<std::string> problem = plan::validatePlan(plan);
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("has in_flight 4, which only operators that wait on a server accept"),
+            std::string::npos)
+      << *problem;
+  EXPECT_TRUE(std::holds_alternative<plan::PlanDecodeError>(
+      plan::decodePlan(plan::encodePlan(plan))));
+}
+
 /// A stand-in for a model server client: answers batches from its own thread once eight are
 /// open, the latest first, and records how many batches it had open at once.
 class FakeServiceOperator : public Operator {

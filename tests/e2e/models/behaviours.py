@@ -66,3 +66,44 @@ class SlowStart:
 class BrokenConstructor:
     def __init__(self, **constants):
         raise FileNotFoundError("weights.pt is missing")
+
+
+class AsyncClient:
+    """An asynchronous client (what a user's own HTTP client looks like): one coroutine per
+    item, at most `in_flight` of them at once; "poison-item" raises in its coroutine. Each item
+    appends "<open at its start>" to `log`, so the test sees how many ran at once."""
+
+    in_flight = 4
+
+    def __init__(self, log="", delay=0.0):
+        self.log = log
+        self.delay = delay
+        self.open = 0
+
+    async def item(self, text):
+        import asyncio
+        self.open += 1
+        if self.log:
+            with open(self.log, "a") as out:
+                out.write("%d\n" % self.open)
+        try:
+            await asyncio.sleep(self.delay)
+            if text == "poison-item":
+                raise ValueError("cannot measure %r" % text)
+            return len(text)
+        finally:
+            self.open -= 1
+
+
+class AsyncBatch:
+    """An `async def __call__`: awaited once per batch."""
+
+    def __init__(self, **constants):
+        pass
+
+    async def __call__(self, texts):
+        import asyncio
+        await asyncio.sleep(0.001)
+        if "poison-item" in texts:
+            raise RuntimeError("this batch holds poison-item")
+        return [len(text) for text in texts]
