@@ -145,6 +145,11 @@ EOF
 status=0
 orch run structured.orch 2>structured.log || status=$?
 check_equal "llm.json: the answer that does not match the schema fails its row (exit 2)" 2 "$status"
+sed 's/\\"type\\": \\"integer\\"/\\"type\\": \\"integr\\"/' structured.orch >typo.orch
+status=0
+orch run typo.orch 2>typo.log || status=$?
+check_equal "llm.json: a schema with an unknown type stops the run before it starts" 1 "$status"
+check "... naming it" grep -q 'json_schema at .properties.words: unknown type "integr"' typo.log
 check "llm.json: the others are the model's JSON, the mismatch is named" $python - <<'PY'
 import json
 from model_server import json_answer
@@ -154,6 +159,23 @@ assert all(r["facts"] == json_answer(r["prompt"]) for r in rows), rows
 errors = [json.loads(l) for l in open("structured.errors.jsonl")]
 assert len(errors) == 1 and "does not match json_schema at .words: expected integer, got string" in errors[0]["message"], errors
 PY
+
+# --- a reply with a byte that is not UTF-8: its row fails, the journal and metrics stay valid ---
+printf '%s\n' '{"prompt": "[nonutf8] caf"}' '{"prompt": "fine"}' >nonutf8.jsonl
+cat > nonutf8.orch <<EOF
+pipeline nonutf8;
+source rows = jsonl("nonutf8.jsonl") as Row;
+answer = llm.chat(rows.prompt as String, model: "orch-test", endpoint: "$url");
+sink jsonl(path: "out/nonutf8.jsonl", record: { answer: answer });
+EOF
+status=0
+orch run nonutf8.orch --metrics nonutf8.json --errors nonutf8.errors.jsonl 2>nonutf8.log || status=$?
+check_equal "a reply that is not UTF-8 fails its row, not the run (exit 2)" 2 "$status"
+check "the errors journal and the metrics are valid UTF-8 JSON" $python -c '
+import json
+errors = [json.loads(l) for l in open("nonutf8.errors.jsonl", encoding="utf-8")]
+assert len(errors) == 1 and "not a JSON object" in errors[0]["message"], errors
+json.load(open("nonutf8.json", encoding="utf-8"))'
 
 # --- llm.embed: batches of texts, one refused text fails alone --------------------------------
 $python -c '
@@ -210,9 +232,21 @@ rm -rf keyed.run out
 status=0
 orch run keyed.orch --set key_file="$workdir/key.txt" --errors file.errors.jsonl 2>file.log || status=$?
 check_equal "with the key in a file the row succeeds" 0 "$status"
-orchc -o keyed.plan keyed.orch 2>/dev/null || "$ORCH_BIN/orchc" -o keyed.plan keyed.orch
+printf '%s\n' '{"prompt": "[echokey] a server that repeats the key"}' >keyed.jsonl
+rm -rf keyed.run out
+status=0
+TEST_MODEL_KEY=sekrit-key-123 orch run keyed.orch --errors echo.errors.jsonl --metrics echo.json \
+  2>echo.log || status=$?
+check "a server that repeats the key in its error: the key is replaced in the message" \
+  grep -q 'Incorrect API key provided: Bearer \[API key\]' echo.errors.jsonl
+rm -rf keyed.run
+status=0
+TEST_MODEL_KEY=$'sekrit-key-123\r\nX-Injected: 1' orch run keyed.orch 2>crlf.log || status=$?
+check_equal "a key with a line break stops the run before it starts (exit 1)" 1 "$status"
+check "saying why" grep -q "the API key in \$TEST_MODEL_KEY holds a control character" crlf.log
+"$ORCH_BIN/orchc" -o keyed.plan keyed.orch
 check "the key is in no log, journal, metrics file or plan" \
-  test -z "$(grep -rl "sekrit-key-123" --exclude=key.txt --exclude='*.port' --exclude=keyed.log . | grep -v '^./keyed\.log$' || true)"
+  test -z "$(grep -rl "sekrit-key-123" --exclude=key.txt . || true)"
 stop_servers
 
 # --- no endpoint; a server that is not there --------------------------------------------------
@@ -235,6 +269,13 @@ ORCH_LLM_ENDPOINT="http://127.0.0.1:$port/v1" orch run nowhere.orch --errors gon
   2>gone.log || status=$?
 check_equal "a server that is not there: the row fails after its retries, the run ends (exit 2)" 2 "$status"
 check "with the connection error" grep -q "Could not connect to server\|Couldn't connect to server" gone.errors.jsonl
+for bad in "http://127.0.0.1:99999/v1|is not a valid URL" \
+  "http://127.0.0.1:8000/v1/chat/completions|names a path; give the base URL (\"http://127.0.0.1:8000/v1\")"; do
+  status=0
+  orch run nowhere.orch --set endpoint="${bad%%|*}" 2>badurl.log || status=$?
+  check_equal "endpoint ${bad%%|*}: refused before the run starts (exit 1)" 1 "$status"
+  check "... saying why" grep -qF "${bad#*|}" badurl.log
+done
 
 # --- requests_per_second, two endpoints, a Call's timeout -------------------------------------
 server first --latency 0.01

@@ -9,6 +9,7 @@
 #include "orch/plan/PlanCodec.h"
 #include "orch/runtime/cluster/Protocol.h"
 #include "orch/runtime/execution/ThreadExecutor.h"
+#include "orch/runtime/values/Utf8.h"
 
 #include <gtest/gtest.h>
 
@@ -76,8 +77,8 @@ sink jsonl(path: "$DIR/out.jsonl", record: { n: n });
   EXPECT_NE(problem->find("has in_flight 4, which only operators that wait on a server accept"),
             std::string::npos)
       << *problem;
-  EXPECT_TRUE(std::holds_alternative<plan::PlanDecodeError>(
-      plan::decodePlan(plan::encodePlan(plan))));
+  EXPECT_TRUE(
+      std::holds_alternative<plan::PlanDecodeError>(plan::decodePlan(plan::encodePlan(plan))));
 }
 
 /// A stand-in for a model server client: answers batches from its own thread once eight are
@@ -253,6 +254,26 @@ TEST(JsonSchemaCheckTest, TheSubsetStructuredOutputServersEnforce) {
             "at the top: unexpected field \"extra\"");
   EXPECT_NE(mismatch(R"({"title": "x", "year": 2000, "note": 5})").find("matches none of anyOf"),
             std::string::npos);
+}
+
+TEST(JsonSchemaCheckTest, ASchemaWithAnUnknownTypeIsNamed) {
+  EXPECT_EQ(stdlib::jsonSchemaProblem(
+                json::parse(R"({"type": "object", "properties": {"year": {"type": "integr"}}})"))
+                .value_or(""),
+            "at .properties.year: unknown type \"integr\" (null, boolean, integer, number, "
+            "string, array or object)");
+  // A property may be called "type" (its value is a schema then).
+  EXPECT_FALSE(stdlib::jsonSchemaProblem(
+      json::parse(R"({"type": "object", "properties": {"type": {"type": ["string", "null"]}}})")));
+}
+
+TEST(Utf8Test, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  EXPECT_EQ(validUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(validUtf8("caf\xff!"), "caf\xef\xbf\xbd!");
+  EXPECT_EQ(validUtf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd") << "an overlong '/'";
+  EXPECT_EQ(validUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd") << "a surrogate";
+  EXPECT_EQ(validUtf8("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd") << "cut short";
 }
 
 } // namespace

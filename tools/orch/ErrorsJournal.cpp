@@ -1,6 +1,8 @@
 // Writes failed source rows with their causes as JSON lines.
 #include "ErrorsJournal.h"
 
+#include "orch/runtime/values/Utf8.h"
+
 #include "orch/runtime/outputs/OutputFiles.h"
 
 #include <cerrno>
@@ -85,7 +87,9 @@ void ErrorsJournal::recordDuplicates(const runtime::RootResult &root) {
 }
 
 void ErrorsJournal::write(const runtime::Value &entry) {
-  const std::string line = entry.str() + '\n';
+  // Messages carry what came from outside (a file's name, a server's reply): the journal stays
+  // UTF-8 whatever their bytes.
+  const std::string line = runtime::validUtf8(entry.str()) + '\n';
   // One write per line, so that a run killed meanwhile leaves whole lines.
   if (fd_ >= 0 && runtime::writeAll(fd_, line))
     size_ += line.size();

@@ -141,7 +141,10 @@ std::string modelRequestsSection(const Json &metrics) {
     if (service == call.end())
       continue;
     const Json &latency = (*service)["latency_seconds"];
-    auto seconds = [](const Json &value) {
+    const bool answered = (*service)["requests"] != (*service)["failed_requests"];
+    auto seconds = [answered](const Json &value) {
+      if (!answered)
+        return std::string("n/a");
       std::ostringstream text;
       text.precision(3);
       text << std::fixed << value.get<double>();

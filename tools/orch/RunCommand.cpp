@@ -129,9 +129,13 @@ void printServiceUsage(llvm::raw_ostream &out, const runtime::CallSummary &call)
   out << "orch:     requests: " << usage.requests << " (" << usage.retries << " retries, "
       << usage.failedRequests << " failed), up to " << call.inFlight
       << " batches open per replica; tokens " << usage.promptTokens << " prompt + "
-      << usage.completionTokens << " completion; latency p50 " << llvm::format("%.3f", latency.p50)
-      << " s, p90 " << llvm::format("%.3f", latency.p90) << " s, p99 "
-      << llvm::format("%.3f", latency.p99) << " s\n";
+      << usage.completionTokens << " completion; ";
+  if (usage.latencies.empty())
+    out << "no request was answered\n";
+  else
+    out << "latency p50 " << llvm::format("%.3f", latency.p50) << " s, p90 "
+        << llvm::format("%.3f", latency.p90) << " s, p99 " << llvm::format("%.3f", latency.p99)
+        << " s\n";
 }
 
 void printReplicaChanges(llvm::raw_ostream &out, const runtime::CallSummary &call) {

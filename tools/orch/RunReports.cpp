@@ -17,7 +17,8 @@ using Json = nlohmann::ordered_json;
 
 bool writeJson(const std::string &path, const Json &json, std::string &error) {
   std::ofstream out(path, std::ios::out | std::ios::trunc);
-  out << json.dump(1) << '\n';
+  // A message with bytes that are not UTF-8 (a file's name) is written with U+FFFD for them.
+  out << json.dump(1, ' ', false, Json::error_handler_t::replace) << '\n';
   if (!out) {
     error = "cannot write \"" + path + "\"";
     return false;

@@ -138,6 +138,11 @@ public:
                 int64_t(open ? ProtocolLimits::kUnauthenticatedMessageBytes
                              : ProtocolLimits::kMessageBytes));
     router_.set(zmq::sockopt::rcvhwm, open ? kOpenEndpointQueue : kDefaultQueue);
+    // A ROUTER drops what it cannot queue for a peer, silently: a batch sent to a worker busy
+    // for a moment must wait instead. What is queued is bounded by the batches in flight (their
+    // depth; a concurrent Call's in_flight, which may be a thousand), which this process holds
+    // anyway.
+    router_.set(zmq::sockopt::sndhwm, 0);
     // (The guard's hello deadline comes first and counts them; this is the backstop.)
     router_.set(zmq::sockopt::handshake_ivl,
                 int(2 * options_.connectionLimits.helloDeadline.count()));
@@ -230,10 +235,12 @@ public:
 
   bool canRun(uint32_t call) const override { return placement_->canRun(call, depthOf(call)); }
 
-  /// Batches sent ahead to one replica of `call`: the depth, plus the batches a concurrent
-  /// Call's replica keeps open at once beyond the first.
+  /// Batches sent ahead to one replica of `call`: the depth; a concurrent Call's replica as
+  /// many as it keeps open at once (`in_flight`), so that none waits there, its time limit
+  /// running, for a request to end.
   uint32_t depthOf(uint32_t call) const {
-    return options_.depth + uint32_t(std::max<int64_t>(1, plan_->calls[call].options.inFlight)) - 1;
+    const int64_t inFlight = plan_->calls[call].options.inFlight;
+    return inFlight > 1 ? uint32_t(inFlight) : options_.depth;
   }
 
   /// --wait-workers: until that many joined (or the timeout passed), nothing is placed.

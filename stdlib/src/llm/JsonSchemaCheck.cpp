@@ -3,6 +3,7 @@
 #include "llm/JsonSchemaCheck.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace orch::stdlib {
 namespace {
@@ -42,7 +43,9 @@ std::optional<std::string> mismatchAt(const json &value, const json &schema,
                                       const std::string &path) {
   if (!schema.is_object())
     return std::nullopt;
-  if (auto type = schema.find("type"); type != schema.end()) {
+  // ("type" may also be a property's name, under "properties": then it holds a schema.)
+  if (auto type = schema.find("type");
+      type != schema.end() && (type->is_string() || type->is_array())) {
     bool matches = false;
     std::string wanted;
     if (type->is_string()) {
@@ -134,7 +137,41 @@ std::optional<std::string> mismatchAt(const json &value, const json &schema,
   return std::nullopt;
 }
 
+std::optional<std::string> problemAt(const json &schema, const std::string &path) {
+  if (schema.is_array()) {
+    for (size_t i = 0; i < schema.size(); ++i)
+      if (std::optional<std::string> problem =
+              problemAt(schema[i], path + "[" + std::to_string(i) + "]"))
+        return problem;
+    return std::nullopt;
+  }
+  if (!schema.is_object())
+    return std::nullopt;
+  static const std::vector<std::string> kTypes = {"null",   "boolean", "integer", "number",
+                                                  "string", "array",   "object"};
+  // ("type" may also be a property's name, under "properties": then it holds a schema.)
+  if (auto type = schema.find("type");
+      type != schema.end() && (type->is_string() || type->is_array())) {
+    const json types = type->is_array() ? *type : json::array({*type});
+    for (const json &one : types)
+      if (!one.is_string() ||
+          std::find(kTypes.begin(), kTypes.end(), one.get<std::string>()) == kTypes.end())
+        return at(path) + ": unknown type " + one.dump() +
+               " (null, boolean, integer, number, string, array or object)";
+  }
+  for (auto entry = schema.begin(); entry != schema.end(); ++entry)
+    if (entry.key() != "enum" && entry.key() != "const" &&
+        (entry.key() != "type" || entry.value().is_object()))
+      if (std::optional<std::string> problem = problemAt(entry.value(), path + "." + entry.key()))
+        return problem;
+  return std::nullopt;
+}
+
 } // namespace
+
+std::optional<std::string> jsonSchemaProblem(const nlohmann::json &schema) {
+  return problemAt(schema, "");
+}
 
 std::optional<std::string> jsonSchemaMismatch(const nlohmann::json &value,
                                               const nlohmann::json &schema) {

@@ -16,4 +16,8 @@ namespace orch::stdlib {
 std::optional<std::string> jsonSchemaMismatch(const nlohmann::json &value,
                                               const nlohmann::json &schema);
 
+/// What is wrong with a schema itself ("at .properties.year: unknown type \"integr\""), or
+/// nullopt: types must be JSON Schema's seven.
+std::optional<std::string> jsonSchemaProblem(const nlohmann::json &schema);
+
 } // namespace orch::stdlib

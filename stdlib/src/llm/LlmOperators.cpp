@@ -10,8 +10,11 @@
 #include "llm/JsonSchemaCheck.h"
 #include "llm/ServiceClient.h"
 
+#include <curl/curl.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -75,31 +78,62 @@ std::vector<std::string> endpointsOf(const OperatorConfig &config, const char *o
     throw OperatorError(std::string(op) +
                         ": no endpoint: give `endpoint: \"http://host:8000/v1\"` or set "
                         "ORCH_LLM_ENDPOINT");
-  for (const std::string &endpoint : endpoints)
+  for (const std::string &endpoint : endpoints) {
     if (endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0)
       throw OperatorError(std::string(op) + ": endpoint \"" + endpoint +
                           "\" is not an http:// or https:// URL");
+    // libcurl's own parser: a missing host or a port out of range is found now, not per row.
+    CURLU *url = curl_url();
+    const CURLUcode parsed = curl_url_set(url, CURLUPART_URL, endpoint.c_str(), 0);
+    curl_url_cleanup(url);
+    if (parsed != CURLUE_OK)
+      throw OperatorError(std::string(op) + ": endpoint \"" + endpoint +
+                          "\" is not a valid URL: " + curl_url_strerror(parsed));
+    for (const char *path : {"/chat/completions", "/embeddings", "/completions"})
+      if (endpoint.size() > std::strlen(path) &&
+          endpoint.compare(endpoint.size() - std::strlen(path), std::string::npos, path) == 0)
+        throw OperatorError(std::string(op) + ": endpoint \"" + endpoint +
+                            "\" names a path; give the base URL (\"" +
+                            endpoint.substr(0, endpoint.size() - std::strlen(path)) +
+                            "\"): the operator adds " + path);
+  }
   return endpoints;
 }
 
 /// The API key: the file `api_key_file` names (its first line), else the environment variable
 /// `api_key_env` names; "" when neither has one. The key itself is never in the plan.
 std::string apiKeyOf(const OperatorConfig &config, const char *op) {
+  const auto trimmed = [](std::string key) {
+    const size_t first = key.find_first_not_of(" \t\r\n");
+    const size_t last = key.find_last_not_of(" \t\r\n");
+    return first == std::string::npos ? std::string() : key.substr(first, last - first + 1);
+  };
+  // A key goes into a header: a control character in it would add others.
+  const auto checked = [op](std::string key, const std::string &from) {
+    for (unsigned char c : key)
+      if (c < 0x20 || c == 0x7F)
+        throw OperatorError(std::string(op) + ": the API key in " + from +
+                            " holds a control character (a line break?)");
+    return key;
+  };
   const std::string file = stringOr(config, "api_key_file", "");
   if (!file.empty()) {
     std::ifstream in(file);
     std::string key;
-    if (!in || !std::getline(in, key))
+    if (!in)
       throw OperatorError(std::string(op) + ": cannot read the API key file " + file);
-    while (!key.empty() && (key.back() == '\r' || key.back() == ' '))
-      key.pop_back();
-    return key;
+    std::getline(in, key);
+    key = trimmed(key);
+    if (key.empty())
+      throw OperatorError(std::string(op) + ": the API key file " + file +
+                          " is empty (the key is its first line)");
+    return checked(key, "the file " + file);
   }
   const std::string variable = stringOr(config, "api_key_env", "OPENAI_API_KEY");
   if (variable.empty())
     return {};
   const char *key = std::getenv(variable.c_str());
-  return key ? key : "";
+  return key ? checked(trimmed(key), "$" + variable) : "";
 }
 
 ServiceSettings settingsOf(const OperatorConfig &config, LlmKind kind) {
@@ -110,13 +144,18 @@ ServiceSettings settingsOf(const OperatorConfig &config, LlmKind kind) {
   // The replica's `in_flight` batches: one request per row (llm.embed: per batch).
   settings.inFlight = std::max<int64_t>(1, config.inFlight()) *
                       (kind == LlmKind::Embed ? 1 : std::max<int64_t>(1, config.batchLimit()));
-  if (config.constant("max_retries"))
-    settings.maxRetries = std::max<int64_t>(0, config.intConstant("max_retries"));
+  if (config.constant("max_retries")) {
+    settings.maxRetries = config.intConstant("max_retries");
+    if (settings.maxRetries < 0)
+      throw OperatorError(std::string(op) + ": max_retries cannot be negative");
+  }
   if (const plan::StaticValue *timeout = config.constant("request_timeout"))
-    if (auto *duration = std::get_if<plan::Duration>(timeout);
-        duration && duration->nanoseconds > 0)
+    if (auto *duration = std::get_if<plan::Duration>(timeout)) {
+      if (duration->nanoseconds < 1'000'000)
+        throw OperatorError(std::string(op) + ": request_timeout must be at least 1ms");
       settings.requestTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::nanoseconds(duration->nanoseconds));
+    }
   // The Call's limits are shared by its replicas: each takes its part.
   const double replicas = double(std::max<int64_t>(1, config.pinnedReplicas()));
   if (config.constant("requests_per_second"))
@@ -171,6 +210,8 @@ void checkSettings(const OperatorConfig &config, LlmKind kind) {
     const json parsed = json::parse(schema, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object())
       throw OperatorError(op + ": json_schema is not a JSON object: " + schema.substr(0, 80));
+    if (std::optional<std::string> problem = jsonSchemaProblem(parsed))
+      throw OperatorError(op + ": json_schema " + *problem);
   }
 }
 

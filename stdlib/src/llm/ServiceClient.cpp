@@ -2,9 +2,12 @@
 // `inFlight` transfers open in one libcurl multi handle (see ServiceClient.h).
 #include "llm/ServiceClient.h"
 
+#include "orch/runtime/values/Utf8.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -58,7 +61,7 @@ std::string serverMessage(const std::string &body) {
     if (auto message = parsed.find("message"); message != parsed.end() && message->is_string())
       return message->get<std::string>();
   }
-  std::string text = body.substr(0, 300);
+  std::string text = runtime::validUtf8(body.substr(0, 300));
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text.empty() ? "(no body)" : text;
 }
@@ -133,7 +136,11 @@ struct ServiceClient::Loop {
     ::close(epollFd);
   }
 
+  /// Wakes the thread if it waits in epoll_wait (or is about to): a busy one sees the queue
+  /// before it waits again.
   void wake() {
+    if (!sleeping.exchange(false, std::memory_order_acq_rel))
+      return;
     const uint64_t one = 1;
     [[maybe_unused]] const ssize_t written = ::write(wakeFd, &one, sizeof one);
   }
@@ -174,6 +181,9 @@ struct ServiceClient::Loop {
   void run() {
     ::pthread_setname_np(::pthread_self(), "orch-llm-http");
     while (true) {
+      // From here on a sender wakes the thread: what it queued after the look below is seen
+      // after the wait (the eventfd stays readable until read).
+      sleeping.store(true, std::memory_order_release);
       {
         std::lock_guard<std::mutex> lock(mutex);
         if (stopping)
@@ -407,7 +417,7 @@ struct ServiceClient::Loop {
     Exchange &x = *exchange;
     const Clock::time_point now = Clock::now();
     const double latency = std::chrono::duration<double>(now - x.sentAt).count();
-    const std::string where = settings.endpoints[x.endpoint] + x.request.path;
+    const std::string &where = x.url;
     if (code != CURLE_OK) {
       const std::string why =
           x.tooBig ? "a reply over 64 MiB" : std::string(curl_easy_strerror(code));
@@ -440,15 +450,15 @@ struct ServiceClient::Loop {
       reply.refused = status >= 400 && status < 500;
       reply.error =
           "HTTP " + std::to_string(status) + " from " + where + ": " + serverMessage(x.reply);
-      return x.done(std::move(reply));
+      return deliver(x, std::move(reply));
     }
     reply.body = nlohmann::json::parse(x.reply, nullptr, false);
     if (reply.body.is_discarded() || !reply.body.is_object()) {
-      std::string start = x.reply.substr(0, 120);
+      std::string start = runtime::validUtf8(x.reply.substr(0, 120));
       std::replace(start.begin(), start.end(), '\n', ' ');
       reply.body = nlohmann::json();
       reply.error = "the reply from " + where + " is not a JSON object: \"" + start + "\"";
-      return x.done(std::move(reply));
+      return deliver(x, std::move(reply));
     }
     if (auto usage = reply.body.find("usage"); usage != reply.body.end() && usage->is_object()) {
       if (auto prompt = usage->find("prompt_tokens");
@@ -463,7 +473,7 @@ struct ServiceClient::Loop {
       tokens +=
           double(x.request.estimatedTokens) - double(reply.promptTokens + reply.completionTokens);
     reply.ok = true;
-    x.done(std::move(reply));
+    deliver(x, std::move(reply));
   }
 
   /// Retries a failed attempt after Retry-After (when the server gave one) or a backoff, unless
@@ -488,7 +498,8 @@ struct ServiceClient::Loop {
     }
     x.notBefore = now + std::chrono::duration_cast<Clock::duration>(delay);
     if (x.notBefore >= x.request.deadline)
-      return answerFailure(x, why + " (no time left to retry within the batch's time limit)");
+      return answerFailure(x, why + " (no time left to retry within the batch's time limit: "
+                                    "the Call's timeout, or without one the hang guard's)");
     waiting.emplace(x.notBefore, std::move(exchange));
   }
 
@@ -496,6 +507,14 @@ struct ServiceClient::Loop {
     ServiceReply reply;
     reply.attempts = x.attempts;
     reply.error = std::move(why);
+    deliver(x, std::move(reply));
+  }
+
+  /// The answer, with the API key taken out of anything the server said (some echo it).
+  void deliver(Exchange &x, ServiceReply reply) {
+    if (!settings.apiKey.empty())
+      for (size_t at; (at = reply.error.find(settings.apiKey)) != std::string::npos;)
+        reply.error.replace(at, settings.apiKey.size(), "[API key]");
     x.done(std::move(reply));
   }
 
@@ -503,6 +522,8 @@ struct ServiceClient::Loop {
   CURLM *multi = nullptr;
   int epollFd = -1;
   int wakeFd = -1;
+  /// Set before the thread looks at its queue; a sender that clears it writes the eventfd.
+  std::atomic<bool> sleeping{false};
   /// When libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) (its timer callback).
   Clock::time_point curlTimer = Clock::time_point::max();
   std::thread thread;

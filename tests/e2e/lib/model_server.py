@@ -18,7 +18,9 @@ Faults are injected by markers in the prompt (or text), counted per prompt so th
 deterministic: "[429xN]" (the first N attempts get 429 with Retry-After: --retry-after),
 "[503xN]", "[500xN]", "[resetxN]" (the connection drops in the middle of the answer), "[slowxN]"
 (--slow seconds before answering), and always: "[malformed]" (200 with a body that is not JSON),
-"[badschema]" (JSON that does not match the schema), "[toolong]" (400, context too long).
+"[badschema]" (JSON that does not match the schema), "[toolong]" (400, context too long),
+"[nonutf8]" (200 with a byte that is not UTF-8 in the answer), "[echokey]" (401 that repeats the
+Authorization header it got, as some proxies do).
 
 GET /stats returns what the server saw: requests by status, the most requests open at once, and
 each request's arrival time and prompt.
@@ -191,6 +193,16 @@ class Handler(BaseHTTPRequestHandler):
                               "is longer", "invalid_request_error")
         if "[malformed]" in user:
             return self.reply(200, '{"choices": [ this is not JSON', raw=True)
+        if "[echokey]" in user:
+            return self.error(401, "Incorrect API key provided: %s"
+                              % self.headers.get("Authorization", "(none)"), "invalid_request_error")
+        if "[nonutf8]" in user:
+            data = b'{"choices": [{"message": {"content": "caf\xff"}}]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         if path == "/v1/embeddings":
             data = [{"object": "embedding", "index": i, "embedding": embedding(t)}
                     for i, t in enumerate(texts)]
