@@ -329,9 +329,10 @@ private:
     while (Clock::now() < giveUp) {
       if (options_.stopRequested && options_.stopRequested->load())
         return false;
+      sendWhatWaitedForAConnection();
       zmq::pollitem_t items[] = {{coordinator_.handle(), 0, ZMQ_POLLIN, 0},
                                  {handshakes_.handle(), 0, ZMQ_POLLIN, 0}};
-      pollForInput(items, 2, std::chrono::milliseconds(100));
+      pollForInput(items, 2, std::chrono::milliseconds(unsentBeforeWelcome_.empty() ? 100 : 10));
       if (std::optional<std::string> failure = handshakeFailure()) {
         log(*failure);
         return false;
@@ -371,6 +372,10 @@ private:
         locality_.emplace(Locality{name_, kept_, options_.curveKey,
                                    std::chrono::milliseconds(4 * heartbeatMs_ * liveness_), plan_});
         lastHeard_ = Clock::now();
+        // It answered, so the hello went: from now on sends wait for room (results are never
+        // dropped).
+        unsentBeforeWelcome_.clear();
+        welcomed_ = true;
         return true;
       }
     }
@@ -564,8 +569,23 @@ private:
   }
 
   void sendNow(zmq::message_t &frame) {
+    if (!welcomed_) {
+      // Until the coordinator answered there may be no connection to send on (a refused
+      // handshake takes it away): the hello waits here, and awaitWelcome() tries again while
+      // it watches for refusals and its deadline, rather than block for ever.
+      if (!unsentBeforeWelcome_.empty() || !coordinator_.send(frame, zmq::send_flags::dontwait))
+        unsentBeforeWelcome_.push_back(std::move(frame));
+      lastSent_ = Clock::now();
+      return;
+    }
     coordinator_.send(frame, zmq::send_flags::none);
     lastSent_ = Clock::now();
+  }
+
+  void sendWhatWaitedForAConnection() {
+    while (!unsentBeforeWelcome_.empty() &&
+           coordinator_.send(unsentBeforeWelcome_.front(), zmq::send_flags::dontwait))
+      unsentBeforeWelcome_.pop_front();
   }
 
   /// Sends what the outbox holds, up to a message in pieces that waits for MORE.
@@ -643,6 +663,9 @@ private:
   zmq::socket_t results_;
   /// Handshake failures of `coordinator_`, from its socket monitor.
   zmq::socket_t handshakes_;
+  /// The coordinator welcomed this worker; before that, sends do not block (sendNow).
+  bool welcomed_ = false;
+  std::deque<zmq::message_t> unsentBeforeWelcome_;
   plan::Plan plan_;
   std::optional<CallFactories> factories_;
   uint32_t heartbeatMs_ = kDefaultHeartbeatMs;
