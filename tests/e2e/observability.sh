@@ -89,7 +89,8 @@ run=$!
 # Kill a worker once batches flow; the run replaces it and re-runs what it held.
 for _ in $(seq 200); do grep -q "grains run" troubled.log 2>/dev/null && break; sleep 0.02; done
 sleep 0.3
-pkill -9 -f "orch-worker --connect .*--name local-0 " || true
+# Only this run's worker (its child): tests run side by side under ctest -j.
+pkill -9 -P "$run" -f "orch-worker --connect .*--name local-0 " || true
 wait "$run" || true
 "$ORCH_BIN/orch" report troubled.json -o troubled.html 2>/dev/null
 check "metrics account for failures, workers, outputs and time" $python - <<'PY'
