@@ -210,8 +210,8 @@ std::optional<std::string> validatePlan(const Plan &plan) {
         standardCatalog().find(OperatorKind::Transform, plan.calls[index].op);
     if (options.inFlight < 1 ||
         (options.inFlight > 1 && (!signature || signature->defaultInFlight == 0)))
-      return "call " + std::to_string(index) + " (" + plan.calls[index].op +
-             ") has in_flight " + std::to_string(options.inFlight) +
+      return "call " + std::to_string(index) + " (" + plan.calls[index].op + ") has in_flight " +
+             std::to_string(options.inFlight) +
              ", which only operators that wait on a server accept";
   }
   for (size_t index = 0; index < plan.sources.size(); ++index) {

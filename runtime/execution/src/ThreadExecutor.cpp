@@ -36,6 +36,9 @@ struct Finished {
   double seconds = 0;
 };
 
+/// PoolState::Running::thread of a concurrent Call's batch: it holds no pool thread.
+constexpr uint32_t kNoThread = UINT32_MAX;
+
 struct Started {
   uint64_t batchId = 0;
   Clock::time_point at;
@@ -103,7 +106,7 @@ public:
       for (auto &[id, running] : state_->running) {
         // An abandoned thread's slot already holds its replacement; a concurrent Call's batch
         // holds no thread (ThreadExecutor::stopConcurrent drops it).
-        if (running.abandoned || running.thread == UINT32_MAX)
+        if (running.abandoned || running.thread == kNoThread)
           continue;
         running.abandoned = true;
         busy.push_back(running.thread);
@@ -449,8 +452,6 @@ private:
     // Outside the lock: an operator's thread may be answering (and take the lock) meanwhile.
     stopped.clear();
   }
-
-  static constexpr uint32_t kNoThread = UINT32_MAX;
 
   /// Replicas of declared operators start now, all at once (awaitStarted waits for them), so
   /// that a script that cannot load stops the run before any row is admitted. The first

@@ -194,6 +194,15 @@ void startOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFacto
   });
 }
 
+RowsAnswer startAndWait(Operator &instance, std::span<const OperatorRow> rows,
+                        std::chrono::nanoseconds limit) {
+  std::promise<RowsAnswer> answered;
+  std::future<RowsAnswer> answer = answered.get_future();
+  instance.start(rows, limit,
+                 [&answered](RowsAnswer done) { answered.set_value(std::move(done)); });
+  return answer.get();
+}
+
 BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
                              const OperatorConfig &config, const Batch &batch) {
   BatchReport report;
@@ -211,11 +220,8 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
     instance->setBatchTimeout(std::chrono::nanoseconds(batch.timeoutNanoseconds));
     if (instance->concurrent()) {
       // An executor that runs one batch at a time on a concurrent operator waits for it here.
-      std::promise<RowsAnswer> answered;
-      std::future<RowsAnswer> answer = answered.get_future();
-      instance->start(rows, std::chrono::nanoseconds(batch.timeoutNanoseconds),
-                      [&answered](RowsAnswer done) { answered.set_value(std::move(done)); });
-      RowsAnswer got = answer.get();
+      RowsAnswer got =
+          startAndWait(*instance, rows, std::chrono::nanoseconds(batch.timeoutNanoseconds));
       report.usage = std::move(got.usage);
       if (got.batchError) {
         report.batchError = std::move(got.batchError);

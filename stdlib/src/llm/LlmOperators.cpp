@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -247,11 +246,7 @@ public:
   bool concurrent() const override { return true; }
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
-    std::promise<RowsAnswer> answered;
-    std::future<RowsAnswer> answer = answered.get_future();
-    start(rows, std::chrono::nanoseconds(0),
-          [&answered](RowsAnswer done) { answered.set_value(std::move(done)); });
-    RowsAnswer got = answer.get();
+    RowsAnswer got = runtime::startAndWait(*this, rows, std::chrono::nanoseconds(0));
     if (got.batchError)
       throw OperatorError(*got.batchError);
     results = std::move(got.results);

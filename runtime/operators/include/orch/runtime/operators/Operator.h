@@ -280,6 +280,11 @@ using SinkFactory = std::function<std::unique_ptr<RowSink>(const OperatorConfig 
 /// rows in, one report out; an exception (or a failing factory) becomes a batch error.
 BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const OperatorFactory &factory,
                              const OperatorConfig &config, const Batch &batch);
+/// Begins `rows` on a concurrent operator and waits for its answer (an executor or a `process`
+/// that runs one batch at a time).
+RowsAnswer startAndWait(Operator &instance, std::span<const OperatorRow> rows,
+                        std::chrono::nanoseconds limit);
+
 /// The same for a concurrent operator: begins `batch` on `instance` and returns; `done` gets the
 /// report, from whichever thread finished it (at once for a failing factory or a batch that
 /// exceeds the protocol's limits).
