@@ -134,7 +134,9 @@ void ConnectionGuard::readMonitorEvent() {
     } else if (event == ZMQ_EVENT_DISCONNECTED) {
       std::lock_guard lock(mutex_);
       connections_.erase(fd);
-    } else {
+    } else if (event != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+      // A refused key fails its handshake too: the authentication handler counted it already
+      // (refusedKeys), so only the handshakes that broke otherwise count here.
       std::lock_guard lock(mutex_);
       ++counts_.failedHandshakes;
     }
