@@ -215,9 +215,162 @@ sed 's/troubled.jsonl/big.jsonl/; s/ordinals: "5"/ordinals: "99"/; s/ms: 15/ms: 
 echo "the 6,000-page run's report: $(stat -c %s big.html) bytes"
 check "a 6,000-page run's report stays under 2 MB" test "$(stat -c %s big.html)" -lt 2000000
 
+# The failures table says which page failed; replicas are numbered within their Call; worker
+# lanes give each worker's busy share of its replicas' time.
+check "the failures table says which page failed" grep -q "<td>Page 5</td>" troubled.html
+check "... the metrics have its path, and each replica's number is within its Call's count" \
+  $python - <<'PY'
+import json
+m = json.load(open("troubled.json"))
+shown = m["failures"]["shown"]
+assert shown and all(f["path"] == [5] and f["where"] == "Page 5" for f in shown), shown[:2]
+for call in m["calls"]:
+    for replica in call["replica_places"]:
+        number = int(replica["place"].rsplit(" ", 1)[1])
+        assert number < call["replicas"], (call["name"], replica["place"], call["replicas"])
+PY
+check "worker lanes show busy shares of their replicas' time, never over 100 %" $python - <<'PY'
+import re
+shares = re.findall(r"(\d+) batches, busy (\d+) % of (\d+) replicas?", open("troubled.html").read())
+assert len(shares) == 3 and all(int(busy) <= 100 for _, busy, _ in shares), shares
+PY
+mkdir -p reports
+"$ORCH_BIN/orch" report troubled.json -o reports/troubled.html 2>/dev/null
+check "a report written elsewhere (-o) links the errors journal where it is" \
+  grep -q "href='../troubled.errors.jsonl'" reports/troubled.html
+
+# The bytes-held chart draws the byte budget.
+"$ORCH_BIN/orch" run pages.orch --in-process --no-journal --quiet --memory-limit 4KiB \
+  --metrics limit.json 2>/dev/null
+"$ORCH_BIN/orch" report limit.json -o limit.html 2>/dev/null
+check "the bytes-held chart has a line for the limit" \
+  grep -q "stroke-dasharray='6 4'/><text[^>]*>limit 4.1 kB</text>" limit.html
+
+# Per-filter counts: the summary, the metrics and the report.
+cat >filtered.orch <<'ORCH'
+pipeline filtered;
+source rows = jsonl("rows.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+later = filter(pages, pages >= 2);
+sink jsonl(path: "out/filtered.jsonl", record: { id: rows.id, pages: reduce(test.identity(later)) });
+ORCH
+"$ORCH_BIN/orch" run filtered.orch --in-process --no-journal --metrics filtered.json 2>filtered.log
+"$ORCH_BIN/orch" report filtered.json -o filtered.html 2>/dev/null
+# 115 pages; rows with one page drop one (5 rows), the others two (25 rows).
+check "the summary counts what each filter kept and dropped" \
+  grep -q "^orch:   filter 'later' (filtered.orch:4:[0-9]*): 60 kept, 55 dropped$" filtered.log
+check "... the metrics" $python -c '
+import json
+f = json.load(open("filtered.json"))["filters"]
+assert [(x["name"], x["kept"], x["dropped"], x["failed"]) for x in f] == [("later", 60, 55, 0)], f'
+check "... and the report" grep -q "<h2>Filters</h2>.*<td>later</td><td>line 4, column [0-9]*</td><td>60</td><td>55</td>" filtered.html
+
+# Ctrl-C: interrupted rows are unfinished, never failed; the resumed run counts the rows done
+# earlier from its first progress line and ends at 30 of 30.
+mkdir -p docs
+for i in $(seq 0 29); do echo "doc $i" >"docs/d$i.txt"; done
+cat >resumed.orch <<'ORCH'
+pipeline resumed;
+source docs = files("docs/*.txt") as Doc;
+slow = test.sleep(docs.name, ms: 150) { batch: 2, replicas: 2 };
+sink jsonl(path: "out/resumed.jsonl", record: { name: docs.name, s: slow });
+ORCH
+"$ORCH_BIN/orch" run resumed.orch --in-process --threads 2 --metrics interrupted.json \
+  2>interrupted.log &
+run=$!
+for _ in $(seq 200); do grep -q "source rows done" interrupted.log && break; sleep 0.02; done
+sleep 0.6
+kill -INT "$run"
+status=0; wait "$run" || status=$?
+check "SIGINT: status 130" test "$status" = 130
+check "... progress and summary say unfinished, and no row failed" \
+  test "$(grep -c " unfinished" interrupted.log)" -ge 2 -a -z "$(grep -E "[1-9][0-9]* failed" interrupted.log || true)"
+"$ORCH_BIN/orch" report interrupted.json -o interrupted.html 2>/dev/null
+check "... the metrics, the errors journal and the report agree" $python - <<'PY'
+import json
+m = json.load(open("interrupted.json"))
+statuses = {r["status"] for r in m["source_rows"]}
+assert m["rows"]["failed"] == 0 and m["rows"]["unfinished"] > 0, m["rows"]
+assert "failed" not in statuses and "unfinished" in statuses, statuses
+assert m["failures"]["total"] == 0, m["failures"]
+lines = [json.loads(l) for l in open("resumed.errors.jsonl")]
+assert len(lines) == m["rows"]["unfinished"], (len(lines), m["rows"])
+assert all(l["status"] == "unfinished" and l["kind"] == "interrupted" for l in lines), lines[:1]
+html = open("interrupted.html").read()
+assert "No source row failed" in html and "%d unfinished" % m["rows"]["unfinished"] in html
+PY
+done_before=$($python -c 'import json; print(json.load(open("interrupted.json"))["rows"]["written"])')
+"$ORCH_BIN/orch" run resumed.orch --in-process --threads 2 2>resumed.log
+check "the resumed run counts the rows done earlier from its first progress line" \
+  grep -q "^orch: $done_before of 30 source rows done (0 written, 0 failed; resumed: $done_before of 30 rows done earlier)" resumed.log
+check "... and ends at 30 of 30" \
+  grep -q "^orch: 30 of 30 source rows done ($((30 - done_before)) written, 0 failed; resumed: $done_before of 30 rows done earlier)" resumed.log
+
+# Operators' own output with the Call and replica, silenced by --log-level; a replica whose
+# process crashed is marked on its worker's lane; an operator that fails whole batches which
+# splitting rescues gets a warning naming the cause.
+if "$python" -c 'import msgpack' 2>/dev/null; then
+  cat >talk.py <<'PY'
+import os, sys
+class Talk:
+    def __init__(self):
+        print("loaded the talking model", file=sys.stderr, flush=True)
+    def __call__(self, xs):
+        if 3 in xs:
+            os._exit(3)
+        return [x + 1 for x in xs]
+class Picky:
+    def __call__(self, xs):
+        if len(xs) > 1:
+            raise RuntimeError("model returned 1 result for a batch of %d" % len(xs))
+        return [x * 2 for x in xs]
+PY
+  cat >talk.orch <<'ORCH'
+pipeline talk;
+operator talk(x: Int) -> Int = python("talk.py", class: "Talk");
+operator picky(x: Int) -> Int = python("talk.py", class: "Picky");
+source rows = jsonl("rows.jsonl") as Doc;
+sink jsonl(path: "out/talk.jsonl", record: { id: rows.id, t: talk(rows.id as Int) { batch: 4 }, p: picky(rows.id as Int) { batch: 8 } });
+ORCH
+  "$ORCH_BIN/orch" run talk.orch --workers 1 --no-journal --metrics talk.json 2>talk.log || true
+  "$ORCH_BIN/orch" report talk.json -o talk.html 2>/dev/null
+  check "an operator's own output names its Call and replica" \
+    grep -q "talk@sink0: replica 0: loaded the talking model" talk.log
+  check "a batch whose operator's process crashed is on its worker's lane" $python -c '
+import json
+m = json.load(open("talk.json"))
+crashed = [b for b in m["batches"] if b["outcome"] == "crashed"]
+assert crashed and all(b["place"] == "local-0/replica 0" for b in crashed), crashed'
+  check "... marked in the report" grep -q "its operator.s process crashed on batch" talk.html
+  check "batches rescued by splitting: a warning with the cause in the summary" \
+    grep -q "warning: call 'picky@sink0': [0-9]* batch(es) failed whole and were split.*(the first failure: RuntimeError: model returned 1 result for a batch of" talk.log
+  check "... and in the report" grep -q "class='warning'><b>Warning: picky@sink0</b>" talk.html
+  "$ORCH_BIN/orch" run talk.orch --workers 1 --no-journal --log-level warning 2>quiet-talk.log || true
+  check "--log-level warning silences operators' own output" \
+    test -z "$(grep "loaded the talking model" quiet-talk.log || true)"
+  check "--log-level refuses an unknown level" \
+    test "$(exit_code "$ORCH_BIN/orch" run talk.orch --log-level loud)" = 1
+  talk_metrics=talk.json
+else
+  echo "skip: $python has no msgpack module; operators' output was not checked"
+  talk_metrics=
+fi
+
+# The documented metrics fields, both ways, against every metrics file of this script.
+# shellcheck disable=SC2086
+check "docs/observability.md documents exactly the fields of real metrics files" \
+  $python "$ORCH_SOURCE_DIR/tests/e2e/lib/metrics_doc.py" "$ORCH_SOURCE_DIR/docs/observability.md" \
+  metrics.json troubled.json kept.json auto.json limit.json filtered.json interrupted.json $talk_metrics
+
 if command -v chromium >/dev/null; then
+  # Every report of this script laid out at 1400 and 800 px: no text over another, none
+  # beyond the page's edge (tracebacks folded open).
+  for page in troubled.html kept.html auto.html filtered.html interrupted.html limit.html ${talk_metrics:+talk.html}; do
+    check "headless Chromium lays out $page without overlapping text" \
+      $python "$ORCH_SOURCE_DIR/tests/e2e/lib/report_layout.py" "$page" 1400 800
+  done
   timeout 120 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars \
-    --window-size=1000,2600 --screenshot="$workdir/report.png" "file://$workdir/troubled.html" \
+    --window-size=1400,2600 --screenshot="$workdir/report.png" "file://$workdir/troubled.html" \
     >chromium.log 2>&1 || true
   check "headless Chromium renders the report" test "$(stat -c %s report.png 2>/dev/null || echo 0)" -gt 20000
   # ORCH_REPORT_SCREENSHOT=PATH keeps the picture (docs/images/report.png is one).

@@ -60,8 +60,8 @@ check "batches mixed documents (batch fill in the summary)" \
   grep -qE "call 'measure@[a-z0-9]+': 136 grains in [0-9]+ batches \([0-9.]+ of 16 per batch, [1-9][0-9]* mixing" clean.log
 check "the start-up is measured" grep -qE "replica [01] started \(pid [0-9]+\) in [0-9.]+ s" clean.log
 check "the summary says when the processes were ready" grep -q "operator processes ready after" clean.log
-check "the processes' stderr reaches the log, prefixed with the Call" \
-  grep -q "measure@[a-z0-9]*: measure: loaded" clean.log
+check "the processes' stderr reaches the log, prefixed with the Call and the replica" \
+  grep -qE "measure@[a-z0-9]*: replica [01]: measure: loaded" clean.log
 check "no operator process outlives the run" test -z "$(operator_processes measure)"
 sort out/clean.jsonl >clean.sorted
 

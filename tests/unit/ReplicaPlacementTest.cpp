@@ -262,6 +262,31 @@ TEST(ReplicaPlacementTest, ARetiredReplicaIsAnIdleOneAndNeverTheLast) {
     EXPECT_NE(placement.pick(0, 4), 1u);
 }
 
+TEST(ReplicaPlacementTest, ReplicasAreNumberedWithinTheirCallAndAMovedOneKeepsItsNumber) {
+  // Two Calls: the second's replicas are 0 and 1, not 2 and 3 (issue: "replica 3" of a Call
+  // with two).
+  plan::Plan plan = planWith({{2, false}, {2, false}});
+  ReplicaPlacement placement(plan);
+  placement.addWorker(4, false);
+  placement.place();
+  EXPECT_EQ(placement.replica(2).number, 0u);
+  EXPECT_EQ(placement.replica(3).number, 1u);
+  // An added replica takes the lowest number free; a retired one frees its number.
+  const uint32_t added = placement.addReplica(1);
+  EXPECT_EQ(placement.replica(added).number, 2u);
+  ASSERT_TRUE(placement.retireReplica(1));
+  const uint32_t again = placement.addReplica(1);
+  std::vector<uint32_t> numbers;
+  for (uint32_t r = 0; r < placement.replicaCount(); ++r)
+    if (placement.replica(r).call == 1 && !placement.replica(r).retired)
+      numbers.push_back(placement.replica(r).number);
+  std::sort(numbers.begin(), numbers.end());
+  EXPECT_EQ(numbers, (std::vector<uint32_t>{0, 1, 2})) << "the freed number is taken again";
+  // A moved replica's successor keeps its number.
+  const uint32_t successor = placement.addReplica(1, placement.replica(again).number);
+  EXPECT_EQ(placement.replica(successor).number, placement.replica(again).number);
+}
+
 TEST(ReplicaPlacementTest, ADrainingReplicaTakesNoNewBatchAndIsRetiredOnceItsQueueEmpties) {
   plan::Plan plan = planWith({{2, false}});
   ReplicaPlacement placement(plan);

@@ -1,5 +1,6 @@
 // orch-worker: serves Orch coordinators (`orch run`) by running operator batches. Parses flags
 // and hands over to WorkerCommand.cpp. `orch worker ARGS` runs this program with ARGS.
+#include "LogLevelFlag.h"
 #include "WorkerCommand.h"
 
 #include "orch/runtime/execution/MemorySize.h"
@@ -61,6 +62,11 @@ static cl::opt<unsigned> connectTimeout("connect-timeout",
                                         cl::desc("Seconds to wait for the coordinator (60)"),
                                         cl::init(60), cl::cat(workerCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Log problems only"), cl::cat(workerCategory));
+static cl::opt<std::string>
+    logLevel("log-level",
+             cl::desc("What the worker shows of the libraries' and operators' own output: "
+                      "error, warning, info (default) or debug"),
+             cl::value_desc("level"), cl::cat(workerCategory));
 static cl::opt<bool> once("once",
                           cl::desc("Serve one run, then exit (default: serve run after run, "
                                    "reconnecting with back-off, until stopped)"),
@@ -78,6 +84,8 @@ int main(int argc, char **argv) {
                  << " must be greater than 0\n";
     return 2;
   }
+  if (logLevel.getNumOccurrences() > 0 && !orch::tools::applyLogLevelFlag(logLevel, "orch worker"))
+    return 2;
   std::optional<uint64_t> memoryBytes = orch::runtime::machineMemory();
   if (memory.getNumOccurrences() > 0)
     memoryBytes = orch::runtime::parseMemorySize(memory);

@@ -32,6 +32,9 @@ void ErrorsJournal::record(const runtime::RootResult &root) {
   using runtime::Value;
   runtime::RecordFields fields{{"source", Value::string(plan_.sources[root.source].op)},
                                {"row", Value::integer(static_cast<int64_t>(root.sourceRow))}};
+  // A row the run's stop left unfinished is listed, but as what it is: a resumed run runs it.
+  if (runtime::stoppedByTheRun(root))
+    fields.emplace_back("status", Value::string("unfinished"));
   // One cause at the top and in rows[0] (runtime::rootCause).
   if (const runtime::Failure *failure = runtime::rootCause(root)) {
     runtime::RecordFields cause = describe(*failure);

@@ -22,16 +22,28 @@ std::string duration(double seconds) {
 }
 
 std::string rowsLine(const runtime::RunProgress &progress) {
-  std::string line = "orch: " + std::to_string(progress.finished) + " of " +
-                     (progress.total ? std::to_string(*progress.total)
-                                     : std::to_string(progress.admitted) + " admitted") +
-                     " source rows done (" + std::to_string(progress.written) + " written, " +
-                     std::to_string(progress.failed) + " failed), " + duration(progress.seconds);
-  if (progress.total && progress.finished > 0 && progress.finished < *progress.total)
-    line += ", about " +
-            duration(progress.seconds * double(*progress.total - progress.finished) /
-                     double(progress.finished)) +
-            " left";
+  // A resumed run counts the rows an earlier run finished as done from the start.
+  // Rows the run's stop left unfinished are not done.
+  const uint64_t done = progress.finished - progress.unfinished + progress.doneEarlier;
+  std::string line =
+      "orch: " + std::to_string(done) + " of " +
+      (progress.total ? std::to_string(*progress.total)
+                      : std::to_string(progress.admitted + progress.doneEarlier) + " admitted") +
+      " source rows done (" + std::to_string(progress.written) + " written, " +
+      std::to_string(progress.failed) + " failed";
+  if (progress.unfinished)
+    line += ", " + std::to_string(progress.unfinished) + " unfinished";
+  if (progress.doneEarlier)
+    line += "; resumed: " + std::to_string(progress.doneEarlier) +
+            (progress.total ? " of " + std::to_string(*progress.total) : std::string()) +
+            " rows done earlier";
+  line += "), " + duration(progress.seconds);
+  // Time left at this run's own pace (the rows done earlier took none of its time).
+  if (progress.total && progress.finished > 0 && done < *progress.total)
+    line +=
+        ", about " +
+        duration(progress.seconds * double(*progress.total - done) / double(progress.finished)) +
+        " left";
   return line;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -29,8 +30,7 @@ std::string activityChart(const Json &metrics) {
   const int left = 170, width = 720, lane = 26, top = 10;
   const int height = top + lane * int(calls.size()) + 30;
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 20 << "' height='"
-      << height << "' font-family='sans-serif' font-size='12'>";
+  svg << svgStart(left + width + 20, height, 12);
   for (size_t c = 0; c < calls.size(); ++c) {
     const int y = top + lane * int(c);
     svg << "<text x='" << left - 8 << "' y='" << y + 16 << "' text-anchor='end'>"
@@ -90,9 +90,7 @@ std::string fillChart(const Json &metrics) {
   }
   const int rows = std::max(1, (shown + 4) / 5);
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << 5 * (cellWidth + 20) << "' height='"
-      << rows * (cellHeight + 40) << "' font-family='sans-serif' font-size='11'>" << cells.str()
-      << "</svg>";
+  svg << svgStart(5 * (cellWidth + 20), rows * (cellHeight + 40), 11) << cells.str() << "</svg>";
   return svg.str();
 }
 
@@ -106,8 +104,7 @@ std::string finishCdf(const Json &metrics) {
   const double wall = std::max(1e-6, metrics["wall_seconds"].get<double>());
   const int left = 50, width = 600, height = 220, top = 10;
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 30 << "' height='"
-      << height + top + 40 << "' font-family='sans-serif' font-size='12'>";
+  svg << svgStart(left + width + 30, height + top + 40, 12);
   svg << "<rect x='" << left << "' y='" << top << "' width='" << width << "' height='" << height
       << "' fill='#f7f7f7' stroke='#ccc'/>";
   std::ostringstream points;
@@ -147,13 +144,13 @@ std::string timeChart(const Json &metrics) {
                         {"held_back_seconds", "held back (memory)", "#b07aa1"}};
   const int left = 170, width = 560, lane = 26, top = 28;
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 200 << "' height='"
-      << top + lane * int(calls.size()) + 10 << "' font-family='sans-serif' font-size='12'>";
+  svg << svgStart(left + width + 200, top + lane * int(calls.size()) + 10, 12);
+  // The legend: each label as wide as its text, so that none runs into the next.
   int x = left;
   for (const Part &part : parts) {
     svg << "<rect x='" << x << "' y='4' width='10' height='10' fill='" << part.color << "'/>"
         << "<text x='" << x + 14 << "' y='13'>" << part.label << "</text>";
-    x += 100;
+    x += 14 + textWidth(part.label, 12) + 18;
   }
   svg << "<rect x='" << x << "' y='4' width='10' height='10' fill='#e6e6e6'/><text x='" << x + 14
       << "' y='13'>done</text>";
@@ -187,6 +184,7 @@ std::string timeChart(const Json &metrics) {
 
 std::string workerLanes(const Json &metrics) {
   const double wall = std::max(1e-6, metrics["wall_seconds"].get<double>());
+  const Json &calls = metrics["calls"];
   // Lanes: the workers that joined, in order, then any other place batches ran (threads).
   std::vector<std::string> lanes;
   std::map<std::string, size_t> laneOf;
@@ -205,37 +203,68 @@ std::string workerLanes(const Json &metrics) {
   }
   if (lanes.empty())
     return "";
-  const int left = 170, width = 720, height = 26, top = 10;
+  const int left = 120, width = 640, height = 26, top = 10;
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 20 << "' height='"
-      << top + height * int(lanes.size()) + 30 << "' font-family='sans-serif' font-size='12'>";
-  std::vector<std::pair<uint64_t, double>> usage(lanes.size());
+  svg << svgStart(left + width + 260, top + height * int(lanes.size()) + 30, 12);
+  // Per lane: batches, busy seconds (a concurrent Call's batch counts 1/in_flight of its time:
+  // its replica runs that many at once) and the replicas it hosted.
+  struct Usage {
+    uint64_t batches = 0;
+    double busy = 0;
+    std::set<std::string> replicas;
+  };
+  std::vector<Usage> usage(lanes.size());
+  std::ostringstream restarts;
   for (const Json &batch : metrics["batches"]) {
     const std::string place = batch["place"].get<std::string>();
     const double finished = batch["finished"].get<double>();
     if (place.empty() || finished < 0)
       continue;
     const size_t l = laneOf[place.substr(0, place.find("/replica"))];
+    const size_t call = batch["call"].get<size_t>();
     const double busy = batch["busy"].get<double>();
-    ++usage[l].first;
-    usage[l].second += busy;
+    const double inFlight =
+        call < calls.size() ? std::max<double>(1, field(calls[call], "in_flight", 1.0)) : 1.0;
+    ++usage[l].batches;
+    usage[l].busy += busy / inFlight;
+    // Replicas are numbered within their Call: the Call tells two "replica 0" apart.
+    usage[l].replicas.insert(std::to_string(call) + " " + place);
     const double start =
         std::max(0.0, busy > 0 ? finished - busy : batch["dispatched"].get<double>());
     svg << "<rect x='" << number(left + width * start / wall) << "' y='"
         << top + height * int(l) + 5 << "' width='"
         << number(std::max(0.7, width * (finished - start) / wall)) << "' height='" << height - 10
-        << "' fill='" << paletteColor(batch["call"].get<size_t>()) << "' fill-opacity='0.55'/>";
+        << "' fill='" << paletteColor(call) << "' fill-opacity='0.55'/>";
+    // A replica whose operator process crashed or ran past its timeout was restarted there.
+    const std::string outcome = batch["outcome"].get<std::string>();
+    if (outcome == "crashed" || outcome == "timed-out") {
+      const double x = left + width * std::min(finished, wall) / wall;
+      const int y = top + height * int(l) + height / 2;
+      restarts << "<circle cx='" << number(x) << "' cy='" << y
+               << "' r='5' fill='#fff' stroke='#f28e2b' stroke-width='2'><title>" << escape(place)
+               << ": its operator's process "
+               << (outcome == "crashed" ? "crashed" : "ran past the timeout") << " on batch "
+               << batch["id"] << " of '"
+               << escape(call < calls.size() ? calls[call]["name"].get<std::string>() : "")
+               << "' at " << number(finished) << " s and was restarted</title></circle>";
+    }
   }
-  // Busy share over the time it was there (joined to lost, or the whole run for threads).
+  svg << restarts.str();
+  // Busy share over the time it was there (joined to lost, or the whole run for threads), and
+  // over the replicas it hosted: a worker with two replicas busy all the time is 100 %.
   std::vector<double> present(lanes.size(), wall);
   for (const Json &worker : metrics.value("workers", Json::array()))
     present[laneOf[worker["name"].get<std::string>()]] =
         field(worker, "lost", wall) - field(worker, "joined", 0.0);
   for (size_t l = 0; l < lanes.size(); ++l) {
     const int y = top + height * int(l);
+    const size_t replicas = std::max<size_t>(1, usage[l].replicas.size());
+    const double share =
+        std::min(1.0, usage[l].busy / std::max(1e-6, present[l] * double(replicas)));
     svg << "<text x='" << left - 8 << "' y='" << y + 16 << "' text-anchor='end'>"
-        << escape(lanes[l]) << " (" << usage[l].first << ", "
-        << number(100 * usage[l].second / std::max(1e-6, present[l]), 0) << " %)</text>";
+        << escape(lanes[l]) << "</text><text x='" << left + width + 8 << "' y='" << y + 16 << "'>"
+        << usage[l].batches << " batches, busy " << number(100 * share, 0) << " % of " << replicas
+        << (replicas == 1 ? " replica" : " replicas") << "</text>";
   }
   for (const Json &worker : metrics.value("workers", Json::array())) {
     const size_t l = laneOf[worker["name"].get<std::string>()];
@@ -269,19 +298,37 @@ std::string bytesHeldChart(const Json &metrics) {
   double most = 1;
   for (const Json &point : *found)
     most = std::max(most, point[1].get<double>());
-  const int left = 70, width = 600, height = 160, top = 10;
+  // The byte budget as a dashed line when it is near enough to be drawn with the values; far
+  // above them, it is named at the top instead (the values would be a flat line at the bottom).
+  const double limit = field(metrics.value("memory", Json::object()), "limit_bytes", 0.0);
+  const bool limitDrawn = limit > 0 && limit <= 10 * most;
+  const double scale = limitDrawn ? std::max(most, limit) * 1.05 : most;
+  const int left = 90, width = 600, height = 160, top = 24;
+  auto yOf = [&](double value) { return top + height - height * value / scale; };
   std::ostringstream points;
   for (const Json &point : *found)
     points << number(left + width * point[0].get<double>() / wall) << ","
-           << number(top + height - height * point[1].get<double>() / most) << " ";
+           << number(yOf(point[1].get<double>())) << " ";
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 30 << "' height='"
-      << top + height + 30 << "' font-family='sans-serif' font-size='12'><rect x='" << left
-      << "' y='" << top << "' width='" << width << "' height='" << height
+  svg << svgStart(left + width + 30, top + height + 30, 12) << "<rect x='" << left << "' y='" << top
+      << "' width='" << width << "' height='" << height
       << "' fill='#f7f7f7' stroke='#ccc'/><polyline fill='none' stroke='#b07aa1' "
          "stroke-width='2' points='"
-      << points.str() << "'/><text x='" << left - 6 << "' y='" << top + 10 << "' text-anchor='end'>"
-      << bytes(most) << "</text>" << timeAxis(left, width, top + height, wall) << "</svg>";
+      << points.str() << "'/><text x='" << left - 6 << "' y='" << number(yOf(most) + 4)
+      << "' text-anchor='end'>" << bytes(most) << "</text>";
+  if (limitDrawn)
+    svg << "<line x1='" << left << "' y1='" << number(yOf(limit)) << "' x2='" << left + width
+        << "' y2='" << number(yOf(limit)) << "' stroke='#c00' stroke-dasharray='6 4'/><text x='"
+        << left + width << "' y='" << number(yOf(limit) - 4)
+        << "' text-anchor='end' fill='#c00'>limit " << bytes(limit) << "</text>";
+  else if (limit > 0)
+    svg << "<text x='" << left + width << "' y='" << top - 8 << "' text-anchor='end' fill='#555'>"
+        << "limit " << bytes(limit) << ": " << number(limit / most, 0)
+        << " times the most held, off this scale</text>";
+  else
+    svg << "<text x='" << left + width << "' y='" << top - 8
+        << "' text-anchor='end' fill='#555'>no limit (--memory-limit 0)</text>";
+  svg << timeAxis(left, width, top + height, wall) << "</svg>";
   return svg.str();
 }
 

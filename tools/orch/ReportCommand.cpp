@@ -5,6 +5,7 @@
 #include "ReportCharts.h"
 #include "ReportTables.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -12,6 +13,32 @@
 namespace orch {
 
 using report::Json;
+
+namespace {
+
+/// The errors journal as a link from the report, which may be written anywhere (-o): the
+/// journal's place is the run's folder (run_directory) and its path there, and the link is
+/// that place relative to the report's folder. Older metrics files, without run_directory:
+/// beside the metrics file.
+std::string errorsJournalLink(const Json &metrics, const std::string &metricsPath,
+                              const std::string &reportPath) {
+  namespace fs = std::filesystem;
+  auto failures = metrics.find("failures");
+  if (failures == metrics.end() || !failures->contains("errors_journal"))
+    return "";
+  const fs::path journal = (*failures)["errors_journal"].get<std::string>();
+  const std::string runDirectory = report::field(metrics, "run_directory", std::string());
+  std::error_code error;
+  const fs::path base = runDirectory.empty()
+                            ? fs::absolute(fs::path(metricsPath), error).parent_path()
+                            : fs::path(runDirectory);
+  const fs::path absolute = journal.is_absolute() ? journal : base / journal;
+  const fs::path reportFolder = fs::absolute(fs::path(reportPath), error).parent_path();
+  const fs::path relative = absolute.lexically_normal().lexically_relative(reportFolder);
+  return relative.empty() ? absolute.lexically_normal().string() : relative.string();
+}
+
+} // namespace
 
 int runReport(const std::string &metricsPath, const std::string &outputPath) {
   std::ifstream input(metricsPath);
@@ -38,14 +65,20 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
             "table.calls{font-size:90%}table.calls td{white-space:nowrap}table.calls "
             "td,table.calls th{"
             "padding:3px 5px}table.failures{width:100%}table.failures td{white-space:nowrap}"
-            "table.failures td:nth-child(2),table.failures td:nth-child(5){white-space:normal;"
-            "overflow-wrap:anywhere}"
-            ".note{color:#555;font-size:90%}h2{margin-top:28px}"
+            "table.failures td:nth-child(2),table.failures td.message{white-space:normal;"
+            "overflow-wrap:anywhere}details pre{white-space:pre-wrap;font-size:85%;margin:4px 0}"
+            "table.replicas td:nth-child(3){white-space:normal}"
+            ".note{color:#555;font-size:90%}h2{margin-top:28px}.warning{background:#fff4e0;"
+            "border-left:4px solid #f28e2b;padding:6px 10px}"
+            "@media (max-width:1000px){table.calls{font-size:75%}table.calls td,table.calls "
+            "th{padding:2px 3px}table.calls td:nth-child(-n+2){white-space:normal}}"
             "@media print{body{margin:0;max-width:none}h2{break-after:avoid}svg{break-inside:"
             "avoid}}</style></head><body><h1>"
          << escape(title) << "</h1>" << summaryParagraph(metrics) << "<h2>What went wrong</h2>"
-         << failuresSection(metrics) << skippedMembersSection(metrics) << dedupSection(metrics)
-         << modelRequestsSection(metrics) << "<h2>Calls</h2>" << callsTable(metrics)
+         << rescuedBySplitting(metrics)
+         << failuresSection(metrics, errorsJournalLink(metrics, metricsPath, outputPath))
+         << skippedMembersSection(metrics) << dedupSection(metrics) << modelRequestsSection(metrics)
+         << "<h2>Calls</h2>" << callsTable(metrics) << filtersSection(metrics)
          << "<h2>Replicas</h2>" << replicasSection(metrics)
          << "<h2>Where the time went</h2><p>Each Call's wall time: <i>active</i> while batches "
             "ran and no input waited, <i>saturated</i> while input waited for a free replica, "
@@ -59,11 +92,15 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
          << activityChart(metrics);
     if (const std::string lanes = workerLanes(metrics); !lanes.empty())
       html << "<h2>Workers</h2><p>One lane per worker (or thread) with its batches, coloured "
-              "by Call (in brackets: how many, and the share of its time it was busy); a green "
-              "tick when it joined, a red cross when it was lost (hover for the reason).</p>"
+              "by Call; on the right how many, and the share of its replicas' time they were "
+              "busy (two replicas busy all the time: 100 %). A green tick when it joined, a red "
+              "cross when it was lost, an orange ring where an operator's process crashed or "
+              "ran past its timeout and was restarted (hover for the reason).</p>"
            << lanes;
     if (const std::string held = bytesHeldChart(metrics); !held.empty())
-      html << "<h2>Bytes held</h2><p>Bytes of values the run held over time.</p>" << held;
+      html << "<h2>Bytes held</h2><p>Bytes of values the run held over time, and the byte "
+              "budget (<code>--memory-limit</code>) as a dashed red line.</p>"
+           << held;
     html << "<h2>Outputs</h2>" << outputsTable(metrics)
          << "<h2>Batch fill</h2><p>Batches by how full they were.</p>" << fillChart(metrics)
          << "<h2>Source rows finished over time</h2><p>The share of source rows whose outputs "

@@ -42,6 +42,19 @@ inline std::string escape(const std::string &text) {
   return out;
 }
 
+/// `text` escaped, with places a narrow column may break it: before '@' and after '.', '/' and
+/// '_' ("test.identity@sink0" as "test.identity" and "@sink0").
+inline std::string breakable(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    const std::string one(1, c);
+    out += c == '@' ? "<wbr>" + escape(one) : escape(one);
+    if (c == '.' || c == '/' || c == '_')
+      out += "<wbr>";
+  }
+  return out;
+}
+
 inline std::string number(double value, int decimals = 2) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
@@ -57,6 +70,22 @@ inline std::string bytes(double count) {
     ++unit;
   }
   return number(count, unit == 0 ? 0 : 1) + " " + units[unit];
+}
+
+/// An SVG drawing of `width` x `height` units that shrinks with a narrow page (it never makes
+/// the page scroll sideways) and keeps its proportions.
+inline std::string svgStart(int width, int height, int fontSize) {
+  return "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " + std::to_string(width) + " " +
+         std::to_string(height) + "' width='" + std::to_string(width) + "' height='" +
+         std::to_string(height) +
+         "' style='max-width:100%;height:auto' font-family='sans-serif' font-size='" +
+         std::to_string(fontSize) + "'>";
+}
+
+/// About how wide `text` is in an SVG drawing at `fontSize` (sans-serif averages a little over
+/// half the size per character): enough to keep labels apart.
+inline int textWidth(const std::string &text, int fontSize) {
+  return int(double(text.size()) * fontSize * 0.62) + 1;
 }
 
 /// A value of a metrics file that older versions may lack.

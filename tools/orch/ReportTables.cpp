@@ -11,10 +11,14 @@ std::string summaryParagraph(const Json &metrics) {
   html << "<p>" << rows["finished"].get<uint64_t>() << " source rows in "
        << number(metrics["wall_seconds"].get<double>()) << " s: " << rows["written"].get<uint64_t>()
        << " written, " << rows["dropped"].get<uint64_t>() << " dropped, "
-       << rows["failed"].get<uint64_t>() << " failed. First row finished at "
-       << number(metrics["row_finish_seconds"]["first"].get<double>()) << " s, median "
-       << number(metrics["row_finish_seconds"]["median"].get<double>()) << " s, last "
-       << number(metrics["row_finish_seconds"]["last"].get<double>()) << " s.";
+       << rows["failed"].get<uint64_t>() << " failed"
+       << (field(rows, "unfinished", uint64_t(0))
+               ? ", " + std::to_string(rows["unfinished"].get<uint64_t>()) +
+                     " unfinished (the run stopped before them; running it again resumes them)"
+               : std::string())
+       << ". First row finished at " << number(metrics["row_finish_seconds"]["first"].get<double>())
+       << " s, median " << number(metrics["row_finish_seconds"]["median"].get<double>())
+       << " s, last " << number(metrics["row_finish_seconds"]["last"].get<double>()) << " s.";
   if (metrics.contains("bottleneck")) {
     const Json &busiest = metrics["bottleneck"];
     const bool bounds = field(busiest, "bounds_the_run", true);
@@ -35,12 +39,13 @@ std::string callsTable(const Json &metrics) {
           "<th>cancelled</th><th>busy (s)</th></tr>";
   for (const Json &call : metrics["calls"]) {
     const Json outcomes = call.value("outcomes", Json::object());
-    const uint64_t lost =
-        field(outcomes, "lost", uint64_t(0)) + field(outcomes, "timed-out", uint64_t(0));
-    html << "<tr><td>" << escape(call["name"].get<std::string>()) << "</td><td>"
-         << escape(call["op"].get<std::string>()) << "</td><td>" << call["batches"] << "</td><td>"
-         << call["grains"] << "</td><td>" << field(call, "rerun_grains", uint64_t(0)) << "</td><td>"
-         << number(100 * call["mean_fill"].get<double>(), 0) << " %</td><td>"
+    const uint64_t lost = field(outcomes, "lost", uint64_t(0)) +
+                          field(outcomes, "timed-out", uint64_t(0)) +
+                          field(outcomes, "crashed", uint64_t(0));
+    html << "<tr><td>" << breakable(call["name"].get<std::string>()) << "</td><td>"
+         << breakable(call["op"].get<std::string>()) << "</td><td>" << call["batches"]
+         << "</td><td>" << call["grains"] << "</td><td>" << field(call, "rerun_grains", uint64_t(0))
+         << "</td><td>" << number(100 * call["mean_fill"].get<double>(), 0) << " %</td><td>"
          << call["mixed_batches"] << "</td><td>" << call["retries"] << "</td><td>" << lost
          << "</td><td>" << call["skipped"] << "</td><td>" << call["suppressed_by_barrier"]
          << "</td><td>" << field(call, "not_needed", uint64_t(0)) << "</td><td>"
@@ -52,7 +57,8 @@ std::string callsTable(const Json &metrics) {
           "died), timed out or failed as a whole ran again and count again (<i>ran again</i>). "
           "<i>Fill</i>: grains per batch over the batch size. <i>Mixing</i>: batches with "
           "grains of more than one source row. <i>Retried</i>, <i>lost</i>: batches retried "
-          "after an operator error, and lost to a worker or timeout. <i>Not run</i>: grains "
+          "after an operator error, and lost (to a lost worker, a crashed operator process or a "
+          "timeout). <i>Not run</i>: grains "
           "sealed without running because an input was dropped (by a filter or an empty "
           "result) or failed, or because a GroupFailure of their parent suppressed them. "
           "<i>Not needed</i>: grains no consumer needed (the branch an <code>if</code> did not "
@@ -64,7 +70,8 @@ std::string callsTable(const Json &metrics) {
 
 std::string replicasSection(const Json &metrics) {
   std::ostringstream html;
-  html << "<table class='failures'><tr><th>call</th><th>replicas</th><th>changes: when, to how "
+  html << "<table class='failures replicas'><tr><th>call</th><th>replicas</th><th>changes: when, "
+          "to how "
           "many, why</th></tr>";
   for (const Json &call : metrics["calls"]) {
     const bool automatic = field(call, "automatic_replicas", false);
@@ -86,7 +93,41 @@ std::string replicasSection(const Json &metrics) {
   return html.str();
 }
 
-std::string failuresSection(const Json &metrics) {
+namespace {
+
+/// A failure's message: one line as it is; several (a Python traceback) folded under their
+/// last line, the exception, with every line kept as it was written.
+std::string messageCell(const std::string &message) {
+  std::string trimmed = message;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' '))
+    trimmed.pop_back();
+  const size_t lastBreak = trimmed.rfind('\n');
+  if (lastBreak == std::string::npos)
+    return escape(trimmed);
+  return "<details><summary>" + escape(trimmed.substr(lastBreak + 1)) + "</summary><pre>" +
+         escape(trimmed) + "</pre></details>";
+}
+
+} // namespace
+
+std::string rescuedBySplitting(const Json &metrics) {
+  std::ostringstream html;
+  for (const Json &call : metrics["calls"]) {
+    const uint64_t rescued = field(call, "rescued_grains", uint64_t(0));
+    if (rescued == 0)
+      continue;
+    html << "<div class='warning'><b>Warning: " << escape(call["name"].get<std::string>())
+         << "</b>: " << call["split_batches"] << " batch(es) failed whole and were split until "
+         << "their parts ran; " << rescued << " grains were rescued this way. The first failure: "
+         << messageCell(field(call, "split_cause", std::string()))
+         << " The operator fails a whole batch for what it does with some of it (a result "
+            "count, a shape, memory), so the Call ran below its batch size: fix the operator, "
+            "or lower <code>batch</code>.</div>";
+  }
+  return html.str();
+}
+
+std::string failuresSection(const Json &metrics, const std::string &journalLink) {
   auto found = metrics.find("failures");
   if (found == metrics.end())
     return "<p>This metrics file does not record failures.</p>";
@@ -97,15 +138,16 @@ std::string failuresSection(const Json &metrics) {
     return "<p>No source row failed.</p>";
   std::ostringstream html;
   html << "<p>" << total << " source row(s) failed; each is in the errors journal <a href='"
-       << escape(journal) << "'>" << escape(journal)
+       << escape(journalLink) << "'>" << escape(journal)
        << "</a> with every failure under it.</p><table class='failures'><tr><th>source row</th>"
-          "<th>path or key</th><th>call</th><th>kind</th><th>message</th></tr>";
+          "<th>path or key</th><th>where</th><th>call</th><th>kind</th><th>message</th></tr>";
   for (const Json &failure : failures["shown"])
     html << "<tr><td>" << escape(failure["source"].get<std::string>()) << " #" << failure["row"]
          << "</td><td>" << escape(failure["label"].get<std::string>()) << "</td><td>"
+         << escape(field(failure, "where", std::string())) << "</td><td>"
          << escape(field(failure, "call", std::string())) << "</td><td>"
-         << escape(field(failure, "kind", std::string())) << "</td><td>"
-         << escape(field(failure, "message", std::string())) << "</td></tr>";
+         << escape(field(failure, "kind", std::string())) << "</td><td class='message'>"
+         << messageCell(field(failure, "message", std::string())) << "</td></tr>";
   html << "</table>";
   if (total > failures["shown"].size())
     html << "<p>... and " << total - failures["shown"].size() << " more in " << escape(journal)
@@ -180,21 +222,42 @@ std::string skippedMembersSection(const Json &metrics) {
        << " failed member(s) were left out of their rows by <code>reduce(..., failed: "
           "\"skip\")</code>; the rows were written without them, and each is in the errors "
           "journal (kind <code>skipped-member</code>).</p><table class='failures'><tr><th>source "
-          "row</th><th>path or key</th><th>member</th><th>call</th><th>kind</th><th>message</th>"
+          "row</th><th>path or key</th><th>where</th><th>call</th><th>kind</th><th>message</th>"
           "</tr>";
   for (const Json &member : skipped["shown"]) {
-    std::string path;
+    std::string path = field(member, "where", std::string());
     for (const Json &ordinal : member["path"])
-      path += (path.empty() ? "" : ".") + std::to_string(ordinal.get<uint64_t>());
+      if (!member.contains("where"))
+        path += (path.empty() ? "" : ".") + std::to_string(ordinal.get<uint64_t>());
     html << "<tr><td>" << escape(member["source"].get<std::string>()) << " #" << member["row"]
          << "</td><td>" << escape(member["label"].get<std::string>()) << "</td><td>" << escape(path)
          << "</td><td>" << escape(member["call"].get<std::string>()) << "</td><td>"
-         << escape(member["kind"].get<std::string>()) << "</td><td>"
-         << escape(member["message"].get<std::string>()) << "</td></tr>";
+         << escape(member["kind"].get<std::string>()) << "</td><td class='message'>"
+         << messageCell(member["message"].get<std::string>()) << "</td></tr>";
   }
   html << "</table>";
   if (total > skipped["shown"].size())
     html << "<p>... and " << total - skipped["shown"].size() << " more in the errors journal.</p>";
+  return html.str();
+}
+
+std::string filtersSection(const Json &metrics) {
+  auto found = metrics.find("filters");
+  if (found == metrics.end() || found->empty())
+    return "";
+  std::ostringstream html;
+  html << "<h2>Filters</h2><p>What each <code>filter</code> kept and dropped (values dropped "
+          "before it, and those no consumer needed, are not counted; <i>not decided</i>: the "
+          "value or its condition failed).</p><table><tr><th>filter</th><th>written at</th>"
+          "<th>kept</th><th>dropped</th><th>not decided</th></tr>";
+  for (const Json &filter : *found) {
+    const std::string name = filter["name"].get<std::string>();
+    html << "<tr><td>" << (name.empty() ? std::string("(unnamed)") : escape(name))
+         << "</td><td>line " << filter["line"] << ", column " << filter["column"] << "</td><td>"
+         << filter["kept"] << "</td><td>" << filter["dropped"] << "</td><td>" << filter["failed"]
+         << "</td></tr>";
+  }
+  html << "</table>";
   return html.str();
 }
 

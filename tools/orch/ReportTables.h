@@ -14,13 +14,18 @@ std::string callsTable(const Json &metrics);
 /// Per Call: its replicas (automatic or pinned), and each change with its time and reason.
 std::string replicasSection(const Json &metrics);
 /// The failed source rows with their causes (the first 100), or a line saying there were none.
-std::string failuresSection(const Json &metrics);
+/// `journalLink`: the errors journal as the report links it (relative to the report's folder).
+std::string failuresSection(const Json &metrics, const std::string &journalLink);
+/// A warning for each Call whose batches failed whole and were rescued by splitting them.
+std::string rescuedBySplitting(const Json &metrics);
 /// Members `reduce(x, failed: "skip")` left out (nothing when there were none).
 std::string skippedMembersSection(const Json &metrics);
 /// Per dedup node: entities decided, duplicates dropped, survivors indexed and their bytes.
 std::string dedupSection(const Json &metrics);
 /// Requests, retries, tokens and latencies of the Calls that use model servers (llm.*).
 std::string modelRequestsSection(const Json &metrics);
+/// Per filter: the values it kept, dropped and could not decide (nothing without filters).
+std::string filtersSection(const Json &metrics);
 /// Per sink: where it wrote, rows and bytes.
 std::string outputsTable(const Json &metrics);
 

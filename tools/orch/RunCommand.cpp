@@ -166,6 +166,39 @@ void printDedups(llvm::raw_ostream &out, const runtime::RunSummary &summary) {
   }
 }
 
+/// "orch:   filter 'long' (p.orch:4:8): 27 kept, 50 dropped" for each filter.
+void printFilters(llvm::raw_ostream &out, const plan::Plan &plan,
+                  const runtime::RunSummary &summary) {
+  for (const runtime::FilterProgress &filter : summary.filters) {
+    out << "orch:   filter";
+    if (!filter.name.empty())
+      out << " '" << filter.name << "'";
+    out << " (" << plan.sourcePath << ":" << filter.line << ":" << filter.column
+        << "): " << filter.kept << " kept, " << filter.dropped << " dropped";
+    if (filter.failed)
+      out << ", " << filter.failed << " not decided (the value or its condition failed)";
+    out << "\n";
+  }
+}
+
+/// A Call whose batches failed whole and whose grains then ran in split parts: it worked, but
+/// at a fraction of its batch size, and the operator is probably at fault.
+std::string rescuedBySplittingWarning(const runtime::CallSummary &call) {
+  // A traceback's last line is the exception: enough for one line of the summary.
+  std::string cause = call.splitCause;
+  while (!cause.empty() && (cause.back() == '\n' || cause.back() == ' '))
+    cause.pop_back();
+  if (const size_t lastBreak = cause.rfind('\n'); lastBreak != std::string::npos)
+    cause = cause.substr(lastBreak + 1);
+  return "call '" + call.name + "': " + std::to_string(call.splitBatches) +
+         " batch(es) failed whole and were split until their parts ran; " +
+         std::to_string(call.rescuedGrains) +
+         " grains were rescued this way (the first failure: " + cause +
+         "). The operator fails a whole batch for what it does with some of it (a result "
+         "count, a shape, memory), so the Call ran below its batch size: fix the operator, or "
+         "lower `batch`";
+}
+
 void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
                   const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet) {
   llvm::raw_ostream &out = llvm::errs();
@@ -179,6 +212,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     out << "; " << summary.engine.duplicates << " duplicate(s) dropped";
   if (errors.recorded())
     out << " (see " << errors.path() << ")";
+  if (summary.unfinished)
+    out << "; " << summary.unfinished
+        << " unfinished (the run stopped before them; running it again resumes them)";
   if (summary.resumed) {
     out << "; resumed: " << summary.resumedRows << " source rows done by an earlier run were "
         << "skipped";
@@ -190,6 +226,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   if (quiet)
     return;
   printDedups(out, summary);
+  printFilters(out, plan, summary);
   const FinishTimes finish = finishTimes(recorder);
   if (finish.first >= 0)
     out << "orch:   source rows finished: first at " << llvm::format("%.2f", finish.first)
@@ -260,6 +297,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.grainsNotNeeded << " not needed, " << engine.batchRetries << " retries, "
       << engine.infrastructureFailures << " lost batches, " << engine.batchCrashes << " crashed, "
       << engine.batchTimeouts << " timed out, " << engine.staleReports << " stale reports\n";
+  for (const runtime::CallSummary &call : summary.calls)
+    if (call.rescuedGrains > 0)
+      out << "orch:   warning: " << rescuedBySplittingWarning(call) << "\n";
   if (engine.contractViolations)
     out << "orch:   warning: " << engine.contractViolations
         << " batch(es) broke their operator's contract (a wrong count or type of results); "

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -29,12 +30,38 @@ bool writeJson(const std::string &path, const Json &json, std::string &error) {
 /// Failed source rows: the first kShownFailures with their causes, and how many there were.
 constexpr size_t kShownFailures = 100;
 
+/// The entity under a source row that `path` names, for people: "Page 5", "Clip 2, Frame 3"
+/// (the entity names of the failing Call's domain and its parents), or "" for the row itself.
+std::string entityLabel(const plan::Plan &plan, const std::string &callName,
+                        const std::vector<uint32_t> &path) {
+  if (path.empty())
+    return "";
+  std::vector<std::string> names; // innermost first
+  for (const plan::PlanNode &node : plan.nodes)
+    if (node.kind == plan::NodeKind::Invoke && node.index < plan.calls.size() &&
+        plan.calls[node.index].name == callName) {
+      for (uint32_t d = node.domain; d < plan.domains.size(); d = plan.domains[d].parent)
+        names.push_back(plan.domains[d].name);
+      break;
+    }
+  // Outermost first, without the source's own domain: one name per ordinal.
+  std::reverse(names.begin(), names.end());
+  if (!names.empty())
+    names.erase(names.begin());
+  const bool named = names.size() == path.size();
+  std::string label;
+  for (size_t i = 0; i < path.size(); ++i)
+    label += (i ? ", " : "") + (named ? names[i] : std::string("member")) + " " +
+             std::to_string(path[i]);
+  return label;
+}
+
 Json failuresOf(const plan::Plan &plan, const runtime::RunRecorder &recorder,
                 const std::string &errorsJournal) {
   Json shown = Json::array();
   uint64_t total = 0;
   for (const runtime::RootRecord &root : recorder.roots()) {
-    if (root.status != runtime::RootStatus::Failed)
+    if (root.status != runtime::RootStatus::Failed || root.unfinished)
       continue;
     if (++total > kShownFailures)
       continue;
@@ -46,6 +73,8 @@ Json failuresOf(const plan::Plan &plan, const runtime::RunRecorder &recorder,
       entry["call"] = root.cause->call;
       entry["kind"] = runtime::failureKindName(root.cause->kind);
       entry["message"] = root.cause->message;
+      entry["path"] = root.cause->path;
+      entry["where"] = entityLabel(plan, root.cause->call, root.cause->path);
     }
     shown.push_back(entry);
   }
@@ -60,10 +89,17 @@ Json skippedMembersOf(const plan::Plan &plan, const runtime::RunRecorder &record
                      {"row", skipped.sourceRow},
                      {"label", skipped.label},
                      {"path", skipped.path},
+                     {"where", entityLabel(plan, skipped.cause.call, skipped.path)},
                      {"call", skipped.cause.call},
                      {"kind", runtime::failureKindName(skipped.cause.kind)},
                      {"message", skipped.cause.message}});
   return {{"total", recorder.skippedMemberCount()}, {"shown", shown}};
+}
+
+/// A source row's status as the metrics and trace name it: written, dropped, failed, or
+/// unfinished (the run stopped first).
+const char *statusName(const runtime::RootRecord &root) {
+  return root.unfinished ? "unfinished" : runtime::rootStatusName(root.status);
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start,
@@ -137,6 +173,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["format"] = "orch-metrics";
   json["version"] = 1;
   json["pipeline"] = plan.pipelineName;
+  // Relative paths below (the errors journal, the outputs) are relative to it.
+  std::error_code noDirectory;
+  json["run_directory"] = std::filesystem::current_path(noDirectory).string();
   json["wall_seconds"] = summary.seconds;
   json["executor"] = summary.executor;
   if (!summary.executorCounters.empty()) {
@@ -171,11 +210,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
     }
     json["workers"].push_back(entry);
   }
-  json["rows"] = {{"finished", summary.rows},
-                  {"written", summary.written},
-                  {"dropped", summary.dropped},
-                  {"failed", summary.failed},
-                  {"sink_rows", summary.sinkRows}};
+  json["rows"] = {{"finished", summary.rows},         {"written", summary.written},
+                  {"dropped", summary.dropped},       {"failed", summary.failed},
+                  {"unfinished", summary.unfinished}, {"sink_rows", summary.sinkRows}};
   json["failures"] = failuresOf(plan, recorder, errorsJournal);
   json["skipped_members"] = skippedMembersOf(plan, recorder);
   json["dedup"] = Json::array();
@@ -189,6 +226,14 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
          {"retracted", dedup.retracted},
          {"index_bytes", dedup.indexBytes},
          {"bytes_per_survivor", dedup.indexed ? dedup.indexBytes / dedup.indexed : 0}});
+  json["filters"] = Json::array();
+  for (const runtime::FilterProgress &filter : summary.filters)
+    json["filters"].push_back({{"name", filter.name},
+                               {"line", filter.line},
+                               {"column", filter.column},
+                               {"kept", filter.kept},
+                               {"dropped", filter.dropped},
+                               {"failed", filter.failed}});
   json["outputs"] = Json::array();
   for (size_t s = 0; s < summary.sinks.size() && s < plan.sinks.size(); ++s)
     json["outputs"].push_back({{"sink", summary.sinks[s].name},
@@ -230,7 +275,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   std::vector<uint64_t> rerun(plan.calls.size(), 0);
   for (const runtime::BatchRecord &batch : recorder.batches()) {
     ++outcomes[batch.call][batch.outcome.empty() ? "unfinished" : batch.outcome];
-    if (batch.outcome == "lost" || batch.outcome == "timed-out" || batch.outcome == "batch-error")
+    if (batch.outcome == "lost" || batch.outcome == "timed-out" || batch.outcome == "crashed" ||
+        batch.outcome == "batch-error")
       rerun[batch.call] += batch.grains;
     if (!batch.place.empty()) {
       auto &[count, busy] = replicas[batch.call][batch.place];
@@ -279,6 +325,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                      {"starved_seconds", call.starvedSeconds},
                      {"held_back_seconds", call.heldBackSeconds},
                      {"in_flight", call.inFlight},
+                     {"split_batches", call.splitBatches},
+                     {"rescued_grains", call.rescuedGrains},
+                     {"split_cause", call.splitCause},
                      {"outcomes", outcomeMap},
                      {"replica_places", replicaList}});
     if (!call.service.empty()) {
@@ -326,7 +375,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                      {"row", root.sourceRow},
                      {"admitted", root.admitted},
                      {"finished", root.finished},
-                     {"status", runtime::rootStatusName(root.status)}});
+                     {"status", statusName(root)}});
   json["source_rows"] = roots;
   return writeJson(path, json, error);
 }
@@ -346,7 +395,9 @@ bool writeTrace(const std::string &path, const plan::Plan &plan,
   for (const runtime::BatchRecord &batch : recorder.batches()) {
     if (batch.finished < 0)
       continue;
-    const std::string place = batch.place.empty() ? "(lost)" : batch.place;
+    // Replicas are numbered within their Call: a worker's "replica 0" of two Calls are two lanes.
+    const std::string place =
+        (batch.place.empty() ? "(lost)" : batch.place) + " (" + plan.calls[batch.call].name + ")";
     auto [lane, added] = lanes.try_emplace(place, int(lanes.size()));
     if (added)
       metadata("thread_name", 1, lane->second, place);
@@ -383,7 +434,7 @@ bool writeTrace(const std::string &path, const plan::Plan &plan,
                       {"tid", int(lane)},
                       {"ts", root.admitted * 1e6},
                       {"dur", (root.finished - root.admitted) * 1e6},
-                      {"args", {{"status", runtime::rootStatusName(root.status)}}}});
+                      {"args", {{"status", statusName(root)}}}});
   }
   Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return writeJson(path, trace, error);

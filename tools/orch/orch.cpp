@@ -1,6 +1,7 @@
 // orch: runs Orch pipelines. Parses flags and hands over to the subcommand.
 #include "InspectCommand.h"
 #include "KeygenCommand.h"
+#include "LogLevelFlag.h"
 #include "OperatorsCommand.h"
 #include "ProcessControl.h"
 #include "ReportCommand.h"
@@ -121,6 +122,12 @@ static cl::opt<std::string> hangGuard(
              "and at least this long, e.g. 30s or 10m; off: no guard (default 5m; "
              "docs/runtime.md)"),
     cl::value_desc("duration"), cl::sub(run), cl::cat(orchCategory));
+static cl::opt<std::string> logLevel(
+    "log-level",
+    cl::desc("What the run shows besides progress, summary and errors: error, warning, info "
+             "(default: libraries' and operators' own output, with their Call, replica and "
+             "row) or debug"),
+    cl::value_desc("level"), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<ReadyOrder>
     readyOrder("ready-order", cl::desc("Order of each Call's ready queue"),
                cl::init(ReadyOrder::Fifo),
@@ -295,6 +302,8 @@ static int runCommand() {
     }
     settings.coordinator.keepValuesOver = *bytes;
   }
+  if (logLevel.getNumOccurrences() > 0 && !orch::tools::applyLogLevelFlag(logLevel, "orch"))
+    return orch::kRunCannotRun;
   if (hangGuard.getNumOccurrences() > 0) {
     // `none` as in the language's `timeout: none`.
     const bool off = hangGuard == "off" || hangGuard == "none";

@@ -333,7 +333,7 @@ public:
       return false;
     // Its successor goes where the inputs were kept (placement's affinity); the leaving one
     // serves until the successor is ready (a model loads first), then drains.
-    const uint32_t successor = placement_->addReplica(call);
+    const uint32_t successor = placement_->addReplica(call, placement_->replica(leaving).number);
     place();
     if (placement_->replica(successor).worker == kNoIndex) {
       // Nowhere to put it (a GPU Call with no GPU left): no move.
@@ -381,6 +381,14 @@ public:
     // The worker's process is killed (a local one) or told to restart (a remote one); the
     // batches it held come back as lost, and its replicas move to the other workers.
     lose(w, why, ErrorCode::Restart);
+  }
+
+  std::string placeOf(uint64_t batchId) const override {
+    auto sent = outstanding_.find(batchId);
+    if (sent == outstanding_.end() || sent->second.worker >= workers_.size())
+      return {};
+    return workers_[sent->second.worker].name + "/replica " +
+           std::to_string(placement_->replica(sent->second.replica).number);
   }
 
   // A batch whose end (a result, a loss, a refusal) waits in pending_, or that waits for a
@@ -775,7 +783,8 @@ private:
         sendTo(move.from, ReleaseMessage{move.replica});
       const uint64_t keepOver =
           workers_[move.worker].peer.endpoint.empty() ? 0 : routes_.keepOver(call);
-      sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver});
+      sendTo(move.worker, InitMessage{move.replica, call, inputLabels_[call], keepOver,
+                                      placement_->replica(move.replica).number});
       initSentAt_[move.replica] = Clock::now();
       // A declared operator's replica takes batches once its process said it started.
       placement_->replica(move.replica).ready =
@@ -825,7 +834,11 @@ private:
     event.kind = ExecutorEvent::Kind::Finished;
     event.report = std::move(result.report);
     event.seconds = result.seconds;
-    event.place = workers_[w].name + "/replica " + std::to_string(result.replica);
+    // Numbered within the Call, as people count its replicas.
+    event.place = workers_[w].name + "/replica " +
+                  std::to_string(result.replica < placement_->replicaCount()
+                                     ? placement_->replica(result.replica).number
+                                     : result.replica);
     pending_.push_back(std::move(event));
     ++pendingEnds_;
   }
@@ -884,8 +897,9 @@ private:
     if (!warmedUp_ && !startFailure_)
       startFailure_ = *started.error;
     else
-      log("worker " + workers_[w].name + ": replica " + std::to_string(started.replica) +
-          " of call '" + plan_->calls[call].name + "' could not start: " + *started.error);
+      log("worker " + workers_[w].name + ": replica " +
+          std::to_string(placement_->replica(started.replica).number) + " of call '" +
+          plan_->calls[call].name + "' could not start: " + *started.error);
   }
 
   void started(uint64_t batchId) {

@@ -151,6 +151,7 @@ struct ProtocolFields {
     f("call", Index{m.call});
     f("inputs", m.inputs);
     f("keep_over", AtLeastZero{m.keepOver}, Presence::Tolerated);
+    f("call_replica", Index{m.callReplica}, Presence::Tolerated);
   }
   template <typename Visit> static void fields(Visit &&f, BatchMessage &m) {
     f("batch", m.batch.id);
@@ -235,7 +236,7 @@ struct ProtocolFields {
   static void write(Packer &out, const std::vector<BatchGrain> &grains) {
     out.pack_array(static_cast<uint32_t>(grains.size()));
     for (const BatchGrain &grain : grains) {
-      out.pack_array(7);
+      out.pack_array(8);
       out.pack(grain.grain.node.index);
       out.pack(grain.grain.entity.index);
       out.pack(grain.generation);
@@ -243,6 +244,7 @@ struct ProtocolFields {
       out.pack(grain.lineage.ordinal);
       out.pack(grain.lineage.depth);
       out.pack(grain.lineage.key);
+      out.pack(grain.lineage.sourceRow);
     }
   }
   static void write(Packer &out, const std::vector<PeerAddress> &peers) {
@@ -346,11 +348,11 @@ struct ProtocolFields {
   }
   static void read(const MapReader &map, const char *key, std::vector<BatchGrain> &grains) {
     readArray(map, key, grains, [](const Object &entry) {
-      const Object *at = tuple(entry, 7, "a grain").via.array.ptr;
+      const Object *at = tuple(entry, 8, "a grain").via.array.ptr;
       return BatchGrain{GrainRef{NodeId(u32(at[0], "node")), EntityId(u32(at[1], "entity"))},
                         u32(at[2], "generation"),
                         GrainLineage{u64(at[3], "root"), u32(at[4], "ordinal"), u32(at[5], "depth"),
-                                     u64(at[6], "key")}};
+                                     u64(at[6], "key"), u64(at[7], "source row")}};
     });
   }
   static void read(const MapReader &map, const char *key, std::vector<PeerAddress> &peers) {

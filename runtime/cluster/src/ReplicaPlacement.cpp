@@ -28,7 +28,7 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-      replicas_.push_back(Replica{c, kNoIndex, {}, false, true, false});
+      replicas_.push_back(Replica{c, kNoIndex, {}, false, true, false, uint32_t(r)});
     }
 }
 
@@ -92,9 +92,19 @@ uint32_t ReplicaPlacement::replicasOf(uint32_t call) const {
                                 [&](uint32_t r) { return !replicas_[r].draining; }));
 }
 
-uint32_t ReplicaPlacement::addReplica(uint32_t call) {
+uint32_t ReplicaPlacement::addReplica(uint32_t call, uint32_t number) {
+  if (number == kNoIndex) {
+    // The lowest number none of the Call's replicas holds.
+    number = 0;
+    auto taken = [&](uint32_t n) {
+      return std::any_of(replicasOfCall_[call].begin(), replicasOfCall_[call].end(),
+                         [&](uint32_t r) { return replicas_[r].number == n; });
+    };
+    while (taken(number))
+      ++number;
+  }
   const uint32_t r = uint32_t(replicas_.size());
-  replicas_.push_back(Replica{call, kNoIndex, {}, false, true, false});
+  replicas_.push_back(Replica{call, kNoIndex, {}, false, true, false, number});
   replicasOfCall_[call].push_back(r);
   return r;
 }

@@ -496,12 +496,12 @@ private:
     }
     OperatorConfig config(call.name, call.op, call.constants, init.inputs);
     config.withOptions(call.options)
-        .withReplica(init.replica)
+        .withReplica(init.callReplica)
         .withLog([this](const std::string &line) { log(line); });
     if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
       config.withGpuDevice(gpuPlacer_.place(call.options.gpus));
       if (options_.verbose)
-        log("replica " + std::to_string(init.replica) + " of '" + call.name + "' on GPU " +
+        log("replica " + std::to_string(init.callReplica) + " of '" + call.name + "' on GPU " +
             std::to_string(config.gpuDevice()));
     }
     replicas_[init.replica] = std::make_unique<HostedReplica>(

@@ -160,7 +160,8 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
     const Entity &entity = entities[entry.entity];
     batch.grains.push_back(BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
                                       GrainLineage{roots[entity.root].admission, entity.ordinal,
-                                                   domainLayout(entity.domain).depth, entity.key}});
+                                                   domainLayout(entity.domain).depth, entity.key,
+                                                   roots[entity.root].sourceRow}});
     const plan::PlanNode &node = planNode(entry.node);
     for (uint32_t position : nodeLayout(entry.node).inputOrder)
       batch.inputs.push_back(inputItem(entry.entity, NodeId(node.inputs[position])).value);
@@ -289,6 +290,8 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
     ++stats.grainsRun;
     switch (entry.kind) {
     case RowResultKind::Value:
+      // A part of a batch that failed whole gave its value: rescued by splitting.
+      loads[batch.call].rescuedGrains += batch.recovery.splitting;
       if (const Barrier *barrier = barrierFor(entity, batch.call)) {
         suppressByBarrier(entity, node, barrier->cause);
       } else {
@@ -406,7 +409,7 @@ void LineageEngine::State::narrowDown(OutstandingBatch batch, const std::string 
   } else if (batch.grains.size() > 1) {
     // 3. Bisect, without further retries, down to the single grains that still fail: a grain
     // never fails because it shared a batch with a failing one.
-    bisect(std::move(batch), next);
+    bisect(std::move(batch), next, message);
   } else {
     std::string final = message;
     if (next.attempt > 0)
@@ -416,8 +419,12 @@ void LineageEngine::State::narrowDown(OutstandingBatch batch, const std::string 
   propagate();
 }
 
-void LineageEngine::State::bisect(OutstandingBatch batch, BatchRecovery next) {
+void LineageEngine::State::bisect(OutstandingBatch batch, BatchRecovery next,
+                                  const std::string &cause) {
   ++stats.batchSplits;
+  ++loads[batch.call].splitBatches;
+  if (firstSplitCause[batch.call.index].empty())
+    firstSplitCause[batch.call.index] = cause;
   const size_t half = batch.grains.size() / 2;
   std::vector<QueuedGrain> second(batch.grains.begin() + static_cast<std::ptrdiff_t>(half),
                                   batch.grains.end());
@@ -463,7 +470,7 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
   } else if (batch.grains.size() > 1) {
     // Lost again and again: a grain that takes its worker down with it (a native operator
     // crashing its process) is found by bisection, so its batch-mates are written.
-    bisect(std::move(batch), next);
+    bisect(std::move(batch), next, reason);
   } else {
     failGrains(batch, FailureKind::Infrastructure,
                reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");

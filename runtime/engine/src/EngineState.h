@@ -330,6 +330,11 @@ struct LineageEngine::State {
   std::vector<DedupSequencer> sequencers;
   /// Per node: its sequencer's index, or kNoIndex.
   IdVector<NodeId, uint32_t> sequencerOf;
+  /// Per Call: why its first split batch failed whole ("" if none was split).
+  std::vector<std::string> firstSplitCause;
+  /// Per filter node, in plan order, what it decided; per node, its index there or kNoIndex.
+  std::vector<FilterProgress> filters;
+  IdVector<NodeId, uint32_t> filterOf;
 
   // Plan and layout tables by typed id.
   const plan::PlanNode &planNode(NodeId node) const { return plan.nodes[node.index]; }
@@ -467,7 +472,8 @@ struct LineageEngine::State {
   void narrowDown(OutstandingBatch batch, const std::string &message, FailureKind kind,
                   const std::string &what);
   /// Requeues the batch's halves as splitting batches, behind fresh work.
-  void bisect(OutstandingBatch batch, BatchRecovery next);
+  /// Splits a batch that failed whole with `cause` (the first cause per Call is kept).
+  void bisect(OutstandingBatch batch, BatchRecovery next, const std::string &cause);
 };
 
 } // namespace orch::runtime

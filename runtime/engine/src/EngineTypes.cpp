@@ -114,6 +114,12 @@ const Failure *rootCause(const RootResult &root) {
   return root.failures.empty() ? nullptr : &root.failures.front();
 }
 
+bool stoppedByTheRun(const RootResult &root) {
+  return root.status == RootStatus::Failed && !root.failures.empty() &&
+         (root.failures.front().kind == FailureKind::Interrupted ||
+          root.failures.front().kind == FailureKind::Aborted);
+}
+
 const char *rowStatusName(RowStatus status) {
   switch (status) {
   case RowStatus::Written:

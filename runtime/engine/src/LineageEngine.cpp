@@ -97,11 +97,19 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     queues.push_back(CallQueues{makeFreshQueue(CallId(c)), {}, {}, {}});
   loads.resize(plan.calls.size());
+  firstSplitCause.resize(plan.calls.size());
   memory.limit = options.memoryLimitBytes;
   domainFree.resize(plan.nodes.size());
   if (std::optional<std::string> problem = evaluateDomainFreeNodes(plan, layout, domainFree))
     engineInvariantFailed("a constant expression failed after checkPlanRunnable: " + *problem);
   setUpSequencers();
+  filterOf.resize(plan.nodes.size(), kNoIndex);
+  for (uint32_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == NodeKind::Filter) {
+      filterOf[NodeId(n)] = uint32_t(filters.size());
+      filters.push_back(
+          FilterProgress{plan.nodes[n].name, plan.nodes[n].line, plan.nodes[n].column, 0, 0, 0});
+    }
 }
 
 // --- Entities and items -------------------------------------------------------------------
@@ -487,15 +495,20 @@ void LineageEngine::State::evaluateFilter(EntityId entity, NodeId node) {
   if (mask.outcome == ItemOutcome::Unresolved)
     return;
   const bool maskTrue = isTrue(mask);
+  FilterProgress &counts = filters[filterOf[node]];
   if (!maskTrue && !isFailure(mask.outcome)) {
+    ++counts.dropped;
     setItem(entity, node, ItemOutcome::Dropped, Value(), kNoIndex);
   } else if (value.outcome == ItemOutcome::Unresolved) {
     return;
   } else if (isFailure(value.outcome)) {
+    ++counts.failed;
     setItem(entity, node, ItemOutcome::Suppressed, Value(), value.cause);
   } else if (isFailure(mask.outcome)) {
+    ++counts.failed;
     setItem(entity, node, ItemOutcome::Suppressed, Value(), mask.cause);
   } else {
+    ++counts.kept;
     setItem(entity, node, ItemOutcome::Present, value.value, kNoIndex);
   }
 }
@@ -1102,6 +1115,12 @@ const std::vector<std::string> &LineageEngine::callInputLabels(uint32_t call) co
 }
 
 size_t LineageEngine::liveRoots() const { return state_->liveRootCount; }
+
+const std::string &LineageEngine::firstSplitCause(uint32_t call) const {
+  return state_->firstSplitCause[call];
+}
+
+const std::vector<FilterProgress> &LineageEngine::filterProgress() const { return state_->filters; }
 
 std::vector<DedupProgress> LineageEngine::dedupProgress() const {
   std::vector<DedupProgress> progress;

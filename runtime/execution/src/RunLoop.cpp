@@ -14,6 +14,12 @@ std::string describeSink(const plan::PlanSink &sink, size_t index) {
   return "sink " + std::to_string(index) + " (" + sink.op + ")";
 }
 
+/// A batch without an answer, as the run's records name its outcome: its operator's process
+/// crashed or ran past the timeout (and was restarted), or the batch was lost with its worker.
+const char *lossOutcome(BatchLoss loss) {
+  return loss == BatchLoss::Crash ? "crashed" : loss == BatchLoss::Timeout ? "timed-out" : "lost";
+}
+
 /// Sources read lazily, one after the other, into the engine.
 class Admission {
 public:
@@ -234,16 +240,14 @@ private:
       ++summary_.dropped;
       break;
     case RootStatus::Failed:
-      ++summary_.failed;
+      ++(stoppedByTheRun(root) ? summary_.unfinished : summary_.failed);
       break;
     }
     if (options_.onRootFinished)
       options_.onRootFinished(root);
     // Committed: a resumed run will not run this source row again, unless the run, not
     // the row, stopped it (interrupted, aborted).
-    const bool stoppedByRun = root.status == RootStatus::Failed && !root.failures.empty() &&
-                              (root.failures.front().kind == FailureKind::Interrupted ||
-                               root.failures.front().kind == FailureKind::Aborted);
+    const bool stoppedByRun = stoppedByTheRun(root);
     if (journal_ && !stoppedByRun) {
       std::string problem;
       if (!journal_->commit(root, ranges_,
@@ -744,7 +748,7 @@ private:
                              event.report.loss);
           if (options_.recorder)
             options_.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds,
-                                             event.place, "lost");
+                                             event.place, lossOutcome(event.report.loss));
           break;
         }
         const CommitResult committed = engine_->commit(event.report);
@@ -761,11 +765,13 @@ private:
   /// the batch runs again elsewhere.
   void stopTimedOut() {
     for (const auto &[batchId, why] : deadlines_.expired(SteadyClock::now())) {
+      // Where it ran, before it is abandoned: the report marks the replica restarted there.
+      const std::string place = options_.recorder ? executor_.placeOf(batchId) : std::string();
       executor_.abandon(batchId, why);
       replicas_->ended(batchId, elapsed());
       engine_->failBatch(batchId, why, BatchLoss::Timeout);
       if (options_.recorder)
-        options_.recorder->batchFinished(batchId, elapsed(), 0, "", "timed-out");
+        options_.recorder->batchFinished(batchId, elapsed(), 0, place, "timed-out");
     }
   }
 
@@ -794,6 +800,7 @@ private:
       summary_.error = "run aborted: " + *engine.abortReason();
     summary_.engine = engine.stats();
     summary_.dedups = engine.dedupProgress();
+    summary_.filters = engine.filterProgress();
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       const CallLoad &load = engine.callLoad(c);
       summary_.calls[c].retries = load.retries;
@@ -801,6 +808,9 @@ private:
       summary_.calls[c].suppressedByBarrier = load.suppressedByBarrier;
       summary_.calls[c].cancelled = load.cancelled;
       summary_.calls[c].notNeeded = load.notNeeded;
+      summary_.calls[c].splitBatches = load.splitBatches;
+      summary_.calls[c].rescuedGrains = load.rescuedGrains;
+      summary_.calls[c].splitCause = engine.firstSplitCause(c);
     }
     summary_.executor = executor_.describe();
     summary_.executorCounters = executor_.counters();
@@ -822,6 +832,8 @@ private:
     now.finished = summary_.rows;
     now.written = summary_.written;
     now.failed = summary_.failed;
+    now.unfinished = summary_.unfinished;
+    now.doneEarlier = summary_.resumedRows;
     now.grainsRun = engine.stats().grainsRun;
     now.seconds = elapsed();
     return now;

@@ -371,6 +371,14 @@ public:
     }
   }
 
+  std::string placeOf(uint64_t batchId) const override {
+    auto found = busy_.find(batchId);
+    if (found == busy_.end())
+      return {};
+    return state_->replicas[found->second.first].config.name() + "/replica " +
+           std::to_string(found->second.second);
+  }
+
   void stop() override {
     stopStarting_ = true;
     for (std::thread &starter : starters_)

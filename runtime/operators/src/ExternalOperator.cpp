@@ -2,6 +2,7 @@
 // bridge (OperatorBridge.h). Batches go out as columns of the declared inputs; results come back
 // one per item and are checked against the declared result type.
 #include "orch/runtime/operators/ExternalOperator.h"
+#include "orch/runtime/operators/LibraryMessages.h"
 
 #include "OperatorBridge.h"
 #include "orch/runtime/operators/ChildProcess.h"
@@ -211,7 +212,11 @@ private:
          {"CUDA_VISIBLE_DEVICES",
           config_.gpuDevice() >= 0 ? std::to_string(config_.gpuDevice()) : std::string()}});
     OperatorConfig config = config_;
-    spec.output = [config](const std::string &line) { config.log(line); };
+    // A declared operator's own prints, with its replica, at the level libraries' output has.
+    spec.output = [config](const std::string &line) {
+      if (logs(LogLevel::Info))
+        config.log("replica " + std::to_string(config.replica()) + ": " + line);
+    };
     startedAt_ = Clock::now();
     try {
       child_ = std::make_unique<ChildProcess>(spec);

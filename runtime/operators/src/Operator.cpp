@@ -1,6 +1,8 @@
 // Operator configuration access and the registry of implementations.
 #include "orch/runtime/operators/Operator.h"
 
+#include "orch/runtime/operators/LibraryMessages.h"
+
 #include "orch/runtime/operators/MessageLimits.h"
 
 #include <algorithm>
@@ -214,6 +216,8 @@ BatchReport runOperatorBatch(std::unique_ptr<Operator> &instance, const Operator
   std::vector<OperatorRow> rows = operatorRows(batch);
   std::vector<RowResult> results;
   results.reserve(rows.size());
+  // What libraries print on this thread meanwhile names this batch (LibraryMessages.h).
+  const OperatorActivity activity(config, batch);
   try {
     if (!instance)
       instance = factory(config);

@@ -66,6 +66,7 @@ void RunRecorder::rootFinished(const RootResult &root, double now) {
   record.sourceRow = root.sourceRow;
   record.finished = now;
   record.status = root.status;
+  record.unfinished = stoppedByTheRun(root);
   auto label = labels_.find(root.admission);
   for (const SkippedMember &skipped : root.skippedMembers) {
     if (++skippedMemberCount_ > kKeptSkippedMembers || skipped.cause >= root.failures.size())

@@ -5,6 +5,9 @@
 #include "OperatorGroups.h"
 #include "image/ImageValue.h"
 
+#include "orch/runtime/operators/LibraryMessages.h"
+
+#include <leptonica/allheaders.h>
 #include <tesseract/baseapi.h>
 
 #include <algorithm>
@@ -38,6 +41,8 @@ public:
 
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     for (const OperatorRow &row : rows) {
+      // What leptonica prints about this image names its row.
+      runtime::noteCurrentItem(results.size());
       // Per row, the engine batches by language, so a replica switches only between batches.
       if (langInput_)
         if (std::string problem = use(row.inputs[*langInput_]); !problem.empty()) {
@@ -120,6 +125,11 @@ private:
 } // namespace
 
 void registerOcrOperator(runtime::OperatorRegistry &registry) {
+  // Leptonica's messages ("Error in boxClipToRectangle: box outside rectangle") with the Call,
+  // replica and row they came from, instead of bare lines on standard error.
+  leptSetStderrHandler([](const char *message) {
+    runtime::reportLibraryMessage("leptonica", message ? message : "");
+  });
   registry.addTransform("ocr.tesseract", [](const OperatorConfig &config) {
     return std::make_unique<TesseractOperator>(config);
   });

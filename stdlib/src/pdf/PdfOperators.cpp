@@ -7,6 +7,7 @@
 #include "image/ImageValue.h"
 
 #include "orch/runtime/execution/MemorySize.h"
+#include "orch/runtime/operators/LibraryMessages.h"
 
 #include <poppler-document.h>
 #include <poppler-global.h>
@@ -29,12 +30,18 @@ using runtime::OperatorRow;
 using runtime::RowResult;
 using runtime::Value;
 
-void silencePoppler() {
-  static const bool silenced = [] {
-    poppler::set_debug_error_function([](const std::string &, void *) {}, nullptr);
+/// Poppler's complaints about a document ("Syntax Error (1234): ..."): many for a damaged file
+/// that still renders, so only at --log-level debug, with the Call, replica and row.
+void routePopplerMessages() {
+  static const bool routed = [] {
+    poppler::set_debug_error_function(
+        [](const std::string &message, void *) {
+          runtime::reportLibraryMessage("poppler", message, runtime::LogLevel::Debug);
+        },
+        nullptr);
     return true;
   }();
-  (void)silenced;
+  (void)routed;
 }
 
 /// Opens documents, keeping the last one.
@@ -98,6 +105,7 @@ template <typename OnPage>
 void forEachPage(DocumentCache &cache, std::span<const OperatorRow> rows,
                  std::vector<RowResult> &results, OnPage &&onPage) {
   for (const OperatorRow &row : rows) {
+    runtime::noteCurrentItem(results.size());
     std::string problem;
     std::unique_ptr<poppler::page> page = openPage(cache, row.inputs[0], problem);
     results.push_back(page ? onPage(*page) : RowResult::recordFailure(problem));
@@ -109,6 +117,7 @@ public:
   explicit PagesOperator(const OperatorConfig &config) : dpi_(config.intConstant("dpi")) {}
   void process(std::span<const OperatorRow> rows, std::vector<RowResult> &results) override {
     for (const OperatorRow &row : rows) {
+      runtime::noteCurrentItem(results.size());
       const std::string *path = stringField(row.inputs[0], "path");
       std::string problem = "not a file: " + row.inputs[0].str().substr(0, 80);
       poppler::document *document = path ? cache_.open(*path, problem) : nullptr;
@@ -225,7 +234,7 @@ private:
 } // namespace
 
 void registerPdfOperators(runtime::OperatorRegistry &registry) {
-  silencePoppler();
+  routePopplerMessages();
   registry.addTransform("pdf.pages", [](const OperatorConfig &config) {
     return std::make_unique<PagesOperator>(config);
   });

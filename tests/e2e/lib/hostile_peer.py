@@ -68,7 +68,7 @@ def dealer(context, endpoint, args):
 
 def hello():
     # ORCH_PROTOCOL_VERSION: to speak to an older coordinator (the tests' control runs).
-    version = int(os.environ.get("ORCH_PROTOCOL_VERSION", "3"))
+    version = int(os.environ.get("ORCH_PROTOCOL_VERSION", "4"))
     return msgpack.packb({"type": "hello", "version": version, "worker": "hostile", "pid": os.getpid(),
                           "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
 

@@ -19,7 +19,7 @@ namespace orch::runtime {
 
 /// 2: values kept on the worker that made them (references in batches and results, drop,
 /// fetch and blobs between workers).
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 
 /// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
 /// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent
@@ -68,6 +68,9 @@ struct InitMessage {
   /// Results of at least this many bytes stay on the worker and travel as references (0: all
   /// travel inline).
   uint64_t keepOver = 0;
+  /// The replica's number among its Call's replicas, for messages and ORCH_REPLICA (`replica`
+  /// numbers every replica of the run).
+  uint32_t callReplica = 0;
 };
 
 /// Coordinator -> worker: replica `replica` moved to another worker; this one stops hosting it

@@ -36,6 +36,9 @@ public:
     /// Being moved away (automatic replicas): no new batch goes to it; it is retired once its
     /// queue is empty.
     bool draining = false;
+    /// Its number among its Call's replicas, for people ("local-1/replica 1" of a Call with
+    /// two): the lowest one free when it was added; a moved replica's successor keeps it.
+    uint32_t number = 0;
   };
   /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT), and no longer
   /// on `from` (which is told to release it), if it lived anywhere.
@@ -65,7 +68,8 @@ public:
   std::vector<Move> rebalance(uint32_t newcomer);
 
   /// Automatic replicas: one more replica of `call`, without a worker until place().
-  uint32_t addReplica(uint32_t call);
+  /// `number`: the successor of a moved replica keeps its number (kNoIndex: the lowest free).
+  uint32_t addReplica(uint32_t call, uint32_t number = kNoIndex);
   /// Takes away an idle replica of `call` (none queued), from the busiest worker; the worker it
   /// leaves (to release it), or nullopt when every replica is busy or it is the last one.
   std::optional<Move> retireReplica(uint32_t call);

@@ -67,6 +67,8 @@ struct GrainLineage {
   uint32_t ordinal = 0;
   uint32_t depth = 0;
   uint64_t key = 0;
+  /// The root's row in its source (`root` counts admissions), for messages about the grain.
+  uint64_t sourceRow = 0;
 };
 
 struct BatchGrain {
@@ -281,6 +283,19 @@ struct DedupProgress {
   uint64_t indexBytes = 0;
 };
 
+/// What one `filter` decided, for the summary, metrics and report: the values it kept, those
+/// its mask dropped, and those it could not decide because the value or the mask failed
+/// (values dropped before it, and those no consumer needed, are not counted).
+struct FilterProgress {
+  /// The filtered value's name ("" if unnamed) and where the filter is written.
+  std::string name;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  uint64_t kept = 0;
+  uint64_t dropped = 0;
+  uint64_t failed = 0;
+};
+
 struct RootResult {
   uint64_t admission = 0;
   uint32_t source = 0;
@@ -302,6 +317,10 @@ struct RootResult {
 /// each sink's in ordinal order), else its first failure; null when it has none. The errors
 /// journal, the report and the summary all name this one.
 const Failure *rootCause(const RootResult &root);
+/// A root the run's stop left unfinished (interrupted, or aborted by another row's failure):
+/// not failed, never committed, and run again by a resumed run. Everything the user reads
+/// calls it "unfinished".
+bool stoppedByTheRun(const RootResult &root);
 
 enum class ReadyOrder { Fifo, Unordered };
 enum class BatchingScope { CrossParent, ParentBound };
@@ -394,6 +413,11 @@ struct CallLoad {
   uint64_t cancelled = 0;
   /// Grains sealed without running because no consumer needed them.
   uint64_t notNeeded = 0;
+  /// Batches that failed whole (an error, a crash, a timeout, a lost worker) and were split to
+  /// find the grains at fault, and the grains of such split parts that then gave a value: many
+  /// means the operator fails whole batches for what few items do (rescued by splitting).
+  uint64_t splitBatches = 0;
+  uint64_t rescuedGrains = 0;
   /// Bytes its grains took in and gave back, over the grains committed with a value: what a
   /// batch of it is expected to add to the bytes held.
   uint64_t measuredGrains = 0;

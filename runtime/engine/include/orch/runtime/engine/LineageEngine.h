@@ -85,6 +85,10 @@ public:
   size_t liveRoots() const;
   /// Each Dedup node's decisions so far, in plan order.
   std::vector<DedupProgress> dedupProgress() const;
+  /// Why `call`'s first split batch failed whole ("" if none was split; CallLoad::splitBatches).
+  const std::string &firstSplitCause(uint32_t call) const;
+  /// What each `filter` kept, dropped and could not decide so far, in plan order.
+  const std::vector<FilterProgress> &filterProgress() const;
   const EngineStats &stats() const;
   const CallLoad &callLoad(uint32_t call) const;
   /// The bytes of values held, against the byte budget (EngineOptions::memoryLimitBytes).

@@ -78,6 +78,11 @@ public:
   /// replica serves the next batch. The batch itself never reports; other batches stopped with
   /// it come back as Lost events.
   virtual void abandon(uint64_t batchId, const std::string &why) = 0;
+  /// Where `batchId` runs now, as batch places read ("local-1/replica 0"); "" when unknown.
+  virtual std::string placeOf(uint64_t batchId) const {
+    (void)batchId;
+    return {};
+  }
   /// Shuts down (the run is over or interrupted); batches still running are abandoned.
   virtual void stop() = 0;
   /// Automatic replicas (ReplicaScaler.h). What replicas may use now.

@@ -38,6 +38,11 @@ struct RunProgress {
   uint64_t finished = 0;
   uint64_t written = 0;
   uint64_t failed = 0;
+  /// Left unfinished by the run's stop (interrupted): not failed.
+  uint64_t unfinished = 0;
+  /// A resumed run: source rows an earlier run finished, which this one does not run again
+  /// (counted as done from the start).
+  uint64_t doneEarlier = 0;
   uint64_t grainsRun = 0;
   double seconds = 0;
   /// What the run is doing before its first row ("starting operator processes"); empty once
@@ -86,6 +91,11 @@ struct CallSummary {
   uint64_t suppressedByBarrier = 0;
   /// Grains cancelled because their source row finished early (or the run was aborted).
   uint64_t cancelled = 0;
+  /// Batches that failed whole and were split, the grains of their parts that then gave a
+  /// value (rescued by splitting), and why the first one failed (CallLoad).
+  uint64_t splitBatches = 0;
+  uint64_t rescuedGrains = 0;
+  std::string splitCause;
   /// Grains no consumer needed (semantics.md, demand): sealed without running.
   uint64_t notNeeded = 0;
   int64_t batchLimit = 1;
@@ -133,12 +143,17 @@ struct RunSummary {
   uint64_t written = 0;
   uint64_t dropped = 0;
   uint64_t failed = 0;
+  /// Left unfinished when the run stopped (interrupted or aborted): not failed, run again by a
+  /// resumed run (stoppedByTheRun).
+  uint64_t unfinished = 0;
   /// Sink rows written, over all sinks.
   uint64_t sinkRows = 0;
   double seconds = 0;
   EngineStats engine;
   /// Each Dedup node's decisions (docs/runtime.md, "Deduplication").
   std::vector<DedupProgress> dedups;
+  /// What each `filter` kept and dropped, in plan order.
+  std::vector<FilterProgress> filters;
   std::vector<CallSummary> calls;
   std::vector<SinkAccount> sinks;
   /// When the run began (times in the summary and the recorder count from here).

@@ -37,6 +37,8 @@ struct RootRecord {
   double admitted = 0;
   double finished = -1;
   RootStatus status = RootStatus::Written;
+  /// Failed because the run stopped (stoppedByTheRun): reported as "unfinished", not failed.
+  bool unfinished = false;
   /// Failed rows only: what the source row was (its path or key; describeSourceRow) and the
   /// first failure under it, its cause.
   std::string label;
