@@ -232,7 +232,8 @@ PY
 check "worker lanes show busy shares of their replicas' time, never over 100 %" $python - <<'PY'
 import re
 shares = re.findall(r"(\d+) batches, busy (\d+) % of (\d+) replicas?", open("troubled.html").read())
-assert len(shares) == 3 and all(int(busy) <= 100 for _, busy, _ in shares), shares
+# Two workers and the replacement (which may get no batch: it joins late).
+assert 2 <= len(shares) <= 3 and all(int(busy) <= 100 for _, busy, _ in shares), shares
 PY
 mkdir -p reports
 "$ORCH_BIN/orch" report troubled.json -o reports/troubled.html 2>/dev/null
@@ -370,10 +371,10 @@ if command -v chromium >/dev/null; then
       $python "$ORCH_SOURCE_DIR/tests/e2e/lib/report_layout.py" "$page" 1400 800
   done
   timeout 120 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars \
-    --window-size=1400,2600 --screenshot="$workdir/report.png" "file://$workdir/troubled.html" \
+    --window-size=1000,2600 --screenshot="$workdir/report.png" "file://$workdir/troubled.html" \
     >chromium.log 2>&1 || true
   check "headless Chromium renders the report" test "$(stat -c %s report.png 2>/dev/null || echo 0)" -gt 20000
-  # ORCH_REPORT_SCREENSHOT=PATH keeps the picture (docs/images/report.png is one).
+  # ORCH_REPORT_SCREENSHOT=PATH keeps the picture (docs/report-troubled.png is one).
   [ -z "${ORCH_REPORT_SCREENSHOT:-}" ] || cp report.png "$ORCH_REPORT_SCREENSHOT"
 else
   echo "skip: chromium is not installed; the report was not rendered"

@@ -262,9 +262,13 @@ std::string workerLanes(const Json &metrics) {
     const double share =
         std::min(1.0, usage[l].busy / std::max(1e-6, present[l] * double(replicas)));
     svg << "<text x='" << left - 8 << "' y='" << y + 16 << "' text-anchor='end'>"
-        << escape(lanes[l]) << "</text><text x='" << left + width + 8 << "' y='" << y + 16 << "'>"
-        << usage[l].batches << " batches, busy " << number(100 * share, 0) << " % of " << replicas
-        << (replicas == 1 ? " replica" : " replicas") << "</text>";
+        << escape(lanes[l]) << "</text><text x='" << left + width + 8 << "' y='" << y + 16 << "'>";
+    if (usage[l].batches == 0)
+      svg << "no batches";
+    else
+      svg << usage[l].batches << " batches, busy " << number(100 * share, 0) << " % of "
+          << replicas << (replicas == 1 ? " replica" : " replicas");
+    svg << "</text>";
   }
   for (const Json &worker : metrics.value("workers", Json::array())) {
     const size_t l = laneOf[worker["name"].get<std::string>()];
@@ -323,8 +327,7 @@ std::string bytesHeldChart(const Json &metrics) {
         << "' text-anchor='end' fill='#c00'>limit " << bytes(limit) << "</text>";
   else if (limit > 0)
     svg << "<text x='" << left + width << "' y='" << top - 8 << "' text-anchor='end' fill='#555'>"
-        << "limit " << bytes(limit) << ": " << number(limit / most, 0)
-        << " times the most held, off this scale</text>";
+        << "limit " << bytes(limit) << ", far above the most held: off this scale</text>";
   else
     svg << "<text x='" << left + width << "' y='" << top - 8
         << "' text-anchor='end' fill='#555'>no limit (--memory-limit 0)</text>";
