@@ -266,8 +266,8 @@ std::string workerLanes(const Json &metrics) {
     if (usage[l].batches == 0)
       svg << "no batches";
     else
-      svg << usage[l].batches << " batches, busy " << number(100 * share, 0) << " % of "
-          << replicas << (replicas == 1 ? " replica" : " replicas");
+      svg << usage[l].batches << " batches, busy " << number(100 * share, 0) << " % of " << replicas
+          << (replicas == 1 ? " replica" : " replicas");
     svg << "</text>";
   }
   for (const Json &worker : metrics.value("workers", Json::array())) {
