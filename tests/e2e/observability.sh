@@ -320,11 +320,15 @@ class Talk:
         if 3 in xs:
             os._exit(3)
         return [x + 1 for x in xs]
+def check(x):
+    if x == 5:
+        raise ValueError("bad item %d" % x)
+    return x * 2
 class Picky:
     def __call__(self, xs):
         if len(xs) > 1:
             raise RuntimeError("model returned 1 result for a batch of %d" % len(xs))
-        return [x * 2 for x in xs]
+        return [check(x) for x in xs]
 PY
   cat >talk.orch <<'ORCH'
 pipeline talk;
@@ -346,6 +350,13 @@ assert crashed and all(b["place"] == "local-0/replica 0" for b in crashed), cras
   check "batches rescued by splitting: a warning with the cause in the summary" \
     grep -q "warning: call 'picky@sink0': [0-9]* batch(es) failed whole and were split.*(the first failure: RuntimeError: model returned 1 result for a batch of" talk.log
   check "... and in the report" grep -q "class='warning'><b>Warning: picky@sink0</b>" talk.html
+  check "a Python traceback keeps its lines in the report, folded under the exception" $python -c '
+import re
+html = open("talk.html").read()
+found = re.search(r"<details><summary>ValueError: bad item 5[^<]*</summary><pre>(.*?)</pre>", html, re.S)
+assert found and found.group(1).startswith("Traceback (most recent call last):\n  File "), html[-3000:]
+assert "\n    raise ValueError(" in found.group(1), found.group(1)'
+
   "$ORCH_BIN/orch" run talk.orch --workers 1 --no-journal --log-level warning 2>quiet-talk.log || true
   check "--log-level warning silences operators' own output" \
     test -z "$(grep "loaded the talking model" quiet-talk.log || true)"
