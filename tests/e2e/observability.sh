@@ -205,7 +205,7 @@ ok = (slow["automatic_replicas"] and not pinned["automatic_replicas"] and change
 sys.exit(0 if ok else 1)
 PY
 check "... and the report has a Replicas section with them" \
-  grep -q "<h2>Replicas</h2>.*<td>slow</td><td>[0-9]* (automatic)</td><td>[0-9.]* s: [0-9]* (busy" auto.html
+  grep -q "<h2>Replicas</h2>.*<td class='call'>slow</td><td>[0-9]* (automatic)</td><td>[0-9.]* s: [0-9]* (busy" auto.html
 
 # A run of 6,000 pages keeps its report small.
 for i in $(seq 0 999); do echo "{\"id\": $i, \"n\": 6}"; done >big.jsonl
@@ -245,7 +245,7 @@ check "a report written elsewhere (-o) links the errors journal where it is" \
   --metrics limit.json 2>/dev/null
 "$ORCH_BIN/orch" report limit.json -o limit.html 2>/dev/null
 check "the bytes-held chart has a line for the limit" \
-  grep -q "stroke-dasharray='6 4'/><text[^>]*>limit 4.1 kB</text>" limit.html
+  grep -q "stroke-dasharray='6 4'/><text[^>]*>limit 4.0 KiB</text>" limit.html
 
 # Per-filter counts: the summary, the metrics and the report.
 cat >filtered.orch <<'ORCH'
@@ -299,6 +299,11 @@ assert len(lines) == m["rows"]["unfinished"], (len(lines), m["rows"])
 assert all(l["status"] == "unfinished" and l["kind"] == "interrupted" for l in lines), lines[:1]
 html = open("interrupted.html").read()
 assert "No source row failed" in html and "%d unfinished" % m["rows"]["unfinished"] in html
+assert "The run stopped early:</b> interrupted" in html and m["stopped"].startswith("interrupted")
+assert m["rows"]["finished"] + m["rows"]["not_started"] == 30, m["rows"]
+# Rows the stop left unfinished did not finish: the last finish time is a written row's.
+written = [r["finished"] for r in m["source_rows"] if r["status"] == "written"]
+assert m["row_finish_seconds"]["last"] == max(written), (m["row_finish_seconds"], max(written))
 PY
 done_before=$($python -c 'import json; print(json.load(open("interrupted.json"))["rows"]["written"])')
 "$ORCH_BIN/orch" run resumed.orch --in-process --threads 2 2>resumed.log
@@ -323,6 +328,10 @@ class Talk:
 def check(x):
     if x == 5:
         raise ValueError("bad item %d" % x)
+    if x == 7:
+        error = ValueError("bad item 7")
+        error.add_note("a note added after the exception")
+        raise error
     return x * 2
 class Picky:
     def __call__(self, xs):
@@ -346,10 +355,14 @@ import json
 m = json.load(open("talk.json"))
 crashed = [b for b in m["batches"] if b["outcome"] == "crashed"]
 assert crashed and all(b["place"] == "local-0/replica 0" for b in crashed), crashed'
-  check "... marked in the report" grep -q "its operator.s process crashed on batch" talk.html
+  check "... marked in the report" grep -q "its operator.s process crashed on batch [0-9]* of .talk@sink0. at [0-9.]* s; the replica was restarted" talk.html
   check "batches rescued by splitting: a warning with the cause in the summary" \
     grep -q "warning: call 'picky@sink0': [0-9]* batch(es) failed whole and were split.*(the first failure: RuntimeError: model returned 1 result for a batch of" talk.log
   check "... and in the report" grep -q "class='warning'><b>Warning: picky@sink0</b>" talk.html
+  check "... but not for a Call whose splits found one bad item (isolation working)" \
+    test -z "$(grep "warning: call 'talk@sink0'" talk.log || true)"
+  check "a folded traceback is headed by its exception, not a note added after it" \
+    grep -q "<summary>ValueError: bad item 7" talk.html
   check "a Python traceback keeps its lines in the report, folded under the exception" $python -c '
 import re
 html = open("talk.html").read()

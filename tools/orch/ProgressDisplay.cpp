@@ -39,7 +39,8 @@ std::string rowsLine(const runtime::RunProgress &progress) {
             " rows done earlier";
   line += "), " + duration(progress.seconds);
   // Time left at this run's own pace (the rows done earlier took none of its time).
-  if (progress.total && progress.finished > 0 && done < *progress.total)
+  // None once the run stopped: what is left will not run.
+  if (progress.total && progress.finished > 0 && done < *progress.total && !progress.unfinished)
     line +=
         ", about " +
         duration(progress.seconds * double(*progress.total - done) / double(progress.finished)) +

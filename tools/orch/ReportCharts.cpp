@@ -34,7 +34,7 @@ std::string activityChart(const Json &metrics) {
   for (size_t c = 0; c < calls.size(); ++c) {
     const int y = top + lane * int(c);
     svg << "<text x='" << left - 8 << "' y='" << y + 16 << "' text-anchor='end'>"
-        << escape(calls[c]["name"].get<std::string>()) << "</text>";
+        << fitted(calls[c]["name"].get<std::string>(), left - 12, 12) << "</text>";
     svg << "<rect x='" << left << "' y='" << y + 3 << "' width='" << width << "' height='"
         << lane - 6 << "' fill='#f3f3f3'/>";
   }
@@ -73,9 +73,11 @@ std::string fillChart(const Json &metrics) {
     if (most == 0)
       continue;
     const int x0 = (shown % 5) * (cellWidth + 20), y0 = (shown / 5) * (cellHeight + 40);
+    const std::string batch =
+        " (batch " + std::to_string(calls[c]["batch_limit"].get<int64_t>()) + ")";
     cells << "<text x='" << x0 << "' y='" << y0 + 12 << "'>"
-          << escape(calls[c]["name"].get<std::string>()) << " (batch "
-          << calls[c]["batch_limit"].get<int64_t>() << ")</text>";
+          << fitted(calls[c]["name"].get<std::string>(), cellWidth - textWidth(batch, 11), 11)
+          << escape(batch) << "</text>";
     for (int b = 0; b < 10; ++b) {
       const double h = double(cellHeight - 30) * buckets[c][size_t(b)] / most;
       cells << "<rect x='" << x0 + b * (cellWidth / 10) << "' y='" << number(y0 + cellHeight - h)
@@ -96,11 +98,13 @@ std::string fillChart(const Json &metrics) {
 
 /// The share of source rows finished by each moment of the run.
 std::string finishCdf(const Json &metrics) {
+  // Of all the source rows this run had: those a stop left unfinished never finished.
   std::vector<double> times;
   for (const Json &row : metrics["source_rows"])
-    if (row["finished"].get<double>() >= 0)
+    if (row["finished"].get<double>() >= 0 && row.value("status", "") != "unfinished")
       times.push_back(row["finished"].get<double>());
   std::sort(times.begin(), times.end());
+  const double rows = double(std::max<size_t>(1, metrics["source_rows"].size()));
   const double wall = std::max(1e-6, metrics["wall_seconds"].get<double>());
   const int left = 50, width = 600, height = 220, top = 10;
   std::ostringstream svg;
@@ -111,11 +115,12 @@ std::string finishCdf(const Json &metrics) {
   points << left << "," << top + height;
   for (size_t i = 0; i < times.size(); ++i) {
     const double x = left + width * times[i] / wall;
-    const double before = top + height - height * double(i) / double(times.size());
-    const double after = top + height - height * double(i + 1) / double(times.size());
+    const double before = top + height - height * double(i) / rows;
+    const double after = top + height - height * double(i + 1) / rows;
     points << " " << number(x) << "," << number(before) << " " << number(x) << "," << number(after);
   }
-  points << " " << left + width << "," << (times.empty() ? top + height : top);
+  points << " " << left + width << ","
+         << number(top + height - height * double(times.size()) / rows);
   svg << "<polyline fill='none' stroke='#4e79a7' stroke-width='2' points='" << points.str()
       << "'/>";
   for (int tick = 0; tick <= 4; ++tick) {
@@ -160,7 +165,8 @@ std::string timeChart(const Json &metrics) {
     const int y = top + lane * int(c);
     const bool isBottleneck = name == bottleneck;
     svg << "<text x='" << left - 8 << "' y='" << y + 16 << "' text-anchor='end'"
-        << (isBottleneck ? " font-weight='bold'" : "") << ">" << escape(name) << "</text>";
+        << (isBottleneck ? " font-weight='bold'" : "") << ">"
+        << fitted(name, isBottleneck ? left - 24 : left - 12, 12) << "</text>";
     svg << "<rect x='" << left << "' y='" << y + 3 << "' width='" << width << "' height='"
         << lane - 6 << "' fill='#e6e6e6'/>";
     double offset = 0;
@@ -242,11 +248,12 @@ std::string workerLanes(const Json &metrics) {
       const int y = top + height * int(l) + height / 2;
       restarts << "<circle cx='" << number(x) << "' cy='" << y
                << "' r='5' fill='#fff' stroke='#f28e2b' stroke-width='2'><title>" << escape(place)
-               << ": its operator's process "
-               << (outcome == "crashed" ? "crashed" : "ran past the timeout") << " on batch "
-               << batch["id"] << " of '"
+               << ": "
+               << (outcome == "crashed" ? "its operator's process crashed"
+                                        : "its operator ran past the timeout")
+               << " on batch " << batch["id"] << " of '"
                << escape(call < calls.size() ? calls[call]["name"].get<std::string>() : "")
-               << "' at " << number(finished) << " s and was restarted</title></circle>";
+               << "' at " << number(finished) << " s; the replica was restarted</title></circle>";
     }
   }
   svg << restarts.str();
@@ -262,7 +269,8 @@ std::string workerLanes(const Json &metrics) {
     const double share =
         std::min(1.0, usage[l].busy / std::max(1e-6, present[l] * double(replicas)));
     svg << "<text x='" << left - 8 << "' y='" << y + 16 << "' text-anchor='end'>"
-        << escape(lanes[l]) << "</text><text x='" << left + width + 8 << "' y='" << y + 16 << "'>";
+        << fitted(lanes[l], left - 12, 12) << "</text><text x='" << left + width + 8 << "' y='"
+        << y + 16 << "'>";
     if (usage[l].batches == 0)
       svg << "no batches";
     else

@@ -5,6 +5,9 @@
 #include "ReportCharts.h"
 #include "ReportTables.h"
 
+#include <cctype>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -35,7 +38,20 @@ std::string errorsJournalLink(const Json &metrics, const std::string &metricsPat
   const fs::path absolute = journal.is_absolute() ? journal : base / journal;
   const fs::path reportFolder = fs::absolute(fs::path(reportPath), error).parent_path();
   const fs::path relative = absolute.lexically_normal().lexically_relative(reportFolder);
-  return relative.empty() ? absolute.lexically_normal().string() : relative.string();
+  // A URL: '#', '%', spaces and the like percent-encoded, '/' kept.
+  const std::string path =
+      relative.empty() ? absolute.lexically_normal().string() : relative.string();
+  std::string link;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("/-._~", c)) {
+      link += char(c);
+    } else {
+      char encoded[4];
+      std::snprintf(encoded, sizeof encoded, "%%%02X", c);
+      link += encoded;
+    }
+  }
+  return link;
 }
 
 } // namespace
@@ -57,39 +73,43 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
     using namespace report; // the sections and their helpers
     std::ostringstream html;
     const std::string title = "Orch run: " + metrics["pipeline"].get<std::string>();
-    html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" << escape(title)
-         << "</title><style>body{font-family:sans-serif;margin:24px;max-width:940px}"
-            "table{border-collapse:collapse;margin:8px 0}td,th{border-bottom:1px solid #ddd;"
-            "padding:3px 8px;text-align:right}td:first-child,th:first-child,td:nth-child(2),"
-            "th:nth-child(2){text-align:left}table.failures td,table.failures th{text-align:left}"
-            "table.calls{font-size:90%}table.calls td{white-space:nowrap}table.calls "
-            "td,table.calls th{"
-            "padding:3px 5px}table.failures{width:100%}table.failures td{white-space:nowrap}"
-            "table.failures td:nth-child(2),table.failures td.message{white-space:normal;"
-            "overflow-wrap:anywhere}details pre{white-space:pre-wrap;font-size:85%;margin:4px 0}"
-            "table.replicas td:nth-child(3){white-space:normal}"
-            ".note{color:#555;font-size:90%}h2{margin-top:28px}.warning{background:#fff4e0;"
-            "border-left:4px solid #f28e2b;padding:6px 10px}"
-            "@media (max-width:1000px){table.calls{font-size:75%}table.calls td,table.calls "
-            "th{padding:2px 3px}table.calls td:nth-child(-n+2){white-space:normal}}"
-            "@media print{body{margin:0;max-width:none}h2{break-after:avoid}svg{break-inside:"
-            "avoid}}</style></head><body><h1>"
-         << escape(title) << "</h1>" << summaryParagraph(metrics) << "<h2>What went wrong</h2>"
-         << rescuedBySplitting(metrics)
-         << failuresSection(metrics, errorsJournalLink(metrics, metricsPath, outputPath))
-         << skippedMembersSection(metrics) << dedupSection(metrics) << modelRequestsSection(metrics)
-         << "<h2>Calls</h2>" << callsTable(metrics) << filtersSection(metrics)
-         << "<h2>Replicas</h2>" << replicasSection(metrics)
-         << "<h2>Where the time went</h2><p>Each Call's wall time: <i>active</i> while batches "
-            "ran and no input waited, <i>saturated</i> while input waited for a free replica, "
-            "<i>starved</i> while it had nothing to do before its last batch (waiting for "
-            "upstream Calls or admission), <i>done</i> after. <i>Busy</i> is the operator's own "
-            "time over the replica-seconds it had; the busiest Call bounded the run.</p>"
-         << timeChart(metrics)
-         << "<h2>Each Call's activity over time</h2><p>One mark per batch while its operator "
-            "ran. Overlapping windows mean that parents finish independently, without a "
-            "regroup barrier.</p>"
-         << activityChart(metrics);
+    html
+        << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" << escape(title)
+        << "</title><style>body{font-family:sans-serif;margin:24px;max-width:940px}"
+           "table{border-collapse:collapse;margin:8px 0}td,th{border-bottom:1px solid #ddd;"
+           "padding:3px 8px;text-align:right}td:first-child,th:first-child,td:nth-child(2),"
+           "th:nth-child(2){text-align:left}table.failures td,table.failures th{text-align:left}"
+           "table.calls{font-size:90%}table.calls td{white-space:nowrap}table.calls "
+           "td,table.calls th{"
+           "padding:3px 5px}table.failures{width:100%}table.failures td{white-space:nowrap}"
+           "table.failures td:nth-child(2),table.failures td.message{white-space:normal;"
+           "overflow-wrap:anywhere}details pre{white-space:break-spaces;font-size:85%;margin:4px 0}"
+           "table.replicas td:nth-child(3){white-space:normal}table "
+           "td.call,span.call{white-space:normal;"
+           "overflow-wrap:anywhere}.warning,details pre{overflow-wrap:anywhere}"
+           ".note{color:#555;font-size:90%}h2{margin-top:28px}.warning{background:#fff4e0;"
+           "border-left:4px solid #f28e2b;padding:6px 10px}"
+           "@media (max-width:1000px){table.calls{font-size:75%}table.calls td,table.calls "
+           "th{padding:2px 3px}table.calls td:nth-child(-n+2){white-space:normal;"
+           "overflow-wrap:anywhere}}"
+           "@media print{body{margin:0;max-width:none}h2{break-after:avoid}svg{break-inside:"
+           "avoid}}</style></head><body><h1>"
+        << escape(title) << "</h1>" << summaryParagraph(metrics) << "<h2>What went wrong</h2>"
+        << stoppedEarly(metrics) << rescuedBySplitting(metrics)
+        << failuresSection(metrics, errorsJournalLink(metrics, metricsPath, outputPath))
+        << skippedMembersSection(metrics) << dedupSection(metrics) << modelRequestsSection(metrics)
+        << "<h2>Calls</h2>" << callsTable(metrics) << filtersSection(metrics) << "<h2>Replicas</h2>"
+        << replicasSection(metrics)
+        << "<h2>Where the time went</h2><p>Each Call's wall time: <i>active</i> while batches "
+           "ran and no input waited, <i>saturated</i> while input waited for a free replica, "
+           "<i>starved</i> while it had nothing to do before its last batch (waiting for "
+           "upstream Calls or admission), <i>done</i> after. <i>Busy</i> is the operator's own "
+           "time over the replica-seconds it had; the busiest Call bounded the run.</p>"
+        << timeChart(metrics)
+        << "<h2>Each Call's activity over time</h2><p>One mark per batch while its operator "
+           "ran. Overlapping windows mean that parents finish independently, without a "
+           "regroup barrier.</p>"
+        << activityChart(metrics);
     if (const std::string lanes = workerLanes(metrics); !lanes.empty())
       html << "<h2>Workers</h2><p>One lane per worker (or thread) with its batches, coloured "
               "by Call; on the right how many, and the share of its replicas' time they were "

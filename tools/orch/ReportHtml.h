@@ -61,12 +61,12 @@ inline std::string number(double value, int decimals = 2) {
   return text;
 }
 
-/// "1.2 MB", "340 kB", "17 B".
+/// "1.2 MiB", "340.0 KiB", "17 B": binary units, as the summary and --memory-limit use them.
 inline std::string bytes(double count) {
-  const char *units[] = {"B", "kB", "MB", "GB", "TB"};
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
-  while (count >= 1000 && unit < 4) {
-    count /= 1000;
+  while (count >= 1024 && unit < 4) {
+    count /= 1024;
     ++unit;
   }
   return number(count, unit == 0 ? 0 : 1) + " " + units[unit];
@@ -86,6 +86,20 @@ inline std::string svgStart(int width, int height, int fontSize) {
 /// half the size per character): enough to keep labels apart.
 inline int textWidth(const std::string &text, int fontSize) {
   return int(double(text.size()) * fontSize * 0.62) + 1;
+}
+
+/// `text` escaped for an SVG label at most `width` wide: cut with "…" when longer, the whole
+/// text then in a tooltip (a <title> inside the label).
+inline std::string fitted(const std::string &text, int width, int fontSize) {
+  if (textWidth(text, fontSize) <= width)
+    return escape(text);
+  size_t keep = text.size();
+  while (keep > 1 && textWidth(text.substr(0, keep), fontSize) + fontSize > width)
+    --keep;
+  // Not inside a UTF-8 sequence.
+  while (keep > 1 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80)
+    --keep;
+  return escape(text.substr(0, keep)) + "\u2026<title>" + escape(text) + "</title>";
 }
 
 /// A value of a metrics file that older versions may lack.

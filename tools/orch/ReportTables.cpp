@@ -1,6 +1,8 @@
 // The report's paragraphs and tables (ReportTables.h).
 #include "ReportTables.h"
 
+#include "RunReports.h"
+
 #include <sstream>
 
 namespace orch::report {
@@ -11,12 +13,15 @@ std::string summaryParagraph(const Json &metrics) {
   html << "<p>" << rows["finished"].get<uint64_t>() << " source rows in "
        << number(metrics["wall_seconds"].get<double>()) << " s: " << rows["written"].get<uint64_t>()
        << " written, " << rows["dropped"].get<uint64_t>() << " dropped, "
-       << rows["failed"].get<uint64_t>() << " failed"
-       << (field(rows, "unfinished", uint64_t(0))
-               ? ", " + std::to_string(rows["unfinished"].get<uint64_t>()) +
-                     " unfinished (the run stopped before them; running it again resumes them)"
-               : std::string())
-       << ". First row finished at " << number(metrics["row_finish_seconds"]["first"].get<double>())
+       << rows["failed"].get<uint64_t>() << " failed";
+  if (const std::string stopped = stoppedRowsClause(field(rows, "unfinished", uint64_t(0)),
+                                                    field(rows, "not_started", uint64_t(0)),
+                                                    field(metrics, "journaled", true));
+      !stopped.empty())
+    html << ", " << escape(stopped);
+  if (const uint64_t earlier = field(rows, "done_earlier", uint64_t(0)))
+    html << "; resumed: " << earlier << " source rows were done by an earlier run";
+  html << ". First row finished at " << number(metrics["row_finish_seconds"]["first"].get<double>())
        << " s, median " << number(metrics["row_finish_seconds"]["median"].get<double>())
        << " s, last " << number(metrics["row_finish_seconds"]["last"].get<double>()) << " s.";
   if (metrics.contains("bottleneck")) {
@@ -75,8 +80,8 @@ std::string replicasSection(const Json &metrics) {
           "many, why</th></tr>";
   for (const Json &call : metrics["calls"]) {
     const bool automatic = field(call, "automatic_replicas", false);
-    html << "<tr><td>" << escape(call["name"].get<std::string>()) << "</td><td>" << call["replicas"]
-         << (automatic ? " (automatic)" : " (pinned)") << "</td><td>";
+    html << "<tr><td class='call'>" << breakable(call["name"].get<std::string>()) << "</td><td>"
+         << call["replicas"] << (automatic ? " (automatic)" : " (pinned)") << "</td><td>";
     const Json changes = call.value("replica_changes", Json::array());
     if (changes.empty())
       html << (automatic ? "none: one was enough, or no core was idle" : "");
@@ -101,20 +106,27 @@ std::string messageCell(const std::string &message) {
   std::string trimmed = message;
   while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' '))
     trimmed.pop_back();
-  const size_t lastBreak = trimmed.rfind('\n');
-  if (lastBreak == std::string::npos)
+  if (trimmed.find('\n') == std::string::npos)
     return escape(trimmed);
-  return "<details><summary>" + escape(trimmed.substr(lastBreak + 1)) + "</summary><pre>" +
+  return "<details><summary>" + escape(messageHeadline(trimmed)) + "</summary><pre>" +
          escape(trimmed) + "</pre></details>";
 }
 
 } // namespace
 
+std::string stoppedEarly(const Json &metrics) {
+  auto found = metrics.find("stopped");
+  if (found == metrics.end())
+    return "";
+  return "<div class='warning'><b>The run stopped early:</b> " + escape(found->get<std::string>()) +
+         "</div>";
+}
+
 std::string rescuedBySplitting(const Json &metrics) {
   std::ostringstream html;
   for (const Json &call : metrics["calls"]) {
     const uint64_t rescued = field(call, "rescued_grains", uint64_t(0));
-    if (rescued == 0)
+    if (!field(call, "rescued_by_splitting", rescued > 0))
       continue;
     html << "<div class='warning'><b>Warning: " << escape(call["name"].get<std::string>())
          << "</b>: " << call["split_batches"] << " batch(es) failed whole and were split until "
@@ -145,9 +157,10 @@ std::string failuresSection(const Json &metrics, const std::string &journalLink)
     html << "<tr><td>" << escape(failure["source"].get<std::string>()) << " #" << failure["row"]
          << "</td><td>" << escape(failure["label"].get<std::string>()) << "</td><td>"
          << escape(field(failure, "where", std::string())) << "</td><td>"
-         << escape(field(failure, "call", std::string())) << "</td><td>"
-         << escape(field(failure, "kind", std::string())) << "</td><td class='message'>"
-         << messageCell(field(failure, "message", std::string())) << "</td></tr>";
+         << "<span class='call'>" << breakable(field(failure, "call", std::string()))
+         << "</span></td><td>" << escape(field(failure, "kind", std::string()))
+         << "</td><td class='message'>" << messageCell(field(failure, "message", std::string()))
+         << "</td></tr>";
   html << "</table>";
   if (total > failures["shown"].size())
     html << "<p>... and " << total - failures["shown"].size() << " more in " << escape(journal)
@@ -231,9 +244,10 @@ std::string skippedMembersSection(const Json &metrics) {
         path += (path.empty() ? "" : ".") + std::to_string(ordinal.get<uint64_t>());
     html << "<tr><td>" << escape(member["source"].get<std::string>()) << " #" << member["row"]
          << "</td><td>" << escape(member["label"].get<std::string>()) << "</td><td>" << escape(path)
-         << "</td><td>" << escape(member["call"].get<std::string>()) << "</td><td>"
-         << escape(member["kind"].get<std::string>()) << "</td><td class='message'>"
-         << messageCell(member["message"].get<std::string>()) << "</td></tr>";
+         << "</td><td><span class='call'>" << breakable(member["call"].get<std::string>())
+         << "</span></td><td>" << escape(member["kind"].get<std::string>())
+         << "</td><td class='message'>" << messageCell(member["message"].get<std::string>())
+         << "</td></tr>";
   }
   html << "</table>";
   if (total > skipped["shown"].size())

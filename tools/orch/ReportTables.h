@@ -16,6 +16,8 @@ std::string replicasSection(const Json &metrics);
 /// The failed source rows with their causes (the first 100), or a line saying there were none.
 /// `journalLink`: the errors journal as the report links it (relative to the report's folder).
 std::string failuresSection(const Json &metrics, const std::string &journalLink);
+/// Why the run stopped before its end (interrupted, aborted, an output that failed), if it did.
+std::string stoppedEarly(const Json &metrics);
 /// A warning for each Call whose batches failed whole and were rescued by splitting them.
 std::string rescuedBySplitting(const Json &metrics);
 /// Members `reduce(x, failed: "skip")` left out (nothing when there were none).

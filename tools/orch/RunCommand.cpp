@@ -184,12 +184,8 @@ void printFilters(llvm::raw_ostream &out, const plan::Plan &plan,
 /// A Call whose batches failed whole and whose grains then ran in split parts: it worked, but
 /// at a fraction of its batch size, and the operator is probably at fault.
 std::string rescuedBySplittingWarning(const runtime::CallSummary &call) {
-  // A traceback's last line is the exception: enough for one line of the summary.
-  std::string cause = call.splitCause;
-  while (!cause.empty() && (cause.back() == '\n' || cause.back() == ' '))
-    cause.pop_back();
-  if (const size_t lastBreak = cause.rfind('\n'); lastBreak != std::string::npos)
-    cause = cause.substr(lastBreak + 1);
+  // A traceback's exception is enough for one line of the summary.
+  const std::string cause = messageHeadline(call.splitCause);
   return "call '" + call.name + "': " + std::to_string(call.splitBatches) +
          " batch(es) failed whole and were split until their parts ran; " +
          std::to_string(call.rescuedGrains) +
@@ -200,7 +196,8 @@ std::string rescuedBySplittingWarning(const runtime::CallSummary &call) {
 }
 
 void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
-                  const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet) {
+                  const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet,
+                  bool journaled) {
   llvm::raw_ostream &out = llvm::errs();
   out << "orch: pipeline '" << plan.pipelineName << "': " << summary.rows << " rows in "
       << llvm::format("%.2f", summary.seconds) << " s: " << summary.written << " written, "
@@ -212,9 +209,10 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     out << "; " << summary.engine.duplicates << " duplicate(s) dropped";
   if (errors.recorded())
     out << " (see " << errors.path() << ")";
-  if (summary.unfinished)
-    out << "; " << summary.unfinished
-        << " unfinished (the run stopped before them; running it again resumes them)";
+  if (const std::string stopped =
+          stoppedRowsClause(summary.unfinished, summary.notStarted, journaled);
+      !stopped.empty())
+    out << "; " << stopped;
   if (summary.resumed) {
     out << "; resumed: " << summary.resumedRows << " source rows done by an earlier run were "
         << "skipped";
@@ -298,7 +296,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
       << engine.infrastructureFailures << " lost batches, " << engine.batchCrashes << " crashed, "
       << engine.batchTimeouts << " timed out, " << engine.staleReports << " stale reports\n";
   for (const runtime::CallSummary &call : summary.calls)
-    if (call.rescuedGrains > 0)
+    if (rescuedBySplitting(call))
       out << "orch:   warning: " << rescuedBySplittingWarning(call) << "\n";
   if (engine.contractViolations)
     out << "orch:   warning: " << engine.contractViolations
@@ -378,6 +376,7 @@ int runPipeline(RunCommandOptions options) {
   runOptions.recorder = &recorder;
   for (const std::string &note : runtime::notesBeforeRun(*plan, settings))
     llvm::errs() << "orch: note: " << note << "\n";
+  const bool journaled = settings.journal;
   runtime::RunSummary summary = runtime::drivePlan(*plan, registry, std::move(settings));
   if (!summary.started) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
@@ -386,10 +385,11 @@ int runPipeline(RunCommandOptions options) {
   display.finish();
   for (const std::string &note : summary.notes)
     llvm::errs() << "orch: note: " << note << "\n";
-  printSummary(*plan, summary, recorder, errors, options.quiet);
+  printSummary(*plan, summary, recorder, errors, options.quiet, journaled);
   std::string reportError;
   if (summary.started && !options.metricsPath.empty() &&
-      !writeMetrics(options.metricsPath, *plan, summary, recorder, errors.path(), reportError))
+      !writeMetrics(options.metricsPath, *plan, summary, recorder, errors.path(), journaled,
+                    reportError))
     llvm::errs() << "orch: error: " << reportError << "\n";
   if (summary.started && !options.tracePath.empty() &&
       !writeTrace(options.tracePath, *plan, recorder, reportError))

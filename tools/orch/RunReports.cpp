@@ -146,6 +146,57 @@ std::optional<Bottleneck> findBottleneck(const runtime::RunSummary &summary) {
   return busiest;
 }
 
+std::string stoppedRowsClause(uint64_t unfinished, uint64_t notStarted, bool journaled) {
+  if (unfinished == 0 && notStarted == 0)
+    return "";
+  std::string clause = unfinished ? std::to_string(unfinished) + " unfinished" : "";
+  if (notStarted)
+    clause += (clause.empty() ? "" : " and ") + std::to_string(notStarted) + " not started";
+  return clause + (journaled ? " (the run stopped before them; running the same command again "
+                               "resumes them)"
+                             : " (the run stopped before them, and kept no journal "
+                               "(--no-journal): a new run starts afresh)");
+}
+
+bool rescuedBySplitting(const runtime::CallSummary &call) {
+  const double splitsPerItem = std::ceil(std::log2(double(std::max<int64_t>(2, call.batchLimit))));
+  return call.rescuedGrains > 0 &&
+         double(call.splitBatches) > double(call.failedAlone) * splitsPerItem;
+}
+
+std::string messageHeadline(const std::string &message) {
+  std::vector<std::string> lines;
+  for (size_t begin = 0; begin <= message.size();) {
+    size_t end = message.find('\n', begin);
+    if (end == std::string::npos)
+      end = message.size();
+    lines.push_back(message.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  // Indentation counts the margins of exception groups ("  | ", "  +-+--") too.
+  auto indent = [](const std::string &line) { return line.find_first_not_of(" |+-"); };
+  auto content = [&](const std::string &line) {
+    const size_t at = indent(line);
+    return at == std::string::npos ? std::string() : line.substr(at);
+  };
+  size_t lastFrame = std::string::npos;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (content(lines[i]).rfind("File \"", 0) == 0)
+      lastFrame = i;
+  if (lastFrame != std::string::npos) {
+    // The exception is the first line after the last frame that is less indented than it
+    // (the frame's code and carets are indented more).
+    const size_t frameIndent = indent(lines[lastFrame]);
+    for (size_t i = lastFrame + 1; i < lines.size(); ++i)
+      if (!content(lines[i]).empty() && indent(lines[i]) < frameIndent)
+        return content(lines[i]);
+  }
+  for (const std::string &line : lines)
+    if (!content(line).empty())
+      return line;
+  return message;
+}
+
 std::string workerOfPlace(const std::string &place) {
   const size_t replica = place.find("/replica");
   return replica == std::string::npos ? place : place.substr(0, replica);
@@ -153,8 +204,9 @@ std::string workerOfPlace(const std::string &place) {
 
 FinishTimes finishTimes(const runtime::RunRecorder &recorder) {
   std::vector<double> times;
+  // Rows the run's stop left unfinished did not finish: they only ended with it.
   for (const runtime::RootRecord &root : recorder.roots())
-    if (root.finished >= 0)
+    if (root.finished >= 0 && !root.unfinished)
       times.push_back(root.finished);
   FinishTimes result;
   if (times.empty())
@@ -168,7 +220,7 @@ FinishTimes finishTimes(const runtime::RunRecorder &recorder) {
 
 bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   const runtime::RunSummary &summary, const runtime::RunRecorder &recorder,
-                  const std::string &errorsJournal, std::string &error) {
+                  const std::string &errorsJournal, bool journaled, std::string &error) {
   Json json;
   json["format"] = "orch-metrics";
   json["version"] = 1;
@@ -177,6 +229,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   std::error_code noDirectory;
   json["run_directory"] = std::filesystem::current_path(noDirectory).string();
   json["wall_seconds"] = summary.seconds;
+  json["journaled"] = journaled;
+  if (summary.error)
+    json["stopped"] = *summary.error;
   json["executor"] = summary.executor;
   if (!summary.executorCounters.empty()) {
     Json counters = Json::object();
@@ -210,9 +265,14 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
     }
     json["workers"].push_back(entry);
   }
-  json["rows"] = {{"finished", summary.rows},         {"written", summary.written},
-                  {"dropped", summary.dropped},       {"failed", summary.failed},
-                  {"unfinished", summary.unfinished}, {"sink_rows", summary.sinkRows}};
+  json["rows"] = {{"finished", summary.rows},
+                  {"written", summary.written},
+                  {"dropped", summary.dropped},
+                  {"failed", summary.failed},
+                  {"unfinished", summary.unfinished},
+                  {"not_started", summary.notStarted},
+                  {"done_earlier", summary.resumedRows},
+                  {"sink_rows", summary.sinkRows}};
   json["failures"] = failuresOf(plan, recorder, errorsJournal);
   json["skipped_members"] = skippedMembersOf(plan, recorder);
   json["dedup"] = Json::array();
@@ -328,6 +388,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                      {"split_batches", call.splitBatches},
                      {"rescued_grains", call.rescuedGrains},
                      {"split_cause", call.splitCause},
+                     {"failed_alone", call.failedAlone},
+                     {"rescued_by_splitting", rescuedBySplitting(call)},
                      {"outcomes", outcomeMap},
                      {"replica_places", replicaList}});
     if (!call.service.empty()) {
@@ -366,7 +428,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                        {"finished", batch.finished},
                        {"busy", batch.busy},
                        {"place", batch.place},
-                       {"outcome", batch.outcome}});
+                       {"outcome", batch.outcome.empty() ? "unfinished" : batch.outcome}});
   json["batches"] = batches;
   Json roots = Json::array();
   for (const runtime::RootRecord &root : recorder.roots())

@@ -13,9 +13,10 @@ namespace orch {
 
 /// False (with `error`) when the file cannot be written. `errorsJournal`: where the run's failed
 /// rows are journaled.
+/// `journaled`: the run kept a run journal (a stopped run can be resumed).
 bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   const runtime::RunSummary &summary, const runtime::RunRecorder &recorder,
-                  const std::string &errorsJournal, std::string &error);
+                  const std::string &errorsJournal, bool journaled, std::string &error);
 bool writeTrace(const std::string &path, const plan::Plan &plan,
                 const runtime::RunRecorder &recorder, std::string &error);
 
@@ -43,6 +44,21 @@ struct LatencyPercentiles {
   double p50 = 0, p90 = 0, p99 = 0, max = 0;
 };
 LatencyPercentiles latencyPercentiles(std::vector<float> latencies);
+
+/// Whether `call` was rescued by splitting for the operator's sake, not an item's: its parts
+/// ran, and it split more batches than finding the items that failed alone takes (each takes
+/// at most log2(batch) splits). One bad item in a batch is the isolation working, not this.
+bool rescuedBySplitting(const runtime::CallSummary &call);
+
+/// The rows a stop left behind, for the summary and the report: "4 unfinished and 18 not
+/// started (the run stopped before them; running the same command again resumes them)"; ""
+/// when there are none. Without a journal (--no-journal) nothing resumes them, and it says so.
+std::string stoppedRowsClause(uint64_t unfinished, uint64_t notStarted, bool journaled);
+
+/// A failure message's one line for a summary or a folded traceback: a Python traceback's
+/// exception ("ValueError: bad page", "ExceptionGroup: ..."; not a note added after it, not the
+/// last line of a multi-line message), else the message's first line.
+std::string messageHeadline(const std::string &message);
 
 /// The worker (or thread) in a batch's place: "local-2" of "local-2/replica 5".
 std::string workerOfPlace(const std::string &place);

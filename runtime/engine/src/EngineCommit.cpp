@@ -411,6 +411,7 @@ void LineageEngine::State::narrowDown(OutstandingBatch batch, const std::string 
     // never fails because it shared a batch with a failing one.
     bisect(std::move(batch), next, message);
   } else {
+    loads[batch.call].failedAlone += next.splitting;
     std::string final = message;
     if (next.attempt > 0)
       final += " (after " + std::to_string(next.attempt) + " retries)";
@@ -472,6 +473,7 @@ bool LineageEngine::State::failBatch(uint64_t batchId, const std::string &reason
     // crashing its process) is found by bisection, so its batch-mates are written.
     bisect(std::move(batch), next, reason);
   } else {
+    loads[batch.call].failedAlone += next.splitting;
     failGrains(batch, FailureKind::Infrastructure,
                reason + " (after " + std::to_string(options.infrastructureRetries) + " re-runs)");
   }

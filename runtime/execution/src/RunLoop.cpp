@@ -801,6 +801,9 @@ private:
     summary_.engine = engine.stats();
     summary_.dedups = engine.dedupProgress();
     summary_.filters = engine.filterProgress();
+    if (admission_ && admission_->total() &&
+        *admission_->total() > summary_.rows + summary_.resumedRows)
+      summary_.notStarted = *admission_->total() - summary_.rows - summary_.resumedRows;
     for (uint32_t c = 0; c < plan_.calls.size(); ++c) {
       const CallLoad &load = engine.callLoad(c);
       summary_.calls[c].retries = load.retries;
@@ -810,6 +813,7 @@ private:
       summary_.calls[c].notNeeded = load.notNeeded;
       summary_.calls[c].splitBatches = load.splitBatches;
       summary_.calls[c].rescuedGrains = load.rescuedGrains;
+      summary_.calls[c].failedAlone = load.failedAlone;
       summary_.calls[c].splitCause = engine.firstSplitCause(c);
     }
     summary_.executor = executor_.describe();

@@ -245,8 +245,9 @@ private:
       startFailure("it did not answer init with ready");
     ready_ = true;
     const double took = std::chrono::duration<double>(Clock::now() - startedAt_).count();
-    config_.log("replica " + std::to_string(config_.replica()) + " started (pid " +
-                std::to_string(child_->pid()) + ") in " + seconds(took));
+    if (logs(LogLevel::Info))
+      config_.log("replica " + std::to_string(config_.replica()) + " started (pid " +
+                  std::to_string(child_->pid()) + ") in " + seconds(took));
   }
 
   ChildMessage receive(const std::string &what, const std::atomic<bool> *stop) {

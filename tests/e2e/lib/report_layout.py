@@ -7,7 +7,8 @@ For each width, a copy of the page gets a script that measures every piece of te
 browser laid it out (the line boxes of HTML text, the boxes of SVG <text>), then Chromium prints
 the page (--dump-dom) with the measurements in it. Two texts overlap when their boxes share
 more than a sliver (2 px each way); a text sticks out when it reaches past the page's right edge
-(the page cannot be read without scrolling sideways). Prints each problem and exits 1 if any,
+(the page cannot be read without scrolling sideways), or a chart's label reaches past its
+chart's edge (it is cut off). Prints each problem and exits 1 if any,
 2 if Chromium could not lay the page out, 0 otherwise.
 """
 import json
@@ -23,6 +24,7 @@ MEASURE = r"""
   // Folded text (a traceback under its last line) laid out open: the page must hold it too.
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   const boxes = [];
+  const measuredLabels = new Set();  // an SVG <text> is one box, whatever text nodes it holds
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   let textId = 0;
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -33,15 +35,24 @@ MEASURE = r"""
     // Text that is not drawn (inside a closed <details>) takes no room.
     if (!inSvg && node.parentElement.checkVisibility &&
         !node.parentElement.checkVisibility({contentVisibilityAuto: true})) continue;
+    if (inSvg) {
+      const label = node.parentElement.closest('text');
+      if (measuredLabels.has(label)) continue;
+      measuredLabels.add(label);
+    }
     const range = document.createRange();
     range.selectNodeContents(node);
     const rects = inSvg ? [node.parentElement.closest('text').getBoundingClientRect()]
                         : Array.from(range.getClientRects());
     textId++;
+    // A chart's label must stay inside its chart: what sticks out is cut off.
+    const chart = inSvg ? inSvg.getBoundingClientRect() : null;
     for (const r of rects)
       if (r.width > 0 && r.height > 0)
         boxes.push({id: textId, text: text.slice(0, 60), left: r.left + scrollX,
-                    top: r.top + scrollY, right: r.right + scrollX, bottom: r.bottom + scrollY});
+                    top: r.top + scrollY, right: r.right + scrollX, bottom: r.bottom + scrollY,
+                    chart: chart && {left: chart.left + scrollX, right: chart.right + scrollX,
+                                     top: chart.top + scrollY, bottom: chart.bottom + scrollY}});
   }
   const pre = document.createElement('pre');
   pre.id = 'orch-layout';
@@ -78,6 +89,9 @@ def problems(layout):
     boxes = sorted(layout["boxes"], key=lambda b: b["left"])
     found = []
     for i, a in enumerate(boxes):
+        chart = a.get("chart")
+        if chart and (a["left"] < chart["left"] - SLIVER or a["right"] > chart["right"] + SLIVER):
+            found.append("is cut off by the edge of its chart: %r" % a["text"])
         if a["right"] > layout["width"] + SLIVER:
             found.append("sticks out past the page's right edge (%d px > %d): %r"
                          % (a["right"], layout["width"], a["text"]))

@@ -418,6 +418,9 @@ struct CallLoad {
   /// means the operator fails whole batches for what few items do (rescued by splitting).
   uint64_t splitBatches = 0;
   uint64_t rescuedGrains = 0;
+  /// Grains that failed alone after their batch was split: the items at fault. Splits far
+  /// beyond what finding them takes mean the operator fails batches for no item's sake.
+  uint64_t failedAlone = 0;
   /// Bytes its grains took in and gave back, over the grains committed with a value: what a
   /// batch of it is expected to add to the bytes held.
   uint64_t measuredGrains = 0;

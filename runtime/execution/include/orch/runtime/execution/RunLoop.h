@@ -96,6 +96,8 @@ struct CallSummary {
   uint64_t splitBatches = 0;
   uint64_t rescuedGrains = 0;
   std::string splitCause;
+  /// Grains that failed alone after a split (the items at fault).
+  uint64_t failedAlone = 0;
   /// Grains no consumer needed (semantics.md, demand): sealed without running.
   uint64_t notNeeded = 0;
   int64_t batchLimit = 1;
@@ -176,6 +178,9 @@ struct RunSummary {
   std::vector<std::pair<double, uint64_t>> bytesHeld;
   /// Source rows an earlier run of this journal had finished, not run again.
   uint64_t resumedRows = 0;
+  /// Source rows never admitted because the run stopped first, when the sources know their
+  /// total (0 otherwise, and for a run that completed).
+  uint64_t notStarted = 0;
   bool resumed = false;
   /// False when the run could not start (then `error` says why and nothing ran).
   bool started = false;
