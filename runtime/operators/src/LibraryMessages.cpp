@@ -12,13 +12,7 @@
 namespace orch::runtime {
 namespace {
 
-struct Activity {
-  const OperatorConfig *config = nullptr;
-  const Batch *batch = nullptr;
-  std::optional<size_t> item;
-};
-
-thread_local Activity *current = nullptr;
+thread_local OperatorActivity *current = nullptr;
 
 /// One write per line: library messages come from several threads at once.
 void writeLine(const std::string &line) {
@@ -60,15 +54,12 @@ std::optional<LogLevel> parseLogLevel(std::string_view name) {
 LogLevel logLevel() { return LogLevel(levelSetting().load(std::memory_order_relaxed)); }
 void setLogLevel(LogLevel level) { levelSetting().store(int(level), std::memory_order_relaxed); }
 
-OperatorActivity::OperatorActivity(const OperatorConfig &config, const Batch &batch)
-    : previous_(current) {
-  current = new Activity{&config, &batch, std::nullopt};
+OperatorActivity::OperatorActivity(const OperatorConfig &config_, const Batch &batch_)
+    : config(config_), batch(batch_), previous_(current) {
+  current = this;
 }
 
-OperatorActivity::~OperatorActivity() {
-  delete current;
-  current = static_cast<Activity *>(previous_);
-}
+OperatorActivity::~OperatorActivity() { current = previous_; }
 
 void noteCurrentItem(size_t index) {
   if (current)
@@ -114,10 +105,10 @@ void reportLibraryMessage(std::string_view library, std::string_view text, LogLe
       line.remove_suffix(1);
     if (line.empty())
       continue;
-    if (current && current->config)
-      current->config->log("replica " + std::to_string(current->config->replica()) + ", " +
-                           describeItems(*current->batch, current->item) + ": " +
-                           std::string(library) + ": " + std::string(line));
+    if (current)
+      current->config.log("replica " + std::to_string(current->config.replica()) + ", " +
+                          describeItems(current->batch, current->item) + ": " +
+                          std::string(library) + ": " + std::string(line));
     else
       writeLine("orch: " + std::string(library) + ": " + std::string(line) + "\n");
   }

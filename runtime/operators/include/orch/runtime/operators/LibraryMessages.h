@@ -32,7 +32,8 @@ LogLevel logLevel();
 void setLogLevel(LogLevel level);
 inline bool logs(LogLevel level) { return level <= logLevel(); }
 
-/// While alive, messages printed on this thread belong to `batch` on `config`'s replica.
+/// While alive (on the stack of the thread running the batch), messages printed on this thread
+/// belong to `batch` on `config`'s replica.
 class OperatorActivity {
 public:
   OperatorActivity(const OperatorConfig &config, const Batch &batch);
@@ -40,9 +41,14 @@ public:
   OperatorActivity(const OperatorActivity &) = delete;
   OperatorActivity &operator=(const OperatorActivity &) = delete;
 
+  const OperatorConfig &config;
+  const Batch &batch;
+  /// The item the operator said it works on (noteCurrentItem), if it said.
+  std::optional<size_t> item;
+
 private:
   /// The activity this one interrupts (an operator that runs another): back when it ends.
-  void *previous_;
+  OperatorActivity *previous_;
 };
 
 /// The operator on this thread works on item `index` of its batch now.
