@@ -322,6 +322,7 @@ class Talk:
     def __init__(self):
         print("loaded the talking model", file=sys.stderr, flush=True)
     def __call__(self, xs):
+        print("working on", len(xs), "items", file=sys.stderr, flush=True)
         if 3 in xs:
             os._exit(3)
         return [x + 1 for x in xs]
@@ -350,6 +351,8 @@ ORCH
   "$ORCH_BIN/orch" report talk.json -o talk.html 2>/dev/null
   check "an operator's own output names its Call and replica" \
     grep -q "talk@sink0: replica 0: loaded the talking model" talk.log
+  check "... and, during a batch, the batch's rows" \
+    grep -qE "talk@sink0: replica 0, rows? [0-9]+(, [0-9]+)*( and [0-9]+)?: working on [0-9]+ items" talk.log
   check "a batch whose operator's process crashed is on its worker's lane" $python -c '
 import json
 m = json.load(open("talk.json"))

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <unistd.h>
 
 namespace orch::runtime {
@@ -103,6 +105,8 @@ public:
       spawn();
     if (!ready_)
       handshake();
+    // What the process prints meanwhile names the batch's rows.
+    const WorkingOn working(*working_, currentItems());
     std::vector<std::vector<const Value *>> columns(inputColumns_.size());
     for (size_t k = 0; k < inputColumns_.size(); ++k) {
       columns[k].reserve(rows.size());
@@ -212,10 +216,18 @@ private:
          {"CUDA_VISIBLE_DEVICES",
           config_.gpuDevice() >= 0 ? std::to_string(config_.gpuDevice()) : std::string()}});
     OperatorConfig config = config_;
-    // A declared operator's own prints, with its replica, at the level libraries' output has.
-    spec.output = [config](const std::string &line) {
-      if (logs(LogLevel::Info))
-        config.log("replica " + std::to_string(config.replica()) + ": " + line);
+    // A declared operator's own prints, with its replica and the rows of the batch it runs, at
+    // the level libraries' output has.
+    spec.output = [config, working = working_](const std::string &line) {
+      if (!logs(LogLevel::Info))
+        return;
+      std::string rows;
+      {
+        std::lock_guard lock(working->mutex);
+        rows = working->rows;
+      }
+      config.log("replica " + std::to_string(config.replica()) + (rows.empty() ? "" : ", ") + rows +
+                 ": " + line);
     };
     startedAt_ = Clock::now();
     try {
@@ -320,6 +332,29 @@ private:
   OperatorConfig config_;
   /// For each input parameter (declaration order): its column in a batch's rows.
   std::vector<size_t> inputColumns_;
+  /// The rows of the batch the process runs, for its output lines (read by the output thread).
+  struct Working {
+    std::mutex mutex;
+    std::string rows;
+  };
+  /// Sets what the process works on for as long as a batch runs.
+  class WorkingOn {
+  public:
+    WorkingOn(Working &working, std::string rows) : working_(working) {
+      std::lock_guard lock(working_.mutex);
+      working_.rows = std::move(rows);
+    }
+    ~WorkingOn() {
+      std::lock_guard lock(working_.mutex);
+      working_.rows.clear();
+    }
+    WorkingOn(const WorkingOn &) = delete;
+    WorkingOn &operator=(const WorkingOn &) = delete;
+
+  private:
+    Working &working_;
+  };
+  std::shared_ptr<Working> working_ = std::make_shared<Working>();
   std::unique_ptr<ChildProcess> child_;
   /// Frames from the process are read here, and batches encoded here (both only grow).
   std::string frame_;

@@ -91,6 +91,10 @@ std::string describeItems(const Batch &batch, std::optional<size_t> item) {
   return text;
 }
 
+std::string currentItems() {
+  return current ? describeItems(current->batch, current->item) : std::string();
+}
+
 void reportLibraryMessage(std::string_view library, std::string_view text, LogLevel level) {
   if (!logs(level))
     return;
