@@ -312,6 +312,21 @@ check "the resumed run counts the rows done earlier from its first progress line
 check "... and ends at 30 of 30" \
   grep -q "^orch: 30 of 30 source rows done ($((30 - done_before)) written, 0 failed; resumed: $done_before of 30 rows done earlier)" resumed.log
 
+# A row that failed before the stop stays failed when the run is resumed: the resumed run names
+# it, and its exit status is 2, not 0.
+sed -e 's/^pipeline resumed;/pipeline mixed;/' -e 's|out/resumed.jsonl|out/mixed.jsonl|' \
+    -e 's|s: slow });|s: test.fail(slow, ordinals: "0") });|' resumed.orch >mixed.orch
+"$ORCH_BIN/orch" run mixed.orch --in-process --threads 2 2>mixed.log &
+run=$!
+for _ in $(seq 200); do grep -q "source rows done" mixed.log && break; sleep 0.02; done
+sleep 0.6
+kill -INT "$run"
+wait "$run" || true
+status=0; "$ORCH_BIN/orch" run mixed.orch --in-process --threads 2 2>mixed-resumed.log || status=$?
+check "a resumed run whose earlier run failed a row exits 2 and says so" \
+  test "$status" = 2 -a -n "$(grep "resumed: [0-9]* source rows done by an earlier run were skipped (1 of them had failed" mixed-resumed.log)"
+check "... from its first progress line" grep -q "rows done earlier, 1 of them failed)" mixed-resumed.log
+
 # Operators' own output with the Call and replica, silenced by --log-level; a replica whose
 # process crashed is marked on its worker's lane; an operator that fails whole batches which
 # splitting rescues gets a warning naming the cause.

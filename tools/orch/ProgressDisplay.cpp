@@ -34,9 +34,12 @@ std::string rowsLine(const runtime::RunProgress &progress) {
   if (progress.unfinished)
     line += ", " + std::to_string(progress.unfinished) + " unfinished";
   if (progress.doneEarlier)
-    line += "; resumed: " + std::to_string(progress.doneEarlier) +
-            (progress.total ? " of " + std::to_string(*progress.total) : std::string()) +
-            " rows done earlier";
+    line +=
+        "; resumed: " + std::to_string(progress.doneEarlier) +
+        (progress.total ? " of " + std::to_string(*progress.total) : std::string()) +
+        " rows done earlier" +
+        (progress.failedEarlier ? ", " + std::to_string(progress.failedEarlier) + " of them failed"
+                                : std::string());
   line += "), " + duration(progress.seconds);
   // Time left at this run's own pace (the rows done earlier took none of its time).
   // None once the run stopped: what is left will not run.

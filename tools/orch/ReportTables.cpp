@@ -19,8 +19,12 @@ std::string summaryParagraph(const Json &metrics) {
                                                     field(metrics, "journaled", true));
       !stopped.empty())
     html << ", " << escape(stopped);
-  if (const uint64_t earlier = field(rows, "done_earlier", uint64_t(0)))
+  if (const uint64_t earlier = field(rows, "done_earlier", uint64_t(0))) {
     html << "; resumed: " << earlier << " source rows were done by an earlier run";
+    if (const uint64_t failedEarlier = field(rows, "failed_earlier", uint64_t(0)))
+      html << " (" << failedEarlier << " of them failed; <code>--retry-failed</code> runs them "
+           << "again)";
+  }
   html << ". First row finished at " << number(metrics["row_finish_seconds"]["first"].get<double>())
        << " s, median " << number(metrics["row_finish_seconds"]["median"].get<double>())
        << " s, last " << number(metrics["row_finish_seconds"]["last"].get<double>()) << " s.";

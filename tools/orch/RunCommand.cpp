@@ -216,6 +216,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   if (summary.resumed) {
     out << "; resumed: " << summary.resumedRows << " source rows done by an earlier run were "
         << "skipped";
+    if (summary.resumedFailed)
+      out << " (" << summary.resumedFailed
+          << " of them had failed and are still failed: --retry-failed runs them again)";
     if (summary.engine.grainsRecalled > 0)
       out << ", and " << summary.engine.grainsRecalled
           << " finished grains of the others were reused";
@@ -400,7 +403,8 @@ int runPipeline(RunCommandOptions options) {
     llvm::errs() << "orch: error: " << *summary.error << "\n";
     return stopRequested.load() ? kRunInterrupted : kRunCannotRun;
   }
-  return summary.failed ? kRunRowsFailed : kRunOk;
+  // Rows an earlier run failed are still failed: the job as a whole has failed rows.
+  return summary.failed + summary.resumedFailed ? kRunRowsFailed : kRunOk;
 }
 
 } // namespace orch

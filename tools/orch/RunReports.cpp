@@ -272,6 +272,7 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
                   {"unfinished", summary.unfinished},
                   {"not_started", summary.notStarted},
                   {"done_earlier", summary.resumedRows},
+                  {"failed_earlier", summary.resumedFailed},
                   {"sink_rows", summary.sinkRows}};
   json["failures"] = failuresOf(plan, recorder, errorsJournal);
   json["skipped_members"] = skippedMembersOf(plan, recorder);

@@ -560,6 +560,7 @@ private:
         }
         summary_.resumed = journal_->resuming();
         summary_.resumedRows = journal_->done();
+        summary_.resumedFailed = journal_->doneFailed();
         if (!journal_->notice().empty())
           summary_.notes.push_back(journal_->notice());
       }
@@ -838,6 +839,7 @@ private:
     now.failed = summary_.failed;
     now.unfinished = summary_.unfinished;
     now.doneEarlier = summary_.resumedRows;
+    now.failedEarlier = summary_.resumedFailed;
     now.grainsRun = engine.stats().grainsRun;
     now.seconds = elapsed();
     return now;

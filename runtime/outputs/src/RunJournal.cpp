@@ -11,6 +11,7 @@
 
 #include "GrainCheckpoints.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -293,6 +294,11 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   journal->retryFailed_ = journal->resuming_ && retryFailed;
   journal->sinks_ = plan.sinks.size();
   return journal;
+}
+
+uint64_t RunJournal::doneFailed() const {
+  return uint64_t(std::count_if(failed_.begin(), failed_.end(),
+                                [this](uint64_t row) { return done_.count(row) != 0; }));
 }
 
 bool RunJournal::beginTakeUp(std::string &error) {

@@ -43,6 +43,8 @@ struct RunProgress {
   /// A resumed run: source rows an earlier run finished, which this one does not run again
   /// (counted as done from the start).
   uint64_t doneEarlier = 0;
+  /// Of those, rows that had failed.
+  uint64_t failedEarlier = 0;
   uint64_t grainsRun = 0;
   double seconds = 0;
   /// What the run is doing before its first row ("starting operator processes"); empty once
@@ -178,6 +180,8 @@ struct RunSummary {
   std::vector<std::pair<double, uint64_t>> bytesHeld;
   /// Source rows an earlier run of this journal had finished, not run again.
   uint64_t resumedRows = 0;
+  /// Of those, rows that had failed: still failed (--retry-failed runs them again).
+  uint64_t resumedFailed = 0;
   /// Source rows never admitted because the run stopped first, when the sources know their
   /// total (0 otherwise, and for a run that completed).
   uint64_t notStarted = 0;

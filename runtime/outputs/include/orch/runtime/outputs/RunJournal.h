@@ -49,6 +49,9 @@ public:
   bool resuming() const { return resuming_; }
   /// Source rows the resumed run does not run again.
   uint64_t done() const { return done_.size(); }
+  /// Of those, the rows that failed (a plain resume keeps them failed; --retry-failed runs
+  /// them again, so they are not done).
+  uint64_t doneFailed() const;
   bool isDone(uint32_t source, uint64_t row) const;
   /// How sink `sink` takes up the outputs (nullptr: afresh).
   const SinkResume *sinkResume(size_t sink) const;
