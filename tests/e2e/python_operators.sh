@@ -169,6 +169,19 @@ for mode in --in-process "--workers 1"; do
 done
 check "... and leaves no operator process" test -z "$(operator_processes measure)"
 
+# Ctrl-C during a batch in process: the run ends at once, and the operator's process goes with
+# its abandoned thread (that this is not called a crash is DeclaredOperatorsTest's, where the
+# thread is waited for).
+program stuck Measure "{ batch: 8 }" ', delay: 5.0'
+"$ORCH_BIN/orch" run stuck.orch --in-process >stuck.log 2>&1 &
+run=$!
+for _ in $(seq 200); do grep -q "source rows done" stuck.log && break; sleep 0.05; done
+sleep 1
+kill -INT "$run"
+status=0; wait "$run" || status=$?
+check "Ctrl-C during an in-process batch: exit 130" test "$status" = 130
+check "... and leaves no operator process" test -z "$(operator_processes measure)"
+
 cp "$models/syntax_error.py" .
 cat >syntax.orch <<'ORCH'
 pipeline syntax;

@@ -9,12 +9,17 @@
 #include "orch/plan/Sha256.h"
 #include "orch/runtime/cluster/Protocol.h"
 #include "orch/runtime/execution/ThreadExecutor.h"
+#include "orch/runtime/operators/ChildProcess.h"
+#include "orch/runtime/operators/ExternalOperator.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 namespace orch::runtime {
 namespace {
@@ -186,6 +191,52 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: my.tag(rows, if len(rows) % 2 ==
                     std::string(length, 'x') + "\"}");
   }
   EXPECT_EQ(written, expected);
+}
+
+TEST_F(DeclaredOperatorsTest, AProcessKilledAsALeftoverOfAStoppedRunIsNotCalledACrash) {
+  if (!pythonHasMsgpack())
+    GTEST_SKIP() << "/usr/bin/python3 has no msgpack (python3-msgpack)";
+  // At a stop, an in-process run abandons the thread of a batch still running and kills the
+  // operator processes left behind: the batch's thread then finds its process dead, which is
+  // no crash and restarts nothing (it said "was killed by signal 9 ... it is restarted").
+  writeFile("slow.py", "import time\nclass Slow:\n    def __call__(self, texts):\n"
+                       "        time.sleep(30)\n        return texts\n");
+  writeFile("in.txt", "a\n");
+  plan::Plan plan = compile(R"(
+pipeline p;
+operator slow(text: String) -> String = python("slow.py", class: "Slow");
+source rows = lines("$DIR/in.txt");
+sink jsonl(path: "$DIR/out.jsonl", record: { s: slow(rows) });
+)",
+                            path("test.orch"));
+  ASSERT_EQ(plan.operators.size(), 1u);
+  std::mutex mutex;
+  std::vector<std::string> logged;
+  OperatorConfig config(plan.calls[0].name, plan.calls[0].op, plan.calls[0].constants, {"text"});
+  config.withLog([&](const std::string &line) {
+    std::lock_guard lock(mutex);
+    logged.push_back(line);
+  });
+  const OperatorFactory factory = externalOperatorFactory(plan, plan.operators[0]);
+  std::unique_ptr<Operator> instance = factory(config);
+  const std::vector<Value> inputs{Value::string("a")};
+  const std::vector<OperatorRow> rows{OperatorRow{inputs, {}}};
+  std::optional<BatchLoss> loss;
+  std::thread batch([&] {
+    std::vector<RowResult> results;
+    try {
+      instance->process(rows, results);
+    } catch (const OperatorLost &lost) {
+      loss = lost.loss();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500)); // the batch runs
+  killLeftoversOfChildProcesses();
+  batch.join();
+  EXPECT_EQ(loss, BatchLoss::Crash) << "the batch still ends without an answer";
+  std::lock_guard lock(mutex);
+  for (const std::string &line : logged)
+    EXPECT_EQ(line.find("it is restarted"), std::string::npos) << line;
 }
 
 TEST_F(DeclaredOperatorsTest, AProcessThatDiesBeforeItsHelloStopsTheRun) {

@@ -2,6 +2,7 @@
 // calls: everything the child needs is prepared before the fork.
 #include "orch/runtime/operators/ChildProcess.h"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -238,7 +239,16 @@ void ChildProcess::forwardOutput(int fd, std::function<void(const std::string &)
     output(pending);
 }
 
-size_t killLeftoversOfChildProcesses() { return killProcessesCarrying(tokenPrefix(), true); }
+namespace {
+std::atomic<uint64_t> leftoverKillCount{0};
+} // namespace
+
+size_t killLeftoversOfChildProcesses() {
+  ++leftoverKillCount;
+  return killProcessesCarrying(tokenPrefix(), true);
+}
+
+uint64_t leftoverKills() { return leftoverKillCount.load(); }
 
 size_t killProcessesCarrying(const std::string &needle, bool prefix) {
   size_t found = 0;

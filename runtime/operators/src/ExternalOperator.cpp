@@ -230,6 +230,7 @@ private:
                  ": " + line);
     };
     startedAt_ = Clock::now();
+    leftoverKillsAtStart_ = leftoverKills();
     try {
       child_ = std::make_unique<ChildProcess>(spec);
     } catch (const std::exception &error) {
@@ -308,7 +309,10 @@ private:
     const std::string message = "call '" + config_.name() + "' (operator " + op_.name +
                                 "): the process of replica " + std::to_string(config_.replica()) +
                                 " " + why + " while running a batch; it is restarted";
-    config_.log(message);
+    // Killed as a leftover of a run that ended (its thread abandoned at a stop): nothing crashed,
+    // and nothing is restarted, so nothing is said.
+    if (leftoverKills() == leftoverKillsAtStart_)
+      config_.log(message);
     child_.reset();
     ready_ = false;
     throw OperatorLost(message, loss);
@@ -363,6 +367,8 @@ private:
   uint64_t batches_ = 0;
   std::chrono::nanoseconds batchTimeout_{0};
   Clock::time_point startedAt_;
+  /// leftoverKills() when its process started (ChildProcess.h).
+  uint64_t leftoverKillsAtStart_ = 0;
 };
 
 } // namespace

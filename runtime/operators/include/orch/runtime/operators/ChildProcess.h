@@ -34,6 +34,9 @@ size_t killProcessesCarrying(const std::string &entry, bool prefix = false);
 /// Kills what every ChildProcess this process started may have left behind, the children of
 /// abandoned operators included: at the end of a run or a worker's session.
 size_t killLeftoversOfChildProcesses();
+/// How many times killLeftoversOfChildProcesses ran in this process: a process started before
+/// the last time and found dead was killed as a leftover, not crashed.
+uint64_t leftoverKills();
 
 /// The fd number of the protocol socket in the child (also in $ORCH_OPERATOR_FD).
 inline constexpr int kChildChannelFd = 3;
