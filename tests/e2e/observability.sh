@@ -240,6 +240,17 @@ mkdir -p reports
 check "a report written elsewhere (-o) links the errors journal where it is" \
   grep -q "href='../troubled.errors.jsonl'" reports/troubled.html
 
+# --errors - journals to standard output (no file named "-"), and the report names it unlinked.
+"$ORCH_BIN/orch" run troubled.orch --in-process --no-journal --errors - --metrics dash.json \
+  >dash.out 2>/dev/null || true
+"$ORCH_BIN/orch" report dash.json -o dash.html 2>/dev/null
+check "--errors - writes the errors journal to standard output" \
+  test ! -e ./- -a "$(grep -c '"kind"' dash.out)" = \
+  "$($python -c 'import json; print(json.load(open("dash.json"))["failures"]["total"])')" \
+  -a -s dash.out
+check "... and the report names it without a link" \
+  grep -q "in the errors journal <code>/dev/stdout</code>" dash.html
+
 # The bytes-held chart draws the byte budget.
 "$ORCH_BIN/orch" run pages.orch --in-process --no-journal --quiet --memory-limit 4KiB \
   --metrics limit.json 2>/dev/null

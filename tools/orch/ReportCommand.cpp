@@ -30,6 +30,9 @@ std::string errorsJournalLink(const Json &metrics, const std::string &metricsPat
   if (failures == metrics.end() || !failures->contains("errors_journal"))
     return "";
   const fs::path journal = (*failures)["errors_journal"].get<std::string>();
+  // A journal written to a standard stream is no file to link.
+  if (journal.string().rfind("/dev/", 0) == 0)
+    return "";
   const std::string runDirectory = report::field(metrics, "run_directory", std::string());
   std::error_code error;
   const fs::path base = runDirectory.empty()

@@ -153,9 +153,11 @@ std::string failuresSection(const Json &metrics, const std::string &journalLink)
   if (total == 0)
     return "<p>No source row failed.</p>";
   std::ostringstream html;
-  html << "<p>" << total << " source row(s) failed; each is in the errors journal <a href='"
-       << escape(journalLink) << "'>" << escape(journal)
-       << "</a> with every failure under it.</p><table class='failures'><tr><th>source row</th>"
+  html << "<p>" << total << " source row(s) failed; each is in the errors journal "
+       << (journalLink.empty()
+               ? "<code>" + escape(journal) + "</code>"
+               : "<a href='" + escape(journalLink) + "'>" + escape(journal) + "</a>")
+       << " with every failure under it.</p><table class='failures'><tr><th>source row</th>"
           "<th>path or key</th><th>where</th><th>call</th><th>kind</th><th>message</th></tr>";
   for (const Json &failure : failures["shown"])
     html << "<tr><td>" << escape(failure["source"].get<std::string>()) << " #" << failure["row"]

@@ -321,7 +321,8 @@ static int runCommand() {
   engine.batching = batching;
   engine.gather = gather;
   engine.probeFirst = probeFirst;
-  options.errorsPath = errorsPath;
+  // `-`, as in most tools: standard output (a file named "-" is ./-).
+  options.errorsPath = errorsPath == "-" ? std::string("/dev/stdout") : std::string(errorsPath);
   settings.journal = !noJournal;
   settings.run.journal.dir = journalDir;
   settings.run.journal.restart = restart;
