@@ -290,9 +290,7 @@ ORCH
 "$ORCH_BIN/orch" run resumed.orch --in-process --threads 2 --metrics interrupted.json \
   2>interrupted.log &
 run=$!
-for _ in $(seq 200); do grep -q "source rows done" interrupted.log && break; sleep 0.02; done
-sleep 0.6
-kill -INT "$run"
+signal_once_running INT "$run" interrupted.log 0.6
 status=0; wait "$run" || status=$?
 check "SIGINT: status 130" test "$status" = 130
 check "... progress and summary say unfinished, and no row failed" \
@@ -329,9 +327,7 @@ sed -e 's/^pipeline resumed;/pipeline mixed;/' -e 's|out/resumed.jsonl|out/mixed
     -e 's|s: slow });|s: test.fail(slow, ordinals: "0") });|' resumed.orch >mixed.orch
 "$ORCH_BIN/orch" run mixed.orch --in-process --threads 2 2>mixed.log &
 run=$!
-for _ in $(seq 200); do grep -q "source rows done" mixed.log && break; sleep 0.02; done
-sleep 0.6
-kill -INT "$run"
+signal_once_running INT "$run" mixed.log 0.6
 wait "$run" || true
 status=0; "$ORCH_BIN/orch" run mixed.orch --in-process --threads 2 2>mixed-resumed.log || status=$?
 check "a resumed run whose earlier run failed a row exits 2 and says so" \

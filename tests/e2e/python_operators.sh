@@ -175,9 +175,7 @@ check "... and leaves no operator process" test -z "$(operator_processes measure
 program stuck Measure "{ batch: 8 }" ', delay: 5.0'
 "$ORCH_BIN/orch" run stuck.orch --in-process >stuck.log 2>&1 &
 run=$!
-for _ in $(seq 200); do grep -q "source rows done" stuck.log && break; sleep 0.05; done
-sleep 1
-kill -INT "$run"
+signal_once_running INT "$run" stuck.log 1
 status=0; wait "$run" || status=$?
 check "Ctrl-C during an in-process batch: exit 130" test "$status" = 130
 check "... and leaves no operator process" test -z "$(operator_processes measure)"

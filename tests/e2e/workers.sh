@@ -79,11 +79,9 @@ for signal in TERM INT KILL; do
   rm -rf out
   "$ORCH_BIN/orch" run pages.orch --restart --workers 3 >signal.log 2>&1 &
   run=$!
-  # Once the run has begun (its handlers are installed): on a loaded machine a fixed 0.5 s
-  # can come before orch has even started, and SIGTERM would then kill it with status 143.
-  for _ in $(seq 200); do grep -q "admitted source rows" signal.log && break; sleep 0.05; done
-  sleep 0.2
-  kill -"$signal" "$run"
+  # Once the run has begun: on a loaded machine a fixed 0.5 s can come before orch has even
+  # started, and SIGTERM would then kill it with status 143.
+  signal_once_running "$signal" "$run" signal.log 0.2
   status=0; wait "$run" || status=$?
   sleep 0.3
   if [ "$signal" = KILL ]; then
@@ -131,11 +129,7 @@ ORCH
 for mode in --in-process --workers=1; do
   "$ORCH_BIN/orch" run stuck.orch --restart "$mode" --errors stuck.errors.jsonl >stuck.log 2>&1 &
   run=$!
-  # Once the batch runs (the first progress line): a background job of a script starts with
-  # SIGINT ignored until orch installs its handler, so a signal sent earlier would be lost.
-  for _ in $(seq 200); do grep -q "admitted source rows" stuck.log && break; sleep 0.05; done
-  sleep 0.5
-  kill -INT "$run"
+  signal_once_running INT "$run" stuck.log 0.5
   status=0; timeout 20 tail --pid="$run" -f /dev/null || status=$?
   check "SIGINT during a long batch ($mode) ends the run without waiting for it" test "$status" = 0
   status=0; wait "$run" || status=$?

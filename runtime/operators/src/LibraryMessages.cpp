@@ -37,6 +37,31 @@ std::atomic<int> &levelSetting() {
   return level;
 }
 
+std::string describeItems(const Batch &batch, std::optional<size_t> item) {
+  auto one = [](const GrainLineage &lineage) {
+    return "row " + std::to_string(lineage.sourceRow) +
+           (lineage.depth > 0 ? " (member " + std::to_string(lineage.ordinal) + ")" : "");
+  };
+  if (item && *item < batch.grains.size())
+    return one(batch.grains[*item].lineage);
+  std::set<uint64_t> rows;
+  for (const BatchGrain &grain : batch.grains)
+    rows.insert(grain.lineage.sourceRow);
+  if (rows.size() == 1)
+    return "row " + std::to_string(*rows.begin());
+  std::string text = "rows ";
+  size_t shown = 0;
+  for (uint64_t row : rows) {
+    if (shown == 5) {
+      text += " and " + std::to_string(rows.size() - shown) + " more";
+      break;
+    }
+    text += (shown == 0 ? "" : (shown + 1 == rows.size() ? " and " : ", ")) + std::to_string(row);
+    ++shown;
+  }
+  return text;
+}
+
 } // namespace
 
 std::optional<LogLevel> parseLogLevel(std::string_view name) {
@@ -66,31 +91,6 @@ void noteCurrentItem(size_t index) {
     current->item = index;
 }
 
-std::string describeItems(const Batch &batch, std::optional<size_t> item) {
-  auto one = [](const GrainLineage &lineage) {
-    return "row " + std::to_string(lineage.sourceRow) +
-           (lineage.depth > 0 ? " (member " + std::to_string(lineage.ordinal) + ")" : "");
-  };
-  if (item && *item < batch.grains.size())
-    return one(batch.grains[*item].lineage);
-  std::set<uint64_t> rows;
-  for (const BatchGrain &grain : batch.grains)
-    rows.insert(grain.lineage.sourceRow);
-  if (rows.size() == 1)
-    return "row " + std::to_string(*rows.begin());
-  std::string text = "rows ";
-  size_t shown = 0;
-  for (uint64_t row : rows) {
-    if (shown == 5) {
-      text += " and " + std::to_string(rows.size() - shown) + " more";
-      break;
-    }
-    text += (shown == 0 ? "" : (shown + 1 == rows.size() ? " and " : ", ")) + std::to_string(row);
-    ++shown;
-  }
-  return text;
-}
-
 std::string currentItems() {
   return current ? describeItems(current->batch, current->item) : std::string();
 }
@@ -111,8 +111,7 @@ void reportLibraryMessage(std::string_view library, std::string_view text, LogLe
       continue;
     if (current)
       current->config.log("replica " + std::to_string(current->config.replica()) + ", " +
-                          describeItems(current->batch, current->item) + ": " +
-                          std::string(library) + ": " + std::string(line));
+                          currentItems() + ": " + std::string(library) + ": " + std::string(line));
     else
       writeLine("orch: " + std::string(library) + ": " + std::string(line) + "\n");
   }

@@ -13,3 +13,10 @@ exit_code() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
 finish_checks() {
   if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 }
+signal_once_running() { # signal_once_running SIGNAL PID LOG SECONDS: once LOG shows the run's first
+  # progress line (its handlers are installed: a background job of a script starts with SIGINT
+  # ignored, and a signal sent earlier would be lost or kill it), wait SECONDS, then signal PID
+  for _ in $(seq 200); do grep -q "source rows done" "$3" && break; sleep 0.05; done
+  sleep "$4"
+  kill -"$1" "$2"
+}

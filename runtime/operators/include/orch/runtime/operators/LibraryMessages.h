@@ -60,11 +60,8 @@ void noteCurrentItem(size_t index);
 void reportLibraryMessage(std::string_view library, std::string_view text,
                           LogLevel level = LogLevel::Info);
 
-/// The rows of the batch this thread runs now, as describeItems says them ("" off a batch).
+/// What the batch this thread runs comes from, for a message: "row 12 (member 3)" when the
+/// operator said which item it is on, else the batch's rows ("rows 3, 5 and 7"); "" off a batch.
 std::string currentItems();
-
-/// Where the batch's grains come from, for a message: "row 12 (member 3)" for one item, "rows
-/// 3, 5 and 7" for a whole batch.
-std::string describeItems(const Batch &batch, std::optional<size_t> item);
 
 } // namespace orch::runtime
