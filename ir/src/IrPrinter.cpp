@@ -71,10 +71,11 @@ std::string formatNonDefaultOptions(const plan::CallOptions &options) {
   const plan::CallOptions defaults;
   std::string out;
   for (const plan::CallOptionSpec &spec : plan::callOptionSpecs()) {
-    const plan::StaticValue value = spec.get(options);
-    if (value != spec.get(defaults))
-      out += (out.empty() ? "" : ", ") + std::string(spec.name) + ": " +
-             plan::formatStaticValue(value);
+    if (plan::callOptionText(spec, options) == plan::callOptionText(spec, defaults))
+      continue;
+    out += (out.empty() ? "" : ", ") + std::string(spec.name) + ": ";
+    out += spec.isUnset && spec.isUnset(options) ? std::string(spec.unsetText)
+                                                 : plan::formatStaticValue(spec.get(options));
   }
   return out.empty() ? "" : "{" + out + "}";
 }

@@ -49,7 +49,8 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        [](const CallOptions &o) -> StaticValue { return o.replicas; },
        [](CallOptions &o, const StaticValue &v) { o.replicas = std::get<int64_t>(v); },
        nullptr,
-       "auto"},
+       "auto",
+       [](const CallOptions &o) { return o.replicas == CallOptions::kAutomaticReplicas; }},
       {"cpus",
        TypeKind::Float,
        0,
@@ -131,12 +132,17 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        0,
        false,
        {},
-       "keep the results (those below 64 KiB) in the run journal, so that a resumed run does "
-       "not run the grains that finished again (default true; false for an operator whose "
-       "results must not be reused)",
+       "keep the results in the run journal, so that a resumed run does not run the grains "
+       "that finished again: true keeps every result, false none (for an operator whose "
+       "results must not be reused; default: those below 64 KiB)",
        false,
-       [](const CallOptions &o) -> StaticValue { return o.checkpoint; },
-       [](CallOptions &o, const StaticValue &v) { o.checkpoint = std::get<bool>(v); }},
+       [](const CallOptions &o) -> StaticValue { return o.checkpoint != CheckpointPolicy::Never; },
+       [](CallOptions &o, const StaticValue &v) {
+         o.checkpoint = std::get<bool>(v) ? CheckpointPolicy::Always : CheckpointPolicy::Never;
+       },
+       nullptr,
+       "small",
+       [](const CallOptions &o) { return o.checkpoint == CheckpointPolicy::SmallResults; }},
       {"in_flight",
        TypeKind::Int,
        1,
@@ -150,6 +156,19 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        [](CallOptions &o, const StaticValue &v) { o.inFlight = std::get<int64_t>(v); }},
   };
   return specs;
+}
+
+std::string callOptionText(const CallOptionSpec &spec, const CallOptions &options) {
+  if (spec.isUnset && spec.isUnset(options))
+    return spec.unsetText;
+  const StaticValue value = spec.get(options);
+  if (auto *text = std::get_if<std::string>(&value))
+    return *text;
+  if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
+    return "none";
+  if (auto *flag = std::get_if<bool>(&value))
+    return *flag ? "true" : "false";
+  return formatStaticValue(value);
 }
 
 const CallOptionSpec *findCallOption(std::string_view name) {

@@ -5,6 +5,7 @@
 #include "orch/plan/PlanCodec.h"
 
 #include "orch/plan/MessagePackReader.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/plan/RecordFields.h"
 
 #include <msgpack.hpp>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 namespace orch::plan {
@@ -94,11 +96,15 @@ void packValue(Packer &out, const StaticValue &value) {
 }
 
 /// The Call options in the table's order; sizes and durations as integers, the recovery
-/// policy by name.
+/// policy by name, nil for an option the program did not write and the runtime decides.
 void packOptions(Packer &out, const CallOptions &options) {
   out.pack_map(uint32_t(callOptionSpecs().size()));
   for (const CallOptionSpec &spec : callOptionSpecs()) {
     packKey(out, std::string(spec.name));
+    if (spec.isUnset && spec.isUnset(options)) {
+      out.pack_nil();
+      continue;
+    }
     std::visit(
         [&](const auto &value) {
           using T = std::decay_t<decltype(value)>;
@@ -180,6 +186,10 @@ CallOptions readOptions(const Object &object, const std::string &where) {
     const std::string key(spec.name);
     // Plans of format 1.0 before `in_flight` (1.1) have no key for it: its default.
     if (key == "in_flight" && !map.optional(key.c_str()))
+      continue;
+    // Unset (format 2): the runtime decides.
+    if (const Object *given = map.optional(key);
+        spec.isUnset && given && given->type == msgpack::type::NIL)
       continue;
     StaticValue value;
     switch (spec.type) {
@@ -269,8 +279,6 @@ struct PlanFields {
     f("constant", n.constant);
     f("constants", Records<NamedConstant>{n.constants, "constant"}, Presence::WhenSet);
     f("name", n.name);
-    f("line", n.line);
-    f("column", n.column);
     f("consumers", n.consumers);
     f("sinks", n.sinks);
   }
@@ -295,8 +303,6 @@ struct PlanFields {
     f("args", o.args);
     f("params", Records<PlanOperatorParam>{o.params, "parameter"});
     f("result", o.result);
-    f("line", o.line);
-    f("column", o.column);
   }
   /// The plan's body. Plans without declared operators keep the bytes they always had.
   template <typename Visit> static void fields(Visit &&f, Plan &p) {
@@ -412,14 +418,20 @@ Plan readRoot(const Object &object) {
   MapReader root(object, "the header");
   Plan plan;
   plan.format = readFormat(root);
-  if (plan.format.major != kCurrentFormat.major)
+  if (plan.format.major != kCurrentFormat.major && plan.format.major != 1)
     throw DecodeFailure{"plan format " + std::to_string(plan.format.major) + "." +
                             std::to_string(plan.format.minor) +
-                            " is not supported (this orch reads " +
+                            " is not supported (this orch reads 1.x and " +
                             std::to_string(kCurrentFormat.major) + ".x); recompile it with orchc",
                         /*corrupt=*/false};
   MapReader body(root.get("plan", msgpack::type::MAP), "the plan");
   readFields<PlanFields>(body, plan);
+  // Format 1 wrote `checkpoint` true where none was written (small results only), and kept
+  // source positions in the plan (which this reader leaves unknown).
+  if (plan.format.major == 1)
+    for (PlanCall &call : plan.calls)
+      if (call.options.checkpoint == CheckpointPolicy::Always)
+        call.options.checkpoint = CheckpointPolicy::SmallResults;
   return plan;
 }
 
@@ -433,8 +445,9 @@ std::string encodePlan(const Plan &plan) {
   out.pack(kMagic);
   packKey(out, "format");
   out.pack_array(2);
-  out.pack(plan.format.major);
-  out.pack(plan.format.minor);
+  // Always this writer's format: a plan read from an earlier one is written as it reads now.
+  out.pack(kCurrentFormat.major);
+  out.pack(kCurrentFormat.minor);
   packKey(out, "plan");
   writeRecord<PlanFields>(out, plan);
   return std::string(buffer.data(), buffer.size());
@@ -473,15 +486,28 @@ std::variant<Plan, PlanDecodeError> decodePlan(std::string_view bytes) {
 
 namespace orch::plan {
 
-std::variant<Plan, PlanDecodeError> loadPlanFile(const std::string &path) {
+namespace {
+
+std::optional<std::string> readWholeFile(const std::string &path) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
-    return PlanDecodeError{"cannot read '" + path + "': " + std::strerror(errno)};
+    return std::nullopt;
   std::ostringstream bytes;
   bytes << file.rdbuf();
-  auto result = decodePlan(bytes.str());
+  return bytes.str();
+}
+
+} // namespace
+
+std::variant<Plan, PlanDecodeError> loadPlanFile(const std::string &path) {
+  std::optional<std::string> bytes = readWholeFile(path);
+  if (!bytes)
+    return PlanDecodeError{"cannot read '" + path + "': " + std::strerror(errno)};
+  auto result = decodePlan(*bytes);
   if (auto *error = std::get_if<PlanDecodeError>(&result))
     error->message = path + ": " + error->message;
+  else if (std::optional<std::string> positions = readWholeFile(positionsPathFor(path)))
+    applyPlanPositions(std::get<Plan>(result), *bytes, *positions);
   return result;
 }
 

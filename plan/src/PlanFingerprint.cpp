@@ -10,18 +10,6 @@
 namespace orch::plan {
 namespace {
 
-std::string optionText(const CallOptionSpec &spec, const StaticValue &value) {
-  if (spec.unsetText && value == spec.get(CallOptions{}))
-    return spec.unsetText;
-  if (auto *text = std::get_if<std::string>(&value))
-    return *text;
-  if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
-    return "none";
-  if (auto *flag = std::get_if<bool>(&value))
-    return *flag ? "true" : "false";
-  return formatStaticValue(value);
-}
-
 /// "lang "eng" → "deu"", one per constant that differs, was added or went.
 void compareConstants(const std::string &what, const std::vector<NamedConstant> &before,
                       const std::vector<NamedConstant> &after, std::vector<std::string> &out) {
@@ -59,10 +47,10 @@ void compareCalls(const Plan &before, const Plan &after, std::vector<std::string
       out.push_back(what + ": operator " + was.op + " → " + call.op);
     compareConstants(what, was.constants, call.constants, out);
     for (const CallOptionSpec &spec : callOptionSpecs()) {
-      const StaticValue a = spec.get(was.options), b = spec.get(call.options);
-      if (!(a == b))
-        out.push_back(what + ": " + std::string(spec.name) + " " + optionText(spec, a) + " → " +
-                      optionText(spec, b));
+      const std::string a = callOptionText(spec, was.options);
+      const std::string b = callOptionText(spec, call.options);
+      if (a != b)
+        out.push_back(what + ": " + std::string(spec.name) + " " + a + " → " + b);
     }
   }
   for (const auto &[name, call] : old)
@@ -104,10 +92,6 @@ void compareOperators(const Plan &before, const Plan &after, std::vector<std::st
 std::string planMeaning(const Plan &plan) {
   Plan meaning = plan;
   meaning.sourcePath.clear();
-  for (PlanNode &node : meaning.nodes)
-    node.line = node.column = 0;
-  for (PlanExternalOperator &op : meaning.operators)
-    op.line = op.column = 0;
   return encodePlan(meaning);
 }
 

@@ -28,22 +28,16 @@ std::string optionsText(const CallOptions &options) {
   const CallOptions defaults;
   std::string out;
   for (const CallOptionSpec &spec : callOptionSpecs()) {
-    const StaticValue value = spec.get(options);
-    if (!spec.alwaysShown && value == spec.get(defaults))
+    const std::string text = callOptionText(spec, options);
+    if (!spec.alwaysShown && text == callOptionText(spec, defaults))
       continue;
     out += out.empty() ? "" : ", ";
     out += spec.name;
-    if (spec.unsetText && value == spec.get(defaults))
-      out += std::string(" ") + spec.unsetText;
-    else if (auto *text = std::get_if<std::string>(&value))
-      out += " " + *text;
-    else if (auto *duration = std::get_if<Duration>(&value); duration && duration->nanoseconds < 0)
-      out += " none";
-    else if (auto *flag = std::get_if<bool>(&value)) {
-      if (!*flag)
-        out += " false";
-    } else
-      out += " " + formatStaticValue(value);
+    // A flag that is set is its name alone ("require_gpu").
+    const bool setFlag = std::holds_alternative<bool>(spec.get(options)) &&
+                         !(spec.isUnset && spec.isUnset(options)) && text == "true";
+    if (!setFlag)
+      out += " " + text;
   }
   return out;
 }
@@ -72,7 +66,10 @@ void printPlanText(const Plan &plan, std::ostream &out) {
       out << " class " << op.className;
     for (const std::string &arg : op.args)
       out << " " << quoteString(arg);
-    out << " sha256 " << op.sha256.substr(0, 12) << " at " << op.line << ":" << op.column << "\n";
+    out << " sha256 " << op.sha256.substr(0, 12);
+    if (op.line > 0)
+      out << " at " << op.line << ":" << op.column;
+    out << "\n";
   }
   out << "calls:\n";
   for (size_t i = 0; i < plan.calls.size(); ++i) {

@@ -110,6 +110,26 @@ check "orchc fmt names the syntax error" grep -q "bad.orch:1:13: error: expected
   <("$ORCH_BIN/orchc" fmt "$workdir/bad.orch" 2>&1 || true)
 check "orchc fmt --check passes on the formatted file" \
   test "$(exit_code "$ORCH_BIN/orchc" fmt --check "$workdir/messy.orch")" = 0
+# Formatting never changes a plan's bytes; its source positions live beside it (x.plan.positions).
+printf '{"v": 1}\n{"v": 2}\n{"v": 3}\n' >"$workdir/pos.jsonl"
+printf 'pipeline pos; source rows = jsonl("pos.jsonl") as Doc; // one line\nbig=filter(rows,rows.v as Int>1); sink jsonl(path: "pos-out.jsonl", record: { v: big.v });\n' >"$workdir/pos.orch"
+"$ORCH_BIN/orchc" -o "$workdir/before.plan" "$workdir/pos.orch"
+"$ORCH_BIN/orchc" fmt "$workdir/pos.orch" >/dev/null
+"$ORCH_BIN/orchc" -o "$workdir/after.plan" "$workdir/pos.orch"
+check "orchc fmt moved the filter to another line" grep -qx "big = filter(rows, rows.v as Int > 1);" "$workdir/pos.orch"
+check "... and the plan's bytes are the same" cmp -s "$workdir/before.plan" "$workdir/after.plan"
+check "... while its positions, beside it, follow the text" \
+  bash -c "! cmp -s '$workdir/before.plan.positions' '$workdir/after.plan.positions'"
+filter_line() { (cd "$workdir" && "$ORCH_BIN/orch" run "$1" --in-process 2>&1 | grep "filter 'big'"); }
+check "orch run of the plan names the filter's place in the formatted file" \
+  grep -q "filter 'big' ($workdir/pos.orch:3:7): 2 kept, 1 dropped" <(filter_line after.plan)
+rm "$workdir/after.plan.positions"
+check "... and without its positions the file alone" \
+  grep -q "filter 'big' ($workdir/pos.orch): 2 kept, 1 dropped" <(filter_line after.plan)
+check "positions written for other bytes are not used" \
+  grep -q "filter 'big' ($workdir/pos.orch): 2 kept" \
+  <("$ORCH_BIN/orchc" -o "$workdir/other.plan" "$workdir/ok.orch" &&
+    cp "$workdir/other.plan.positions" "$workdir/after.plan.positions" && filter_line after.plan)
 check "the examples are formatted" "$ORCH_BIN/orchc" fmt --check "$ORCH_SOURCE_DIR"/examples/*.orch
 check "the complete programs in the docs are formatted" /usr/bin/python3 - "$ORCH_BIN/orchc" \
   "$ORCH_SOURCE_DIR/README.md" "$ORCH_SOURCE_DIR"/docs/*.md <<'PY'

@@ -312,15 +312,19 @@ call work = test.sleep(ms: 20) { batch: 4 };
 done = work(pages);
 sink jsonl(path: "out/child.jsonl", record: { id: docs.id, pages: reduce(done) });
 ORCH
-# killed_then_resumed NAME: runs NAME.orch, SIGKILLs it after 2 s, runs it again (NAME.log).
+# killed_then_resumed NAME [--workers N]: runs NAME.orch in process (or with N worker processes),
+# SIGKILLs it (and its workers) after 2 s, runs it again (NAME.log, exit status in $status).
 killed_then_resumed() {
-  "$ORCH_BIN/orch" run "$1.orch" --in-process --quiet 2>/dev/null &
+  local executor=(--in-process)
+  [ "${2:-}" = --workers ] && executor=(--workers "$3")
+  "$ORCH_BIN/orch" run "$1.orch" "${executor[@]}" --quiet 2>/dev/null &
   local run=$!
   sleep 2
+  pkill -9 -P "$run" 2>/dev/null || true
   kill -9 "$run"
   wait "$run" 2>/dev/null || true
   status=0
-  orch run "$1.orch" --in-process 2>"$1.log" || status=$?
+  orch run "$1.orch" "${executor[@]}" 2>"$1.log" || status=$?
 }
 killed_then_resumed child
 reused=$(sed -nE 's/.*, and ([0-9]+) finished grains of the others were reused.*/\1/p' child.log)
@@ -345,6 +349,34 @@ check "checkpoint: false runs every page of the document again (exit 0)" \
   grep -q "call 'work': 200 grains in" nocheck.log
 check "... and the Calls after it too (their kept values came from its old results)" \
   grep -q "call 'done': 200 grains in" nocheck.log
+# Results over 64 KiB are kept only where a Call says `checkpoint: true` (in process, and with
+# workers, where such results would otherwise stay on the worker that made them).
+bigcheck_program() { # NAME OPTION
+  cat >"$1.orch" <<ORCH
+pipeline $1;
+source docs = jsonl("big-doc.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+call work = test.sleep(ms: 20) { batch: 4 };
+call big = test.blob(bytes: 100000) { batch: 4 $2 };
+sink jsonl(path: "out/$1.jsonl", record: { id: docs.id, sizes: reduce(len(big(work(pages)))) });
+ORCH
+}
+bigcheck_program bigsmall ""
+killed_then_resumed bigsmall
+check "without checkpoint a result over 64 KiB is not kept: every page's blob runs again" \
+  grep -q "call 'big': 200 grains in" bigsmall.log
+for executor in --in-process --workers; do
+  bigcheck_program bigkept ", checkpoint: true"
+  killed_then_resumed bigkept "$executor" 2
+  ran=$(sed -nE "s/.*call 'big': ([0-9]+) grains in.*/\1/p" bigkept.log)
+  check "checkpoint: true keeps results over 64 KiB ($executor): a page's blob runs once in all" \
+    test "${ran:-200}" -lt 200 -a "$status" = 0
+  check "... and the document is whole ($executor)" $python -c '
+import json
+rows = [json.loads(line) for line in open("out/bigkept.jsonl")]
+assert len(rows) == 1 and rows[0]["sizes"] == [100000] * 200, rows'
+  rm -rf bigkept.run out/bigkept.jsonl
+done
 
 # --- edits between a killed run and its resume -----------------------------------------------
 for i in $(seq 0 39); do echo "{\"id\": $i}"; done >edit.jsonl

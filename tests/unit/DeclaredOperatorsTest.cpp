@@ -5,6 +5,7 @@
 #include "RuntimeFixture.h"
 
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/plan/PlanPrinters.h"
 #include "orch/plan/Sha256.h"
 #include "orch/runtime/cluster/Protocol.h"
@@ -84,8 +85,13 @@ sink jsonl(path: "$DIR/out.jsonl", record: { s: my.score(rows, scale: 2) });
   ASSERT_EQ(plan.calls.size(), 1u);
   EXPECT_EQ(plan.calls[0].op, "my.score");
   EXPECT_EQ(plan.calls[0].options.batch, 32) << "declared operators batch by default";
-  auto decoded = plan::decodePlan(plan::encodePlan(plan));
+  const std::string bytes = plan::encodePlan(plan);
+  auto decoded = plan::decodePlan(bytes);
   ASSERT_TRUE(std::holds_alternative<plan::Plan>(decoded));
+  // The declaration's line lives beside the plan's bytes (x.plan.positions), not in them.
+  EXPECT_EQ(std::get<plan::Plan>(decoded).operators[0].line, 0u);
+  EXPECT_TRUE(plan::applyPlanPositions(std::get<plan::Plan>(decoded), bytes,
+                                       plan::encodePlanPositions(plan, bytes)));
   EXPECT_EQ(std::get<plan::Plan>(decoded), plan);
   std::ostringstream text;
   plan::printPlanText(plan, text);

@@ -37,11 +37,11 @@ Formatted format(const std::string &text) {
   return result;
 }
 
-/// What the plan does (the run journal's fingerprint: source positions left out): what must not
+/// The plan's bytes, as `orchc -o` writes them (source positions are beside them): what must not
 /// change when only the layout does.
-std::string planWithoutPositions(const std::string &text) {
+std::string planBytes(const std::string &text) {
   std::optional<plan::Plan> compiled = testing::compileText(text);
-  return compiled ? plan::planMeaning(*compiled) : std::string();
+  return compiled ? plan::encodePlan(*compiled) : std::string();
 }
 
 std::string readFile(const std::filesystem::path &path) {
@@ -129,12 +129,12 @@ TEST(FormatterTest, ScrambledExamplesFormatToTheCanonicalTextAndTheSamePlan) {
        {"pdf_to_markdown.orch", "pdf_text.orch", "clip_quality.orch", "clip_features.orch"}) {
     const std::string canonical = testing::readExample(name);
     ASSERT_FALSE(canonical.empty()) << name;
-    const std::string plan = planWithoutPositions(canonical);
+    const std::string plan = planBytes(canonical);
     ASSERT_FALSE(plan.empty()) << name;
     for (unsigned seed = 1; seed <= 40; ++seed) {
       const std::string messy = scramble(canonical, seed);
       ASSERT_NE(messy, canonical) << name << " seed " << seed;
-      EXPECT_EQ(planWithoutPositions(messy), plan) << name << " seed " << seed << ":\n" << messy;
+      EXPECT_EQ(planBytes(messy), plan) << name << " seed " << seed << ":\n" << messy;
       Formatted result = format(messy);
       ASSERT_TRUE(result.text) << result.firstError << "\n" << messy;
       EXPECT_EQ(*result.text, canonical) << name << " seed " << seed << ":\n" << messy;
@@ -144,7 +144,8 @@ TEST(FormatterTest, ScrambledExamplesFormatToTheCanonicalTextAndTheSamePlan) {
 
 TEST(FormatterTest, CommentsLayoutAndFormattingKeepWhatEveryPlanOfTheRepositoryDoes) {
   // A run killed, then resumed after a comment, a blank line or `orchc fmt`, resumes: the run
-  // journal's fingerprint (and inline Call names) do not depend on where the text is.
+  // journal's fingerprint (and inline Call names) do not depend on where the text is, nor do
+  // the plan's bytes (positions are written beside them).
   size_t compared = 0;
   for (const std::filesystem::path &path : repositoryOrchFiles()) {
     const std::string text = readFile(path);
@@ -153,6 +154,7 @@ TEST(FormatterTest, CommentsLayoutAndFormattingKeepWhatEveryPlanOfTheRepositoryD
     if (!original)
       continue; // a diagnostics test's broken input
     const std::string fingerprint = plan::planFingerprint(*original);
+    const std::string bytes = plan::encodePlan(*original);
     std::vector<std::string> variants = {"// a comment added before resuming\n\n\n" + text};
     Formatted formatted = format(variants[0]);
     ASSERT_TRUE(formatted.text) << path << ": " << formatted.firstError;
@@ -163,6 +165,8 @@ TEST(FormatterTest, CommentsLayoutAndFormattingKeepWhatEveryPlanOfTheRepositoryD
     for (const std::string &variant : variants) {
       std::optional<plan::Plan> edited = testing::compileText(variant, &error, path.string());
       ASSERT_TRUE(edited) << path << ": " << error << "\n" << variant;
+      EXPECT_TRUE(plan::encodePlan(*edited) == bytes) << path << ": the plan's bytes changed:\n"
+                                                      << variant;
       EXPECT_EQ(plan::planFingerprint(*edited), fingerprint)
           << path << ":\n"
           << variant << "\nchanges: "
@@ -203,7 +207,7 @@ TEST(FormatterTest, KeepsEveryCommentWhereItBelongs) {
                           "sink jsonl(path: \"o.jsonl\", record: { n: n });  /* end */ // last\n"
                           "// footer\n");
   EXPECT_EQ(format(*result.text).text, result.text) << "formatting twice changes nothing";
-  EXPECT_EQ(planWithoutPositions(*result.text), planWithoutPositions(messy));
+  EXPECT_EQ(planBytes(*result.text), planBytes(messy));
 }
 
 TEST(FormatterTest, BreaksOnlyTheGroupsThatDoNotFitOnALine) {
@@ -239,7 +243,7 @@ TEST(FormatterTest, SpacesBinaryOperatorsButNotTypeBracketsOrNegation) {
             "z = if x < 1 and not (x == 0) then -x else x % 2;\n"
             "sink jsonl(path: \"o.jsonl\", record: { x: x >= 0, y: y, z: z });\n");
   EXPECT_EQ(format(*result.text).text, result.text);
-  EXPECT_EQ(planWithoutPositions(*result.text), planWithoutPositions(scrambled));
+  EXPECT_EQ(planBytes(*result.text), planBytes(scrambled));
 }
 
 TEST(FormatterTest, PutsALongOperatorDeclarationsRunnerOnItsOwnLine) {

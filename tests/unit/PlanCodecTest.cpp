@@ -2,12 +2,15 @@
 // and clear rejection of anything that is not a plan this reader understands or trusts.
 #include "CompileExample.h"
 
+#include "orch/plan/MessagePackReader.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 
 #include <msgpack.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <random>
 
@@ -73,30 +76,42 @@ std::string withExtras(const std::string &bytes,
 
 class PlanCodecExamples : public ::testing::TestWithParam<std::string> {};
 
+/// The plan with its source positions unknown, as its bytes alone give it.
+Plan withoutPositions(Plan plan) {
+  for (PlanNode &node : plan.nodes)
+    node.line = node.column = 0;
+  for (PlanExternalOperator &op : plan.operators)
+    op.line = op.column = 0;
+  return plan;
+}
+
 TEST_P(PlanCodecExamples, RoundTripsExactlyAndReencodesByteIdentically) {
   Plan plan = examplePlan(GetParam());
   ASSERT_FALSE(plan.nodes.empty());
   std::string bytes = encodePlan(plan);
   auto decoded = decodePlan(bytes);
   ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
-  EXPECT_EQ(std::get<Plan>(decoded), plan);
+  EXPECT_EQ(std::get<Plan>(decoded), withoutPositions(plan));
   EXPECT_EQ(encodePlan(std::get<Plan>(decoded)), bytes);
   EXPECT_EQ(encodePlan(plan), bytes) << "encoding must be deterministic";
+  // The positions beside the bytes give the whole plan back.
+  EXPECT_TRUE(applyPlanPositions(std::get<Plan>(decoded), bytes, encodePlanPositions(plan, bytes)));
+  EXPECT_EQ(std::get<Plan>(decoded), plan);
 }
 
 TEST_P(PlanCodecExamples, LoadsPlansWithUnknownKeysFromANewerMinorVersion) {
   Plan plan = examplePlan(GetParam());
-  auto decoded = decodePlan(withExtras(encodePlan(plan), std::make_pair(1u, 9u)));
+  auto decoded = decodePlan(withExtras(encodePlan(plan), std::make_pair(2u, 9u)));
   ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
-  Plan expected = plan;
-  expected.format = FormatVersion{1, 9};
+  Plan expected = withoutPositions(plan);
+  expected.format = FormatVersion{2, 9};
   EXPECT_EQ(std::get<Plan>(decoded), expected);
 }
 
 TEST_P(PlanCodecExamples, RejectsAnUnknownMajorVersionWithAClearMessage) {
-  std::string bytes = withExtras(encodePlan(examplePlan(GetParam())), std::make_pair(2u, 0u));
-  EXPECT_EQ(errorOf(decodePlan(bytes)),
-            "plan format 2.0 is not supported (this orch reads 1.x); recompile it with orchc");
+  std::string bytes = withExtras(encodePlan(examplePlan(GetParam())), std::make_pair(3u, 0u));
+  EXPECT_EQ(errorOf(decodePlan(bytes)), "plan format 3.0 is not supported (this orch reads 1.x "
+                                        "and 2.x); recompile it with orchc");
 }
 
 TEST_P(PlanCodecExamples, EveryTruncationIsRejectedAsCorrupt) {
@@ -152,7 +167,7 @@ sink jsonl(path: "out.jsonl", record: { path: docs.path, meta: always, version: 
   }
   auto decoded = decodePlan(encodePlan(*plan));
   ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
-  EXPECT_EQ(std::get<Plan>(decoded), *plan);
+  EXPECT_EQ(std::get<Plan>(decoded), withoutPositions(*plan));
 }
 
 // Found while hunting the same class of bug: nested expands in one expression must number the
@@ -178,7 +193,7 @@ sink jsonl(path: "o.jsonl", record: { n: list.len(reduce(frames)), flagged: list
   }
   auto decoded = decodePlan(encodePlan(*plan));
   ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
-  EXPECT_EQ(std::get<Plan>(decoded), *plan);
+  EXPECT_EQ(std::get<Plan>(decoded), withoutPositions(*plan));
 }
 
 TEST(PlanCodecTest, AComputedNodeWithoutDomainNeedsConstantInputs) {
@@ -198,6 +213,108 @@ TEST(PlanCodecTest, RejectsThingsThatAreNotPlans) {
             "corrupt plan: not an Orch plan (missing magic \"orch.plan\")");
   std::string bytes = encodePlan(examplePlan("clip_quality.orch"));
   EXPECT_EQ(errorOf(decodePlan(bytes + "x")), "corrupt plan: 1 unexpected bytes after the plan");
+}
+
+/// `bytes` (format 2) as a writer of format 1.1 wrote them: options the runtime decides as
+/// `replicas` 0 and `checkpoint` true (not nil), and a line and column in every node.
+void repackAsFormat1(const msgpack::object &object, Packer &out, bool inNodes = false) {
+  if (object.type == msgpack::type::MAP) {
+    const bool node = inNodes && findKey(object, "consumers");
+    out.pack_map(object.via.map.size + (node ? 2 : 0));
+    for (uint32_t i = 0; i < object.via.map.size; ++i) {
+      const msgpack::object_kv &entry = object.via.map.ptr[i];
+      const std::string_view key(entry.key.via.str.ptr, entry.key.via.str.size);
+      out.pack(entry.key);
+      if (key == "format") {
+        out.pack_array(2), out.pack(1), out.pack(1);
+      } else if (entry.val.type == msgpack::type::NIL && key == "replicas") {
+        out.pack(0);
+      } else if (entry.val.type == msgpack::type::NIL && key == "checkpoint") {
+        out.pack(true);
+      } else {
+        repackAsFormat1(entry.val, out, key == "nodes");
+      }
+    }
+    if (node)
+      out.pack(std::string_view("line")), out.pack(7), out.pack(std::string_view("column")),
+          out.pack(3);
+    return;
+  }
+  if (object.type == msgpack::type::ARRAY) {
+    out.pack_array(object.via.array.size);
+    for (uint32_t i = 0; i < object.via.array.size; ++i)
+      repackAsFormat1(object.via.array.ptr[i], out, inNodes);
+    return;
+  }
+  out.pack(object);
+}
+
+TEST(PlanCodecTest, ReadsPlansOfFormat1AsTheyWereMeant) {
+  std::optional<Plan> plan = orch::testing::compileText(R"(pipeline old;
+source rows = jsonl("in.jsonl") as Doc;
+a = test.identity(rows.id) { checkpoint: false };
+b = test.identity(a) { replicas: 2 };
+c = test.identity(b) { checkpoint: true };
+sink jsonl(path: "out.jsonl", record: { id: test.identity(c) });
+)");
+  ASSERT_TRUE(plan);
+  const std::string bytes = encodePlan(*plan);
+  msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::sbuffer buffer;
+  Packer out(buffer);
+  repackAsFormat1(handle.get(), out);
+  auto decoded = decodePlan(std::string_view(buffer.data(), buffer.size()));
+  ASSERT_TRUE(std::holds_alternative<Plan>(decoded)) << errorOf(decoded);
+  const Plan &old = std::get<Plan>(decoded);
+  EXPECT_EQ(old.format, (FormatVersion{1, 1}));
+  ASSERT_EQ(old.calls.size(), 4u);
+  // A 1.x `checkpoint` true was the default (small results); an explicit true did not exist.
+  const CheckpointPolicy expected[] = {CheckpointPolicy::Never, CheckpointPolicy::SmallResults,
+                                       CheckpointPolicy::SmallResults,
+                                       CheckpointPolicy::SmallResults};
+  for (size_t c = 0; c < old.calls.size(); ++c)
+    EXPECT_EQ(old.calls[c].options.checkpoint, expected[c]) << old.calls[c].name;
+  EXPECT_EQ(old.calls[0].options.replicas, CallOptions::kAutomaticReplicas);
+  EXPECT_EQ(old.calls[1].options.replicas, 2);
+  // Its positions are left unknown, and it is written again in the current format.
+  EXPECT_EQ(old.nodes[0].line, 0u);
+  EXPECT_EQ(decodePlan(encodePlan(old)).index(), 0u);
+  Plan current = old;
+  current.format = kCurrentFormat;
+  EXPECT_EQ(std::get<Plan>(decodePlan(encodePlan(old))), current);
+}
+
+TEST(PlanCodecTest, PositionsOfOtherBytesOrAnotherShapeAreIgnored) {
+  const Plan plan = examplePlan("pdf_to_markdown.orch");
+  const Plan other = examplePlan("pdf_text.orch");
+  const std::string bytes = encodePlan(plan), otherBytes = encodePlan(other);
+  Plan loaded = withoutPositions(plan);
+  EXPECT_FALSE(applyPlanPositions(loaded, bytes, encodePlanPositions(other, otherBytes)));
+  EXPECT_FALSE(applyPlanPositions(loaded, bytes, "not positions"));
+  EXPECT_FALSE(applyPlanPositions(loaded, bytes, ""));
+  // Tied to these bytes but for a plan of another shape (a damaged or forged file).
+  EXPECT_FALSE(applyPlanPositions(loaded, bytes, encodePlanPositions(other, bytes)));
+  EXPECT_EQ(loaded, withoutPositions(plan));
+  EXPECT_TRUE(applyPlanPositions(loaded, bytes, encodePlanPositions(plan, bytes)));
+  EXPECT_EQ(loaded, plan);
+  EXPECT_EQ(sourceLocation(loaded, 12, 5), plan.sourcePath + ":12:5");
+  EXPECT_EQ(sourceLocation(loaded, 0, 0), plan.sourcePath);
+}
+
+TEST(PlanCodecTest, LoadPlanFileReadsThePositionsBesideIt) {
+  const Plan plan = examplePlan("pdf_to_markdown.orch");
+  const std::string path = ::testing::TempDir() + "/positions-test.plan";
+  const std::string bytes = encodePlan(plan);
+  std::remove(positionsPathFor(path).c_str());
+  std::ofstream(path, std::ios::binary) << bytes;
+  auto alone = loadPlanFile(path);
+  ASSERT_TRUE(std::holds_alternative<Plan>(alone)) << errorOf(alone);
+  EXPECT_EQ(std::get<Plan>(alone), withoutPositions(plan));
+  std::ofstream(positionsPathFor(path), std::ios::binary) << encodePlanPositions(plan, bytes);
+  auto placed = loadPlanFile(path);
+  ASSERT_TRUE(std::holds_alternative<Plan>(placed)) << errorOf(placed);
+  EXPECT_EQ(std::get<Plan>(placed), plan);
+  EXPECT_GT(std::get<Plan>(placed).nodes.back().line, 0u);
 }
 
 TEST(PlanCodecTest, LoadPlanFileNamesTheFileInErrors) {

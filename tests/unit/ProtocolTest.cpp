@@ -146,6 +146,7 @@ std::vector<Message> samples() {
   all.push_back(hello);
   all.push_back(HelloMessage{3, "w2", 7, "h", 1, {}, {}, 0, "", ""});
   all.push_back(WelcomeMessage{3, 500, 5, std::string("plan\0bytes", 10), {"k1", "k2"}});
+  all.push_back(WelcomeMessage{3, 500, 5, "plan", {}, std::string("where\0", 6)});
   all.push_back(WelcomeMessage{3, 100, 2, "", {}});
   all.push_back(InitMessage{1, 2, {"x", "y"}, 65536, 1});
   BatchMessage batch;

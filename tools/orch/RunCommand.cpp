@@ -11,6 +11,7 @@
 #include "orch/ir/DiagnosticPrinter.h"
 #include "orch/plan/OperatorCatalog.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/runtime/execution/MemorySize.h"
 #include "orch/stdlib/CudaDevices.h"
 #include "orch/stdlib/StandardOperators.h"
@@ -173,8 +174,8 @@ void printFilters(llvm::raw_ostream &out, const plan::Plan &plan,
     out << "orch:   filter";
     if (!filter.name.empty())
       out << " '" << filter.name << "'";
-    out << " (" << plan.sourcePath << ":" << filter.line << ":" << filter.column
-        << "): " << filter.kept << " kept, " << filter.dropped << " dropped";
+    out << " (" << plan::sourceLocation(plan, filter.line, filter.column) << "): " << filter.kept
+        << " kept, " << filter.dropped << " dropped";
     if (filter.failed)
       out << ", " << filter.failed << " not decided (the value or its condition failed)";
     out << "\n";

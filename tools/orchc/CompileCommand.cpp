@@ -10,6 +10,7 @@
 #include "orch/ir/DiagnosticVerifier.h"
 #include "orch/ir/IrPrinter.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/plan/PlanPrinters.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -106,9 +107,15 @@ int compile(const CompileOptions &options) {
     return kCompileUserError;
   if (options.emit != EmitKind::Nothing)
     printView(options.emit, module, *plan);
-  if (!options.outputPath.empty() &&
-      !writeAtomically(options.outputPath, plan::encodePlan(*plan), diags))
-    return kCompileUserError;
+  if (!options.outputPath.empty()) {
+    // The positions first: a reader that finds the new plan finds its positions (positions
+    // left beside an older plan are ignored, being tied to other bytes).
+    const std::string bytes = plan::encodePlan(*plan);
+    if (!writeAtomically(plan::positionsPathFor(options.outputPath),
+                         plan::encodePlanPositions(*plan, bytes), diags) ||
+        !writeAtomically(options.outputPath, bytes, diags))
+      return kCompileUserError;
+  }
   return kCompileOk;
 }
 

@@ -12,6 +12,7 @@
 #include "orch/runtime/execution/MemorySize.h"
 
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -121,6 +122,7 @@ public:
     plan_ = &plan;
     inputLabels_ = inputLabels;
     encodedPlan_ = plan::encodePlan(plan);
+    encodedPositions_ = plan::encodePlanPositions(plan, encodedPlan_);
     routes_.start(plan, options_.keepValuesOver);
     if (options_.endpoint.empty()) {
       socketDirectory_ = makeSocketDirectory();
@@ -755,6 +757,7 @@ private:
     welcomeMessage.heartbeatMs = options_.heartbeatMs;
     welcomeMessage.liveness = options_.liveness;
     welcomeMessage.plan = encodedPlan_;
+    welcomeMessage.planPositions = encodedPositions_;
     welcomeMessage.peerKeys = peerKeys_;
     sendTo(w, welcomeMessage);
     if (key.empty() ? !options_.localWorkers : key != "local")
@@ -1069,6 +1072,8 @@ private:
   const plan::Plan *plan_ = nullptr;
   std::vector<std::vector<std::string>> inputLabels_;
   std::string encodedPlan_;
+  /// Its source positions, for the messages of workers (PlanPositions.h).
+  std::string encodedPositions_;
   std::vector<Worker> workers_;
   std::map<std::string, uint32_t> byIdentity_;
   std::unique_ptr<ReplicaPlacement> placement_;

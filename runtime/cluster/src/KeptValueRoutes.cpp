@@ -17,8 +17,11 @@ void KeptValueRoutes::start(const plan::Plan &plan, uint64_t threshold) {
       onlyCalls = onlyCalls && plan.nodes[consumer].kind == plan::NodeKind::Invoke;
     keepable[node.index] = keepable[node.index] && onlyCalls;
   }
+  // A `checkpoint: true` Call's results come to the coordinator, which keeps them in the run
+  // journal whatever their size.
   for (size_t c = 0; c < plan.calls.size(); ++c)
-    if (invoked[c] && keepable[c])
+    if (invoked[c] && keepable[c] &&
+        plan.calls[c].options.checkpoint != plan::CheckpointPolicy::Always)
       keepOver_[c] = threshold;
 }
 

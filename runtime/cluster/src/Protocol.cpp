@@ -145,6 +145,7 @@ struct ProtocolFields {
     f("liveness", m.liveness);
     f("peer_keys", m.peerKeys, Presence::Tolerated);
     f("plan", Binary{m.plan});
+    f("plan_positions", Binary{m.planPositions}, Presence::WhenSet);
   }
   template <typename Visit> static void fields(Visit &&f, InitMessage &m) {
     f("replica", Index{m.replica});

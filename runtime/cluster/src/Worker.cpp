@@ -12,6 +12,7 @@
 #include "orch/runtime/operators/ChildProcess.h"
 
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/runtime/execution/GpuPlacement.h"
 #include "orch/runtime/operators/ExternalOperator.h"
 
@@ -362,6 +363,7 @@ private:
           return false;
         }
         plan_ = std::get<plan::Plan>(std::move(plan));
+        plan::applyPlanPositions(plan_, welcome->plan, welcome->planPositions);
         factories_.emplace(plan_, registry_, &options_.programs);
         heartbeatMs_ = std::max<uint32_t>(1, welcome->heartbeatMs);
         liveness_ = std::max<uint32_t>(1, welcome->liveness);

@@ -2,6 +2,7 @@
 #include "DomainFreeNodes.h"
 #include "EngineInvariant.h"
 
+#include "orch/plan/PlanPositions.h"
 #include "orch/runtime/values/ComputeEval.h"
 
 namespace orch::runtime {
@@ -10,8 +11,7 @@ using plan::NodeKind;
 
 std::string describeComputeFailure(const plan::Plan &plan, NodeId node, const std::string &why) {
   const plan::PlanNode &target = plan.nodes[node.index];
-  std::string where = plan.sourcePath.empty() ? std::string("<plan>") : plan.sourcePath;
-  where += ":" + std::to_string(target.line) + ":" + std::to_string(target.column) + ": ";
+  const std::string where = plan::sourceLocation(plan, target.line, target.column) + ": ";
   if (target.field == plan::computeOpName(plan::ComputeOp::Cast)) {
     const plan::PlanNode &input = plan.nodes[target.inputs[0]];
     if (input.kind == NodeKind::Project)

@@ -5,6 +5,7 @@
 #include "orch/runtime/operators/LibraryMessages.h"
 
 #include "OperatorBridge.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/runtime/operators/ChildProcess.h"
 
 #include "orch/plan/Sha256.h"
@@ -327,8 +328,8 @@ private:
   }
 
   std::string where() const {
-    return plan_.sourcePath + ":" + std::to_string(op_.line) + ":" + std::to_string(op_.column) +
-           ": operator '" + op_.name + "' (call '" + config_.name() + "'): ";
+    return plan::sourceLocation(plan_, op_.line, op_.column) + ": operator '" + op_.name +
+           "' (call '" + config_.name() + "'): ";
   }
 
   const plan::Plan &plan_;

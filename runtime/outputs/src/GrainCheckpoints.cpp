@@ -88,10 +88,13 @@ GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan) {
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     const plan::PlanNode &node = plan.nodes[n];
     const bool invoke = node.kind == plan::NodeKind::Invoke && node.index < plan.calls.size();
-    fresh[n] = invoke && !plan.calls[node.index].options.checkpoint;
+    const plan::CheckpointPolicy policy =
+        invoke ? plan.calls[node.index].options.checkpoint : plan::CheckpointPolicy::Never;
+    fresh[n] = invoke && policy == plan::CheckpointPolicy::Never;
     for (uint32_t input : node.inputs)
       fresh[n] = fresh[n] || (input < n && fresh[input]);
     keepsNode_.push_back(invoke && !fresh[n]);
+    keepsAnySize_.push_back(invoke && policy == plan::CheckpointPolicy::Always);
     dedupNode_.push_back(node.kind == plan::NodeKind::Dedup);
   }
 }
@@ -105,15 +108,15 @@ GrainCheckpoints::~GrainCheckpoints() {
 void GrainCheckpoints::load(const std::string &bytes,
                             const std::function<bool(uint32_t, uint64_t)> &wanted,
                             const std::function<bool(uint32_t, uint64_t)> &failed) {
-  // Bytes up to a decision's size (a signature with its shingles); the rest as values'.
-  const msgpack::unpack_limit limits(kValueLimit, kValueLimit, kValueLimit, kDecisionLimit,
-                                     kValueLimit, 512);
   const std::string_view store(bytes);
   for (size_t at = 0; at + 8 <= store.size();) {
     const uint32_t length = readU32(store, at);
     const std::string_view payload = store.substr(at + 8);
     if (length > payload.size() || checksum(payload.substr(0, length)) != readU32(store, at + 4))
       break;
+    // No part of a record is longer than the record (a value of a `checkpoint: true` Call may
+    // be as long as kRecordLimit).
+    const msgpack::unpack_limit limits(length, length, length, length, length, 512);
     using Record = std::tuple<uint32_t, uint64_t, uint32_t, uint64_t, Value>;
     auto record = decodeWhole<Record>(
         payload.substr(0, length), limits, false, [](const msgpack::object &object) {
@@ -169,7 +172,10 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
   out.pack(source);
   out.pack(sourceRow);
   packValue(out, value);
-  if (buffer.size() >= (dedupNode_[node] ? kDecisionLimit : kValueLimit))
+  const size_t limit = dedupNode_[node]      ? kDecisionLimit
+                       : keepsAnySize_[node] ? kRecordLimit
+                                             : kValueLimit;
+  if (buffer.size() >= limit)
     return;
   const std::string_view payload(buffer.data(), buffer.size());
   appendU32(buffer_, uint32_t(payload.size()));

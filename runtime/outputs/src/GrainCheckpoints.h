@@ -39,7 +39,8 @@ public:
   /// The value a grain (its invoke node, its entity's key) had in an earlier run, or nullptr.
   const Value *recall(uint32_t node, uint64_t key) const;
   size_t recallable() const { return kept_.size(); }
-  /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded.
+  /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded (any
+  /// size below kRecordLimit for a `checkpoint: true` Call).
   /// Buffered, written within a tenth of a second (a process killed loses at most that).
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
   /// Keeps a Dedup node's decision; the decisions loaded, in the order they were made.
@@ -50,7 +51,10 @@ public:
   /// decisions it was made with must be in the store (a resumed run that skips the row still
   /// indexes its survivors).
   void flushDecisions();
+  /// The largest value kept of a Call without `checkpoint` (encoded).
   static constexpr size_t kValueLimit = 64 * 1024;
+  /// The largest record of the store (a value of a `checkpoint: true` Call).
+  static constexpr size_t kRecordLimit = size_t(1) << 31;
   /// A Dedup decision may be bigger (confirm: "exact" keeps a text's shingle hashes): one
   /// past this is not kept (a resumed run does not index that survivor, or decides its entity
   /// again if its row runs again).
@@ -68,6 +72,8 @@ private:
     size_t operator()(const GrainKey &k) const { return k.key ^ (uint64_t(k.node) << 40); }
   };
   std::vector<bool> keepsNode_;
+  /// Nodes of `checkpoint: true` Calls: their values are kept whatever their size.
+  std::vector<bool> keepsAnySize_;
   std::vector<bool> dedupNode_;
   std::vector<DedupDecision> decisions_;
   bool decisionsBuffered_ = false;

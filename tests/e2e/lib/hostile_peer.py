@@ -26,6 +26,7 @@
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -66,9 +67,20 @@ def dealer(context, endpoint, args):
     return sock
 
 
+def current_protocol_version():
+    """kProtocolVersion as Protocol.h of this checkout says it: the peer speaks what orch speaks."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "runtime",
+                          "cluster", "include", "orch", "runtime", "cluster", "Protocol.h")
+    with open(header, encoding="utf-8") as source:
+        found = re.search(r"kProtocolVersion\s*=\s*(\d+)", source.read())
+    if not found:
+        sys.exit(f"hostile_peer: no kProtocolVersion in {header}")
+    return int(found.group(1))
+
+
 def hello():
     # ORCH_PROTOCOL_VERSION: to speak to an older coordinator (the tests' control runs).
-    version = int(os.environ.get("ORCH_PROTOCOL_VERSION", "4"))
+    version = int(os.environ.get("ORCH_PROTOCOL_VERSION", current_protocol_version()))
     return msgpack.packb({"type": "hello", "version": version, "worker": "hostile", "pid": os.getpid(),
                           "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
 

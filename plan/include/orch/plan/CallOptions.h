@@ -7,12 +7,23 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace orch::plan {
 
 enum class RecoveryPolicy { Abort, Retry, Isolate };
+
+/// Which results of a Call the run journal keeps for a resumed run (`checkpoint`).
+enum class CheckpointPolicy {
+  /// None written: those below 64 KiB encoded (a page's text, not its image).
+  SmallResults,
+  /// `checkpoint: true`: every result, whatever its size.
+  Always,
+  /// `checkpoint: false`: none (an operator whose results must not be reused).
+  Never
+};
 
 struct CallOptions {
   /// Maximum grains per batch.
@@ -36,9 +47,9 @@ struct CallOptions {
   static constexpr int64_t kNoTimeout = -1;
   /// Fail instead of falling back to the CPU implementation when no GPU is present.
   bool requireGpu = false;
-  /// Keep this Call's results (those below 64 KiB) in the run journal, so that a resumed run
-  /// does not run its finished grains again (docs/outputs.md).
-  bool checkpoint = true;
+  /// Which of this Call's results the run journal keeps, so that a resumed run does not run
+  /// its finished grains again (docs/outputs.md).
+  CheckpointPolicy checkpoint = CheckpointPolicy::SmallResults;
   /// Batches one replica has open at once: more than 1 only for operators that wait on a
   /// service (llm.*, docs/models.md), which take new batches as earlier ones complete.
   int64_t inFlight = 1;
@@ -67,7 +78,13 @@ struct CallOptionSpec {
   /// How plans print the option's value when none was written and the runtime decides
   /// ("auto" for `replicas`); null where the default is a value.
   const char *unsetText = nullptr;
+  /// Whether `options` holds no value for it (the program wrote none and the runtime decides:
+  /// plans store nil); null where the default is a value.
+  bool (*isUnset)(const CallOptions &options) = nullptr;
 };
+
+/// How a program would spell the option's value in `options`, or its unsetText.
+std::string callOptionText(const CallOptionSpec &spec, const CallOptions &options);
 
 /// Every Call option, in the order the plan format stores them. The type checker, the plan
 /// codec and the printers loop over this table: an option is declared here and nowhere else.

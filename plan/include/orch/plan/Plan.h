@@ -19,14 +19,16 @@
 namespace orch::plan {
 
 /// Readers reject an unknown major version and accept any minor version of a known major
-/// (newer writers only add keys, which readers ignore).
+/// (newer writers only add keys, which readers ignore). Format 2 left source positions out of
+/// the plan (PlanPositions.h) and writes nil for options the runtime decides; this reader
+/// also reads format 1.
 struct FormatVersion {
   uint32_t major = 1;
   uint32_t minor = 0;
   friend bool operator==(const FormatVersion &, const FormatVersion &) = default;
 };
 
-inline constexpr FormatVersion kCurrentFormat{1, 1};
+inline constexpr FormatVersion kCurrentFormat{2, 0};
 
 /// A reduce's `field` when it leaves failed members out instead of suppressing its list.
 inline constexpr const char *kReduceSkipsFailed = "skip";
@@ -84,7 +86,8 @@ struct PlanExternalOperator {
   std::vector<std::string> args;
   std::vector<PlanOperatorParam> params;
   Type result;
-  /// Where it is declared (in the plan's source file).
+  /// Where it is declared in the plan's source file (1-based; 0 when unknown). Not in the
+  /// plan's bytes: formatting a program never changes its plan (PlanPositions.h).
   uint32_t line = 0;
   uint32_t column = 0;
   friend bool operator==(const PlanExternalOperator &, const PlanExternalOperator &) = default;
@@ -152,6 +155,8 @@ struct PlanNode {
   std::vector<NamedConstant> constants;
   /// The program's name for the value, for messages ("" if unnamed).
   std::string name;
+  /// Where it is in the plan's source file, for messages (1-based; 0 when unknown). Not in
+  /// the plan's bytes: formatting a program never changes its plan (PlanPositions.h).
   uint32_t line = 0;
   uint32_t column = 0;
 

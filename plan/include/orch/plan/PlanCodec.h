@@ -1,6 +1,6 @@
 // MessagePack encoding of plans. Encoding is deterministic (the same plan always gives the same
-// bytes); decoding validates everything it reads and never trusts the input: a plan that
-// decodes has passed validatePlan.
+// bytes) and leaves source positions out (PlanPositions.h); decoding validates everything it
+// reads and never trusts the input: a plan that decodes has passed validatePlan.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -19,7 +19,8 @@ std::string encodePlan(const Plan &plan);
 
 std::variant<Plan, PlanDecodeError> decodePlan(std::string_view bytes);
 
-/// Reads and decodes a .plan file; errors name the file.
+/// Reads and decodes a .plan file, with its source positions where the file beside it holds
+/// them (PlanPositions.h); errors name the file.
 std::variant<Plan, PlanDecodeError> loadPlanFile(const std::string &path);
 
 } // namespace orch::plan

@@ -12,7 +12,7 @@
 
 namespace orch::plan {
 
-/// The plan's encoding with source positions (and the source file's path) left out.
+/// The plan's encoding (which never holds source positions) with the source file's path left out.
 std::string planMeaning(const Plan &plan);
 
 /// SHA-256 (hex) of planMeaning.

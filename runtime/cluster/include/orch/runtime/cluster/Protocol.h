@@ -19,7 +19,8 @@ namespace orch::runtime {
 
 /// 2: values kept on the worker that made them (references in batches and results, drop,
 /// fetch and blobs between workers).
-inline constexpr uint32_t kProtocolVersion = 4;
+/// 5: plans of format 2, their source positions beside them in welcome.
+inline constexpr uint32_t kProtocolVersion = 5;
 
 /// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
 /// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent
@@ -56,6 +57,8 @@ struct WelcomeMessage {
   std::string plan;
   /// With CURVE: the public keys its peer socket admits (the workers of this run).
   std::vector<std::string> peerKeys;
+  /// The plan's source positions (plan/PlanPositions.h), for the worker's messages.
+  std::string planPositions;
 };
 
 /// Coordinator -> worker: host replica `replica` of Call `call` (an operator instance kept for
