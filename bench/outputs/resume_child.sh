@@ -72,11 +72,14 @@ start = time.monotonic()
 resumed = subprocess.run([orch, "run", program] + common, stderr=subprocess.PIPE, text=True)
 again = time.monotonic() - start
 ocr = int(re.search(r"call 'ocr': (\d+) grains", resumed.stderr).group(1))
+# Renders whose OCR is reused are not needed (demand): the resumed run renders what it OCRs.
+render = re.search(r"call 'pdf.render[^']*': (\d+) grains", resumed.stderr)
 reused = re.search(r"(\d+) finished grains of the others were reused", resumed.stderr)
 print("pages: %d; undisturbed run %.1f s; killed at %.1f s (half the pages OCR'd); resumed run %.1f s"
       % (pages, full, killed_at, again))
 print("resumed run: OCR of %d pages = %.2f of the document's OCR work; %s grains reused"
       % (ocr, ocr / pages, reused.group(1) if reused else "no"))
+print("resumed run: %s pages rendered" % (render.group(1) if render else "no"))
 print("value store when killed: %d bytes, %.0f bytes per page" % (store, store / pages))
 if resumed.returncode != 0 or open("out/long.md").read() != clean:
     sys.exit("the resumed run did not write what the undisturbed run wrote")

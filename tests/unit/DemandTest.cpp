@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace orch::runtime {
 namespace {
 
@@ -183,6 +185,55 @@ sink jsonl(path: "out.jsonl", record: { t: reduce(t) });
   EXPECT_EQ(field(roots[0], 0, "t").str(), "[100, 1, 2]");
   EXPECT_EQ(ops.log->rowsRun("x"), 2u);
   EXPECT_EQ(ops.log->rowsRun("also"), 0u);
+}
+
+// Resume down to the child: a grain whose value an earlier run kept does not run again, and
+// neither does what only it would have read (the render of a page whose OCR is kept). The
+// kept grains here are those of odd pages; even pages render and OCR again.
+TEST(DemandTest, WhatOnlyAKeptGrainReadsIsNotNeeded) {
+  plan::Plan plan = compile(R"(
+pipeline resumed;
+source rows = jsonl("unused.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+ocred = test.identity(test.identity(pages) { batch: 2 }) { batch: 2 };
+sink jsonl(path: "out.jsonl", record: { id: rows.id, text: reduce(ocred) });
+)");
+  uint32_t ocrNode = plan::kNone;
+  for (uint32_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == plan::NodeKind::Invoke &&
+        plan.calls[plan.nodes[n].index].name == "ocred")
+      ocrNode = n;
+  ASSERT_NE(ocrNode, plan::kNone);
+  const std::vector<Value> docs = {doc(0, 4), doc(1, 3)};
+  // The earlier run: every grain's value, as the run journal keeps them.
+  std::map<uint64_t, Value> kept;
+  EngineOptions first;
+  first.onGrainValue = [&](uint32_t node, uint64_t key, uint32_t, uint64_t, const Value &value) {
+    if (node == ocrNode && value.asInt() % 2 == 1)
+      kept.emplace(key, value);
+  };
+  Operators earlier;
+  std::vector<RootResult> before = runAll(plan, earlier, docs, first);
+  ASSERT_EQ(kept.size(), 3u) << "pages 1 and 3 of doc 0, page 1 of doc 1";
+  for (GatherMode gather : {GatherMode::Lineage, GatherMode::GlobalBarrier}) {
+    EngineOptions resumed;
+    resumed.gather = gather;
+    resumed.recall = [&](uint32_t node, uint64_t key) -> const Value * {
+      auto found = node == ocrNode ? kept.find(key) : kept.end();
+      return found == kept.end() ? nullptr : &found->second;
+    };
+    Operators ops;
+    EngineStats stats;
+    std::vector<RootResult> after = runAll(plan, ops, docs, resumed, {2, 2}, &stats);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i)
+      EXPECT_EQ(field(after[i], 0, "text").str(), field(before[i], 0, "text").str());
+    EXPECT_EQ(stats.grainsRecalled, 3u);
+    EXPECT_EQ(ops.log->rowsRun("ocred"), 4u) << "the even pages";
+    EXPECT_EQ(ops.log->rowsRun("test.identity@ocred"), 4u)
+        << "nothing renders a page whose OCR is kept";
+    EXPECT_EQ(stats.grainsNotNeeded, 3u);
+  }
 }
 
 } // namespace

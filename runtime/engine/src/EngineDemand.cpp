@@ -2,11 +2,13 @@
 // other domains need what they read wherever it exists (NodeDemand::Always, PlanLayout.cpp);
 // an if needs its condition, then only the chosen branch; a coalesce its operands one at a
 // time until one is not dropped; a filter its mask, then its value only where the mask is true
-// (or failed: a dropped value stays dropped whatever the mask). Any other node needs all its
-// operands once it is needed itself. Each consumer settles each distinct operand once, needed
-// or not; an item whose consumers all settled without needing it is NOT NEEDED, sealed without
-// running, and so are the operands only it would have read. Decisions travel as events in the
-// propagation queue, never by recursion.
+// (or failed: a dropped value stays dropped whatever the mask). A grain whose value an earlier
+// run kept (resume down to the child) needs none of its operands: it is sealed with that value
+// as soon as it is needed, so a page whose OCR is kept is not rendered again. Any other node
+// needs all its operands once it is needed itself. Each consumer settles each distinct operand
+// once, needed or not; an item whose consumers all settled without needing it is NOT NEEDED, sealed
+// without running, and so are the operands only it would have read. Decisions travel as events in
+// the propagation queue, never by recursion.
 #include "EngineState.h"
 
 namespace orch::runtime {
@@ -33,6 +35,18 @@ void LineageEngine::State::startDemand(EntityId entity) {
   }
   for (NodeId choice : shape.alwaysNeededChoices)
     advanceChoice(entity, choice);
+  for (NodeId grain : shape.alwaysNeededRecallables)
+    recallOrNeedOperands(entity, grain);
+}
+
+void LineageEngine::State::recallOrNeedOperands(EntityId entity, NodeId node) {
+  const Value *kept = options.recall(node.index, entities[entity].key);
+  settleAllOperands(entity, node, kept == nullptr);
+  if (!kept)
+    return;
+  setPhase(grainOf(entity, node), node, GrainPhase::Sealed);
+  ++stats.grainsRecalled;
+  setItem(entity, node, ItemOutcome::Present, *kept, kNoIndex);
 }
 
 void LineageEngine::State::settleDemand(EntityId entity, NodeId input, bool needed) {
@@ -73,7 +87,10 @@ void LineageEngine::State::settleAllOperands(EntityId entity, NodeId node, bool 
 void LineageEngine::State::becomeNeeded(EntityId entity, NodeId node) {
   switch (nodeLayout(node).choice) {
   case ChoiceKind::None:
-    settleAllOperands(entity, node, true);
+    if (nodeLayout(node).recallable)
+      recallOrNeedOperands(entity, node);
+    else
+      settleAllOperands(entity, node, true);
     break;
   case ChoiceKind::If:
   case ChoiceKind::Coalesce:

@@ -365,8 +365,13 @@ struct LineageEngine::State {
   void setPhase(Grain &grain, NodeId node, GrainPhase to);
 
   // Demand (EngineDemand.cpp): which items some consumer needs (semantics.md).
-  /// Seals the never-needed nodes of a new entity and starts its always-needed choices.
+  /// Seals the never-needed nodes of a new entity, starts its always-needed choices and
+  /// recalls its always-needed kept grains.
   void startDemand(EntityId entity);
+  /// A needed recallable grain (NodeLayout::recallable): sealed with the value an earlier run
+  /// kept for it, its operands then not needed for it; or, with no value kept, its operands
+  /// needed.
+  void recallOrNeedOperands(EntityId entity, NodeId node);
   /// `consumer` says whether it reads `input` (of the same entity) for `entity`; each consumer
   /// says so once per distinct operand.
   void settleDemand(EntityId entity, NodeId input, bool needed);

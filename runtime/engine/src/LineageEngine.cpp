@@ -83,11 +83,11 @@ void attributeRowsToLowestFailures(RootResult &result) {
 } // namespace
 
 LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
-    : plan(plan_), options(std::move(options_)), layout(buildPlanLayout(plan_)),
-      items(plan_.domains.size()), grains(plan_.domains.size()),
-      expansionRefs(plan_.domains.size()), nextSourceRow(plan_.sources.size(), 0),
-      unsealedGrains(plan_.domains.size(), 0), unexpanded(plan_.domains.size(), 0),
-      parked(plan_.domains.size()) {
+    : plan(plan_), options(std::move(options_)),
+      layout(buildPlanLayout(plan_, bool(options.recall))), items(plan_.domains.size()),
+      grains(plan_.domains.size()), expansionRefs(plan_.domains.size()),
+      nextSourceRow(plan_.sources.size(), 0), unsealedGrains(plan_.domains.size(), 0),
+      unexpanded(plan_.domains.size(), 0), parked(plan_.domains.size()) {
   for (const DomainLayout &domain : layout.domains) {
     itemsPerDomain.push_back(static_cast<uint32_t>(domain.nodes.size()));
     grainsPerDomain.push_back(static_cast<uint32_t>(domain.invokes.size()));
@@ -574,14 +574,6 @@ void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
     sealByBarrier(grain, entity, node, barrier->cause);
     return;
   }
-  // A value an earlier run of this plan kept for this very grain: it does not run again.
-  if (options.recall)
-    if (const Value *kept = options.recall(node.index, entities[entity].key)) {
-      setPhase(grain, node, GrainPhase::Sealed);
-      ++stats.grainsRecalled;
-      setItem(entity, node, ItemOutcome::Present, *kept, kNoIndex);
-      return;
-    }
   setPhase(grain, node, GrainPhase::Ready);
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];

@@ -29,7 +29,7 @@ ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
 
 /// Classifies every node's demand (NodeDemand), from the sinks back: nodes come after their
 /// inputs, so one pass from the last node to the first sees every consumer before its inputs.
-void classifyDemand(const plan::Plan &plan, PlanLayout &layout) {
+void classifyDemand(const plan::Plan &plan, bool recallsGrains, PlanLayout &layout) {
   const size_t count = plan.nodes.size();
   std::vector<NodeDemand> demand(count, NodeDemand::Never);
   auto raise = [&](uint32_t node, NodeDemand to) { demand[node] = std::min(demand[node], to); };
@@ -47,6 +47,8 @@ void classifyDemand(const plan::Plan &plan, PlanLayout &layout) {
     const plan::PlanNode &node = plan.nodes[n];
     NodeLayout &info = layout.nodes[NodeId(n)];
     info.choice = choiceKindOf(node, info);
+    info.recallable = recallsGrains && node.kind == NodeKind::Invoke &&
+                      plan.calls[node.index].options.checkpoint != plan::CheckpointPolicy::Never;
     if (node.domain == plan::kNone)
       continue;
     if (demand[n] == NodeDemand::Conditional) {
@@ -65,19 +67,23 @@ void classifyDemand(const plan::Plan &plan, PlanLayout &layout) {
     }
     if (demand[n] == NodeDemand::Always && info.choice != ChoiceKind::None)
       domain.alwaysNeededChoices.push_back(NodeId(n));
+    if (demand[n] == NodeDemand::Always && info.recallable)
+      domain.alwaysNeededRecallables.push_back(NodeId(n));
     for (size_t p = 0; p < node.inputs.size(); ++p) {
       const uint32_t input = node.inputs[p];
       // Other domains' inputs are always needed already; constants need nothing.
       if (plan.nodes[input].domain != node.domain)
         continue;
-      raise(input, demand[n] == NodeDemand::Always && !isChosenOperand(info.choice, p)
-                       ? NodeDemand::Always
-                       : NodeDemand::Conditional);
+      raise(input,
+            demand[n] == NodeDemand::Always && !isChosenOperand(info.choice, p) && !info.recallable
+                ? NodeDemand::Always
+                : NodeDemand::Conditional);
     }
   }
   for (DomainLayout &domain : layout.domains) {
     std::reverse(domain.neverNeeded.begin(), domain.neverNeeded.end());
     std::reverse(domain.alwaysNeededChoices.begin(), domain.alwaysNeededChoices.end());
+    std::reverse(domain.alwaysNeededRecallables.begin(), domain.alwaysNeededRecallables.end());
   }
 }
 
@@ -96,7 +102,7 @@ bool isChosenOperand(ChoiceKind choice, size_t position) {
   return false;
 }
 
-PlanLayout buildPlanLayout(const plan::Plan &plan) {
+PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
   PlanLayout layout;
   layout.domains.resize(plan.domains.size());
   for (DomainId d : layout.domains.ids()) {
@@ -205,7 +211,7 @@ PlanLayout buildPlanLayout(const plan::Plan &plan) {
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;
-  classifyDemand(plan, layout);
+  classifyDemand(plan, recallsGrains, layout);
   return layout;
 }
 

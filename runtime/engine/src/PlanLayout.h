@@ -48,6 +48,9 @@ struct DomainLayout {
   /// Choice nodes of this domain that are always needed: each new entity starts their choice
   /// (one whose deciding operand is a constant decides at once).
   std::vector<NodeId> alwaysNeededChoices;
+  /// Recallable Invoke nodes of this domain that are always needed: each new entity looks for
+  /// their kept values at once, and needs their operands only where none is kept.
+  std::vector<NodeId> alwaysNeededRecallables;
   /// Nodes of this domain that nothing needed reads: sealed NOT NEEDED as each entity starts.
   std::vector<NodeId> neverNeeded;
   /// Nodes of this domain that a sink reads, and child domains with sinks at or below them:
@@ -71,6 +74,9 @@ struct NodeLayout {
   plan::ComputeOp compute = plan::ComputeOp::Add;
   NodeDemand demand = NodeDemand::Always;
   ChoiceKind choice = ChoiceKind::None;
+  /// Invoke, in a run that recalls kept values (EngineOptions::recall): an earlier run may have
+  /// kept this grain's value, and then nothing needs its operands (for it).
+  bool recallable = false;
   /// Conditional nodes: how many distinct consumers (of its own domain) may need it.
   uint8_t consumersThatMayNeed = 0;
   /// Invoke: inputs whose values nothing else reads (this grain is their only consumer, in its
@@ -99,7 +105,9 @@ struct PlanLayout {
   std::vector<NodeId> domainFreeNodes;
 };
 
-PlanLayout buildPlanLayout(const plan::Plan &plan);
+/// `recallsGrains`: the run recalls values an earlier run kept (EngineOptions::recall), so the
+/// operands of Calls that keep values are needed only where their grains' values are not kept.
+PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains = false);
 
 /// Whether operand `position` of a `choice` node is read only when the node's choice says so.
 bool isChosenOperand(ChoiceKind choice, size_t position);
