@@ -508,7 +508,7 @@ private:
       return hello;
     }
     case 1:
-      return WelcomeMessage{kProtocolVersion, 10, 1, randomBytes(40), {}};
+      return WelcomeMessage{kProtocolVersion, 10, 1, randomBytes(40), {}, {}};
     case 2:
       return InitMessage{uint32_t(orch::testing::pick(random_, 0, 5)), 0, {"value"}};
     case 3: {

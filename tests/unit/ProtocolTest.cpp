@@ -145,9 +145,9 @@ std::vector<Message> samples() {
   HelloMessage hello{3, "w1", 42, "host", 2.5, {0, 1}, {"a", "b"}, 1 << 30, "tcp://x:1", "KEY"};
   all.push_back(hello);
   all.push_back(HelloMessage{3, "w2", 7, "h", 1, {}, {}, 0, "", ""});
-  all.push_back(WelcomeMessage{3, 500, 5, std::string("plan\0bytes", 10), {"k1", "k2"}});
+  all.push_back(WelcomeMessage{3, 500, 5, std::string("plan\0bytes", 10), {"k1", "k2"}, {}});
   all.push_back(WelcomeMessage{3, 500, 5, "plan", {}, std::string("where\0", 6)});
-  all.push_back(WelcomeMessage{3, 100, 2, "", {}});
+  all.push_back(WelcomeMessage{3, 100, 2, "", {}, {}});
   all.push_back(InitMessage{1, 2, {"x", "y"}, 65536, 1});
   BatchMessage batch;
   batch.replica = 3;
@@ -225,7 +225,7 @@ TEST(ProtocolTest, ADescriptionNamesTheFieldsAMessageWrites) {
   lost.report.loss = BatchLoss::Crash;
   EXPECT_EQ(describeMessage(lost), "result {batch=9, replica=2, seconds=0.000000, lost=true, "
                                    "loss=crash, error=\"it crashed\"}");
-  EXPECT_EQ(describeMessage(WelcomeMessage{3, 500, 5, "abc", {}}),
+  EXPECT_EQ(describeMessage(WelcomeMessage{3, 500, 5, "abc", {}, {}}),
             "welcome {version=3, heartbeat_ms=500, liveness=5, peer_keys=[0], plan=3 bytes}");
 }
 
