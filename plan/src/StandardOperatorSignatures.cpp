@@ -461,7 +461,8 @@ void addTestOperators(OperatorCatalog &catalog) {
       "test.fail",
       {input("value", any, "passed through"),
        constant("kind", string, std::string("record"),
-                "\"record\", \"group\", \"batch\" or \"hang\" (the batch sleeps an hour)"),
+                "\"record\", \"group\", \"batch\", \"hang\" (the batch sleeps an hour) or "
+                "\"crash\" (the process gets SIGSEGV, as a native library's bug would give it)"),
        constant("ordinals", string, std::string(), "comma-separated child ordinals that fail"),
        constant("attempts", integer, int64_t(-1), "fail only the first n attempts; -1 always"),
        constant("when", string, std::string(),

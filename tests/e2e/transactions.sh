@@ -413,4 +413,29 @@ sed -i 's/batch: 16/batch: 4/' edit.orch
 status=0; orch run edit.orch --in-process --retry-failed 2>edit3.log || status=$?
 check "--retry-failed after such an edit runs every row, and says why (exit 0)" \
   grep -q "note: --retry-failed: \"edit.run\" holds a run of another version of this pipeline (Call \`test.sleep@sink0\`: batch 16 → 4), so every source row ran" edit3.log
+# --- crash quarantine: a row an in-process run crashed on fails on resume, unread -----------
+printf '{"id": %d, "bad": %s}\n' 0 false 1 false 2 true 3 false 4 false >crash.jsonl
+cat >crash.orch <<'ORCH'
+pipeline crash;
+source rows = jsonl("crash.jsonl") as Doc;
+v = test.fail({ id: rows.id as Int, bad: rows.bad as Bool }, kind: "crash", when: "bad", ordinals: "0,1,2,3,4") { batch: 1 };
+sink jsonl(path: "out/crash.jsonl", record: { id: v.id });
+ORCH
+status=0; "$ORCH_BIN/orch" run crash.orch --in-process --quiet 2>/dev/null || status=$?
+check "an in-process operator that segfaults on row 2 takes the run with it (signal 11)" test "$status" = 139
+check "... which wrote the row down beside its journal" grep -qx "source 0 row 2 signal 11 while running" crash.run/crashed
+status=0; orch run crash.orch --in-process 2>crash.log || status=$?
+check "the resumed run ends with that row failed (exit 2)" test "$status" = 2
+check "... and every other row written once" test "$(sort -n <(sed -E 's/.*"id":([0-9]+).*/\1/' out/crash.jsonl) | tr '\n' ' ')" = "0 1 3 4 "
+check "... the row journaled as a crash of an earlier run" $python -c '
+import json
+lines = [json.loads(line) for line in open("crash.errors.jsonl")]
+assert [(l["row"], l["kind"]) for l in lines] == [(2, "crash")], lines
+assert lines[0]["message"].startswith("crashed an earlier run (signal 11, SIGSEGV, while an operator ran on it)"), lines'
+status=0; "$ORCH_BIN/orch" run crash.orch --in-process --retry-failed --quiet 2>/dev/null || status=$?
+check "--retry-failed runs the row again (and crashes again)" test "$status" = 139
+status=0; orch run crash.orch --in-process 2>crash2.log || status=$?
+check "... and the next resume fails it again, the others kept (exit 2)" \
+  test "$status" = 2 -a "$(wc -l <out/crash.jsonl)" = 4
+check "... counting it failed" grep -q "1 failed" crash2.log
 finish_checks

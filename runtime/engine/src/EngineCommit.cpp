@@ -158,10 +158,11 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
     Grain &grain = grainOf(entry.entity, entry.node);
     setPhase(grain, entry.node, GrainPhase::InFlight);
     const Entity &entity = entities[entry.entity];
-    batch.grains.push_back(BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
-                                      GrainLineage{roots[entity.root].admission, entity.ordinal,
-                                                   domainLayout(entity.domain).depth, entity.key,
-                                                   roots[entity.root].sourceRow}});
+    batch.grains.push_back(
+        BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
+                   GrainLineage{roots[entity.root].admission, entity.ordinal,
+                                domainLayout(entity.domain).depth, entity.key,
+                                roots[entity.root].sourceRow, roots[entity.root].source}});
     const plan::PlanNode &node = planNode(entry.node);
     for (uint32_t position : nodeLayout(entry.node).inputOrder)
       batch.inputs.push_back(inputItem(entry.entity, NodeId(node.inputs[position])).value);

@@ -2,6 +2,7 @@
 // roots and their rows. Dispatch and the commit rule are in EngineCommit.cpp.
 #include "EngineState.h"
 #include "KeyedReadyQueue.h"
+#include "orch/runtime/engine/RowInProgress.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -263,6 +264,8 @@ void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
 // --- Propagation --------------------------------------------------------------------------
 
 void LineageEngine::State::propagate() {
+  // Each event names its row for the crash quarantine (RowInProgress.h) while it is handled.
+  const RowInProgressScope restoredAfter;
   for (;;) {
     do {
       // `work` may grow while an event is processed: index, never iterate.
@@ -284,6 +287,8 @@ void LineageEngine::State::propagate() {
 }
 
 void LineageEngine::State::processEvent(const Event &event) {
+  const Root &owner = roots[entities[event.entity].root];
+  currentRowInProgress = RowInProgress{RowActivity::Computing, owner.source, owner.sourceRow};
   switch (event.kind) {
   case EventKind::Needed:
     becomeNeeded(event.entity, event.node);
@@ -851,6 +856,7 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
 
 void LineageEngine::State::finishRoot(RootId rootId) {
   Root &root = roots[rootId];
+  currentRowInProgress = RowInProgress{RowActivity::Computing, root.source, root.sourceRow};
   RootResult result;
   result.admission = root.admission;
   result.source = root.source;
@@ -1015,11 +1021,11 @@ void LineageEngine::skipSourceRow(uint32_t source) {
     s.propagate();
 }
 
-uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message) {
+uint64_t LineageEngine::admitFailedRow(uint32_t source, std::string message, FailureKind kind) {
   State &s = *state_;
   const uint64_t admission = s.nextAdmission++;
   RootResult result = failedRoot(admission, source, s.nextSourceRow[source]++,
-                                 {Failure{FailureKind::SourceError, "", {}, std::move(message)}});
+                                 {Failure{kind, "", {}, std::move(message)}});
   ++s.stats.rootsAdmitted;
   ++s.stats.rootsFinished;
   s.finished.push_back(std::move(result));

@@ -2,6 +2,8 @@
 #include "orch/runtime/execution/RunLoop.h"
 
 #include "AutomaticReplicas.h"
+#include "orch/runtime/engine/RowInProgress.h"
+#include "orch/runtime/outputs/CrashQuarantine.h"
 
 #include <algorithm>
 #include <map>
@@ -44,8 +46,28 @@ public:
   void admit(LineageEngine &engine, bool describe, OnAdmitted &&onAdmitted) {
     for (size_t step = 0; current_ < sources_.size() && engine.canAdmit() && step < kAdmissionStep;
          ++step) {
+      const uint32_t source = uint32_t(current_);
+      const uint64_t index = rowsRead_[current_];
+      // A row an earlier run of this journal finished is not run again, nor one it crashed on
+      // (that one fails, unread: CrashQuarantine.h).
+      const bool done = journal_ && journal_->isDone(source, index);
+      const std::string *crashed =
+          journal_ && !done ? journal_->crashedEarlier(source, index) : nullptr;
+      if (done || crashed) {
+        if (!skipRow()) {
+          ++current_;
+          continue;
+        }
+        ++rowsRead_[current_];
+        if (done)
+          engine.skipSourceRow(source);
+        else
+          onAdmitted(engine.admitFailedRow(source, *crashed, FailureKind::Crash), std::string());
+        continue;
+      }
       std::optional<SourceRow> row;
       try {
+        const RowInProgressScope reading(RowActivity::Reading, source, index);
         row = sources_[current_]->next();
       } catch (const std::exception &error) {
         row = SourceRow{std::nullopt, error.what()};
@@ -54,18 +76,12 @@ public:
         ++current_;
         continue;
       }
-      // A row an earlier run of this journal finished is not run again.
-      if (journal_ && journal_->isDone(uint32_t(current_), rowsRead_[current_]++)) {
-        engine.skipSourceRow(uint32_t(current_));
-        continue;
-      }
+      ++rowsRead_[current_];
       if (row->value) {
         std::string label = describe ? describeSourceRow(*row->value) : std::string();
-        onAdmitted(engine.admitRoot(static_cast<uint32_t>(current_), std::move(*row->value)),
-                   std::move(label));
+        onAdmitted(engine.admitRoot(source, std::move(*row->value)), std::move(label));
       } else {
-        onAdmitted(engine.admitFailedRow(static_cast<uint32_t>(current_), row->error),
-                   std::string());
+        onAdmitted(engine.admitFailedRow(source, row->error), std::string());
       }
     }
     if (exhausted())
@@ -76,6 +92,16 @@ public:
   std::optional<uint64_t> total() const { return total_; }
 
 private:
+  /// Passes over the current source's next row; false at its end. A row that cannot be read
+  /// is still a row (next() would have given its error).
+  bool skipRow() {
+    try {
+      return sources_[current_]->skip();
+    } catch (const std::exception &) {
+      return true;
+    }
+  }
+
   std::vector<std::unique_ptr<RowSource>> sources_;
   const RunJournal *journal_;
   /// Per source: rows read so far (their indexes).
@@ -308,6 +334,7 @@ private:
     uint32_t failedSink = 0;
     bool deviceFine = false;
     try {
+      const RowInProgressScope writing(RowActivity::Writing, root.source, root.sourceRow);
       for (const SinkRow &row : root.rows)
         if (row.status == RowStatus::Written) {
           failedSink = row.sink;
@@ -590,6 +617,9 @@ private:
         sink->takeUp();
       if (std::string problem; journal_ && !journal_->start(problem))
         throw std::runtime_error(problem);
+      // From here a crash on a row is written down, and the resumed run fails that row.
+      if (journal_)
+        crashWitness_.emplace(journal_->crashedRowsPath());
     } catch (const std::exception &error) {
       summary_.error = error.what();
       return false;
@@ -858,6 +888,7 @@ private:
   RunSummary summary_;
   std::optional<LineageEngine> engine_;
   std::unique_ptr<RunJournal> journal_;
+  std::optional<CrashWitness> crashWitness_;
   std::optional<Admission> admission_;
   std::optional<Outputs> outputs_;
   CallDeadlines deadlines_;

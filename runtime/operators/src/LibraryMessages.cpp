@@ -82,13 +82,28 @@ void setLogLevel(LogLevel level) { levelSetting().store(int(level), std::memory_
 OperatorActivity::OperatorActivity(const OperatorConfig &config_, const Batch &batch_)
     : config(config_), batch(batch_), previous_(current) {
   current = this;
+  // A crash is blamed on a row only when the batch holds no other (an operator that says which
+  // item it is on narrows it down: noteCurrentItem).
+  currentRowInProgress = RowInProgress{};
+  if (batch.grains.empty())
+    return;
+  const GrainLineage &first = batch.grains.front().lineage;
+  for (const BatchGrain &grain : batch.grains)
+    if (grain.lineage.source != first.source || grain.lineage.sourceRow != first.sourceRow)
+      return;
+  currentRowInProgress = RowInProgress{RowActivity::Running, first.source, first.sourceRow};
 }
 
 OperatorActivity::~OperatorActivity() { current = previous_; }
 
 void noteCurrentItem(size_t index) {
-  if (current)
-    current->item = index;
+  if (!current)
+    return;
+  current->item = index;
+  if (index < current->batch.grains.size()) {
+    const GrainLineage &lineage = current->batch.grains[index].lineage;
+    currentRowInProgress = RowInProgress{RowActivity::Running, lineage.source, lineage.sourceRow};
+  }
 }
 
 std::string currentItems() {

@@ -1,10 +1,13 @@
 // Implementations of the test.* operators declared in plan/StandardOperatorSignatures.cpp.
 #include "orch/runtime/operators/TestOperators.h"
 
+#include "orch/runtime/operators/LibraryMessages.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -112,7 +115,7 @@ private:
 
 class FailOperator : public Operator {
 public:
-  enum class Kind { Record, Group, Batch, Hang };
+  enum class Kind { Record, Group, Batch, Hang, Crash };
 
   FailOperator(const OperatorConfig &config, std::shared_ptr<TestOperatorLog> log)
       : name_(config.name()), attempts_(config.intConstant("attempts")),
@@ -130,10 +133,12 @@ public:
       kind_ = Kind::Batch;
     else if (kind == "hang")
       kind_ = Kind::Hang;
+    else if (kind == "crash")
+      kind_ = Kind::Crash;
     else
-      throw OperatorError(
-          "test.fail: kind must be \"record\", \"group\", \"batch\" or \"hang\", not \"" + kind +
-          "\"");
+      throw OperatorError("test.fail: kind must be \"record\", \"group\", \"batch\", \"hang\" "
+                          "or \"crash\", not \"" +
+                          kind + "\"");
     const std::string ordinals = config.stringConstant("ordinals");
     size_t start = 0;
     while (start < ordinals.size()) {
@@ -170,6 +175,13 @@ public:
     }
     if (kind_ == Kind::Hang && std::find(failing.begin(), failing.end(), true) != failing.end())
       std::this_thread::sleep_for(std::chrono::hours(1));
+    if (kind_ == Kind::Crash)
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (failing[i]) {
+          // As a native library that crashes on this item: the whole process goes.
+          noteCurrentItem(i);
+          ::raise(SIGSEGV);
+        }
     for (size_t i = 0; i < rows.size(); ++i) {
       const std::string where =
           "injected failure at ordinal " + std::to_string(rows[i].lineage.ordinal);

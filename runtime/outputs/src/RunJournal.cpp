@@ -7,6 +7,7 @@
 #include "orch/plan/PlanCodec.h"
 #include "orch/plan/PlanFingerprint.h"
 #include "orch/plan/Sha256.h"
+#include "orch/runtime/outputs/CrashQuarantine.h"
 #include "orch/runtime/outputs/OutputFiles.h"
 
 #include "GrainCheckpoints.h"
@@ -194,8 +195,11 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   // A run that committed nothing and kept no value (it could not start) leaves nothing to
   // resume.
   std::error_code sizeError, valuesError;
+  // A run that crashed on its first row committed nothing but that row's quarantine.
+  std::error_code crashedError;
   const bool committedSome = (fs::file_size(commitsPath, sizeError) > 0 && !sizeError) ||
-                             (fs::file_size(dir / "values", valuesError) > 0 && !valuesError);
+                             (fs::file_size(dir / "values", valuesError) > 0 && !valuesError) ||
+                             (fs::file_size(dir / "crashed", crashedError) > 0 && !crashedError);
   const bool exists = !previous.empty() && committedSome;
   const bool same = exists && previous["plan"] == planHash && previous["inputs"] == inputsHash;
   const bool finished = previous["state"] == "complete";
@@ -273,6 +277,10 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
     }
     journal->commitsKept_ = good;
   }
+  // Rows an earlier run crashed on are failed unread (a retry runs them again).
+  if (journal->resuming_ && !retryFailed)
+    for (const CrashedRow &row : readCrashedRows(journal->crashedRowsPath()))
+      journal->crashed_.emplace(key(row.source, row.row), crashedRowMessage(row));
   journal->checkpoints_ = std::make_unique<GrainCheckpoints>(plan);
   if (journal->resuming_) {
     // The values finished grains had: a resumed run does not run those grains again (rows
@@ -381,8 +389,10 @@ bool RunJournal::start(std::string &error) {
     error = "cannot write the run journal \"" + runPath.string() + "\": " + std::strerror(errno);
     return false;
   }
-  // Whatever a stopped retry meant to do is done.
+  // Whatever a stopped retry meant to do is done; a fresh run has crashed on nothing yet.
   ::unlink((dir / "retry").c_str());
+  if (!resuming_)
+    ::unlink(crashedRowsPath().c_str());
   return true;
 }
 
@@ -395,6 +405,11 @@ RunJournal::~RunJournal() {
 
 bool RunJournal::isDone(uint32_t source, uint64_t row) const {
   return done_.count(key(source, row)) != 0;
+}
+
+const std::string *RunJournal::crashedEarlier(uint32_t source, uint64_t row) const {
+  auto found = crashed_.find(key(source, row));
+  return found == crashed_.end() ? nullptr : &found->second;
 }
 
 const SinkResume *RunJournal::sinkResume(size_t sink) const {

@@ -81,6 +81,16 @@ public:
     return std::nullopt;
   }
 
+  bool skip() override {
+    std::string line;
+    while (std::getline(input_, line)) {
+      ++lineNumber_;
+      if (!json_ || line.find_first_not_of(" \t\r") != std::string::npos)
+        return true;
+    }
+    return false;
+  }
+
   std::string fingerprint() const override { return fileFingerprint(path_); }
 
 private:

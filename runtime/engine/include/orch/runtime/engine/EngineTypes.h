@@ -69,6 +69,8 @@ struct GrainLineage {
   uint64_t key = 0;
   /// The root's row in its source (`root` counts admissions), for messages about the grain.
   uint64_t sourceRow = 0;
+  /// The root's source (not sent to workers: the crash quarantine's, RowInProgress.h).
+  uint32_t source = 0;
 };
 
 struct BatchGrain {

@@ -36,8 +36,10 @@ public:
   bool canAdmit() const;
   /// Creates a root entity of `source`'s domain for one source row; returns its admission index.
   uint64_t admitRoot(uint32_t source, Value row);
-  /// Accounts for a row the source could not produce (a malformed line): a failed root.
-  uint64_t admitFailedRow(uint32_t source, std::string message);
+  /// Accounts for a row the source could not produce (a malformed line), or that is not run (it
+  /// crashed an earlier run: FailureKind::Crash): a failed root.
+  uint64_t admitFailedRow(uint32_t source, std::string message,
+                          FailureKind kind = FailureKind::SourceError);
   /// The next row of `source` is not admitted (an earlier run finished it; see RunJournal): it
   /// keeps its index, and the rows after it theirs.
   void skipSourceRow(uint32_t source);

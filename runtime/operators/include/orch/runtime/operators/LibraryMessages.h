@@ -9,6 +9,7 @@
 #pragma once
 
 #include "orch/runtime/engine/EngineTypes.h"
+#include "orch/runtime/engine/RowInProgress.h"
 
 #include <cstddef>
 #include <functional>
@@ -49,9 +50,13 @@ public:
 private:
   /// The activity this one interrupts (an operator that runs another): back when it ends.
   OperatorActivity *previous_;
+  /// The row a crash on this thread is blamed on (the batch's one row, or the item the operator
+  /// says it is on), for the crash quarantine.
+  RowInProgressScope row_;
 };
 
-/// The operator on this thread works on item `index` of its batch now.
+/// The operator on this thread works on item `index` of its batch now (a crash meanwhile is
+/// blamed on that item's row: RowInProgress.h).
 void noteCurrentItem(size_t index);
 
 /// `library` printed `text` (one or more lines) on this thread: each line goes to the

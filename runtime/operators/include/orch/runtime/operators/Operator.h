@@ -221,6 +221,9 @@ public:
   virtual ~RowSource() = default;
   /// The next row, or nullopt at the end.
   virtual std::optional<SourceRow> next() = 0;
+  /// Passes over the next row without making a value of it (a row an earlier run finished, or
+  /// crashed on); false at the end. Rows count as next() counts them.
+  virtual bool skip() { return next().has_value(); }
   /// How many rows there are in all, when known up front (for progress and ETA).
   virtual std::optional<uint64_t> total() const { return std::nullopt; }
   /// What the rows come from, so that a run is resumed only on the same inputs (the run

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -53,6 +54,11 @@ public:
   /// them again, so they are not done).
   uint64_t doneFailed() const;
   bool isDone(uint32_t source, uint64_t row) const;
+  /// A row an earlier run crashed on (CrashQuarantine.h), which this run fails without reading
+  /// it: the message to fail it with, or nullptr. None with --retry-failed (it runs them).
+  const std::string *crashedEarlier(uint32_t source, uint64_t row) const;
+  /// Where this run's CrashWitness writes down the rows it crashes on.
+  std::string crashedRowsPath() const { return dir_ + "/crashed"; }
   /// How sink `sink` takes up the outputs (nullptr: afresh).
   const SinkResume *sinkResume(size_t sink) const;
   /// How much of the errors journal to keep (0 afresh).
@@ -104,6 +110,8 @@ private:
   std::unordered_set<uint64_t> done_;
   /// Source rows whose last record says they failed: their Dedup decisions are not loaded.
   std::unordered_set<uint64_t> failed_;
+  /// Rows an earlier run crashed on, with the message that fails them now.
+  std::unordered_map<uint64_t, std::string> crashed_;
   std::vector<SinkResume> sinkResume_;
   uint64_t errorsKeep_ = 0;
   std::string header_;
