@@ -506,8 +506,8 @@ std::variant<Plan, PlanDecodeError> loadPlanFile(const std::string &path) {
   auto result = decodePlan(*bytes);
   if (auto *error = std::get_if<PlanDecodeError>(&result))
     error->message = path + ": " + error->message;
-  else if (std::optional<std::string> positions = readWholeFile(positionsPathFor(path)))
-    applyPlanPositions(std::get<Plan>(result), *bytes, *positions);
+  else
+    loadPlanPositions(std::get<Plan>(result), path, *bytes);
   return result;
 }
 

@@ -123,6 +123,8 @@ check "... while its positions, beside it, follow the text" \
 filter_line() { (cd "$workdir" && "$ORCH_BIN/orch" run "$1" --in-process 2>&1 | grep "filter 'big'"); }
 check "orch run of the plan names the filter's place in the formatted file" \
   grep -q "filter 'big' ($workdir/pos.orch:3:7): 2 kept, 1 dropped" <(filter_line after.plan)
+check "... and positions written before formatting are not used (they point at the old lines)" \
+  grep -q "filter 'big' ($workdir/pos.orch): 2 kept, 1 dropped" <(filter_line before.plan)
 rm "$workdir/after.plan.positions"
 check "... and without its positions the file alone" \
   grep -q "filter 'big' ($workdir/pos.orch): 2 kept, 1 dropped" <(filter_line after.plan)

@@ -272,10 +272,13 @@ std::string filtersSection(const Json &metrics) {
           "<th>kept</th><th>dropped</th><th>not decided</th></tr>";
   for (const Json &filter : *found) {
     const std::string name = filter["name"].get<std::string>();
-    html << "<tr><td>" << (name.empty() ? std::string("(unnamed)") : escape(name))
-         << "</td><td>line " << filter["line"] << ", column " << filter["column"] << "</td><td>"
-         << filter["kept"] << "</td><td>" << filter["dropped"] << "</td><td>" << filter["failed"]
-         << "</td></tr>";
+    // Line 0: a plan run without its positions (X.plan.positions) does not know where.
+    const bool placed = filter["line"].is_number() && filter["line"].get<uint64_t>() > 0;
+    html << "<tr><td>" << (name.empty() ? std::string("(unnamed)") : escape(name)) << "</td><td>"
+         << (placed ? "line " + filter["line"].dump() + ", column " + filter["column"].dump()
+                    : std::string("not known"))
+         << "</td><td>" << filter["kept"] << "</td><td>" << filter["dropped"] << "</td><td>"
+         << filter["failed"] << "</td></tr>";
   }
   html << "</table>";
   return html.str();

@@ -26,15 +26,17 @@ namespace {
 
 /// Writes the file next to its final name, then renames it, so no reader sees half a plan.
 bool writeAtomically(const std::string &path, const std::string &bytes, DiagnosticEngine &diags) {
-  std::string temporary = path + ".tmp";
-  std::error_code error;
-  {
-    llvm::raw_fd_ostream out(temporary, error, llvm::sys::fs::OF_None);
-    if (!error) {
-      out << bytes;
-      out.close();
-      error = out.error();
-    }
+  // A new file of a name no one could have planted (created exclusively: a link there is not
+  // followed), renamed over the target.
+  llvm::SmallString<256> temporary;
+  int fd = -1;
+  std::error_code error =
+      llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, temporary, llvm::sys::fs::OF_None);
+  if (!error) {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << bytes;
+    out.close();
+    error = out.error();
   }
   if (!error)
     error = llvm::sys::fs::rename(temporary, path);
@@ -107,12 +109,18 @@ int compile(const CompileOptions &options) {
     return kCompileUserError;
   if (options.emit != EmitKind::Nothing)
     printView(options.emit, module, *plan);
-  if (!options.outputPath.empty()) {
+  if (options.outputPath == "-") {
+    // The plan's bytes to standard output (a pipe): no file beside it for its positions.
+    llvm::outs() << plan::encodePlan(*plan);
+    llvm::outs().flush();
+  } else if (!options.outputPath.empty()) {
     // The positions first: a reader that finds the new plan finds its positions (positions
     // left beside an older plan are ignored, being tied to other bytes).
     const std::string bytes = plan::encodePlan(*plan);
-    if (!writeAtomically(plan::positionsPathFor(options.outputPath),
-                         plan::encodePlanPositions(*plan, bytes), diags) ||
+    if (!writeAtomically(
+            plan::positionsPathFor(options.outputPath),
+            plan::encodePlanPositions(*plan, bytes, sources.getMemoryBuffer(*buffer)->getBuffer()),
+            diags) ||
         !writeAtomically(options.outputPath, bytes, diags))
       return kCompileUserError;
   }
