@@ -336,6 +336,8 @@ check "a 200-page document killed half way resumes (exit 0)" test "$status" = 0
 check "... reusing the pages that had finished" test "${reused:-0}" -gt 20
 check "... running only the others' work (every page's once in all)" test "$((${kept:-0} + ran))" = 200
 check "... and not preparing again a page whose work was kept" test "${kept:-0}" -gt 20
+check "... and, finished with no failed row, it keeps no values (nothing will resume it)" \
+  test -f child.run/values -a ! -s child.run/values
 check "... with the document whole, its pages in order" $python -c '
 import json
 rows = [json.loads(line) for line in open("out/child.jsonl")]

@@ -4,15 +4,20 @@
 
 #include "orch/plan/MessagePackReader.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanFingerprint.h"
 #include "orch/plan/PlanPositions.h"
+#include "orch/plan/Sha256.h"
+#include "orch/runtime/outputs/RunJournal.h"
 
 #include <msgpack.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
+#include <sys/stat.h>
 
 namespace orch::plan {
 namespace {
@@ -284,6 +289,48 @@ sink jsonl(path: "out.jsonl", record: { id: test.identity(c) });
   EXPECT_EQ(std::get<Plan>(decodePlan(encodePlan(old))), current);
 }
 
+TEST(PlanCodecTest, AnUnfinishedRunJournaledWithItsFormat1PlanResumes) {
+  // A run killed under the orch that wrote format 1.1 keeps its plan in the journal as 1.1
+  // bytes, fingerprinted as such: this orch resumes it when that plan, read now, is this one.
+  const char *program = R"(pipeline upgraded;
+source rows = jsonl("in.jsonl") as Doc;
+sink jsonl(path: "out.jsonl", record: { id: test.identity(rows.id) { batch: 4 } });
+)";
+  std::optional<Plan> plan = orch::testing::compileText(program);
+  std::optional<Plan> other = orch::testing::compileText(
+      std::string(program).replace(std::string(program).find("4"), 1, "8"));
+  ASSERT_TRUE(plan && other);
+  auto journalOf = [](const Plan &kept) {
+    const std::string dir = ::testing::TempDir() + "/format1-journal";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string bytes = planMeaning(kept);
+    msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size());
+    msgpack::sbuffer buffer;
+    Packer out(buffer);
+    repackAsFormat1(handle.get(), out);
+    const std::string old(buffer.data(), buffer.size());
+    std::ofstream(dir + "/plan", std::ios::binary) << old;
+    std::ofstream(dir + "/run") << "orch-run-journal 1\nplan " << sha256Hex(old) << "\ninputs "
+                                << sha256Hex("the inputs") << "\nstate running\n";
+    std::ofstream(dir + "/commits") << "a record\n";
+    return dir;
+  };
+  std::string error;
+  runtime::JournalOptions options;
+  options.dir = journalOf(*plan);
+  std::unique_ptr<runtime::RunJournal> journal =
+      runtime::RunJournal::open(options, *plan, "the inputs", error);
+  ASSERT_TRUE(journal) << error;
+  EXPECT_TRUE(journal->resuming());
+  journal.reset();
+  // A journal of another program is still refused, saying what changed.
+  options.dir = journalOf(*other);
+  journal = runtime::RunJournal::open(options, *plan, "the inputs", error);
+  EXPECT_FALSE(journal);
+  EXPECT_NE(error.find("batch 8 → 4"), std::string::npos) << error;
+}
+
 TEST(PlanCodecTest, PositionsOfOtherBytesOrAnotherShapeAreIgnored) {
   const Plan plan = examplePlan("pdf_to_markdown.orch");
   const Plan other = examplePlan("pdf_text.orch");
@@ -315,6 +362,48 @@ TEST(PlanCodecTest, LoadPlanFileReadsThePositionsBesideIt) {
   ASSERT_TRUE(std::holds_alternative<Plan>(placed)) << errorOf(placed);
   EXPECT_EQ(std::get<Plan>(placed), plan);
   EXPECT_GT(std::get<Plan>(placed).nodes.back().line, 0u);
+}
+
+TEST(PlanCodecTest, LoadPlanFileUsesOnlyPositionsThatCanBeTheirs) {
+  const Plan plan = examplePlan("pdf_to_markdown.orch");
+  const std::string dir = ::testing::TempDir() + "/positions-guard";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/p.plan", positions = positionsPathFor(path);
+  const std::string bytes = encodePlan(plan);
+  std::ofstream(path, std::ios::binary) << bytes;
+  std::ifstream source(plan.sourcePath, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(source)),
+                         std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty()) << plan.sourcePath;
+  auto loadedLine = [&] {
+    auto loaded = loadPlanFile(path);
+    EXPECT_TRUE(std::holds_alternative<Plan>(loaded)) << errorOf(loaded);
+    return std::holds_alternative<Plan>(loaded) ? std::get<Plan>(loaded).nodes.back().line : 0u;
+  };
+  // Written for the program as it is: used.
+  std::ofstream(positions, std::ios::binary) << encodePlanPositions(plan, bytes, text);
+  EXPECT_GT(loadedLine(), 0u);
+  // ... and through a link to the plan, from beside its target.
+  const std::string link = dir + "/link.plan";
+  std::filesystem::create_symlink(path, link);
+  auto linked = loadPlanFile(link);
+  ASSERT_TRUE(std::holds_alternative<Plan>(linked));
+  EXPECT_EQ(std::get<Plan>(linked), plan);
+  // Written for another text of the program (it was formatted since): not used.
+  std::ofstream(positions, std::ios::binary | std::ios::trunc)
+      << encodePlanPositions(plan, bytes, text + "// a comment added since\n");
+  EXPECT_EQ(loadedLine(), 0u);
+  // Too big to be positions, a FIFO (reading it would wait for ever), a device: not read.
+  std::ofstream(positions, std::ios::binary | std::ios::trunc)
+      << encodePlanPositions(plan, bytes) << std::string(1 << 20, '\0');
+  EXPECT_EQ(loadedLine(), 0u);
+  std::filesystem::remove(positions);
+  ASSERT_EQ(::mkfifo(positions.c_str(), 0600), 0);
+  EXPECT_EQ(loadedLine(), 0u);
+  std::filesystem::remove(positions);
+  std::filesystem::create_symlink("/dev/zero", positions);
+  EXPECT_EQ(loadedLine(), 0u);
 }
 
 TEST(PlanCodecTest, LoadPlanFileNamesTheFileInErrors) {

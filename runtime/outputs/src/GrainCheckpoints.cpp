@@ -207,6 +207,13 @@ void GrainCheckpoints::flush() {
   decisionsBuffered_ = false;
 }
 
+void GrainCheckpoints::discard() {
+  buffer_.clear();
+  decisionsBuffered_ = false;
+  if (fd_ >= 0 && ::ftruncate(fd_, 0) == 0)
+    ::fdatasync(fd_);
+}
+
 void GrainCheckpoints::sync() {
   flush();
   if (fd_ >= 0)

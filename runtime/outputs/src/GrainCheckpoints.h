@@ -61,6 +61,9 @@ public:
   static constexpr size_t kDecisionLimit = 16 * 1024 * 1024;
   void flush();
   void sync();
+  /// Empties the store: a run that finished with no failed row needs none of it (nothing will
+  /// resume it, and --retry-failed has nothing to run).
+  void discard();
 
 private:
   struct GrainKey {

@@ -153,6 +153,19 @@ std::string changesSince(const fs::path &kept, const plan::Plan &plan) {
   return text.empty() ? "" : " (" + text + ")";
 }
 
+/// Whether the plan kept at `kept`, which the journal's header fingerprints as `recorded`, does
+/// what `meaning` does: a journal written by an earlier version of orch, whose plan encoding
+/// differed (format 1.x), resumes when its plan, read by this version, is this plan.
+bool keptPlanMeans(const fs::path &kept, const std::string &recorded, const std::string &meaning) {
+  std::ifstream in(kept, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty() || plan::sha256Hex(bytes) != recorded)
+    return false;
+  auto decoded = plan::decodePlan(bytes);
+  const plan::Plan *before = std::get_if<plan::Plan>(&decoded);
+  return before && plan::planMeaning(*before) == meaning;
+}
+
 } // namespace
 
 std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, const plan::Plan &plan,
@@ -201,10 +214,12 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
                              (fs::file_size(dir / "values", valuesError) > 0 && !valuesError) ||
                              (fs::file_size(dir / "crashed", crashedError) > 0 && !crashedError);
   const bool exists = !previous.empty() && committedSome;
-  const bool same = exists && previous["plan"] == planHash && previous["inputs"] == inputsHash;
+  const bool samePlan = exists && (previous["plan"] == planHash ||
+                                   keptPlanMeans(dir / "plan", previous["plan"], meaning));
+  const bool same = samePlan && previous["inputs"] == inputsHash;
   const bool finished = previous["state"] == "complete";
   if (exists && !finished && !same && !options.restart) {
-    const bool otherPlan = previous["plan"] != planHash;
+    const bool otherPlan = !samePlan;
     error = "\"" + options.dir + "\" holds an unfinished run of " +
             (otherPlan ? std::string("another version of this pipeline")
                        : std::string("this pipeline on other inputs")) +
@@ -220,13 +235,12 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   const bool retryFailed = options.retryFailed || (retryInterrupted && !options.restart);
   journal->resuming_ = same && !options.restart && (!finished || retryFailed);
   if (options.retryFailed && !journal->resuming_ && !options.restart)
-    journal->notice_ =
-        "--retry-failed: \"" + options.dir + "\" holds " +
-        (!exists ? std::string("no earlier run")
-         : previous["plan"] != planHash
-             ? "a run of another version of this pipeline" + changesSince(dir / "plan", plan)
-             : std::string("a run of this pipeline on other inputs")) +
-        ", so every source row ran";
+    journal->notice_ = "--retry-failed: \"" + options.dir + "\" holds " +
+                       (!exists     ? std::string("no earlier run")
+                        : !samePlan ? "a run of another version of this pipeline" +
+                                          changesSince(dir / "plan", plan)
+                                    : std::string("a run of this pipeline on other inputs")) +
+                       ", so every source row ran";
   journal->sinkResume_.assign(plan.sinks.size(), SinkResume{});
 
   if (journal->resuming_) {
@@ -421,6 +435,7 @@ bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ra
   const char status = root.status == RootStatus::Written   ? 'w'
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
+  committedFailures_ += status == 'f';
   // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
   checkpoints_->flushDecisions();
   const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
@@ -460,7 +475,11 @@ void RunJournal::complete() {
   std::string header = header_;
   const std::string running = "state running\n";
   header.replace(header.find(running), running.size(), "state complete\n");
-  checkpoints_->flush();
+  // Kept values serve a resume or a retry of failed rows; with no failed row, neither comes.
+  if (committedFailures_ == 0 && doneFailed() == 0)
+    checkpoints_->discard();
+  else
+    checkpoints_->flush();
   ::fdatasync(commitsFd_);
   replaceFile(dir_ + "/run.new", fs::path(dir_) / "run", header);
 }

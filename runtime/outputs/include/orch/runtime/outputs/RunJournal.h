@@ -110,6 +110,8 @@ private:
   std::unordered_set<uint64_t> done_;
   /// Source rows whose last record says they failed: their Dedup decisions are not loaded.
   std::unordered_set<uint64_t> failed_;
+  /// Source rows this run committed as failed.
+  uint64_t committedFailures_ = 0;
   /// Rows an earlier run crashed on, with the message that fails them now.
   std::unordered_map<uint64_t, std::string> crashed_;
   std::vector<SinkResume> sinkResume_;
