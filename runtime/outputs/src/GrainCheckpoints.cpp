@@ -5,9 +5,11 @@
 
 #include "orch/runtime/outputs/OutputFiles.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
-#include <tuple>
+#include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace orch::runtime {
@@ -30,6 +32,47 @@ uint32_t readU32(std::string_view in, size_t at) {
   for (int i = 0; i < 4; ++i)
     value |= uint32_t(uint8_t(in[at + i])) << (8 * i);
   return value;
+}
+
+/// `bytes.size()` bytes of `fd` from `offset`.
+bool readAt(int fd, uint64_t offset, std::string &bytes) {
+  for (size_t got = 0; got < bytes.size();) {
+    const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, off_t(offset + got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    got += size_t(n);
+  }
+  return true;
+}
+
+/// A record's grain (its invoke node, its entity's key), its root (source, row) and, when asked
+/// for, its value; nullopt for what is not a record.
+struct RecordHead {
+  uint32_t node = 0;
+  uint64_t key = 0;
+  uint32_t source = 0;
+  uint64_t row = 0;
+  Value value;
+};
+
+std::optional<RecordHead> readRecord(std::string_view payload, bool withValue) {
+  // No part of a record is longer than the record (a value of a `checkpoint: true` Call may be
+  // as long as kRecordLimit).
+  const size_t length = payload.size();
+  const msgpack::unpack_limit limits(length, length, length, length, length, 512);
+  auto record =
+      decodeWhole<RecordHead>(payload, limits, false, [withValue](const msgpack::object &object) {
+        if (object.type != msgpack::type::ARRAY || object.via.array.size != 5)
+          throw plan::MessagePackError("not a kept value");
+        const msgpack::object *items = object.via.array.ptr;
+        return RecordHead{items[0].as<uint32_t>(), items[1].as<uint64_t>(), items[2].as<uint32_t>(),
+                          items[3].as<uint64_t>(), withValue ? readValue(items[4]) : Value()};
+      });
+  if (auto *head = std::get_if<0>(&record))
+    return std::move(*head);
+  return std::nullopt;
 }
 
 Value pathValue(const std::vector<uint32_t> &path) {
@@ -103,60 +146,111 @@ GrainCheckpoints::~GrainCheckpoints() {
   flush();
   if (fd_ >= 0)
     ::close(fd_);
+  if (readFd_ >= 0)
+    ::close(readFd_);
 }
 
-void GrainCheckpoints::load(const std::string &bytes,
+void GrainCheckpoints::load(const std::string &path,
                             const std::function<bool(uint32_t, uint64_t)> &wanted,
                             const std::function<bool(uint32_t, uint64_t)> &failed) {
-  const std::string_view store(bytes);
-  for (size_t at = 0; at + 8 <= store.size();) {
-    const uint32_t length = readU32(store, at);
-    const std::string_view payload = store.substr(at + 8);
-    if (length > payload.size() || checksum(payload.substr(0, length)) != readU32(store, at + 4))
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return;
+  struct stat info {};
+  const uint64_t size = ::fstat(fd, &info) == 0 ? uint64_t(info.st_size) : 0;
+  loadedFrom_ = path;
+  // One record at a time: a store of rendered pages (`checkpoint: true`) is not read whole.
+  std::string header(8, '\0'), payload;
+  for (uint64_t at = 0; at + 8 <= size;) {
+    if (!readAt(fd, at, header))
       break;
-    // No part of a record is longer than the record (a value of a `checkpoint: true` Call may
-    // be as long as kRecordLimit).
-    const msgpack::unpack_limit limits(length, length, length, length, length, 512);
-    using Record = std::tuple<uint32_t, uint64_t, uint32_t, uint64_t, Value>;
-    auto record = decodeWhole<Record>(
-        payload.substr(0, length), limits, false, [](const msgpack::object &object) {
-          if (object.type != msgpack::type::ARRAY || object.via.array.size != 5)
-            throw plan::MessagePackError("not a kept value");
-          const msgpack::object *items = object.via.array.ptr;
-          return Record(items[0].as<uint32_t>(), items[1].as<uint64_t>(), items[2].as<uint32_t>(),
-                        items[3].as<uint64_t>(), readValue(items[4]));
-        });
-    auto *kept = std::get_if<0>(&record);
-    if (!kept)
+    const uint32_t length = readU32(header, 0);
+    if (length > size - at - 8)
       break;
-    if (const uint32_t node = std::get<0>(*kept); node < dedupNode_.size() && dedupNode_[node]) {
-      if (failed(std::get<2>(*kept), std::get<3>(*kept))) {
-        at += 8 + length;
-        continue;
-      }
+    payload.resize(length);
+    if (!readAt(fd, at + 8, payload) || checksum(payload) != readU32(header, 4))
+      break;
+    std::optional<RecordHead> head = readRecord(payload, /*withValue=*/false);
+    if (!head)
+      break;
+    const bool dedup = head->node < dedupNode_.size() && dedupNode_[head->node];
+    if (dedup && !failed(head->source, head->row)) {
       // Every decision, of rows done or not: a resumed run decides as the earlier one did.
-      decisions_.push_back(
-          decisionOf(node, std::get<1>(*kept), std::get<3>(*kept), std::get<4>(*kept)));
-      decisions_.back().source = std::get<2>(*kept);
-      decisions_.back().rowDone = !wanted(std::get<2>(*kept), std::get<3>(*kept));
-      loadedRecords_.append(store.substr(at, 8 + length));
-    } else if (wanted(std::get<2>(*kept), std::get<3>(*kept))) {
-      kept_[GrainKey{std::get<0>(*kept), std::get<1>(*kept)}] = std::move(std::get<4>(*kept));
-      loadedRecords_.append(store.substr(at, 8 + length));
+      std::optional<RecordHead> decided = readRecord(payload, /*withValue=*/true);
+      if (!decided)
+        break;
+      decisions_.push_back(decisionOf(head->node, head->key, head->row, decided->value));
+      decisions_.back().source = head->source;
+      decisions_.back().rowDone = !wanted(head->source, head->row);
+      loaded_.push_back(LoadedRecord{at, length, std::nullopt});
+    } else if (!dedup && wanted(head->source, head->row)) {
+      const GrainKey grain{head->node, head->key};
+      Location &place = kept_[grain] = Location{at + 8, length, std::nullopt};
+      if (length <= kValueLimit)
+        if (std::optional<RecordHead> small = readRecord(payload, /*withValue=*/true))
+          place.value = std::move(small->value);
+      loaded_.push_back(LoadedRecord{at, length, grain});
     }
     at += 8 + length;
   }
+  ::close(fd);
 }
 
-void GrainCheckpoints::attach(int fd) {
-  fd_ = fd;
-  loadedRecords_.clear();
-  loadedRecords_.shrink_to_fit();
+bool GrainCheckpoints::replaceStore(const std::string &path) {
+  const std::string temporary = path + ".new";
+  ::unlink(temporary.c_str());
+  const int out =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (out < 0)
+    return false;
+  const int in = loaded_.empty() ? -1 : ::open(loadedFrom_.c_str(), O_RDONLY | O_CLOEXEC);
+  bool ok = loaded_.empty() || in >= 0;
+  // The records loaded, copied in their order; each kept value's place moves with it.
+  uint64_t written = 0;
+  std::string chunk;
+  for (const LoadedRecord &record : loaded_) {
+    if (!ok)
+      break;
+    for (uint64_t done = 0, total = 8 + uint64_t(record.length); ok && done < total;) {
+      chunk.resize(size_t(std::min<uint64_t>(total - done, uint64_t(1) << 20)));
+      ok = readAt(in, record.offset + done, chunk) && writeAll(out, chunk);
+      done += chunk.size();
+    }
+    if (record.grain)
+      kept_[*record.grain].offset = written + 8;
+    written += 8 + uint64_t(record.length);
+  }
+  if (in >= 0)
+    ::close(in);
+  ok = ok && ::fdatasync(out) == 0;
+  ::close(out);
+  ok = ok && ::rename(temporary.c_str(), path.c_str()) == 0;
+  loaded_.clear();
+  loaded_.shrink_to_fit();
+  if (ok)
+    readFd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  return ok && readFd_ >= 0;
 }
+
+void GrainCheckpoints::attach(int fd) { fd_ = fd; }
 
 const Value *GrainCheckpoints::recall(uint32_t node, uint64_t key) const {
   auto found = kept_.find(GrainKey{node, key});
-  return found == kept_.end() ? nullptr : &found->second;
+  if (found == kept_.end())
+    return nullptr;
+  if (found->second.value)
+    return &*found->second.value;
+  if (readFd_ < 0)
+    return nullptr;
+  // Read when recalled: the store may hold far more than memory (rendered pages).
+  std::string payload(found->second.length, '\0');
+  if (!readAt(readFd_, found->second.offset, payload))
+    return nullptr;
+  std::optional<RecordHead> record = readRecord(payload, /*withValue=*/true);
+  if (!record || record->node != node || record->key != key)
+    return nullptr;
+  recalled_ = std::move(record->value);
+  return &recalled_;
 }
 
 void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,

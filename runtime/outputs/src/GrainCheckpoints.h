@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,16 +28,21 @@ public:
   explicit GrainCheckpoints(const plan::Plan &plan);
   ~GrainCheckpoints();
 
-  /// Loads the store `bytes` of an earlier run: the values of the rows `wanted` (source, row),
-  /// and the Dedup decisions of every row but those `failed` (a failed row takes no part).
-  void load(const std::string &bytes, const std::function<bool(uint32_t, uint64_t)> &wanted,
+  /// Loads the store at `path` of an earlier run, a record at a time: where the values of the
+  /// rows `wanted` (source, row) are (read when recalled, so that a store bigger than memory
+  /// resumes), and the Dedup decisions of every row but those `failed` (a failed row takes no
+  /// part). A record cut short or damaged ends the store.
+  void load(const std::string &path, const std::function<bool(uint32_t, uint64_t)> &wanted,
             const std::function<bool(uint32_t, uint64_t)> &failed);
-  /// The records loaded: the store a resumed run starts from (the rest is garbage).
-  const std::string &loadedRecords() const { return loadedRecords_; }
+  /// Replaces the store at `path` with the records loaded (the rest is garbage: values of rows
+  /// that are done), copied from the loaded store a piece at a time, and reads recalled values
+  /// from it. False when it cannot.
+  bool replaceStore(const std::string &path);
   /// From now on, new values are appended to `fd` (owned).
   void attach(int fd);
 
-  /// The value a grain (its invoke node, its entity's key) had in an earlier run, or nullptr.
+  /// The value a grain (its invoke node, its entity's key) had in an earlier run, or nullptr
+  /// (also when it cannot be read back). Valid until the next recall.
   const Value *recall(uint32_t node, uint64_t key) const;
   size_t recallable() const { return kept_.size(); }
   /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded (any
@@ -80,8 +86,24 @@ private:
   std::vector<bool> dedupNode_;
   std::vector<DedupDecision> decisions_;
   bool decisionsBuffered_ = false;
-  std::unordered_map<GrainKey, Value, GrainKeyHash> kept_;
-  std::string loadedRecords_;
+  /// A kept value: in memory when small (below kValueLimit), else where its record's payload
+  /// is in the store, read when recalled.
+  struct Location {
+    uint64_t offset = 0;
+    uint32_t length = 0;
+    std::optional<Value> value;
+  };
+  /// A record loaded (a kept value's, or a decision's without a grain), where it was.
+  struct LoadedRecord {
+    uint64_t offset = 0;
+    uint32_t length = 0;
+    std::optional<GrainKey> grain;
+  };
+  std::unordered_map<GrainKey, Location, GrainKeyHash> kept_;
+  std::vector<LoadedRecord> loaded_;
+  std::string loadedFrom_;
+  int readFd_ = -1;
+  mutable Value recalled_;
   std::string buffer_;
   std::chrono::steady_clock::time_point flushedAt_{};
   int fd_ = -1;

@@ -299,10 +299,9 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   if (journal->resuming_) {
     // The values finished grains had: a resumed run does not run those grains again (rows
     // that are done need none of theirs).
-    std::ifstream values(dir / "values", std::ios::binary);
     const RunJournal &reader = *journal;
     journal->checkpoints_->load(
-        std::string((std::istreambuf_iterator<char>(values)), std::istreambuf_iterator<char>()),
+        (dir / "values").string(),
         [&reader](uint32_t source, uint64_t row) { return !reader.isDone(source, row); },
         [&reader](uint32_t source, uint64_t row) {
           return reader.failed_.count(key(source, row)) != 0;
@@ -391,7 +390,7 @@ bool RunJournal::start(std::string &error) {
   // The kept values: those of the rows that run again only (a fresh run: none).
   const fs::path valuesPath = dir / "values";
   int valuesFd = -1;
-  if (!replaceFile(dir_ + "/values.new", valuesPath, checkpoints_->loadedRecords()) ||
+  if (!checkpoints_->replaceStore(valuesPath.string()) ||
       (valuesFd = ::open(valuesPath.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)) < 0) {
     error = "cannot write \"" + valuesPath.string() + "\": " + std::strerror(errno);
     return false;

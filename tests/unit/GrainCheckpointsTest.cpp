@@ -1,0 +1,99 @@
+// The run journal's store of finished grains' values (GrainCheckpoints.h): a resumed run
+// reads the store a record at a time, keeps small values in memory and reads big ones (a
+// `checkpoint: true` Call's rendered pages) back only when they are recalled, and starts from a
+// store holding only the records of rows that run again.
+#include "EngineTestPlans.h"
+
+#include "../../runtime/outputs/src/GrainCheckpoints.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fcntl.h>
+#include <filesystem>
+#include <unistd.h>
+
+namespace orch::runtime {
+namespace {
+
+TEST(GrainCheckpointsTest, BigValuesAreReadBackWhenRecalledFromAStoreOfTheRowsThatRunAgain) {
+  const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline kept;
+source rows = jsonl("in.jsonl") as Doc;
+big = test.identity(rows.id) { checkpoint: true };
+small = test.identity(big);
+sink jsonl(path: "out.jsonl", record: { v: small });
+)");
+  uint32_t bigNode = 0, smallNode = 0;
+  for (uint32_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == plan::NodeKind::Invoke)
+      (plan.calls[plan.nodes[n].index].name == "big" ? bigNode : smallNode) = n;
+  const std::string dir = ::testing::TempDir() + "/grain-checkpoints";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/values";
+  const Value large = Value::bytes(std::string(3 << 20, 'p')); // a rendered page
+  {
+    GrainCheckpoints writer(plan);
+    writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+    for (uint64_t row = 0; row < 4; ++row) {
+      writer.keep(bigNode, 100 + row, 0, row, large);
+      writer.keep(smallNode, 200 + row, 0, row, Value::integer(int64_t(row)));
+    }
+  } // flushed and closed
+  const uint64_t before = std::filesystem::file_size(path);
+  EXPECT_GT(before, 4u * (3u << 20)) << "a checkpoint: true Call keeps values of any size";
+
+  GrainCheckpoints reader(plan);
+  // Rows 0 and 2 were committed: their values are garbage now.
+  reader.load(
+      path, [](uint32_t, uint64_t row) { return row % 2 == 1; },
+      [](uint32_t, uint64_t) { return false; });
+  EXPECT_EQ(reader.recallable(), 4u);
+  ASSERT_TRUE(reader.replaceStore(path));
+  EXPECT_LT(std::filesystem::file_size(path), before / 2 + 1024) << "rows 1 and 3 only";
+  EXPECT_FALSE(std::filesystem::exists(path + ".new"));
+  for (uint64_t row : {1u, 3u}) {
+    const Value *small = reader.recall(smallNode, 200 + row);
+    ASSERT_TRUE(small);
+    EXPECT_EQ(*small, Value::integer(int64_t(row)));
+    const Value *page = reader.recall(bigNode, 100 + row);
+    ASSERT_TRUE(page) << "read back from the rewritten store";
+    EXPECT_EQ(*page, large);
+  }
+  EXPECT_FALSE(reader.recall(bigNode, 100)) << "row 0 was done";
+  EXPECT_FALSE(reader.recall(smallNode, 202));
+}
+
+TEST(GrainCheckpointsTest, ARecordThatClaimsMoreThanTheStoreEndsIt) {
+  const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline cut;
+source rows = jsonl("in.jsonl") as Doc;
+sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
+)");
+  uint32_t node = 0;
+  while (plan.nodes[node].kind != plan::NodeKind::Invoke)
+    ++node;
+  const std::string path = ::testing::TempDir() + "/grain-checkpoints-cut";
+  std::filesystem::remove(path);
+  {
+    GrainCheckpoints writer(plan);
+    writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+    writer.keep(node, 1, 0, 0, Value::integer(7));
+  }
+  // A header claiming 2 GiB, as a crash mid-write or a damaged disk might leave.
+  const char claim[8] = {'\0', '\0', '\0', '\x80', '\0', '\0', '\0', '\0'};
+  std::FILE *file = std::fopen(path.c_str(), "ab");
+  ASSERT_TRUE(file);
+  std::fwrite(claim, 1, sizeof(claim), file);
+  std::fclose(file);
+  GrainCheckpoints reader(plan);
+  reader.load(
+      path, [](uint32_t, uint64_t) { return true; }, [](uint32_t, uint64_t) { return false; });
+  EXPECT_EQ(reader.recallable(), 1u) << "the record before it stays";
+  ASSERT_TRUE(reader.replaceStore(path));
+  const Value *kept = reader.recall(node, 1);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(*kept, Value::integer(7));
+}
+
+} // namespace
+} // namespace orch::runtime
