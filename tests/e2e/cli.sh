@@ -128,6 +128,12 @@ check "... and positions written before formatting are not used (they point at t
 rm "$workdir/after.plan.positions"
 check "... and without its positions the file alone" \
   grep -q "filter 'big' ($workdir/pos.orch): 2 kept, 1 dropped" <(filter_line after.plan)
+long_name=$(printf 'p%.0s' $(seq 1 245)).plan
+check "a plan named with 250 bytes is written, with a warning that its positions have no room" \
+  grep -q "leaves no room for its positions file beside it" \
+  <(cd "$workdir" && "$ORCH_BIN/orchc" -o "$long_name" pos.orch 2>&1)
+check "... and runs" grep -q "filter 'big' (pos.orch): 2 kept" \
+  <(cd "$workdir" && "$ORCH_BIN/orch" run "$long_name" --in-process --restart 2>&1)
 check "positions written for other bytes are not used" \
   grep -q "filter 'big' ($workdir/pos.orch): 2 kept" \
   <("$ORCH_BIN/orchc" -o "$workdir/other.plan" "$workdir/ok.orch" &&

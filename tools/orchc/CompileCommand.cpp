@@ -14,10 +14,12 @@
 #include "orch/plan/PlanPrinters.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <climits>
 #include <memory>
 #include <sstream>
 
@@ -27,11 +29,13 @@ namespace {
 /// Writes the file next to its final name, then renames it, so no reader sees half a plan.
 bool writeAtomically(const std::string &path, const std::string &bytes, DiagnosticEngine &diags) {
   // A new file of a name no one could have planted (created exclusively: a link there is not
-  // followed), renamed over the target.
+  // followed), renamed over the target; short, so that any name the target may have works.
+  llvm::SmallString<256> model(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(model, ".orchc-%%%%%%%%.tmp");
   llvm::SmallString<256> temporary;
   int fd = -1;
   std::error_code error =
-      llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, temporary, llvm::sys::fs::OF_None);
+      llvm::sys::fs::createUniqueFile(model, fd, temporary, llvm::sys::fs::OF_None);
   if (!error) {
     llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
     out << bytes;
@@ -117,11 +121,18 @@ int compile(const CompileOptions &options) {
     // The positions first: a reader that finds the new plan finds its positions (positions
     // left beside an older plan are ignored, being tied to other bytes).
     const std::string bytes = plan::encodePlan(*plan);
-    if (!writeAtomically(
-            plan::positionsPathFor(options.outputPath),
-            plan::encodePlanPositions(*plan, bytes, sources.getMemoryBuffer(*buffer)->getBuffer()),
-            diags) ||
-        !writeAtomically(options.outputPath, bytes, diags))
+    const std::string positions = plan::positionsPathFor(options.outputPath);
+    if (llvm::sys::path::filename(positions).size() > NAME_MAX)
+      // A plan name of 246 to 255 bytes: the plan runs the same, its messages name the file.
+      llvm::errs() << "orchc: warning: '" << options.outputPath
+                   << "' leaves no room for its positions file beside it (a name of at most "
+                   << (NAME_MAX - 10) << " bytes does)\n";
+    else if (!writeAtomically(positions,
+                              plan::encodePlanPositions(
+                                  *plan, bytes, sources.getMemoryBuffer(*buffer)->getBuffer()),
+                              diags))
+      return kCompileUserError;
+    if (!writeAtomically(options.outputPath, bytes, diags))
       return kCompileUserError;
   }
   return kCompileOk;
