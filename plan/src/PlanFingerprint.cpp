@@ -3,6 +3,7 @@
 
 #include "orch/plan/CallOptions.h"
 #include "orch/plan/PlanCodec.h"
+#include "orch/plan/PlanPositions.h"
 #include "orch/plan/Sha256.h"
 
 #include <map>
@@ -95,6 +96,24 @@ std::string planMeaning(const Plan &plan) {
   return encodePlan(meaning);
 }
 
+/// In a dataflow of the same shape, the constants (a param's value, a literal) and the names
+/// of bindings that changed, placed in `after`'s source.
+void compareNodes(const Plan &before, const Plan &after, std::vector<std::string> &out) {
+  if (before.nodes.size() != after.nodes.size())
+    return;
+  for (size_t n = 0; n < before.nodes.size(); ++n)
+    if (before.nodes[n].kind != after.nodes[n].kind)
+      return;
+  for (size_t n = 0; n < before.nodes.size(); ++n) {
+    const PlanNode &old = before.nodes[n], &now = after.nodes[n];
+    if (old.constant && now.constant && !(*old.constant == *now.constant))
+      out.push_back("the constant at " + sourceLocation(after, now.line, now.column) + ": " +
+                    formatStaticValue(*old.constant) + " → " + formatStaticValue(*now.constant));
+    else if (!old.name.empty() && !now.name.empty() && old.name != now.name)
+      out.push_back("`" + old.name + "` is named `" + now.name + "` now");
+  }
+}
+
 std::string planFingerprint(const Plan &plan) { return sha256Hex(planMeaning(plan)); }
 
 std::vector<std::string> describePlanChanges(const Plan &before, const Plan &after) {
@@ -105,6 +124,7 @@ std::vector<std::string> describePlanChanges(const Plan &before, const Plan &aft
   compareEnds("source", before.sources, after.sources, out);
   compareEnds("sink", before.sinks, after.sinks, out);
   compareOperators(before, after, out);
+  compareNodes(before, after, out);
   if (out.empty())
     out.push_back("the dataflow between the sources and the sinks changed");
   return out;

@@ -50,9 +50,34 @@ TEST(PlanFingerprintTest, EachChangeOfMeaningIsNamedAndLayoutIsNone) {
   // (text.len is evaluated by the engine, not a Call; text.normalize is one.)
   EXPECT_EQ(changes("text.len(", "text.normalize("),
             std::vector<std::string>{"Call `text.normalize@sink0` (text.normalize) was added"});
+  // A literal (or a param's value) and a binding's name are named where they are now.
+  const std::vector<std::string> literal =
+      changes("format(\"{}\", rows)", "format(\"<{}>\", rows)");
+  ASSERT_EQ(literal.size(), 1u);
+  EXPECT_NE(literal[0].find("the constant at "), std::string::npos) << literal[0];
+  EXPECT_NE(literal[0].find(":4:"), std::string::npos) << literal[0];
+  EXPECT_NE(literal[0].find(": \"{}\" → \"<{}>\""), std::string::npos) << literal[0];
   // A change only in how values flow is still a change, said in general.
-  EXPECT_EQ(changes("format(\"{}\", rows)", "format(\"<{}>\", rows)"),
+  EXPECT_EQ(changes("format(\"{}\", rows)", "format(\"{}\", work(rows))"),
             std::vector<std::string>{"the dataflow between the sources and the sinks changed"});
+}
+
+TEST(PlanFingerprintTest, AParamsValueAndARenamedBindingAreNamed) {
+  const char *program = R"(pipeline q;
+param least: Int = 1;
+source rows = jsonl("in.jsonl") as Doc;
+big = filter(rows, rows.v as Int > least);
+sink jsonl(path: "out/q.jsonl", record: { v: big.v });
+)";
+  const plan::Plan original = compiled(program);
+  std::vector<std::string> changes =
+      plan::describePlanChanges(original, compiled(edited(program, "= 1;", "= 2;")));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(changes[0].find("the constant at "), std::string::npos) << changes[0];
+  EXPECT_NE(changes[0].find(": 1 → 2"), std::string::npos) << changes[0];
+  changes = plan::describePlanChanges(
+      original, compiled(edited(edited(program, "big =", "large ="), "big.v", "large.v")));
+  EXPECT_EQ(changes, std::vector<std::string>{"`big` is named `large` now"});
 }
 
 } // namespace
