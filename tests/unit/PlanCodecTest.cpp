@@ -365,17 +365,18 @@ TEST(PlanCodecTest, LoadPlanFileReadsThePositionsBesideIt) {
 }
 
 TEST(PlanCodecTest, LoadPlanFileUsesOnlyPositionsThatCanBeTheirs) {
-  const Plan plan = examplePlan("pdf_to_markdown.orch");
   const std::string dir = ::testing::TempDir() + "/positions-guard";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  // The program beside the plan, where the plan says its source is.
+  const std::string text = orch::testing::readExample("pdf_to_markdown.orch");
+  ASSERT_FALSE(text.empty());
+  std::ofstream(dir + "/p.orch", std::ios::binary) << text;
+  Plan plan = examplePlan("pdf_to_markdown.orch");
+  plan.sourcePath = dir + "/p.orch";
   const std::string path = dir + "/p.plan", positions = positionsPathFor(path);
   const std::string bytes = encodePlan(plan);
   std::ofstream(path, std::ios::binary) << bytes;
-  std::ifstream source(plan.sourcePath, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(source)),
-                         std::istreambuf_iterator<char>());
-  ASSERT_FALSE(text.empty()) << plan.sourcePath;
   auto loadedLine = [&] {
     auto loaded = loadPlanFile(path);
     EXPECT_TRUE(std::holds_alternative<Plan>(loaded)) << errorOf(loaded);
