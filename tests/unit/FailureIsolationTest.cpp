@@ -158,6 +158,36 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(h) });
   EXPECT_EQ(outcome.cause[1].path, std::vector<uint32_t>{1});
 }
 
+TEST_P(FailureIsolationTest, ANativeOperatorThatCrashesItsWorkerFailsOnlyItsDocument) {
+  // Pages of four documents; page 1 of document 2 segfaults the process it runs in. In
+  // process that is the run (the crash quarantine's case, e2e transactions); with workers it
+  // is the worker, and every batch in flight there goes down with it. Before, each of those
+  // spent its infrastructure budget: pages of other documents on that worker failed as
+  // `infrastructure` "(after 3 re-runs)". A batch lost with its worker now runs alone.
+  if (GetParam() == Executor::Threads)
+    GTEST_SKIP() << "a native crash ends an in-process run (the crash quarantine's case)";
+  writeFile("in.jsonl", "{\"id\": 0, \"n\": 3}\n{\"id\": 1, \"n\": 3}\n{\"id\": 2, \"n\": 3}\n"
+                        "{\"id\": 3, \"n\": 3}\n");
+  plan::Plan plan = compile(R"(
+pipeline p;
+source rows = jsonl("$DIR/in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+tagged = { crash: broadcast((rows.id as Int) == 2, pages), page: pages };
+c = test.fail(tagged, kind: "crash", ordinals: "1", when: "crash", ms: 20) { batch: 1, replicas: 2 };
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, pages: reduce(c) });
+)");
+  Outcome outcome = run(plan);
+  ASSERT_EQ(outcome.status.size(), 4u);
+  for (uint64_t row : {0u, 1u, 3u})
+    EXPECT_EQ(outcome.status[row], "written")
+        << "row " << row << ": " << outcome.cause[row].message;
+  EXPECT_EQ(outcome.status[2], "failed");
+  EXPECT_EQ(outcome.cause[2].kind, FailureKind::Crash) << outcome.cause[2].message;
+  EXPECT_EQ(outcome.cause[2].path, std::vector<uint32_t>{1});
+  EXPECT_NE(outcome.cause[2].message.find("signal 11"), std::string::npos)
+      << outcome.cause[2].message;
+}
+
 TEST_P(FailureIsolationTest, BatchesQueuedBehindAHungOneAreNotBlamedForIt) {
   // Page 2 of every document hangs. With worker processes a hang costs its worker, and the
   // batches queued on that worker are lost with it; before, they spent their infrastructure

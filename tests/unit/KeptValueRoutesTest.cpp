@@ -34,7 +34,8 @@ public:
   std::vector<std::pair<uint64_t, std::string>> errors;
   std::vector<std::string> lines;
 
-  uint32_t pickReplica(uint32_t call, uint32_t preferred) override {
+  uint32_t pickReplica(uint32_t call, uint32_t preferred, bool alone) override {
+    (void)alone;
     uint32_t any = kNoIndex;
     for (uint32_t r = 0; r < replicas.size(); ++r) {
       if (replicas[r].call != call || replicas[r].queued >= depth)

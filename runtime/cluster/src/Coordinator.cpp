@@ -529,6 +529,8 @@ private:
     std::vector<Value> inputs;
     /// Set for a recomputation of that kept value (not the engine's batch).
     std::optional<KeptKey> recomputes;
+    /// It runs alone on its worker (Batch::alone).
+    bool alone = false;
   };
 
   /// Handles the messages waiting, for at most a few milliseconds: a flood of messages (a
@@ -913,7 +915,10 @@ private:
     pending_.push_back(std::move(event));
   }
 
-  void lose(uint32_t w, const std::string &why, ErrorCode tell = ErrorCode::DeclaredLost) {
+  /// `crashed`: its process died of a signal (a crash, an OOM kill): a batch it ran alone
+  /// is to blame (BatchLoss::Crash), the others went down with it.
+  void lose(uint32_t w, const std::string &why, ErrorCode tell = ErrorCode::DeclaredLost,
+            bool crashed = false) {
     Worker &worker = workers_[w];
     if (!worker.alive)
       return;
@@ -946,6 +951,7 @@ private:
       event.batchId = it->first;
       event.reason = "worker " + worker.name + " lost: " + why;
       event.bystander = tell == ErrorCode::Restart;
+      event.crash = crashed && it->second.alone;
       pending_.push_back(std::move(event));
       ++pendingEnds_;
       it = outstanding_.erase(it);
@@ -969,8 +975,19 @@ private:
   }
 
   // RouteTarget: what the kept-value routes decide, carried out with the sockets.
-  uint32_t pickReplica(uint32_t call, uint32_t preferred) override {
-    const uint32_t replica = placement_->pick(call, depthOf(call), preferred);
+  uint32_t pickReplica(uint32_t call, uint32_t preferred, bool alone) override {
+    // A batch lost with its worker before runs alone there, and nothing joins it (Batch::alone).
+    std::vector<uint32_t> inFlight(workers_.size(), 0);
+    std::vector<bool> holdsAlone(workers_.size(), false);
+    for (const auto &[id, sent] : outstanding_)
+      if (sent.worker < workers_.size()) {
+        ++inFlight[sent.worker];
+        holdsAlone[sent.worker] = holdsAlone[sent.worker] || sent.alone;
+      }
+    auto allowed = [&](uint32_t w) {
+      return w < workers_.size() && !holdsAlone[w] && (!alone || inFlight[w] == 0);
+    };
+    const uint32_t replica = placement_->pick(call, depthOf(call), preferred, allowed);
     if (replica != kNoIndex)
       placement_->noteBatchSent(call, preferred, placement_->replica(replica).worker);
     return replica;
@@ -986,7 +1003,7 @@ private:
     std::vector<PeerAddress> peers;
     for (uint32_t w : peerWorkers)
       peers.push_back(workers_[w].peer);
-    Sent sent{r, replica.worker, batch.call, {}, {}, recomputes};
+    Sent sent{r, replica.worker, batch.call, {}, {}, recomputes, batch.alone};
     if (routes_.keepOver(batch.call) > 0) {
       sent.grains = batch.grains;
       sent.inputs = batch.inputs;
@@ -1059,10 +1076,10 @@ private:
     }
     if (!processes_ || stopped_)
       return;
-    for (const auto &[pid, how] : processes_->reapAndReplace())
+    for (const LocalWorkerProcesses::Exited &child : processes_->reapAndReplace())
       for (uint32_t w = 0; w < workers_.size(); ++w)
-        if (workers_[w].pid == pid)
-          lose(w, "its process " + how);
+        if (workers_[w].pid == child.pid)
+          lose(w, "its process " + child.how, ErrorCode::DeclaredLost, child.killedBySignal);
   }
 
   CoordinatorOptions options_;

@@ -85,7 +85,7 @@ bool KeptValueRoutes::sendOrWait(Waiting &waiting) {
       preferred = w;
       most = bytes;
     }
-  const uint32_t replica = target_.pickReplica(batch.call, preferred);
+  const uint32_t replica = target_.pickReplica(batch.call, preferred, batch.alone);
   if (replica == kNoIndex)
     return false;
   const uint32_t worker = target_.workerOfReplica(replica);

@@ -28,8 +28,9 @@ class RouteTarget {
 public:
   virtual ~RouteTarget() = default;
   /// A replica of `call` with room for one more batch, preferably on worker `preferred`
-  /// (kNoIndex: any); kNoIndex when none has room.
-  virtual uint32_t pickReplica(uint32_t call, uint32_t preferred) = 0;
+  /// (kNoIndex: any); kNoIndex when none has room. `alone`: on a worker with no other batch
+  /// in flight, which then takes no other until it ends (Batch::alone).
+  virtual uint32_t pickReplica(uint32_t call, uint32_t preferred, bool alone) = 0;
   virtual uint32_t workerOfReplica(uint32_t replica) const = 0;
   /// Send `batch` to `replica`; the workers in `peers` keep some of its inputs. `recomputes`:
   /// the batch computes that kept value again (it is not the engine's).

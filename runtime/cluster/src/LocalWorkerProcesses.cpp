@@ -35,11 +35,11 @@ void LocalWorkerProcesses::startAll() {
     start(slot);
 }
 
-std::vector<std::pair<pid_t, std::string>> LocalWorkerProcesses::reapAndReplace() {
-  std::vector<std::pair<pid_t, std::string>> exited = reap();
-  for (const auto &[pid, how] : exited) {
-    const unsigned slot = slotOf_[pid];
-    slotOf_.erase(pid);
+std::vector<LocalWorkerProcesses::Exited> LocalWorkerProcesses::reapAndReplace() {
+  std::vector<Exited> exited = reap();
+  for (const Exited &child : exited) {
+    const unsigned slot = slotOf_[child.pid];
+    slotOf_.erase(child.pid);
     // Keep the machine's worker count; give up on a worker program that cannot start.
     if (replaced_ < 100 * uint64_t(slots_)) {
       ++replaced_;
@@ -89,8 +89,8 @@ void LocalWorkerProcesses::start(unsigned slot) {
   slotOf_[pid] = slot;
 }
 
-std::vector<std::pair<pid_t, std::string>> LocalWorkerProcesses::reap() {
-  std::vector<std::pair<pid_t, std::string>> exited;
+std::vector<LocalWorkerProcesses::Exited> LocalWorkerProcesses::reap() {
+  std::vector<Exited> exited;
   for (auto it = children_.begin(); it != children_.end();) {
     int status = 0;
     if (::waitpid(*it, &status, WNOHANG) != *it) {
@@ -100,7 +100,7 @@ std::vector<std::pair<pid_t, std::string>> LocalWorkerProcesses::reap() {
     std::string how = WIFSIGNALED(status)
                           ? "killed by signal " + std::to_string(WTERMSIG(status))
                           : "exited with status " + std::to_string(WEXITSTATUS(status));
-    exited.emplace_back(*it, std::move(how));
+    exited.push_back(Exited{*it, std::move(how), WIFSIGNALED(status)});
     it = children_.erase(it);
   }
   return exited;

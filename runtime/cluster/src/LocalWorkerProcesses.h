@@ -27,9 +27,16 @@ public:
 
   /// Starts the worker of every slot.
   void startAll();
-  /// Children that exited since the last call, with how they ended ("killed by signal 9");
-  /// each one's slot is refilled with a new worker while the replacement budget lasts.
-  std::vector<std::pair<pid_t, std::string>> reapAndReplace();
+  /// A child that exited: how it ended ("killed by signal 11"), and whether a signal ended it
+  /// (a crash or an OOM kill, not an exit).
+  struct Exited {
+    pid_t pid = 0;
+    std::string how;
+    bool killedBySignal = false;
+  };
+  /// Children that exited since the last call; each one's slot is refilled with a new worker
+  /// while the replacement budget lasts.
+  std::vector<Exited> reapAndReplace();
   /// Waits up to `grace` for every child to exit (asking with SIGTERM after a moment), then
   /// kills the rest.
   void stopAll(std::chrono::milliseconds grace);
@@ -42,7 +49,7 @@ private:
   /// Starts `program worker --connect ENDPOINT --name local-N --gpus DEVICES --quiet --once`
   /// for `slot`.
   void start(unsigned slot);
-  std::vector<std::pair<pid_t, std::string>> reap();
+  std::vector<Exited> reap();
 
   std::string program_;
   std::string endpoint_;

@@ -317,12 +317,13 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
   }
 }
 
-uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferredWorker) const {
+uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferredWorker,
+                                const std::function<bool(uint32_t worker)> &allowed) const {
   uint32_t best = kNoIndex;
   bool bestPreferred = false;
   for (uint32_t r : replicasOfCall_[call]) {
     if (replicas_[r].worker == kNoIndex || !replicas_[r].ready || replicas_[r].draining ||
-        replicas_[r].queued.size() >= depth)
+        replicas_[r].queued.size() >= depth || (allowed && !allowed(replicas_[r].worker)))
       continue;
     const bool preferred = replicas_[r].worker == preferredWorker;
     if (best == kNoIndex || (preferred && !bestPreferred) ||
@@ -340,7 +341,7 @@ uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferre
   // fetch its inputs across; a replica elsewhere takes the next batch when it runs dry.
   for (uint32_t r : replicasOfCall_[call])
     if (replicas_[r].worker == preferredWorker && replicas_[r].ready && !replicas_[r].draining &&
-        replicas_[r].queued.size() <= depth)
+        replicas_[r].queued.size() <= depth && (!allowed || allowed(preferredWorker)))
       return r;
   return best;
 }

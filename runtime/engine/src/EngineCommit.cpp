@@ -146,6 +146,7 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
   batch.id = nextBatchId++;
   batch.call = call.index;
   batch.attempt = recovery.attempt;
+  batch.alone = recovery.infrastructureAttempts > 0;
   const CallLayout &callLayout = layout.calls[call];
   batch.inputsPerGrain = static_cast<uint32_t>(callLayout.inputLabels.size());
   batch.grains.reserve(queued.size());

@@ -759,7 +759,9 @@ private:
         deadlines_.ended(event.batchId);
         replicas_->ended(event.batchId, elapsed());
         engine_->failBatch(event.batchId, event.reason,
-                           event.bystander ? BatchLoss::Bystander : BatchLoss::Infrastructure);
+                           event.bystander ? BatchLoss::Bystander
+                           : event.crash   ? BatchLoss::Crash
+                                           : BatchLoss::Infrastructure);
         if (options_.recorder)
           options_.recorder->batchFinished(event.batchId, elapsed(), 0, "", "lost");
         break;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -112,8 +113,9 @@ public:
   /// The replica of `call` with room (fewer than `depth` batches queued) and the fewest
   /// queued; one on `preferredWorker` when that has room (the batch's inputs are kept there),
   /// or when no other is idle (then it queues one past the depth rather than send the inputs
-  /// across).
-  uint32_t pick(uint32_t call, uint32_t depth, uint32_t preferredWorker = kNoIndex) const;
+  /// across). Only replicas on workers `allowed` takes, when given.
+  uint32_t pick(uint32_t call, uint32_t depth, uint32_t preferredWorker = kNoIndex,
+                const std::function<bool(uint32_t worker)> &allowed = {}) const;
 
   Replica &replica(uint32_t r) { return replicas_[r]; }
   const Replica &replica(uint32_t r) const { return replicas_[r]; }

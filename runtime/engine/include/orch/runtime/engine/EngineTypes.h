@@ -93,6 +93,10 @@ struct Batch {
   /// limit for it (set by the run loop at dispatch). A declared operator's replica stops its
   /// process at this limit itself.
   int64_t timeoutNanoseconds = 0;
+  /// Lost with its worker before: it runs on a worker with no other batch in flight, so that a
+  /// batch whose operator takes its process down is told apart from the batches that went
+  /// down with it (a loss when alone is its own: a crash, narrowed down; docs/runtime.md).
+  bool alone = false;
 
   std::span<const Value> inputsOf(size_t grainIndex) const {
     return {inputs.data() + grainIndex * inputsPerGrain, inputsPerGrain};

@@ -46,6 +46,9 @@ struct ExecutorEvent {
   std::string reason;
   /// Lost: its worker was stopped for another batch's timeout (it is not to blame).
   bool bystander = false;
+  /// Lost: it ran alone (Batch::alone) on a worker whose process died of a signal: its
+  /// operator's crash, narrowed down like one (BatchLoss::Crash).
+  bool crash = false;
   SteadyClock::time_point startedAt;
   /// Finished: seconds spent inside the operator, and where ("thread 2", "local-1/replica 4").
   double seconds = 0;
