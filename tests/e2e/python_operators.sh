@@ -108,6 +108,9 @@ program clean Measure "{ batch: 4, replicas: 2 }" ', delay: 0.1'
 rm -rf out
 orch run clean.orch --workers 2 >killed.log 2>&1 &
 run=$!
+# Once the processes have started (a process killed while it starts is an operator that cannot
+# start, which stops the run: a slow machine's start-up took the first kill).
+for _ in $(seq 200); do grep -q "source rows done" killed.log && break; sleep 0.05; done
 kills=0
 for attempt in 1 2 3; do
   sleep 0.4
