@@ -205,14 +205,14 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   const fs::path runPath = dir / "run";
   const fs::path commitsPath = dir / "commits";
   std::map<std::string, std::string> previous = readHeader(runPath);
-  // A run that committed nothing and kept no value (it could not start) leaves nothing to
-  // resume.
-  std::error_code sizeError, valuesError;
-  // A run that crashed on its first row committed nothing but that row's quarantine.
-  std::error_code crashedError;
-  const bool committedSome = (fs::file_size(commitsPath, sizeError) > 0 && !sizeError) ||
-                             (fs::file_size(dir / "values", valuesError) > 0 && !valuesError) ||
-                             (fs::file_size(dir / "crashed", crashedError) > 0 && !crashedError);
+  // A run that committed nothing, kept no value and crashed on no row (it could not start)
+  // leaves nothing to resume; one that crashed on its first row left only that row's quarantine.
+  auto holdsSome = [](const fs::path &path) {
+    std::error_code failed;
+    return fs::file_size(path, failed) > 0 && !failed;
+  };
+  const bool committedSome =
+      holdsSome(commitsPath) || holdsSome(dir / "values") || holdsSome(dir / "crashed");
   const bool exists = !previous.empty() && committedSome;
   const bool samePlan = exists && (previous["plan"] == planHash ||
                                    keptPlanMeans(dir / "plan", previous["plan"], meaning));
