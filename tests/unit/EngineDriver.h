@@ -67,6 +67,10 @@ public:
         if (engine_.complete())
           break;
         if (inFlight.empty()) {
+          // Roots may finish while a batch is asked for (an expansion's last children made
+          // then): room to admit more.
+          if (next < rows.size() && engine_.canAdmit())
+            continue;
           result.error = engine_.deadlockReport().value_or("stuck without a deadlock report");
           break;
         }

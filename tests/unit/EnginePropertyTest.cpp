@@ -135,7 +135,7 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   constexpr int kPlans = 600;
   int compared = 0, withFailures = 0, withLosses = 0, nested = 0, withFilters = 0,
       withBroadcasts = 0, withSeveralSinks = 0, emptyExpansions = 0, withBudget = 0,
-      withChoices = 0, withDedups = 0;
+      withChoices = 0, withDedups = 0, withSteps = 0;
   uint64_t notNeeded = 0, duplicatesCompared = 0;
   for (int seed = 1; seed <= kPlans; ++seed) {
     Random random(static_cast<uint64_t>(seed) * 7919);
@@ -191,6 +191,10 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     driverOptions.maxInFlight = static_cast<size_t>(pick(random, 1, 8));
     driverOptions.lossRate = chance(random, 0.3) ? 0.15 : 0.0;
     withLosses += driverOptions.lossRate > 0;
+    // Expansions made a few children at a time (the rest when the queues run dry).
+    if (chance(random, 0.5))
+      engineOptions.childrenPerStep = static_cast<uint32_t>(pick(random, 1, 3));
+    withSteps += engineOptions.childrenPerStep < 4;
 
     OperatorRegistry registry;
     registerTestOperators(registry, std::make_shared<TestOperatorLog>(false));
@@ -241,16 +245,18 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
   EXPECT_GT(withChoices, 200);
   EXPECT_GT(notNeeded, 500u) << "choices left work out";
   EXPECT_GT(withDedups, 80);
+  EXPECT_GT(withSteps, 200);
   EXPECT_GT(duplicatesCompared, 300u);
   for (const DispatchChoice &choice : kDispatchChoices)
     EXPECT_EQ(plansPerPolicy[choice.policy], kPlans / int(kDispatchChoices.size()))
         << choice.policy;
   std::printf("compared %d roots (%d failed); plans: %d with 4+ domains, %d filters, %d "
               "broadcasts, %d if/coalesce, %d with several sinks, %d with lost batches; %d empty "
-              "child lists; %llu grains not needed; %d plans with dedup, %llu duplicates\n",
+              "child lists; %llu grains not needed; %d plans with dedup, %llu duplicates; %d plans "
+              "making children in steps\n",
               compared, withFailures, nested, withFilters, withBroadcasts, withChoices,
               withSeveralSinks, withLosses, emptyExpansions, (unsigned long long)notNeeded,
-              withDedups, (unsigned long long)duplicatesCompared);
+              withDedups, (unsigned long long)duplicatesCompared, withSteps);
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -35,5 +36,21 @@ struct EngineTestOperators {
     stdlib::registerCoreOperators(registry);
   }
 };
+
+/// A report answering every grain of `batch` with `value(i)` (or the operator's own results).
+inline runtime::BatchReport reportFor(const runtime::Batch &batch,
+                                      const std::function<runtime::Value(size_t)> &value) {
+  runtime::BatchReport report;
+  report.batchId = batch.id;
+  for (size_t i = 0; i < batch.grains.size(); ++i)
+    report.grains.push_back(runtime::GrainReport{batch.grains[i].grain, batch.grains[i].generation,
+                                                 runtime::RowResultKind::Value, value(i), ""});
+  return report;
+}
+
+/// A report giving each grain of `batch` its first input back.
+inline runtime::BatchReport identityReport(const runtime::Batch &batch) {
+  return reportFor(batch, [&](size_t i) { return batch.inputsOf(i)[0]; });
+}
 
 } // namespace orch::testing

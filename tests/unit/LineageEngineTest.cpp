@@ -95,19 +95,8 @@ TEST(LineageEngineTest, GrainTransitionTableAllowsExactlyTheLifeCycle) {
           << grainPhaseName(from) << " -> " << grainPhaseName(to);
 }
 
-/// A report answering `batch` with `value` (or the operator's own results).
-BatchReport reportFor(const Batch &batch, const std::function<Value(size_t)> &value) {
-  BatchReport report;
-  report.batchId = batch.id;
-  for (size_t i = 0; i < batch.grains.size(); ++i)
-    report.grains.push_back(GrainReport{batch.grains[i].grain, batch.grains[i].generation,
-                                        RowResultKind::Value, value(i), ""});
-  return report;
-}
-
-BatchReport identityReport(const Batch &batch) {
-  return reportFor(batch, [&](size_t i) { return batch.inputsOf(i)[0]; });
-}
+using orch::testing::identityReport;
+using orch::testing::reportFor;
 
 BatchReport splitReport(const Batch &batch, int64_t children) {
   return reportFor(batch, [&](size_t) {

@@ -239,6 +239,8 @@ void LineageEngine::State::advanceSequencer(DedupSequencer &sequencer) {
     if (!expansion.valid())
       return; // not expanded yet
     const Expansion &record = expansions[expansion];
+    if (top.next >= record.children.size() && record.children.size() < record.total)
+      return; // its next children are not made yet
     if (record.outcome != ItemOutcome::Present || top.next >= record.children.size()) {
       stepPast();
       continue;

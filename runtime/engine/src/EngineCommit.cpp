@@ -63,8 +63,13 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         bestGrowth = growth;
       }
     }
-    if (!best.call.valid())
+    if (!best.call.valid()) {
+      // Nothing is queued at all: an expansion's next children may give work. (While work
+      // waits for a replica, the next children wait too: they are made as they are consumed.)
+      if (!hasQueuedGrains() && makeUnmadeChildren())
+        continue;
       return std::nullopt;
+    }
     const CallId bestCall = best.call;
     const Lane bestLane = best.lane;
     CallQueues &queue = queues[bestCall];

@@ -63,7 +63,13 @@ struct Barrier {
 struct Expansion {
   EntityId parent;
   DomainId domain;
+  /// The expand node that made it.
+  NodeId node;
   ItemOutcome outcome = ItemOutcome::Unresolved;
+  /// The children it has when every step is made (EngineOptions::childrenPerStep), and the
+  /// list they are made from, held until the last one is made.
+  uint32_t total = 0;
+  Value elements;
   std::vector<EntityId> children;
   std::vector<ReduceProgress> reduces;
   std::vector<Barrier> barriers;
@@ -282,6 +288,14 @@ struct LineageEngine::State {
   BlockPool<ExpansionId> expansionRefs;
   IdVector<ExpansionId, Expansion> expansions;
   std::vector<ExpansionId> freeExpansions;
+  /// Expansions with children still to make, oldest first; an entry whose parent went (its
+  /// root finished early) is stale.
+  struct UnmadeChildren {
+    ExpansionId expansion;
+    EntityId parent;
+    uint64_t parentKey = 0;
+  };
+  std::deque<UnmadeChildren> unmade;
   IdVector<RootId, Root> roots;
   std::vector<RootId> freeRoots;
   size_t liveRootCount = 0;
@@ -402,6 +416,16 @@ struct LineageEngine::State {
   void suppressByBarrier(EntityId entity, NodeId node, uint32_t cause);
   void makeReady(EntityId entity, NodeId node);
   void materialise(EntityId parent, NodeId expandNode);
+  /// Makes up to `budget` more children of `expansion`; after the last, the expansion is done.
+  void makeChildren(ExpansionId expansion, uint32_t budget);
+  void expansionMade(ExpansionId expansion);
+  /// Room for `count` more entities of `domain` (their items, grains and expansion slots).
+  void reserveEntities(DomainId domain, uint32_t count);
+  /// One step of the oldest expansion with children still to make, and what follows from it;
+  /// false when there is none.
+  bool makeUnmadeChildren();
+  /// A grain waits in some Call's queue (stale entries passed are dropped).
+  bool hasQueuedGrains();
   void gather(EntityId child, NodeId reduceNode);
   void resolveReduce(ExpansionId expansion, NodeId reduceNode, ItemOutcome outcome, Value value,
                      uint32_t cause);

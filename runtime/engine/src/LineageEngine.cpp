@@ -618,61 +618,121 @@ void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
     engineInvariantFailed("an entity expanded twice into one domain");
   const ExpansionId id = allocateSlot(expansions, freeExpansions);
   expansionRefs[refSlot] = id;
-  --unexpanded[childDomain];
-  // The children (if any) are counted below before this expansion stops being pending.
-  const bool addsSinkRows = childShape.sinksAtOrBelow;
   const std::vector<NodeId> &reduces = childShape.reducesOver;
   {
     Expansion &expansion = expansions[id];
     expansion.parent = parent;
     expansion.domain = childDomain;
+    expansion.node = expandNode;
     expansion.reduces.assign(reduces.size(), ReduceProgress{});
   }
   // Copy the handle: creating children may move the item pool.
   const Item source = inputItem(parent, NodeId(planNode(expandNode).inputs[0]));
+  const RootId root = entities[parent].root;
   if (source.outcome != ItemOutcome::Present) {
+    --unexpanded[childDomain];
     const bool dropped = source.outcome == ItemOutcome::Dropped;
     expansions[id].outcome = dropped ? ItemOutcome::Dropped : ItemOutcome::Failed;
     for (NodeId reduce : reduces)
       resolveReduce(id, reduce, dropped ? ItemOutcome::Dropped : ItemOutcome::Suppressed, Value(),
                     dropped ? kNoIndex : source.cause);
-    if (addsSinkRows) {
-      roots[entities[parent].root].lostSinkRows |= !dropped;
-      sinkInputResolved(entities[parent].root);
+    if (childShape.sinksAtOrBelow) {
+      roots[root].lostSinkRows |= !dropped;
+      sinkInputResolved(root);
     }
     return;
   }
-  const ValueList &elements = source.value.asList();
-  const uint32_t count = static_cast<uint32_t>(elements.size());
-  expansions[id].outcome = ItemOutcome::Present;
-  expansions[id].children.reserve(count);
-  for (ReduceProgress &progress : expansions[id].reduces)
+  const uint32_t count = static_cast<uint32_t>(source.value.asList().size());
+  Expansion &expansion = expansions[id];
+  expansion.outcome = ItemOutcome::Present;
+  expansion.total = count;
+  expansion.elements = source.value;
+  expansion.children.reserve(count);
+  for (ReduceProgress &progress : expansion.reduces)
     progress.pending = count;
+  // The root is not done while children are still to be made. The pools grow once, for all
+  // of them, not by doublings step after step (each a copy of everything made so far).
+  ++roots[root].unresolved;
+  reserveEntities(childDomain, count);
+  makeChildren(id, std::max<uint32_t>(1, options.childrenPerStep));
+  if (expansions[id].children.size() < count)
+    unmade.push_back(UnmadeChildren{id, parent, entities[parent].key});
+}
+
+void LineageEngine::State::makeChildren(ExpansionId id, uint32_t budget) {
+  const EntityId parent = expansions[id].parent;
+  const DomainId childDomain = expansions[id].domain;
+  const NodeId expandNode = expansions[id].node;
+  const DomainLayout &childShape = domainLayout(childDomain);
+  const uint32_t from = static_cast<uint32_t>(expansions[id].children.size());
+  const uint32_t to = expansions[id].total - from > budget ? from + budget : expansions[id].total;
+  const uint32_t count = to - from;
   const RootId root = entities[parent].root;
   const uint64_t parentKey = entities[parent].key;
-  if (count > freeEntities.size())
-    growFor(entities, entities.size() + (count - freeEntities.size()));
-  items.reserveFor(childDomain, count, itemsPerDomain[childDomain]);
-  grains.reserveFor(childDomain, count, grainsPerDomain[childDomain]);
-  expansionRefs.reserveFor(childDomain, count, childrenPerDomain[childDomain]);
-  for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
+  reserveEntities(childDomain, count);
+  for (uint32_t ordinal = from; ordinal < to; ++ordinal) {
     const EntityId child =
         createEntity(childDomain, parent, ordinal, root, mixKey(parentKey ^ (ordinal + 1)));
     expansions[id].children.push_back(child);
   }
-  for (uint32_t ordinal = 0; ordinal < count; ++ordinal) {
+  // Copy the handle: setting items may release the list the expansion was made from.
+  const Value elements = expansions[id].elements;
+  const ValueList &list = elements.asList();
+  for (uint32_t ordinal = from; ordinal < to; ++ordinal) {
     const EntityId child = expansions[id].children[ordinal];
-    setItem(child, expandNode, ItemOutcome::Present, elements[ordinal], kNoIndex);
+    setItem(child, expandNode, ItemOutcome::Present, list[ordinal], kNoIndex);
     for (NodeId broadcast : childShape.broadcasts)
       evaluate(child, broadcast);
   }
-  if (count == 0)
-    for (NodeId reduce : reduces)
+  if (to == expansions[id].total)
+    expansionMade(id);
+}
+
+void LineageEngine::State::reserveEntities(DomainId domain, uint32_t count) {
+  if (count > freeEntities.size())
+    growFor(entities, entities.size() + (count - freeEntities.size()));
+  items.reserveFor(domain, count, itemsPerDomain[domain]);
+  grains.reserveFor(domain, count, grainsPerDomain[domain]);
+  expansionRefs.reserveFor(domain, count, childrenPerDomain[domain]);
+}
+
+void LineageEngine::State::expansionMade(ExpansionId id) {
+  Expansion &expansion = expansions[id];
+  expansion.elements = Value();
+  const EntityId parent = expansion.parent;
+  const RootId root = entities[parent].root;
+  // Every child exists now: the domain's barrier (GatherMode::GlobalBarrier) may count them.
+  --unexpanded[expansion.domain];
+  if (expansion.total == 0)
+    for (NodeId reduce : domainLayout(expansion.domain).reducesOver)
       resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
   // The children hold their elements: the list goes if nothing else reads it.
-  releaseConsumedInputs(parent, expandNode);
-  if (addsSinkRows)
+  releaseConsumedInputs(parent, expansions[id].node);
+  if (domainLayout(expansions[id].domain).sinksAtOrBelow)
     sinkInputResolved(root);
+  if (--roots[root].unresolved == 0)
+    queueRootFinish(root);
+}
+
+bool LineageEngine::State::makeUnmadeChildren() {
+  while (!unmade.empty()) {
+    const UnmadeChildren next = unmade.front();
+    const Expansion &expansion = expansions[next.expansion];
+    if (expansion.parent != next.parent || !entities[next.parent].live ||
+        entities[next.parent].key != next.parentKey ||
+        expansion.children.size() >= expansion.total) {
+      unmade.pop_front(); // its root finished early and released it
+      continue;
+    }
+    const Root &owner = roots[entities[next.parent].root];
+    const RowInProgressScope restoredAfter(RowActivity::Computing, owner.source, owner.sourceRow);
+    makeChildren(next.expansion, std::max<uint32_t>(1, options.childrenPerStep));
+    if (expansions[next.expansion].children.size() >= expansions[next.expansion].total)
+      unmade.pop_front();
+    propagate();
+    return true;
+  }
+  return false;
 }
 
 void LineageEngine::State::gather(EntityId child, NodeId reduceNode) {
@@ -825,6 +885,8 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
         --unexpanded[shape.children[c]];
         continue;
       }
+      if (expansions[expansion].children.size() < expansions[expansion].total)
+        --unexpanded[shape.children[c]]; // children were still to be made
       pending.insert(pending.end(), expansions[expansion].children.begin(),
                      expansions[expansion].children.end());
       expansions[expansion] = Expansion{};
@@ -1069,12 +1131,20 @@ bool LineageEngine::complete() const {
 
 const std::optional<std::string> &LineageEngine::abortReason() const { return state_->abortReason; }
 
+bool LineageEngine::State::hasQueuedGrains() {
+  for (CallQueues &queue : queues)
+    if (!queue.retry.empty() || !queue.deferred.empty() ||
+        queue.fresh->peek([&](const QueuedGrain &grain) { return isLive(grain); }))
+      return true;
+  return false;
+}
+
 bool LineageEngine::hasReadyWork() {
   State &s = *state_;
-  for (CallQueues &queue : s.queues)
-    if (!queue.retry.empty() || !queue.deferred.empty() ||
-        queue.fresh->peek([&](const QueuedGrain &grain) { return s.isLive(grain); }))
+  do {
+    if (s.hasQueuedGrains())
       return true;
+  } while (s.makeUnmadeChildren());
   return false;
 }
 

@@ -345,6 +345,10 @@ struct EngineOptions {
   bool probeFirst = false;
   /// Admitted but unfinished root entities; admission pauses at this bound.
   uint32_t maxLiveRoots = 4096;
+  /// Children an expansion makes in one step: a larger one makes the rest a step at a time,
+  /// whenever its caller asks for work and none is ready (docs/runtime.md, "Expansions in
+  /// steps"), so that ten million children never stop the run loop for seconds.
+  uint32_t childrenPerStep = 65536;
   /// Re-runs of a batch after infrastructure failures (lost worker, timeout).
   uint32_t infrastructureRetries = 3;
   /// The byte budget of values held for the run (0: none). Above it nothing is admitted and a
