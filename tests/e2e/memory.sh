@@ -82,4 +82,25 @@ status=0
 check "a worker refuses a malformed --memory" \
   grep -q "memory expects a size such as 16GiB or 512MiB, got 'lots'" worker.log
 check "... before connecting" test "$status" = 2
+
+# More children than one MessagePack array holds (1,048,576): the split's list crosses from a
+# worker in chunks, and the expansion is made a step at a time; both executors write them all.
+echo '{"id": 7, "n": 1100000}' >long.jsonl
+cat >long.orch <<'ORCH'
+pipeline long;
+source rows = jsonl("long.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+kept = test.identity(pages) { batch: 256 };
+sink jsonl(path: "out/long.jsonl", record: { id: rows.id, pages: len(reduce(kept)), last: list.max(reduce(kept)) });
+ORCH
+for executor in "--workers 2" "--in-process"; do
+  rm -f out/long.jsonl
+  status=0
+  # shellcheck disable=SC2086
+  "$ORCH_BIN/orch" run long.orch $executor --no-journal >long.log 2>&1 || status=$?
+  check "1,100,000 children ($executor): the run succeeds" test "$status" = 0
+  check "... and writes every child" \
+    grep -qx '{"id":7,"pages":1100000,"last":1099999.0}' out/long.jsonl
+  check "... with no worker lost" bash -c '! grep -q "lost the coordinator" long.log'
+done
 finish_checks

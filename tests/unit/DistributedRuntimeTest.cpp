@@ -282,19 +282,27 @@ sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, hung: hung });
 }
 
 TEST_F(DistributedRuntimeTest, AValueTooLargeForAMessageFailsOnlyItsRowUnderEveryExecutor) {
-  // Two million children is a list beyond the protocol's array limit: before, the worker
-  // refused the batch it could not read and the run never ended.
-  writeRows({{0, 3}, {1, 2000000}, {2, 1}});
+  // A value nested 70 levels deep cannot travel (values nest at most 60): before, the worker
+  // refused the batch it could not read and the run never ended. (Lists of any length travel:
+  // two million children, beside it, are written.)
+  {
+    std::ofstream out(dir_ / "in.jsonl");
+    out << "{\"id\": 0, \"n\": 3, \"deep\": []}\n"
+        << "{\"id\": 1, \"n\": 2, \"deep\": " << std::string(70, '[') << std::string(70, ']')
+        << "}\n"
+        << "{\"id\": 2, \"n\": 2000000, \"deep\": [1]}\n";
+  }
   plan::Plan plan = compile(R"(pipeline huge;
 source rows = jsonl("$DIR/in.jsonl") as Doc;
 counts = test.split(rows, field: "n");
-sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, n: list.len(counts) });
+sink jsonl(path: "$DIR/out.jsonl", record: { id: rows.id, n: list.len(counts), deep: test.identity(rows.deep) });
 )");
   std::vector<std::string> inProcess = runInProcess(plan);
   ASSERT_EQ(inProcess.size(), 3u);
   EXPECT_NE(inProcess[0].find("0 written"), std::string::npos) << inProcess[0];
   EXPECT_NE(inProcess[1].find("1 failed"), std::string::npos) << inProcess[1];
   EXPECT_NE(inProcess[2].find("2 written"), std::string::npos) << inProcess[2];
+  EXPECT_NE(inProcess[2].find("2000000"), std::string::npos) << inProcess[2];
   EXPECT_EQ(runWithWorkerProcesses(plan, 2), inProcess);
 }
 

@@ -1,10 +1,13 @@
 // Messages between coordinator and workers, encoded and decoded without sockets.
 #include "orch/runtime/cluster/Protocol.h"
+#include "orch/runtime/operators/MessageLimits.h"
+#include "orch/runtime/values/ValueCodec.h"
 
 #include <gtest/gtest.h>
 
 #include <msgpack.hpp>
 
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -122,6 +125,91 @@ TEST(ProtocolTest, AReferenceIsAWholeValueNeverPartOfOne) {
   EXPECT_NE(std::get<std::string>(decoded).find("value reference"), std::string::npos);
   auto blobs = decodeMessage(encodeMessage(BlobsMessage{{1}, {kept}}));
   EXPECT_TRUE(std::holds_alternative<std::string>(blobs));
+}
+
+Value longList(size_t count, const std::function<Value(size_t)> &element) {
+  ValueList list;
+  list.reserve(count);
+  for (size_t i = 0; i < count; ++i)
+    list.push_back(element(i));
+  return Value::list(std::move(list));
+}
+
+ResultMessage resultWith(Value value) {
+  ResultMessage result;
+  result.report.batchId = 1;
+  result.report.grains.push_back(
+      GrainReport{GrainRef{NodeId(0), EntityId(0)}, 0, RowResultKind::Value, std::move(value), ""});
+  return result;
+}
+
+TEST(ProtocolTest, ListsLongerThanAnArrayTravelInChunks) {
+  // One more element than an array may hold, a record holding one (nested long lists too), and
+  // a list of exactly the limit, which is still one array.
+  const Value frames = longList(kLongListElements + 1, [](size_t i) { return Value::integer(i); });
+  const Value nested =
+      Value::record({{"frames", frames}, {"clips", longList(kLongListElements + 3, [](size_t i) {
+                                            return i % 2 ? Value::list({}) : Value::string("c");
+                                          })}});
+  for (const Value &value : {frames, nested}) {
+    EXPECT_FALSE(exceedsProtocolLimits(value));
+    EXPECT_EQ(roundTrip<ResultMessage>(resultWith(value)).report.grains.at(0).value, value);
+  }
+  const Value atTheLimit =
+      longList(kLongListElements, [](size_t i) { return Value::integer(i % 7); });
+  msgpack::sbuffer plain;
+  Packer out(plain);
+  packValue(out, atTheLimit);
+  EXPECT_EQ(uint8_t(plain.data()[0]), 0xdd) << "an array 32";
+  EXPECT_EQ(roundTrip<ResultMessage>(resultWith(atTheLimit)).report.grains.at(0).value, atTheLimit);
+  // To an operator process a long list is one array, as its MessagePack library reads it.
+  msgpack::sbuffer whole;
+  Packer toOperator(whole);
+  packValue(toOperator, frames, LongLists::AsOneArray);
+  msgpack::object_handle read = msgpack::unpack(whole.data(), whole.size());
+  EXPECT_EQ(read.get().type, msgpack::type::ARRAY);
+  EXPECT_EQ(read.get().via.array.size, kLongListElements + 1);
+}
+
+/// A result whose value is a long list's ext with `body`.
+std::string resultWithLongListBody(const std::string &body) {
+  msgpack::sbuffer buffer;
+  Packer out(buffer);
+  out.pack_ext(body.size(), kLongListExtType);
+  out.pack_ext_body(body.data(), static_cast<uint32_t>(body.size()));
+  const std::string value(buffer.data(), buffer.size());
+  // The result as it is encoded, with its value replaced by the ext.
+  const std::string marker = "\xa6marker";
+  std::string bytes = encodeMessage(resultWith(Value::string("marker")));
+  const size_t at = bytes.find(marker);
+  return bytes.replace(at, marker.size(), value);
+}
+
+TEST(ProtocolTest, AMalformedLongListIsAnErrorNotACrash) {
+  auto chunks = [](std::vector<uint32_t> sizes) {
+    msgpack::sbuffer body;
+    msgpack::packer<msgpack::sbuffer> out(body);
+    for (uint32_t size : sizes) {
+      out.pack_array(size);
+      for (uint32_t i = 0; i < size; ++i)
+        out.pack(1);
+    }
+    return std::string(body.data(), body.size());
+  };
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {chunks({3}), "a long list of 3 elements"},
+      {chunks({kLongListChunk + 1}), "not an array of 1 to 65536 elements"},
+      {chunks({0}), "not an array of 1 to 65536 elements"},
+      {std::string("\x92\x01"), "a long list that cannot be read"},
+      {std::string("\xc1"), "a long list that cannot be read"},
+      {std::string(70, '\x91') + "\x01", "a long list that cannot be read"},
+  };
+  for (const auto &[body, expected] : cases) {
+    auto decoded = decodeMessage(resultWithLongListBody(body));
+    ASSERT_TRUE(std::holds_alternative<std::string>(decoded)) << expected;
+    EXPECT_NE(std::get<std::string>(decoded).find(expected), std::string::npos)
+        << std::get<std::string>(decoded);
+  }
 }
 
 TEST(ProtocolTest, IntegralFloatsStayFloats) {

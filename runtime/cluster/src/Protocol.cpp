@@ -521,10 +521,11 @@ EncodedMessage encodeMessageBuffer(const Message &message) {
 }
 
 std::variant<Message, std::string> decodeMessage(std::string_view bytes) {
-  // Bounded: a hostile message cannot make the reader allocate without limit.
+  // Bounded: a hostile message cannot make the reader allocate without limit. An ext's body
+  // (a long list's chunks, ValueCodec.h) is bytes the message has, read within the same limits.
   using L = ProtocolLimits;
   const msgpack::unpack_limit limits(L::kArrayElements, L::kMapEntries, L::kStringBytes,
-                                     L::kBinaryBytes, 1 << 20, L::kDepth);
+                                     L::kBinaryBytes, L::kMessageBytes, L::kDepth);
   return decodeWhole<Message>(bytes, limits, /*inPlace=*/false, readMessage);
 }
 

@@ -1,7 +1,17 @@
 // Checks of values, batches and results against the limits of one message between processes.
 #include "orch/runtime/operators/MessageLimits.h"
 
+#include "orch/runtime/values/ValueCodec.h"
+
 namespace orch::runtime {
+
+// A long list's chunks are read within the protocol's own limits.
+static_assert(LongListLimits::kArrayElements == ProtocolLimits::kArrayElements);
+static_assert(LongListLimits::kMapEntries == ProtocolLimits::kMapEntries);
+static_assert(LongListLimits::kStringBytes == ProtocolLimits::kStringBytes);
+static_assert(LongListLimits::kBinaryBytes == ProtocolLimits::kBinaryBytes);
+static_assert(LongListLimits::kDepth == ProtocolLimits::kDepth);
+static_assert(kLongListElements == ProtocolLimits::kArrayElements);
 
 namespace {
 
@@ -45,9 +55,8 @@ std::optional<std::string> exceedsProtocolLimits(const Value &root) {
     auto [value, depth] = pending.back();
     pending.pop_back();
     if (value->kind() == Value::Kind::List) {
-      if (value->asList().size() > L::kArrayElements)
-        return "a list of " + std::to_string(value->asList().size()) + " elements (at most " +
-               std::to_string(L::kArrayElements) + ")";
+      // A list of any length travels: one longer than an array may be goes in chunks
+      // (ValueCodec.h, kLongListExtType); the message's bytes bound it.
       for (const Value &element : value->asList())
         if (auto problem = visit(element, depth + 1, pending))
           return problem;

@@ -239,7 +239,7 @@ struct BridgeFields {
     for (const std::vector<const Value *> &column : columns.columns) {
       out.pack_array(uint32_t(column.size()));
       for (const Value *value : column)
-        packValue(out, *value);
+        packValue(out, *value, LongLists::AsOneArray);
     }
   }
   static void write(Packer &out, const TypeDescription &description) {

@@ -3,6 +3,7 @@
 
 #include "orch/plan/MessagePackReader.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace orch::runtime {
@@ -20,7 +21,25 @@ void Packer::packFloat64(double value) {
   buffer_.write(bytes, sizeof bytes);
 }
 
-void packValue(Packer &out, const Value &value) {
+namespace {
+
+/// Writes a list of more than kLongListElements elements as kLongListExtType.
+void packLongList(Packer &out, const ValueList &list) {
+  msgpack::sbuffer body;
+  Packer inner(body);
+  for (size_t from = 0; from < list.size(); from += kLongListChunk) {
+    const size_t to = std::min(list.size(), from + kLongListChunk);
+    inner.pack_array(static_cast<uint32_t>(to - from));
+    for (size_t i = from; i < to; ++i)
+      packValue(inner, list[i], LongLists::InChunks);
+  }
+  out.pack_ext(body.size(), kLongListExtType);
+  out.pack_ext_body(body.data(), static_cast<uint32_t>(body.size()));
+}
+
+} // namespace
+
+void packValue(Packer &out, const Value &value, LongLists longLists) {
   switch (value.kind()) {
   case Value::Kind::Null:
     out.pack_nil();
@@ -44,15 +63,19 @@ void packValue(Packer &out, const Value &value) {
     return;
   }
   case Value::Kind::List:
+    if (value.asList().size() > kLongListElements && longLists == LongLists::InChunks) {
+      packLongList(out, value.asList());
+      return;
+    }
     out.pack_array(static_cast<uint32_t>(value.asList().size()));
     for (const Value &element : value.asList())
-      packValue(out, element);
+      packValue(out, element, longLists);
     return;
   case Value::Kind::Record:
     out.pack_map(static_cast<uint32_t>(value.asRecord().size()));
     for (const auto &[name, field] : value.asRecord()) {
       out.pack(name);
-      packValue(out, field);
+      packValue(out, field, longLists);
     }
     return;
   case Value::Kind::Ref: {
@@ -71,7 +94,44 @@ void packValue(Packer &out, const Value &value) {
   }
 }
 
-Value readValue(const Object &object) {
+namespace {
+
+Value readValueAt(const Object &object, uint32_t depth);
+
+/// A kLongListExtType body: arrays of at most kLongListChunk elements, read one at a time.
+Value readLongList(const char *body, size_t size, uint32_t depth) {
+  using L = LongListLimits;
+  const uint32_t depthLeft = L::kDepth - depth;
+  const msgpack::unpack_limit limits(L::kArrayElements, L::kMapEntries, L::kStringBytes,
+                                     L::kBinaryBytes, size, depthLeft);
+  ValueList list;
+  size_t offset = 0;
+  while (offset < size) {
+    msgpack::object_handle chunk;
+    try {
+      chunk = msgpack::unpack(body, size, offset, nullptr, nullptr, limits);
+    } catch (const std::exception &error) {
+      throw MessagePackError(std::string("a long list that cannot be read: ") + error.what());
+    }
+    const Object &elements = chunk.get();
+    if (elements.type != msgpack::type::ARRAY || elements.via.array.size == 0 ||
+        elements.via.array.size > kLongListChunk)
+      throw MessagePackError("a long list's chunk is not an array of 1 to " +
+                             std::to_string(kLongListChunk) + " elements");
+    for (uint32_t i = 0; i < elements.via.array.size; ++i)
+      list.push_back(readValueAt(elements.via.array.ptr[i], depth + 1));
+  }
+  if (list.size() <= kLongListElements)
+    throw MessagePackError("a long list of " + std::to_string(list.size()) +
+                           " elements (a list of at most " + std::to_string(kLongListElements) +
+                           " is an array)");
+  return Value::list(std::move(list));
+}
+
+Value readValueAt(const Object &object, uint32_t depth) {
+  if (depth > LongListLimits::kDepth)
+    throw MessagePackError("a value nested deeper than " + std::to_string(LongListLimits::kDepth) +
+                           " levels");
   switch (object.type) {
   case msgpack::type::NIL:
     return Value();
@@ -94,7 +154,7 @@ Value readValue(const Object &object) {
     ValueList list;
     list.reserve(object.via.array.size);
     for (uint32_t i = 0; i < object.via.array.size; ++i)
-      list.push_back(readValue(object.via.array.ptr[i]));
+      list.push_back(readValueAt(object.via.array.ptr[i], depth + 1));
     return Value::list(std::move(list));
   }
   case msgpack::type::MAP: {
@@ -105,19 +165,25 @@ Value readValue(const Object &object) {
       if (entry.key.type != msgpack::type::STR)
         throw MessagePackError("a record field name is not a string");
       fields.emplace_back(std::string(entry.key.via.str.ptr, entry.key.via.str.size),
-                          readValue(entry.val));
+                          readValueAt(entry.val, depth + 1));
     }
     return Value::record(std::move(fields));
   }
   case msgpack::type::EXT:
+    if (object.via.ext.type() == kLongListExtType)
+      return readLongList(object.via.ext.data(), object.via.ext.size, depth);
     throw MessagePackError("a value reference (MessagePack ext) inside a list or record, or "
                            "where only plain values may be");
   }
   throw MessagePackError("unknown value type");
 }
 
+} // namespace
+
+Value readValue(const Object &object) { return readValueAt(object, 1); }
+
 Value readItemValue(const Object &object) {
-  if (object.type != msgpack::type::EXT)
+  if (object.type != msgpack::type::EXT || object.via.ext.type() == kLongListExtType)
     return readValue(object);
   if (object.via.ext.type() != kValueRefExtType)
     throw MessagePackError("unknown MessagePack ext type " +

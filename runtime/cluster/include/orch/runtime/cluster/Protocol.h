@@ -20,7 +20,7 @@ namespace orch::runtime {
 /// 2: values kept on the worker that made them (references in batches and results, drop,
 /// fetch and blobs between workers).
 /// 5: plans of format 2, their source positions beside them in welcome.
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 
 /// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
 /// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent

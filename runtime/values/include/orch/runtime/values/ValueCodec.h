@@ -33,7 +33,12 @@ private:
   msgpack::sbuffer &buffer_;
 };
 
-void packValue(Packer &out, const Value &value);
+/// How a list longer than one MessagePack array may be (kLongListElements) is written: as a
+/// kLongListExtType in chunks (between Orch's own processes, whose readers bound each array),
+/// or as one array (to an operator process, whose MessagePack library reads it).
+enum class LongLists { InChunks, AsOneArray };
+
+void packValue(Packer &out, const Value &value, LongLists longLists = LongLists::InChunks);
 
 /// Unpacks the one MessagePack object that fills `bytes` (within `limits`; strings and binaries
 /// referenced in place when `inPlace`) and gives it to `read`; what is wrong otherwise. The
@@ -66,6 +71,26 @@ Value readValue(const msgpack::object &object);
 
 /// The MessagePack ext type of a ValueRef (docs/protocol.md): its body is [owner, id, bytes].
 inline constexpr int8_t kValueRefExtType = 1;
+
+/// The MessagePack ext type of a list of more than kLongListElements elements (docs/protocol.md,
+/// "Long lists"): its body is the elements as consecutive arrays of kLongListChunk elements
+/// (the last one shorter). Shorter lists are arrays, so every message that could be sent
+/// before is written as it was.
+inline constexpr int8_t kLongListExtType = 2;
+inline constexpr uint32_t kLongListElements = 1u << 20;
+inline constexpr uint32_t kLongListChunk = 1u << 16;
+
+/// What one chunk of a long list may hold when it is read: the protocol's limits
+/// (ProtocolLimits, MessageLimits.h, checks that they agree).
+struct LongListLimits {
+  static constexpr uint32_t kArrayElements = 1u << 20;
+  static constexpr uint32_t kMapEntries = 1u << 16;
+  static constexpr uint32_t kStringBytes = 64u << 20;
+  static constexpr uint32_t kBinaryBytes = 256u << 20;
+  /// Nesting of a whole message, which a value read from it never exceeds, long lists
+  /// included (a value may nest 60 levels: MessageLimits.h checks values before they go).
+  static constexpr uint32_t kDepth = 64;
+};
 
 /// An item's whole value in a batch or result: like readValue, but a ValueRef may stand for it.
 Value readItemValue(const msgpack::object &object);
