@@ -107,6 +107,32 @@ BatchReport splitReport(const Batch &batch, int64_t children) {
   });
 }
 
+TEST(LineageEngineTest, ACallNotMeasuredYetRunsOneBatchAtATimeWhateverTheBudgetHolds) {
+  // Its first wave could be any size: with replicas x depth batches of renders out before one
+  // came back, a 64 MiB budget held 3.1 times its size.
+  plan::Plan plan = compile(R"(
+pipeline pages;
+source docs = jsonl("in.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+images = test.blob(pages, bytes: 100000) { replicas: 4 };
+sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(test.checksum(images)) });
+)");
+  EngineOptions options;
+  options.memoryLimitBytes = 1000000;
+  LineageEngine engine(plan, options);
+  engine.admitRoot(0, row(1, 8));
+  engine.closeAdmission();
+  engine.commit(splitReport(*engine.reserveBatch(), 8));
+  Batch first = *engine.reserveBatch();
+  EXPECT_FALSE(engine.reserveBatch()) << "a second render before the first is measured";
+  engine.commit(reportFor(first, [](size_t) { return Value::bytes(std::string(100000, 'x')); }));
+  // Measured (100 KB a grain): as many as fit in what is left of the budget go at once.
+  size_t more = 0;
+  while (std::optional<Batch> batch = engine.reserveBatch())
+    more += batch->call == first.call;
+  EXPECT_EQ(more, 7u);
+}
+
 TEST(LineageEngineTest, ValuesAreHeldOnlyUntilTheirOnlyReaderIsDone) {
   plan::Plan plan = compile(R"(
 pipeline pages;

@@ -122,9 +122,9 @@ BudgetRank LineageEngine::State::budgetRank(CallId call, size_t grainCount,
   // a Call not measured yet goes before one known to add bytes (it may be the consumer).
   const bool idle = outstanding.empty();
   if (load.measuredGrains == 0) {
-    // Until its first batch is back a Call runs one batch at a time, unless the budget is
-    // nearly empty: its first wave could be any size.
-    if (committed < memory.limit / 8 || (committed < memory.limit && load.inFlight == 0))
+    // Until its first batch is back a Call runs one batch at a time: its first wave could be
+    // any size (a wave of renders before one was measured took a budget 1.36 times over).
+    if (committed < memory.limit && load.inFlight == 0)
       return BudgetRank::Fits;
     return idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack;
   }
