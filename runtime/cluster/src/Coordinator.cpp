@@ -237,6 +237,15 @@ public:
 
   bool canRun(uint32_t call) const override { return placement_->canRun(call, depthOf(call)); }
 
+  void keepAlive() override {
+    const Clock::time_point now = Clock::now();
+    if (now - keptAliveAt_ < std::chrono::milliseconds(options_.heartbeatMs / 4))
+      return;
+    keptAliveAt_ = now;
+    receiveForAWhile();
+    tick();
+  }
+
   /// Batches sent ahead to one replica of `call`: the depth; a concurrent Call's replica as
   /// many as it keeps open at once (`in_flight`), so that none waits there, its time limit
   /// running, for a request to end.
@@ -1116,6 +1125,7 @@ private:
   uint64_t joined_ = 0, lost_ = 0, malformed_ = 0, strangers_ = 0;
   bool stopped_ = false;
   bool warnedGpu_ = false;
+  Clock::time_point keptAliveAt_;
   /// Calls of declared operators with a replica that started, and the first start failure
   /// before the run began.
   std::set<uint32_t> startedCalls_;

@@ -6,6 +6,7 @@
 #include "orch/runtime/outputs/CrashQuarantine.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -171,6 +172,9 @@ public:
       ordered_ = ordered_ || inSourceOrder(sink);
   }
 
+  /// Called now and then while a root's many rows are written (BatchExecutor::keepAlive).
+  std::function<void()> keepAlive;
+
   void deliver(std::vector<RootResult> roots, double now) {
     if (!ordered_) {
       for (RootResult &root : roots)
@@ -335,10 +339,15 @@ private:
     bool deviceFine = false;
     try {
       const RowInProgressScope writing(RowActivity::Writing, root.source, root.sourceRow);
+      size_t rowsWritten = 0;
       for (const SinkRow &row : root.rows)
         if (row.status == RowStatus::Written) {
           failedSink = row.sink;
           sinks_[row.sink]->write(row.values);
+          // A parent's millions of child rows take seconds: the workers must still hear
+          // from their coordinator.
+          if (++rowsWritten % 4096 == 0 && keepAlive)
+            keepAlive();
         }
       for (size_t s = 0; s < sinks_.size(); ++s) {
         failedSink = uint32_t(s);
@@ -673,6 +682,7 @@ private:
     summary_.started = true;
     admission_.emplace(std::move(sources), journal_.get());
     outputs_.emplace(plan_, std::move(sinks), options_, summary_, journal_.get());
+    outputs_->keepAlive = [this] { executor_.keepAlive(); };
     return true;
   }
 
@@ -722,8 +732,11 @@ private:
             "the run stopped with unfinished rows and nothing to run");
         return;
       }
-      commit(
-          executor_.wait(deadlines_.nearest(SteadyClock::now() + std::chrono::milliseconds(200))));
+      // While an expansion has children to make, the loop does not block: it makes them.
+      commit(executor_.wait(
+          engine.makingChildren()
+              ? SteadyClock::now()
+              : deadlines_.nearest(SteadyClock::now() + std::chrono::milliseconds(200))));
       stopTimedOut();
     }
   }

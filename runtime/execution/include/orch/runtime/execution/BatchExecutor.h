@@ -76,6 +76,10 @@ public:
   virtual size_t inFlight() const = 0;
   /// Waits until something happened or `deadline` passed.
   virtual std::vector<ExecutorEvent> wait(SteadyClock::time_point deadline) = 0;
+  /// The run loop is busy for long (writing a root's two million rows): what must not wait
+  /// for it (a coordinator's heartbeats, the messages its workers send) is done now; what
+  /// happened comes out of the next wait(). Cheap when called often.
+  virtual void keepAlive() {}
   /// `batchId` ran past its Call's timeout: stop what runs it (its worker process is killed
   /// and replaced; a thread that cannot be killed is abandoned and replaced) so that the
   /// replica serves the next batch. The batch itself never reports; other batches stopped with
