@@ -67,9 +67,10 @@ public:
         if (engine_.complete())
           break;
         if (inFlight.empty()) {
-          // Roots may finish while a batch is asked for (an expansion's last children made
-          // then): room to admit more.
-          if (next < rows.size() && engine_.canAdmit())
+          // An expansion may have children to make, and roots may finish while they are made
+          // (while a batch is asked for, too): room to admit more, or the run is complete.
+          if (engine_.hasReadyWork() || engine_.complete() ||
+              (next < rows.size() && engine_.canAdmit()))
             continue;
           result.error = engine_.deadlockReport().value_or("stuck without a deadlock report");
           break;

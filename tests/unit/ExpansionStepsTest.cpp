@@ -101,6 +101,35 @@ TEST(ExpansionStepsTest, AFailedChildSuppressesTheReduceBeforeTheRestAreMade) {
   EXPECT_EQ(engine.stateBytes(), 0u);
 }
 
+TEST(ExpansionStepsTest, AnotherCallsBacklogDoesNotKeepTheNextChildrenWaiting) {
+  // A root-level Call with work queued that cannot run now (its replica is busy): the pages'
+  // Call still gets every page, a step at a time (they waited until no grain was queued
+  // anywhere: the pages' Call idled for 10 of 15 s behind 2,000 rows of another Call).
+  plan::Plan plan = orch::testing::compileRunnable(R"(
+pipeline backlog;
+source rows = jsonl("unused.jsonl") as Doc;
+slow = test.identity(rows.id);
+pages = expand(test.split(rows, field: "n")) as Page;
+sink jsonl(path: "out.jsonl", record: { id: rows.id, s: slow, pages: reduce(test.identity(pages) { batch: 4 }) });
+)");
+  LineageEngine engine(plan, stepsOf(4));
+  engine.admitRoot(0, row(0, 10));
+  engine.admitRoot(0, row(1, 0));
+  engine.admitRoot(0, row(2, 0));
+  engine.closeAdmission();
+  auto notSlow = [&](uint32_t call) { return plan.calls[call].name != "slow"; };
+  size_t pagesReserved = 0;
+  while (std::optional<Batch> batch = engine.reserveBatch(notSlow)) {
+    if (plan.calls[batch->call].name == "test.split@pages")
+      engine.commit(orch::testing::reportFor(
+          *batch, [&](size_t i) { return ordinals(batch->inputsOf(i)[0].field("n")->asInt()); }));
+    else
+      pagesReserved += batch->grains.size();
+  }
+  EXPECT_EQ(pagesReserved, 10u);
+  EXPECT_TRUE(engine.hasReadyWork()) << "the slow Call's three grains";
+}
+
 TEST(ExpansionStepsTest, TheGlobalBarrierWaitsForChildrenNotMadeYet) {
   plan::Plan plan = orch::testing::compileRunnable(kPagesThroughWork);
   EngineOptions options = stepsOf(2);

@@ -27,6 +27,7 @@ bool LineageEngine::State::isStillInFlight(const QueuedGrain &queued) const {
 
 std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {
   auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
+  bool madeChildren = false;
   for (;;) {
     // The policy orders the Calls with work (by default: within the budget, retries before
     // fresh work before deferred recovery, then the oldest admission).
@@ -64,10 +65,13 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
       }
     }
     if (!best.call.valid()) {
-      // Nothing is queued at all: an expansion's next children may give work. (While work
-      // waits for a replica, the next children wait too: they are made as they are consumed.)
-      if (!hasQueuedGrains() && makeUnmadeChildren())
+      // Nothing can go now: while fewer than a step's worth of grains wait, an expansion's
+      // next children are made (one step per call), so that their Calls do not idle behind
+      // another Call's backlog, nor are millions made at once while their readers are busy.
+      if (!madeChildren && readyGrains() < options.childrenPerStep && makeUnmadeChildren()) {
+        madeChildren = true;
         continue;
+      }
       return std::nullopt;
     }
     const CallId bestCall = best.call;

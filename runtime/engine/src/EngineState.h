@@ -426,6 +426,8 @@ struct LineageEngine::State {
   bool makeUnmadeChildren();
   /// A grain waits in some Call's queue (stale entries passed are dropped).
   bool hasQueuedGrains();
+  /// Grains ready in every Call's queue.
+  uint64_t readyGrains() const;
   void gather(EntityId child, NodeId reduceNode);
   void resolveReduce(ExpansionId expansion, NodeId reduceNode, ItemOutcome outcome, Value value,
                      uint32_t cause);

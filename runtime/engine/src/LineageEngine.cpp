@@ -1139,14 +1139,23 @@ bool LineageEngine::State::hasQueuedGrains() {
   return false;
 }
 
+uint64_t LineageEngine::State::readyGrains() const {
+  uint64_t ready = 0;
+  for (const CallLoad &load : loads)
+    ready += load.ready;
+  return ready;
+}
+
 bool LineageEngine::hasReadyWork() {
   State &s = *state_;
-  do {
-    if (s.hasQueuedGrains())
-      return true;
-  } while (s.makeUnmadeChildren());
-  return false;
+  if (s.hasQueuedGrains())
+    return true;
+  // One step of an expansion's children (the next ones are made by the next calls).
+  s.makeUnmadeChildren();
+  return s.hasQueuedGrains() || !s.unmade.empty();
 }
+
+bool LineageEngine::makingChildren() const { return !state_->unmade.empty(); }
 
 std::optional<std::string> LineageEngine::deadlockReport() {
   const State &s = *state_;

@@ -81,9 +81,12 @@ public:
   /// The dataflow inputs batches of `call` carry, in order (Batch::inputsOf).
   const std::vector<std::string> &callInputLabels(uint32_t call) const;
 
-  /// Whether a batch could be reserved now; drops the stale entries it passes in the queues
-  /// (entries of grains a barrier or an early finish sealed), hence not const.
+  /// Whether a batch could be reserved now, or an expansion has children still to make (one
+  /// step of them is made, EngineOptions::childrenPerStep); drops the stale entries it passes
+  /// in the queues (entries of grains a barrier or an early finish sealed), hence not const.
   bool hasReadyWork();
+  /// An expansion has children still to make: the caller should not block waiting for events.
+  bool makingChildren() const;
   size_t liveRoots() const;
   /// Each Dedup node's decisions so far, in plan order.
   std::vector<DedupProgress> dedupProgress() const;
