@@ -60,9 +60,13 @@ TEST(ExpansionStepsTest, ChildrenAreMadeAStepAtATimeAsTheQueuesRunDry) {
   LineageEngine &engine = run.engine;
   const uint64_t madeByTheCommit = engine.stats().entitiesCreated;
   // Four pages were made by the commit: one batch of them is ready, no more.
+  // A step's worth is ready: the caller may block waiting for events (it spun, making
+  // nothing, while a consumer worked through its backlog).
+  EXPECT_FALSE(engine.makingChildren());
   std::vector<Batch> batches;
   batches.push_back(*engine.reserveBatch());
   EXPECT_EQ(batches[0].grains.size(), 4u);
+  EXPECT_TRUE(engine.makingChildren()) << "the queues ran dry: the next step is wanted";
   EXPECT_EQ(engine.stats().entitiesCreated, madeByTheCommit);
   // Nothing else is queued: asking again makes the next four.
   batches.push_back(*engine.reserveBatch());

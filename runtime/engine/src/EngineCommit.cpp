@@ -68,7 +68,7 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
       // Nothing can go now: while fewer than a step's worth of grains wait, an expansion's
       // next children are made (one step per call), so that their Calls do not idle behind
       // another Call's backlog, nor are millions made at once while their readers are busy.
-      if (!madeChildren && readyGrains() < options.childrenPerStep && makeUnmadeChildren()) {
+      if (!madeChildren && childrenWanted() && makeUnmadeChildren()) {
         madeChildren = true;
         continue;
       }

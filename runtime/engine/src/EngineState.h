@@ -11,6 +11,7 @@
 
 #include "orch/runtime/engine/LineageEngine.h"
 
+#include <algorithm>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -426,8 +427,10 @@ struct LineageEngine::State {
   bool makeUnmadeChildren();
   /// A grain waits in some Call's queue (stale entries passed are dropped).
   bool hasQueuedGrains();
-  /// Grains ready in every Call's queue.
-  uint64_t readyGrains() const;
+  /// An expansion has children to make, and fewer than a step's worth of grains are ready
+  /// over all Calls: the next step is made when nothing can go (EngineCommit.cpp).
+  bool childrenWanted() const;
+  uint32_t childrenPerStep() const { return std::max<uint32_t>(1, options.childrenPerStep); }
   void gather(EntityId child, NodeId reduceNode);
   void resolveReduce(ExpansionId expansion, NodeId reduceNode, ItemOutcome outcome, Value value,
                      uint32_t cause);

@@ -654,7 +654,7 @@ void LineageEngine::State::materialise(EntityId parent, NodeId expandNode) {
   // of them, not by doublings step after step (each a copy of everything made so far).
   ++roots[root].unresolved;
   reserveEntities(childDomain, count);
-  makeChildren(id, std::max<uint32_t>(1, options.childrenPerStep));
+  makeChildren(id, childrenPerStep());
   if (expansions[id].children.size() < count)
     unmade.push_back(UnmadeChildren{id, parent, entities[parent].key});
 }
@@ -726,7 +726,7 @@ bool LineageEngine::State::makeUnmadeChildren() {
     }
     const Root &owner = roots[entities[next.parent].root];
     const RowInProgressScope restoredAfter(RowActivity::Computing, owner.source, owner.sourceRow);
-    makeChildren(next.expansion, std::max<uint32_t>(1, options.childrenPerStep));
+    makeChildren(next.expansion, childrenPerStep());
     if (expansions[next.expansion].children.size() >= expansions[next.expansion].total)
       unmade.pop_front();
     propagate();
@@ -1139,11 +1139,13 @@ bool LineageEngine::State::hasQueuedGrains() {
   return false;
 }
 
-uint64_t LineageEngine::State::readyGrains() const {
+bool LineageEngine::State::childrenWanted() const {
+  if (unmade.empty())
+    return false;
   uint64_t ready = 0;
   for (const CallLoad &load : loads)
     ready += load.ready;
-  return ready;
+  return ready < childrenPerStep();
 }
 
 bool LineageEngine::hasReadyWork() {
@@ -1155,7 +1157,7 @@ bool LineageEngine::hasReadyWork() {
   return s.hasQueuedGrains() || !s.unmade.empty();
 }
 
-bool LineageEngine::makingChildren() const { return !state_->unmade.empty(); }
+bool LineageEngine::makingChildren() const { return state_->childrenWanted(); }
 
 std::optional<std::string> LineageEngine::deadlockReport() {
   const State &s = *state_;

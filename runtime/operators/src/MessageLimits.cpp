@@ -5,13 +5,13 @@
 
 namespace orch::runtime {
 
-// A long list's chunks are read within the protocol's own limits.
-static_assert(LongListLimits::kArrayElements == ProtocolLimits::kArrayElements);
-static_assert(LongListLimits::kMapEntries == ProtocolLimits::kMapEntries);
-static_assert(LongListLimits::kStringBytes == ProtocolLimits::kStringBytes);
-static_assert(LongListLimits::kBinaryBytes == ProtocolLimits::kBinaryBytes);
-static_assert(LongListLimits::kDepth == ProtocolLimits::kDepth);
-static_assert(kLongListElements == ProtocolLimits::kArrayElements);
+// Values are read within the protocol's limits, long lists' chunks too (the header cannot
+// include ValueCodec.h: MessagePack's headers declare the sockets' names).
+static_assert(ValueReadLimits::kArrayElements == ProtocolLimits::kArrayElements);
+static_assert(ValueReadLimits::kMapEntries == ProtocolLimits::kMapEntries);
+static_assert(ValueReadLimits::kStringBytes == ProtocolLimits::kStringBytes);
+static_assert(ValueReadLimits::kBinaryBytes == ProtocolLimits::kBinaryBytes);
+static_assert(ValueReadLimits::kDepth == ProtocolLimits::kDepth);
 
 namespace {
 

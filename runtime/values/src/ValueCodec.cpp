@@ -100,7 +100,7 @@ Value readValueAt(const Object &object, uint32_t depth);
 
 /// A kLongListExtType body: arrays of at most kLongListChunk elements, read one at a time.
 Value readLongList(const char *body, size_t size, uint32_t depth) {
-  using L = LongListLimits;
+  using L = ValueReadLimits;
   const uint32_t depthLeft = L::kDepth - depth;
   const msgpack::unpack_limit limits(L::kArrayElements, L::kMapEntries, L::kStringBytes,
                                      L::kBinaryBytes, size, depthLeft);
@@ -129,8 +129,8 @@ Value readLongList(const char *body, size_t size, uint32_t depth) {
 }
 
 Value readValueAt(const Object &object, uint32_t depth) {
-  if (depth > LongListLimits::kDepth)
-    throw MessagePackError("a value nested deeper than " + std::to_string(LongListLimits::kDepth) +
+  if (depth > ValueReadLimits::kDepth)
+    throw MessagePackError("a value nested deeper than " + std::to_string(ValueReadLimits::kDepth) +
                            " levels");
   switch (object.type) {
   case msgpack::type::NIL:

@@ -85,7 +85,9 @@ public:
   /// step of them is made, EngineOptions::childrenPerStep); drops the stale entries it passes
   /// in the queues (entries of grains a barrier or an early finish sealed), hence not const.
   bool hasReadyWork();
-  /// An expansion has children still to make: the caller should not block waiting for events.
+  /// An expansion has children still to make, and the queues are low enough that the next
+  /// step would be made: the caller should not block waiting for events (with a backlog it
+  /// waits as usual, and the next step is made once the backlog runs low).
   bool makingChildren() const;
   size_t liveRoots() const;
   /// Each Dedup node's decisions so far, in plan order.

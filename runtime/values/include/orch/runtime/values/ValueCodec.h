@@ -72,17 +72,9 @@ Value readValue(const msgpack::object &object);
 /// The MessagePack ext type of a ValueRef (docs/protocol.md): its body is [owner, id, bytes].
 inline constexpr int8_t kValueRefExtType = 1;
 
-/// The MessagePack ext type of a list of more than kLongListElements elements (docs/protocol.md,
-/// "Long lists"): its body is the elements as consecutive arrays of kLongListChunk elements
-/// (the last one shorter). Shorter lists are arrays, so every message that could be sent
-/// before is written as it was.
-inline constexpr int8_t kLongListExtType = 2;
-inline constexpr uint32_t kLongListElements = 1u << 20;
-inline constexpr uint32_t kLongListChunk = 1u << 16;
-
-/// What one chunk of a long list may hold when it is read: the protocol's limits
-/// (ProtocolLimits, MessageLimits.h, checks that they agree).
-struct LongListLimits {
+/// What a reader of values from another process accepts in one MessagePack object: the
+/// protocol's limits (ProtocolLimits, MessageLimits.h, are these), and a long list's chunks'.
+struct ValueReadLimits {
   static constexpr uint32_t kArrayElements = 1u << 20;
   static constexpr uint32_t kMapEntries = 1u << 16;
   static constexpr uint32_t kStringBytes = 64u << 20;
@@ -92,6 +84,13 @@ struct LongListLimits {
   static constexpr uint32_t kDepth = 64;
 };
 
+/// The MessagePack ext type of a list of more than kLongListElements elements (docs/protocol.md,
+/// "Long lists"): its body is the elements as consecutive arrays of kLongListChunk elements
+/// (the last one shorter). Shorter lists are arrays, so every message that could be sent
+/// before is written as it was.
+inline constexpr int8_t kLongListExtType = 2;
+inline constexpr uint32_t kLongListElements = ValueReadLimits::kArrayElements;
+inline constexpr uint32_t kLongListChunk = 1u << 16;
 /// An item's whole value in a batch or result: like readValue, but a ValueRef may stand for it.
 Value readItemValue(const msgpack::object &object);
 
