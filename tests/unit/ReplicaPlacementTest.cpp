@@ -117,6 +117,32 @@ TEST(ReplicaPlacementTest, ALostWorkersReplicasMoveAndANewcomerTakesIdleOnes) {
   EXPECT_EQ(loads(placement, 3), (std::vector<size_t>{2, 0, 2}));
 }
 
+TEST(ReplicaPlacementTest, AmongIdleReplicasABatchGoesToTheLeastBusyWorker) {
+  // A replacement worker that took an idle replica ran none of its Call's batches: ties went
+  // to the first replica, on the busy worker, whenever batches went one at a time.
+  plan::Plan plan = planWith({{3, false}});
+  ReplicaPlacement placement(plan);
+  placement.addWorker(1, false);
+  placement.place();
+  const std::vector<uint32_t> replicas = placement.replicasOn(0);
+  ASSERT_EQ(replicas.size(), 3u);
+  placement.replica(replicas[0]).queued.push_back(1); // busy while the newcomer joins
+  const uint32_t newcomer = placement.addWorker(1, false);
+  ASSERT_EQ(placement.rebalance(newcomer).size(), 1u);
+  ASSERT_EQ(placement.replica(replicas[0]).worker, 0u);
+  placement.replica(replicas[0]).queued.clear();
+  // The old worker still runs a batch on its third replica; the first and the newcomer's are
+  // idle: the batch goes to the newcomer, again and again as each comes back.
+  for (uint32_t r : placement.replicasOn(0))
+    if (r != replicas[0])
+      placement.replica(r).queued.push_back(2);
+  for (uint64_t batch = 10; batch < 14; ++batch) {
+    const uint32_t picked = placement.pick(0, 2);
+    ASSERT_NE(picked, kNoIndex);
+    EXPECT_EQ(placement.replica(picked).worker, newcomer) << "batch " << batch;
+  }
+}
+
 TEST(ReplicaPlacementTest, BatchesGoToTheLeastBusyReplicaWithinTheDepth) {
   plan::Plan plan = planWith({{2, false}});
   ReplicaPlacement placement(plan);

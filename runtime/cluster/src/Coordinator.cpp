@@ -237,6 +237,10 @@ public:
 
   bool canRun(uint32_t call) const override { return placement_->canRun(call, depthOf(call)); }
 
+  uint32_t batchSlots(uint32_t call) const override {
+    return placement_->replicasOf(call) * depthOf(call);
+  }
+
   void keepAlive() override {
     const Clock::time_point now = Clock::now();
     if (now - keptAliveAt_ < std::chrono::milliseconds(options_.heartbeatMs / 4))

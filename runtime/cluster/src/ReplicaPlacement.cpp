@@ -317,6 +317,13 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
   }
 }
 
+double ReplicaPlacement::queuedPerCpu(uint32_t worker) const {
+  size_t queued = 0;
+  for (uint32_t r : workers_[worker].replicas)
+    queued += replicas_[r].queued.size();
+  return double(queued) / std::max(workers_[worker].cpus, 1e-9);
+}
+
 uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferredWorker,
                                 const std::function<bool(uint32_t worker)> &allowed) const {
   uint32_t best = kNoIndex;
@@ -326,9 +333,14 @@ uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferre
         replicas_[r].queued.size() >= depth || (allowed && !allowed(replicas_[r].worker)))
       continue;
     const bool preferred = replicas_[r].worker == preferredWorker;
+    const size_t queued = replicas_[r].queued.size();
+    // Between replicas as free, the less busy worker's (a replacement that took idle replicas
+    // would otherwise wait behind the first one's).
     if (best == kNoIndex || (preferred && !bestPreferred) ||
         (preferred == bestPreferred &&
-         replicas_[r].queued.size() < replicas_[best].queued.size())) {
+         (queued < replicas_[best].queued.size() ||
+          (queued == replicas_[best].queued.size() &&
+           queuedPerCpu(replicas_[r].worker) < queuedPerCpu(replicas_[best].worker))))) {
       best = r;
       bestPreferred = preferred;
     }

@@ -25,14 +25,20 @@ bool LineageEngine::State::isStillInFlight(const QueuedGrain &queued) const {
   return queuedGrainIs(queued, GrainPhase::InFlight);
 }
 
-std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint32_t)> &mayRun) {
+std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
   auto live = [this](const QueuedGrain &grain) { return isLive(grain); };
+  const std::function<bool(uint32_t)> &mayRun = room.canRun;
+  auto copies = [&room](CallId call) {
+    return !room.copiesInputs || room.copiesInputs(call.index);
+  };
   bool madeChildren = false;
+  RoomForCopies roomKept;
   for (;;) {
+    keepRoomForCopies(room, roomKept);
     // The policy orders the Calls with work (by default: within the budget, retries before
     // fresh work before deferred recovery, then the oldest admission).
     CallCandidate best;
-    uint64_t bestGrowth = 0;
+    BudgetVerdict bestVerdict;
     for (CallId c : queues.ids()) {
       if (mayRun && !mayRun(c.index)) {
         loads[c].heldBackNow = false;
@@ -54,14 +60,15 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
         loads[c].heldBackNow = false;
         continue;
       }
-      uint64_t growth = 0;
-      candidate.rank = budgetRank(c, pendingGrains(queue, candidate.lane, c), growth);
+      const BudgetVerdict verdict =
+          budgetVerdict(c, pendingGrains(queue, candidate.lane, c), copies(c), roomKept);
+      candidate.rank = verdict.rank;
       loads[c].heldBackNow = candidate.rank == BudgetRank::HeldBack;
       if (loads[c].heldBackNow)
         continue;
       if (!best.call.valid() || policy->before(candidate, best)) {
         best = candidate;
-        bestGrowth = growth;
+        bestVerdict = verdict;
       }
     }
     if (!best.call.valid()) {
@@ -81,10 +88,11 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
     if (bestLane == Lane::Fresh) {
       std::vector<QueuedGrain> taken;
       const size_t limit =
-          static_cast<size_t>(std::max<int64_t>(1, planCall(bestCall).options.batch));
+          std::min(bestVerdict.grains,
+                   static_cast<size_t>(std::max<int64_t>(1, planCall(bestCall).options.batch)));
       taken.reserve(limit);
       queue.fresh->pop(limit, live, taken);
-      batch = dispatch(bestCall, std::move(taken), BatchRecovery{});
+      batch = dispatch(bestCall, std::move(taken), BatchRecovery{}, copies(bestCall));
     } else {
       std::deque<PendingBatch> &lane = bestLane == Lane::Retry ? queue.retry : queue.deferred;
       PendingBatch pending = std::move(lane.front());
@@ -93,11 +101,11 @@ std::optional<Batch> LineageEngine::State::reserve(const std::function<bool(uint
       std::erase_if(pending.grains, [&](const QueuedGrain &grain) { return !isLive(grain); });
       if (pending.grains.empty())
         continue;
-      batch = dispatch(bestCall, std::move(pending.grains), pending.recovery);
+      batch = dispatch(bestCall, std::move(pending.grains), pending.recovery, copies(bestCall));
     }
     // Reserved as estimated for the batch chosen (at most as many grains as it took).
-    outstanding.at(batch->id).reservedBytes = bestGrowth;
-    memory.reserved += bestGrowth;
+    outstanding.at(batch->id).reservedBytes = bestVerdict.growth;
+    memory.reserved += bestVerdict.growth;
     return batch;
   }
 }
@@ -114,11 +122,10 @@ size_t LineageEngine::State::pendingGrains(const CallQueues &queue, Lane lane, C
   }
 }
 
-BudgetRank LineageEngine::State::budgetRank(CallId call, size_t grainCount,
-                                            uint64_t &growth) const {
-  growth = 0;
+BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount, bool copied,
+                                                  const RoomForCopies &room) const {
   if (memory.limit == 0)
-    return BudgetRank::Fits;
+    return {BudgetRank::Fits};
   const CallLoad &load = loads[call];
   const uint64_t committed = memory.held() + memory.reserved;
   // Over the budget a batch that may add bytes waits for the batches in flight (they may give
@@ -128,29 +135,89 @@ BudgetRank LineageEngine::State::budgetRank(CallId call, size_t grainCount,
   if (load.measuredGrains == 0) {
     // Until its first batch is back a Call runs one batch at a time: its first wave could be
     // any size (a wave of renders before one was measured took a budget 1.36 times over).
-    if (committed < memory.limit && load.inFlight == 0)
-      return BudgetRank::Fits;
-    return idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack;
+    if (committed + room.ofReadyInputs < memory.limit && load.inFlight == 0)
+      return {BudgetRank::Fits};
+    return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack};
   }
-  const double in = double(load.inputBytes) / double(load.measuredGrains);
+  // While out, its inputs' copies (where they travel); once back, its growth.
+  const double in = copied ? double(load.inputBytes) / double(load.measuredGrains) : 0.0;
+  const uint64_t copies = static_cast<uint64_t>(in * double(grainCount));
+  const double perGrain = growthPerGrain(call);
+  if (perGrain <= 0) {
+    // A Call that gives back as much as it takes drains the budget: it uses the room the
+    // others leave it, and at least one grain of it runs at a time (the consumer never waits
+    // on itself): as many as fit, one when none does.
+    if (copies == 0 || committed + copies <= memory.limit)
+      return {BudgetRank::Fits};
+    if (load.inFlight > 0)
+      return {BudgetRank::HeldBack};
+    const double left = double(memory.limit - std::min(memory.limit, committed));
+    return {BudgetRank::Fits, 0, std::max<size_t>(1, static_cast<size_t>(left / in))};
+  }
+  const uint64_t growth = static_cast<uint64_t>(perGrain * double(grainCount));
+  // It leaves room for the ready inputs that consumers have free slots for, and for what it
+  // makes itself, when its readers have slots free for that too (a render and the OCR
+  // replicas waiting for pages).
+  uint64_t toCome = 0;
+  if (!room.ofInputsToCome.empty())
+    for (CallId reader : layout.calls[call].readers)
+      toCome += room.ofInputsToCome[reader.index];
+  const uint64_t kept = room.ofReadyInputs + std::min(growth, toCome);
+  return {committed + kept + copies + growth <= memory.limit ? BudgetRank::Fits
+          : idle                                             ? BudgetRank::Grows
+                                                             : BudgetRank::HeldBack,
+          growth};
+}
+
+double LineageEngine::State::growthPerGrain(CallId call) const {
+  const CallLoad &load = loads[call];
   const double out = double(load.outputBytes) / double(load.measuredGrains);
-  const double perGrain = out - (layout.calls[call].releasesInputs ? in : 0.0);
-  // A Call that gives back more than it takes drains the budget: it always runs.
-  if (perGrain <= 0)
-    return BudgetRank::Fits;
-  growth = static_cast<uint64_t>(perGrain * double(grainCount));
-  return committed + growth <= memory.limit ? BudgetRank::Fits
-         : idle                             ? BudgetRank::Grows
-                                            : BudgetRank::HeldBack;
+  if (!layout.calls[call].releasesInputs)
+    return out;
+  return out - double(load.inputBytes) / double(load.measuredGrains);
+}
+
+void LineageEngine::State::keepRoomForCopies(const ExecutorRoom &room, RoomForCopies &kept) const {
+  kept.ofReadyInputs = 0;
+  kept.ofInputsToCome.clear();
+  if (memory.limit == 0 || !room.batchSlots)
+    return;
+  kept.ofInputsToCome.assign(loads.size(), 0);
+  double ready = 0;
+  for (CallId c : loads.ids()) {
+    const CallLoad &load = loads[c];
+    if (load.waiting + load.ready == 0 || (room.copiesInputs && !room.copiesInputs(c.index)))
+      continue;
+    if (load.measuredGrains == 0) {
+      // Not measured yet: its first batch may take whatever comes (a page just rendered).
+      if (load.inFlight == 0)
+        kept.ofInputsToCome[c.index] = memory.limit;
+      continue;
+    }
+    if (growthPerGrain(c) > 0)
+      continue;
+    const uint64_t capacity =
+        uint64_t(room.batchSlots(c.index)) *
+        static_cast<uint64_t>(std::max<int64_t>(1, planCall(c).options.batch));
+    if (capacity <= load.inFlight)
+      continue;
+    const uint64_t free = capacity - load.inFlight;
+    const double in = double(load.inputBytes) / double(load.measuredGrains);
+    const uint64_t readyGrains = std::min(free, load.ready);
+    ready += double(readyGrains) * in;
+    kept.ofInputsToCome[c.index] =
+        static_cast<uint64_t>(double(std::min(free - readyGrains, load.waiting)) * in);
+  }
+  kept.ofReadyInputs = static_cast<uint64_t>(ready);
 }
 
 void LineageEngine::State::unreserve(const OutstandingBatch &batch) {
   memory.reserved -= std::min(memory.reserved, batch.reservedBytes);
-  memory.inFlight -= std::min(memory.inFlight, batch.inputBytes);
+  memory.inFlight -= std::min(memory.inFlight, batch.copiedBytes);
 }
 
 Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queued,
-                                     BatchRecovery recovery) {
+                                     BatchRecovery recovery, bool copied) {
   Batch batch;
   batch.id = nextBatchId++;
   batch.call = call.index;
@@ -181,8 +248,11 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
   if (memory.limit > 0) {
     for (const Value &input : batch.inputs)
       record.inputBytes += heldBytes(input);
-    memory.inFlight += record.inputBytes;
-    memory.peak = std::max(memory.peak, memory.held());
+    if (copied) {
+      record.copiedBytes = record.inputBytes;
+      memory.inFlight += record.copiedBytes;
+      memory.peak = std::max(memory.peak, memory.held());
+    }
   }
   record.grains = std::move(queued);
   outstanding.emplace(batch.id, std::move(record));

@@ -168,13 +168,34 @@ struct PendingBatch {
   BatchRecovery recovery;
 };
 
+/// Bytes of the inputs that Calls giving bytes back (an OCR reading pages) may still send out
+/// in batches: copies of them travel, so they count in the byte budget a second time while out.
+struct RoomForCopies {
+  /// Of their ready inputs, as many as their free batch slots take.
+  uint64_t ofReadyInputs = 0;
+  /// Of the inputs each of them still waits for, as many as the rest of its slots take (by
+  /// Call; 0 for the others).
+  std::vector<uint64_t> ofInputsToCome;
+};
+
+/// What the byte budget says of a Call's next batch.
+struct BudgetVerdict {
+  BudgetRank rank = BudgetRank::HeldBack;
+  /// The growth of the bytes held to reserve for it.
+  uint64_t growth = 0;
+  /// The most grains it may take (fewer than a batch when only that many fit).
+  size_t grains = SIZE_MAX;
+};
+
 struct OutstandingBatch {
   CallId call;
   BatchRecovery recovery;
   std::vector<QueuedGrain> grains;
   std::vector<uint32_t> generations;
-  /// Bytes of its inputs, and the growth of the bytes held reserved for it (MemoryAccount).
+  /// Bytes of its inputs, those of them copied while it is out (MemoryAccount::inFlight), and
+  /// the growth of the bytes held reserved for it.
   uint64_t inputBytes = 0;
+  uint64_t copiedBytes = 0;
   uint64_t reservedBytes = 0;
 };
 
@@ -485,15 +506,25 @@ struct LineageEngine::State {
   bool isLive(const QueuedGrain &queued) const;
   /// The grain is still the one dispatched: its root did not finish early since.
   bool isStillInFlight(const QueuedGrain &queued) const;
-  std::optional<Batch> reserve(const std::function<bool(uint32_t)> &mayRun);
+  std::optional<Batch> reserve(const ExecutorRoom &room);
   /// How many grains `call`'s next batch from `lane` would hold, at most.
   size_t pendingGrains(const CallQueues &queue, Lane lane, CallId call) const;
-  /// Whether the byte budget lets `call` dispatch a batch of up to `grains` grains now, and how
-  /// urgently; the growth to reserve for it in `growth`.
-  BudgetRank budgetRank(CallId call, size_t grains, uint64_t &growth) const;
+  /// Whether the byte budget lets `call` dispatch a batch of up to `grains` grains now, how
+  /// urgently, the growth to reserve for it, and how many grains may go. `copied`: its inputs
+  /// are copied while out; `room`: keepRoomForCopies.
+  BudgetVerdict budgetVerdict(CallId call, size_t grains, bool copied,
+                              const RoomForCopies &room) const;
+  /// The room Calls that add bytes leave for the copies of the inputs that the Calls giving
+  /// bytes back may send out next (as many as the executor's free batch slots of each take).
+  void keepRoomForCopies(const ExecutorRoom &room, RoomForCopies &kept) const;
+  /// The bytes a grain of a measured `call` adds to those held once committed (its output
+  /// less the inputs it lets go of); at most 0 for a Call that gives bytes back.
+  double growthPerGrain(CallId call) const;
   /// A committed or lost batch no longer needs its reserved growth.
   void unreserve(const OutstandingBatch &batch);
-  Batch dispatch(CallId call, std::vector<QueuedGrain> grains, BatchRecovery recovery);
+  /// `copied`: its inputs are copied while it is out (ExecutorRoom::copiesInputs).
+  Batch dispatch(CallId call, std::vector<QueuedGrain> grains, BatchRecovery recovery,
+                 bool copied = true);
   CommitResult commit(const BatchReport &report);
   CommitResult handleBatchError(OutstandingBatch batch, const std::string &message);
   void requeue(CallId call, std::vector<QueuedGrain> grains, bool deferred, BatchRecovery recovery);

@@ -209,9 +209,10 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   item.outcome = outcome;
   item.value = std::move(value);
   item.cause = cause;
-  holdBytes(heldBytes(item.value));
+  // The inputs it consumed go first: a page is not counted twice while its text is set.
   if (planNode(node).kind == NodeKind::Invoke)
     releaseConsumedInputs(entity, node);
+  holdBytes(heldBytes(item.value));
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
 }
@@ -1109,7 +1110,13 @@ void LineageEngine::closeAdmission() {
 }
 
 std::optional<Batch> LineageEngine::reserveBatch(const std::function<bool(uint32_t)> &mayRun) {
-  return state_->reserve(mayRun);
+  ExecutorRoom room;
+  room.canRun = mayRun;
+  return state_->reserve(room);
+}
+
+std::optional<Batch> LineageEngine::reserveBatch(const ExecutorRoom &room) {
+  return state_->reserve(room);
 }
 
 CommitResult LineageEngine::commit(const BatchReport &report) { return state_->commit(report); }

@@ -207,6 +207,14 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
     }
     if (node.kind == NodeKind::Invoke && !layout.nodes[n].releasedWhenDone.empty())
       layout.calls[layout.nodes[n].call].releasesInputs = true;
+    if (node.kind == NodeKind::Invoke)
+      for (uint32_t input : node.inputs)
+        if (plan.nodes[input].kind == NodeKind::Invoke) {
+          std::vector<CallId> &readers = layout.calls[layout.nodes[NodeId(input)].call].readers;
+          const CallId reader = layout.nodes[n].call;
+          if (std::find(readers.begin(), readers.end(), reader) == readers.end())
+            readers.push_back(reader);
+        }
   }
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)

@@ -95,6 +95,8 @@ struct CallLayout {
   /// Some node of it drops inputs once its grain is done (NodeLayout::releasedWhenDone): its
   /// batches give their inputs' bytes back.
   bool releasesInputs = false;
+  /// The Calls that read its results as they are (an OCR reading the renders).
+  std::vector<CallId> readers;
 };
 
 struct PlanLayout {

@@ -743,8 +743,10 @@ private:
 
   /// Work-conserving: whatever is ready goes to whoever can take it now.
   void dispatch() {
-    while (std::optional<Batch> batch =
-               engine_->reserveBatch([&](uint32_t call) { return executor_.canRun(call); })) {
+    const ExecutorRoom room{[&](uint32_t call) { return executor_.canRun(call); },
+                            [&](uint32_t call) { return executor_.batchSlots(call); },
+                            [&](uint32_t call) { return executor_.copiesInputs(call); }};
+    while (std::optional<Batch> batch = engine_->reserveBatch(room)) {
       deadlines_.dispatched(*batch);
       replicas_->dispatched(batch->id, batch->call);
       if (options_.recorder)

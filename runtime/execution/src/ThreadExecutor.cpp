@@ -267,6 +267,15 @@ public:
            !replicas.idle.empty();
   }
 
+  uint32_t batchSlots(uint32_t call) const override {
+    const Replicas &replicas = state_->replicas[call];
+    const uint32_t each = replicas.concurrent ? uint32_t(plan_->calls[call].options.inFlight) : 1;
+    return std::min(replicas.live, threads_) * each;
+  }
+
+  /// Shared with the engine, but for a declared operator's: they go to its process.
+  bool copiesInputs(uint32_t call) const override { return factories_->startsEagerly(call); }
+
   void submit(Batch batch) override {
     Replicas &replicas = state_->replicas[batch.call];
     const uint32_t instance = replicas.idle.back();

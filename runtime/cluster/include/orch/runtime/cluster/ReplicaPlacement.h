@@ -137,6 +137,8 @@ private:
     double gpusPromised = 0;
   };
   double gpuShare(uint32_t replica) const;
+  /// Batches queued on `worker`'s replicas, per CPU.
+  double queuedPerCpu(uint32_t worker) const;
   /// `worker` has a GPU's worth left for `replica` (a GPU Call).
   bool hasGpuRoomFor(uint32_t worker, uint32_t replica) const;
   void unassign(uint32_t replica);

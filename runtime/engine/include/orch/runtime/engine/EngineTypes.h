@@ -440,6 +440,20 @@ struct CallLoad {
   bool heldBackNow = false;
 };
 
+/// What the executor can take now, as LineageEngine::reserveBatch asks it.
+struct ExecutorRoom {
+  /// Whether a batch of `call` could be handed over now (empty: any Call's).
+  std::function<bool(uint32_t call)> canRun;
+  /// How many batches of `call` the executor runs at once (replicas x depth; empty or 0: not
+  /// said). The byte budget keeps room for the inputs of the batches a Call that gives bytes
+  /// back may still send out (docs/runtime.md, "Memory: the byte budget").
+  std::function<uint32_t(uint32_t call)> batchSlots;
+  /// Whether the inputs of `call`'s batches are copied while they are out (sent to another
+  /// process: a worker, a declared operator's) and so count in the byte budget a second time;
+  /// empty: they are. Not where the executor shares them with the engine (threads).
+  std::function<bool(uint32_t call)> copiesInputs;
+};
+
 /// Bytes of values the run holds (EngineOptions::memoryLimitBytes): engine items, the inputs of
 /// batches in flight, and what the caller adds (rows waiting to be written in order).
 struct MemoryAccount {

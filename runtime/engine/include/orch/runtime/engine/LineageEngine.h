@@ -55,6 +55,8 @@ public:
   /// accepts: retry batches first, then fresh work, then deferred recovery; among Calls, the one
   /// whose next grain has the lowest admission index. Nullopt when nothing is ready.
   std::optional<Batch> reserveBatch(const std::function<bool(uint32_t call)> &mayRun = {});
+  /// The same, with what the executor says of each Call's batches in flight.
+  std::optional<Batch> reserveBatch(const ExecutorRoom &room);
   /// Commits a worker's report (semantics.md, commit rule).
   CommitResult commit(const BatchReport &report);
   /// The batch ended without its operator's answer. `Infrastructure` (a worker lost, an input

@@ -71,6 +71,18 @@ public:
   }
   /// Whether a batch of `call` could be handed over right now.
   virtual bool canRun(uint32_t call) const = 0;
+  /// How many batches of `call` it runs at once now (its replicas x their depth); 0: not said.
+  /// The byte budget keeps room for the inputs of those a Call that gives bytes back may send.
+  virtual uint32_t batchSlots(uint32_t call) const {
+    (void)call;
+    return 0;
+  }
+  /// Whether the inputs of `call`'s batches are copied while they run (sent to another process)
+  /// rather than shared with the engine: then they count in the byte budget a second time.
+  virtual bool copiesInputs(uint32_t call) const {
+    (void)call;
+    return true;
+  }
   virtual void submit(Batch batch) = 0;
   /// Batches handed over and not yet finished or lost.
   virtual size_t inFlight() const = 0;
