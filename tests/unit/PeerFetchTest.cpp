@@ -10,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <unistd.h>
 
 namespace orch::runtime {
@@ -67,6 +69,41 @@ TEST(PeerFetchTest, ABatchGetsItsOwnAndAPeersKeptValues) {
   EXPECT_EQ(problem->unreachable, "") << "the owner answered";
   Batch unknown = batchOf({reference("nobody", 1, 10)});
   ASSERT_TRUE(fetcher.resolve(unknown, peers));
+}
+
+TEST(PeerFetchTest, AFetchFromAWorkerTheCoordinatorLostEndsAtOnce) {
+  // A batch sent before its input's owner was lost waited out the fetch's time limit (10 s by
+  // default), and every batch queued behind it on its replica with it.
+  KeptValues mine;
+  zmq::context_t context;
+  LostPeers lost;
+  PeerFetcher fetcher(context, "me", mine, std::nullopt, std::chrono::milliseconds(60000), &lost);
+  // Nobody listens there any more: the owner's process is gone.
+  const std::vector<PeerAddress> gone{{"them", socketPath("gone"), ""}};
+  Batch batch = batchOf({reference("them", 1, 10)});
+  std::thread coordinator([&lost] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    lost.add("them", 1); // after this worker's first batch (number 0)
+  });
+  const auto began = std::chrono::steady_clock::now();
+  const std::optional<PeerFetcher::Missing> problem = fetcher.resolve(batch, gone, 0);
+  const auto waited = std::chrono::steady_clock::now() - began;
+  coordinator.join();
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->message.find("the coordinator lost that worker"), std::string::npos)
+      << problem->message;
+  EXPECT_EQ(problem->unreachable, "") << "nothing to relay: its values are computed again";
+  EXPECT_LT(waited, std::chrono::seconds(30)) << "it ended long before its time limit";
+  Batch queuedBehind = batchOf({reference("them", 2, 10)});
+  ASSERT_TRUE(fetcher.resolve(queuedBehind, gone, 0)) << "a batch received before the notice";
+
+  // A batch received after the notice names a worker of that name that joined again.
+  KeptValues theirs;
+  const uint64_t id = theirs.keep(Value::string("made again"));
+  PeerServer server(theirs, socketPath("back"), std::nullopt, nullptr);
+  Batch later = batchOf({reference("them", id, 20)});
+  EXPECT_EQ(fetcher.resolve(later, {{"them", server.boundEndpoint(), ""}}, 1), std::nullopt);
+  EXPECT_EQ(later.inputs[0], Value::string("made again"));
 }
 
 TEST(PeerFetchTest, BigValuesComeInSeveralFetchesThatEachFitInAMessage) {

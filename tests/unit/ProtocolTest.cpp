@@ -89,6 +89,7 @@ TEST(ProtocolTest, BatchesAndResultsCarryReferencesToKeptValues) {
 
   EXPECT_EQ(roundTrip<DropMessage>(DropMessage{{1, 2, 99}}).ids, (std::vector<uint64_t>{1, 2, 99}));
   EXPECT_EQ(roundTrip<FetchMessage>(FetchMessage{{7}}).ids, (std::vector<uint64_t>{7}));
+  EXPECT_EQ(roundTrip<LostMessage>(LostMessage{"w7"}).worker, "w7");
   const BlobsMessage blobs =
       roundTrip<BlobsMessage>(BlobsMessage{{7}, {Value::bytes(std::string(10, 'b'))}});
   EXPECT_EQ(blobs.values.at(0), Value::bytes(std::string(10, 'b')));
@@ -286,6 +287,7 @@ std::vector<Message> samples() {
   all.push_back(BlobsMessage{{4, 5}, {Value::integer(1), Value::list({Value::boolean(true)})}});
   all.push_back(PieceMessage{100, 50, std::string("\0\1\2", 3)});
   all.push_back(MoreMessage{});
+  all.push_back(LostMessage{"local-0"});
   return all;
 }
 

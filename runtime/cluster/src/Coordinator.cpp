@@ -943,6 +943,11 @@ private:
     log("worker " + worker.name + " lost: " + why);
     // A worker that can still hear us learns it at once (a remote one reconnects or restarts).
     sendTo(w, ErrorMessage{"this worker was declared lost: " + why, tell});
+    // The others stop waiting for its values (a fetch would wait out its time limit, 10 s by
+    // default, and its replica with it).
+    for (uint32_t other = 0; other < workers_.size(); ++other)
+      if (workers_[other].alive)
+        sendTo(other, LostMessage{worker.name});
     placement_->removeWorker(w);
     // Its kept values are gone: each is computed again from its recipe once the replicas
     // have moved, with the recomputations that ran on it.

@@ -7,13 +7,25 @@
 
 namespace orch::runtime {
 
-PeerFetcher::PeerFetcher(zmq::context_t &context, std::string self, KeptValues &kept,
-                         std::optional<CurveKeyPair> key, std::chrono::milliseconds timeout)
-    : context_(context), self_(std::move(self)), kept_(kept), key_(std::move(key)),
-      timeout_(timeout) {}
+void LostPeers::add(std::string worker, uint64_t batchesReceived) {
+  std::lock_guard lock(mutex_);
+  batchesBefore_[std::move(worker)] = batchesReceived;
+}
 
-std::optional<PeerFetcher::Missing> PeerFetcher::resolve(Batch &batch,
-                                                         const std::vector<PeerAddress> &peers) {
+bool LostPeers::lostSince(const std::string &worker, uint64_t arrival) const {
+  std::lock_guard lock(mutex_);
+  auto found = batchesBefore_.find(worker);
+  return found != batchesBefore_.end() && arrival < found->second;
+}
+
+PeerFetcher::PeerFetcher(zmq::context_t &context, std::string self, KeptValues &kept,
+                         std::optional<CurveKeyPair> key, std::chrono::milliseconds timeout,
+                         const LostPeers *lost)
+    : context_(context), self_(std::move(self)), kept_(kept), key_(std::move(key)),
+      timeout_(timeout), lost_(lost) {}
+
+std::optional<PeerFetcher::Missing>
+PeerFetcher::resolve(Batch &batch, const std::vector<PeerAddress> &peers, uint64_t arrival) {
   // Positions of the references, grouped by the worker that keeps them.
   std::map<std::string, std::vector<size_t>> byOwner;
   for (size_t i = 0; i < batch.inputs.size(); ++i)
@@ -49,7 +61,7 @@ std::optional<PeerFetcher::Missing> PeerFetcher::resolve(Batch &batch,
         ids.push_back(ref.id);
         bytes += ref.bytes;
       }
-      auto fetched = fetch(*peer, ids);
+      auto fetched = fetch(*peer, ids, arrival);
       if (auto *problem = std::get_if<Missing>(&fetched))
         return *problem;
       std::vector<Value> &values = std::get<std::vector<Value>>(fetched);
@@ -78,10 +90,15 @@ zmq::socket_t &PeerFetcher::socketFor(const PeerAddress &peer) {
 }
 
 std::variant<std::vector<Value>, PeerFetcher::Missing>
-PeerFetcher::fetch(const PeerAddress &peer, const std::vector<uint64_t> &ids) {
+PeerFetcher::fetch(const PeerAddress &peer, const std::vector<uint64_t> &ids, uint64_t arrival) {
   const std::string failed = "cannot fetch " + std::to_string(ids.size()) +
                              " kept value(s) from worker " + peer.worker + " at " + peer.endpoint +
                              ": ";
+  // The owner's values are computed again elsewhere: the batch is lost, not the time limit.
+  const auto lost = [&] { return lost_ && lost_->lostSince(peer.worker, arrival); };
+  const Missing gone{failed + "the coordinator lost that worker", ""};
+  if (lost())
+    return gone;
   zmq::socket_t &socket = socketFor(peer);
   try {
     sendMessage(socket, FetchMessage{ids});
@@ -93,10 +110,15 @@ PeerFetcher::fetch(const PeerAddress &peer, const std::vector<uint64_t> &ids) {
       if (left.count() <= 0)
         break;
       zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-      pollForInput(&item, 1, left);
+      pollForInput(&item, 1, std::min(left, kLostPeerCheck));
       auto frames = receiveFrames(socket);
-      if (!frames)
+      if (!frames) {
+        if (lost()) {
+          sockets_.erase(peer.endpoint);
+          return gone;
+        }
         continue;
+      }
       auto decoded = decodeMessage(frames->back().to_string_view());
       auto *message = std::get_if<Message>(&decoded);
       auto *blobs = message ? std::get_if<BlobsMessage>(message) : nullptr;

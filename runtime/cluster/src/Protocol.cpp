@@ -80,9 +80,9 @@ struct Unsigned {
 // --- the tables ---------------------------------------------------------------------------
 
 /// The message types in the order of Message's alternatives.
-constexpr const char *kMessageTypes[] = {"hello",     "welcome", "init",  "batch",   "result",
-                                         "heartbeat", "bye",     "error", "started", "release",
-                                         "drop",      "fetch",   "blobs", "piece",   "more"};
+constexpr const char *kMessageTypes[] = {
+    "hello",   "welcome", "init", "batch", "result", "heartbeat", "bye",  "error",
+    "started", "release", "drop", "fetch", "blobs",  "piece",     "more", "lost"};
 static_assert(std::size(kMessageTypes) == std::variant_size_v<Message>,
               "every message type has a name");
 
@@ -191,6 +191,7 @@ struct ProtocolFields {
     f("replica", Index{m.replica});
   }
   template <typename Visit> static void fields(Visit &&f, DropMessage &m) { f("ids", m.ids); }
+  template <typename Visit> static void fields(Visit &&f, LostMessage &m) { f("worker", m.worker); }
   template <typename Visit> static void fields(Visit &&f, FetchMessage &m) { f("ids", m.ids); }
   template <typename Visit> static void fields(Visit &&f, BlobsMessage &m) {
     f("ids", m.ids);

@@ -48,11 +48,15 @@ struct Locality {
   std::optional<CurveKeyPair> key;
   std::chrono::milliseconds fetchTimeout{2500};
   const plan::Plan &plan;
+  /// Workers the coordinator lost: fetches from them end at once.
+  const LostPeers &lost;
 };
 
 struct QueuedBatch {
   Batch batch;
   std::vector<PeerAddress> peers;
+  /// Its number among the batches this worker received (LostPeers).
+  uint64_t arrival = 0;
 };
 
 /// A batch whose references are resolved, or why they could not be.
@@ -102,9 +106,10 @@ private:
     ::pthread_setname_np(::pthread_self(),
                          ("orch-fetch-" + std::to_string(id_)).substr(0, 15).c_str());
     PeerFetcher fetcher(context, locality_.self, locality_.kept, locality_.key,
-                        locality_.fetchTimeout);
+                        locality_.fetchTimeout, &locality_.lost);
     while (std::optional<QueuedBatch> queued = queue_.pop()) {
-      std::optional<PeerFetcher::Missing> missing = fetcher.resolve(queued->batch, queued->peers);
+      std::optional<PeerFetcher::Missing> missing =
+          fetcher.resolve(queued->batch, queued->peers, queued->arrival);
       resolved_.push(ResolvedBatch{std::move(queued->batch), std::move(missing)});
     }
     resolved_.close();
@@ -372,7 +377,8 @@ private:
         // A fetch may take a few heartbeats' time (64 MiB over a slow link); a peer that is
         // gone is declared lost by the coordinator meanwhile.
         locality_.emplace(Locality{name_, kept_, options_.curveKey,
-                                   std::chrono::milliseconds(4 * heartbeatMs_ * liveness_), plan_});
+                                   std::chrono::milliseconds(4 * heartbeatMs_ * liveness_), plan_,
+                                   lostPeers_});
         lastHeard_ = Clock::now();
         // It answered, so the hello went: from now on sends wait for room (results are never
         // dropped).
@@ -444,7 +450,8 @@ private:
         result.report.batchError = "this worker hosts no replica " + std::to_string(batch->replica);
         send(result);
       } else {
-        replica->second->enqueue(QueuedBatch{std::move(batch->batch), std::move(batch->peers)});
+        replica->second->enqueue(
+            QueuedBatch{std::move(batch->batch), std::move(batch->peers), batchesReceived_++});
       }
     } else if (auto *fetch = std::get_if<FetchMessage>(&message)) {
       // The coordinator relays kept values to a worker that cannot reach this one's peer
@@ -455,6 +462,8 @@ private:
       sendFromOutbox();
     } else if (auto *drop = std::get_if<DropMessage>(&message)) {
       largeBytesFreed_ += kept_.drop(drop->ids);
+    } else if (auto *lost = std::get_if<LostMessage>(&message)) {
+      lostPeers_.add(lost->worker, batchesReceived_);
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
       // Released replicas end in the background: one may still be starting its process.
       if (auto found = replicas_.find(release->replica); found != replicas_.end()) {
@@ -675,6 +684,8 @@ private:
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastHeard_ = Clock::now();
   KeptValues kept_;
+  LostPeers lostPeers_;
+  uint64_t batchesReceived_ = 0;
   std::unique_ptr<PeerServer> peers_;
   static constexpr uint64_t kTrimEvery = 64 << 20;
   uint64_t largeBytesFreed_ = 0, bytesServedBefore_ = 0;

@@ -20,7 +20,7 @@ namespace orch::runtime {
 /// 2: values kept on the worker that made them (references in batches and results, drop,
 /// fetch and blobs between workers).
 /// 5: plans of format 2, their source positions beside them in welcome.
-inline constexpr uint32_t kProtocolVersion = 6;
+inline constexpr uint32_t kProtocolVersion = 7;
 
 /// Defaults of the liveness and pipelining settings (`orch run --heartbeat-ms --liveness
 /// --depth`): a heartbeat every 500 ms, a peer lost after 5 silent intervals, 2 batches sent
@@ -104,6 +104,13 @@ struct DropMessage {
   std::vector<uint64_t> ids;
 };
 
+/// Coordinator -> worker: that worker was lost; a fetch from it ends at once (the batch is
+/// reported lost and runs again with the values computed again) instead of waiting out its
+/// time limit.
+struct LostMessage {
+  std::string worker;
+};
+
 /// Worker -> worker (peer socket): send me these kept values.
 struct FetchMessage {
   std::vector<uint64_t> ids;
@@ -176,7 +183,7 @@ struct MoreMessage {};
 using Message =
     std::variant<HelloMessage, WelcomeMessage, InitMessage, BatchMessage, ResultMessage,
                  HeartbeatMessage, ByeMessage, ErrorMessage, StartedMessage, ReleaseMessage,
-                 DropMessage, FetchMessage, BlobsMessage, PieceMessage, MoreMessage>;
+                 DropMessage, FetchMessage, BlobsMessage, PieceMessage, MoreMessage, LostMessage>;
 
 const char *messageTypeName(const Message &message);
 /// The message as its fields: `batch {batch=3, replica=1, ..., grains=[2]}` (for logs and tests).
