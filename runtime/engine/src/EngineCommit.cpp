@@ -34,7 +34,7 @@ std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
   bool madeChildren = false;
   RoomForCopies roomKept;
   for (;;) {
-    keepRoomForCopies(room, roomKept);
+    roomKept.known = false;
     // The policy orders the Calls with work (by default: within the budget, retries before
     // fresh work before deferred recovery, then the oldest admission).
     CallCandidate best;
@@ -61,7 +61,7 @@ std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
         continue;
       }
       const BudgetVerdict verdict =
-          budgetVerdict(c, pendingGrains(queue, candidate.lane, c), copies(c), roomKept);
+          budgetVerdict(c, pendingGrains(queue, candidate.lane, c), copies(c), room, roomKept);
       candidate.rank = verdict.rank;
       loads[c].heldBackNow = candidate.rank == BudgetRank::HeldBack;
       if (loads[c].heldBackNow)
@@ -123,7 +123,8 @@ size_t LineageEngine::State::pendingGrains(const CallQueues &queue, Lane lane, C
 }
 
 BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount, bool copied,
-                                                  const RoomForCopies &room) const {
+                                                  const ExecutorRoom &executor,
+                                                  RoomForCopies &room) const {
   if (memory.limit == 0)
     return {BudgetRank::Fits};
   const CallLoad &load = loads[call];
@@ -135,7 +136,8 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
   if (load.measuredGrains == 0) {
     // Until its first batch is back a Call runs one batch at a time: its first wave could be
     // any size (a wave of renders before one was measured took a budget 1.36 times over).
-    if (committed + room.ofReadyInputs < memory.limit && load.inFlight == 0)
+    if (committed < memory.limit && load.inFlight == 0 &&
+        committed + keepRoomForCopies(executor, room).ofReadyInputs < memory.limit)
       return {BudgetRank::Fits};
     return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack};
   }
@@ -155,9 +157,12 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     return {BudgetRank::Fits, 0, std::max<size_t>(1, static_cast<size_t>(left / in))};
   }
   const uint64_t growth = static_cast<uint64_t>(perGrain * double(grainCount));
+  if (committed + copies + growth > memory.limit)
+    return {idle ? BudgetRank::Grows : BudgetRank::HeldBack, growth};
   // It leaves room for the ready inputs that consumers have free slots for, and for what it
   // makes itself, when its readers have slots free for that too (a render and the OCR
   // replicas waiting for pages).
+  keepRoomForCopies(executor, room);
   uint64_t toCome = 0;
   if (!room.ofInputsToCome.empty())
     for (CallId reader : layout.calls[call].readers)
@@ -177,11 +182,15 @@ double LineageEngine::State::growthPerGrain(CallId call) const {
   return out - double(load.inputBytes) / double(load.measuredGrains);
 }
 
-void LineageEngine::State::keepRoomForCopies(const ExecutorRoom &room, RoomForCopies &kept) const {
+const RoomForCopies &LineageEngine::State::keepRoomForCopies(const ExecutorRoom &room,
+                                                             RoomForCopies &kept) const {
+  if (kept.known)
+    return kept;
+  kept.known = true;
   kept.ofReadyInputs = 0;
   kept.ofInputsToCome.clear();
   if (memory.limit == 0 || !room.batchSlots)
-    return;
+    return kept;
   kept.ofInputsToCome.assign(loads.size(), 0);
   double ready = 0;
   for (CallId c : loads.ids()) {
@@ -209,6 +218,7 @@ void LineageEngine::State::keepRoomForCopies(const ExecutorRoom &room, RoomForCo
         static_cast<uint64_t>(double(std::min(free - readyGrains, load.waiting)) * in);
   }
   kept.ofReadyInputs = static_cast<uint64_t>(ready);
+  return kept;
 }
 
 void LineageEngine::State::unreserve(const OutstandingBatch &batch) {

@@ -176,6 +176,8 @@ struct RoomForCopies {
   /// Of the inputs each of them still waits for, as many as the rest of its slots take (by
   /// Call; 0 for the others).
   std::vector<uint64_t> ofInputsToCome;
+  /// Worked out for the state as it is now.
+  bool known = false;
 };
 
 /// What the byte budget says of a Call's next batch.
@@ -511,12 +513,13 @@ struct LineageEngine::State {
   size_t pendingGrains(const CallQueues &queue, Lane lane, CallId call) const;
   /// Whether the byte budget lets `call` dispatch a batch of up to `grains` grains now, how
   /// urgently, the growth to reserve for it, and how many grains may go. `copied`: its inputs
-  /// are copied while out; `room`: keepRoomForCopies.
-  BudgetVerdict budgetVerdict(CallId call, size_t grains, bool copied,
-                              const RoomForCopies &room) const;
+  /// are copied while out; `room`: keepRoomForCopies of `executor`, worked out when needed.
+  BudgetVerdict budgetVerdict(CallId call, size_t grains, bool copied, const ExecutorRoom &executor,
+                              RoomForCopies &room) const;
   /// The room Calls that add bytes leave for the copies of the inputs that the Calls giving
   /// bytes back may send out next (as many as the executor's free batch slots of each take).
-  void keepRoomForCopies(const ExecutorRoom &room, RoomForCopies &kept) const;
+  /// Worked out once per reservation (`kept.known`).
+  const RoomForCopies &keepRoomForCopies(const ExecutorRoom &room, RoomForCopies &kept) const;
   /// The bytes a grain of a measured `call` adds to those held once committed (its output
   /// less the inputs it lets go of); at most 0 for a Call that gives bytes back.
   double growthPerGrain(CallId call) const;
