@@ -24,7 +24,10 @@ struct Item {
   ItemOutcome outcome = ItemOutcome::Unresolved;
   Demand demand = Demand::Needed;
   /// Undecided items: consumers that have not yet said whether they read it.
-  uint8_t undecidedConsumers = 0;
+  uint8_t undecidedConsumers : 7 = 0;
+  /// Its value is one of its inputs' (a filter's, an if's): their item counts the bytes, and
+  /// outlives it (an input a computed node reads is never dropped early).
+  bool countedByInput : 1 = false;
   /// A choice node's own item (if, coalesce, filter): how far its choice has got
   /// (EngineDemand.cpp).
   uint8_t choiceStep = 0;

@@ -134,12 +134,13 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
   // a Call not measured yet goes before one known to add bytes (it may be the consumer).
   const bool idle = outstanding.empty();
   if (load.measuredGrains == 0) {
-    // Until its first batch is back a Call runs one batch at a time: its first wave could be
-    // any size (a wave of renders before one was measured took a budget 1.36 times over).
+    // Until its first batch is back a Call runs one grain at a time: its first wave could be
+    // any size (a wave of renders before one was measured took a budget 1.36 times over, a
+    // first batch of 16 pages to a Python consumer 1.58 times).
     if (committed < memory.limit && load.inFlight == 0 &&
         committed + keepRoomForCopies(executor, room).ofReadyInputs < memory.limit)
-      return {BudgetRank::Fits};
-    return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack};
+      return {BudgetRank::Fits, 0, 1};
+    return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack, 0, 1};
   }
   // While out, its inputs' copies (where they travel); once back, its growth.
   const double in = copied ? double(load.inputBytes) / double(load.measuredGrains) : 0.0;
@@ -157,8 +158,15 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     return {BudgetRank::Fits, 0, std::max<size_t>(1, static_cast<size_t>(left / in))};
   }
   const uint64_t growth = static_cast<uint64_t>(perGrain * double(grainCount));
-  if (committed + copies + growth > memory.limit)
-    return {idle ? BudgetRank::Grows : BudgetRank::HeldBack, growth};
+  if (committed + copies + growth > memory.limit) {
+    if (!idle)
+      return {BudgetRank::HeldBack, growth};
+    // Nothing is out: as many grains as fit go (one when none does), not a whole batch.
+    const double left = double(memory.limit - std::min(memory.limit, committed));
+    const size_t fit = std::max<size_t>(1, static_cast<size_t>(left / (perGrain + in)));
+    return {BudgetRank::Grows, static_cast<uint64_t>(perGrain * double(std::min(fit, grainCount))),
+            fit};
+  }
   // It leaves room for the ready inputs that consumers have free slots for, and for what it
   // makes itself, when its readers have slots free for that too (a render and the OCR
   // replicas waiting for pages).
@@ -176,10 +184,7 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
 
 double LineageEngine::State::growthPerGrain(CallId call) const {
   const CallLoad &load = loads[call];
-  const double out = double(load.outputBytes) / double(load.measuredGrains);
-  if (!layout.calls[call].releasesInputs)
-    return out;
-  return out - double(load.inputBytes) / double(load.measuredGrains);
+  return (double(load.outputBytes) - double(load.releasedBytes)) / double(load.measuredGrains);
 }
 
 const RoomForCopies &LineageEngine::State::keepRoomForCopies(const ExecutorRoom &room,
@@ -371,6 +376,7 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
       if (report.grains[entryOf[j]].kind == RowResultKind::Value)
         load.outputBytes += heldBytes(report.grains[entryOf[j]].value);
   }
+  const uint64_t releasedBefore = bytesReleasedByGrains;
   for (size_t j = 0; j < count; ++j) {
     if (!current[j])
       continue;
@@ -403,6 +409,8 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
       break;
     }
   }
+  if (memory.limit > 0)
+    loads[batch.call].releasedBytes += bytesReleasedByGrains - releasedBefore;
   ++stats.batchesCommitted;
   propagate();
   return {CommitStatus::Committed, ""};

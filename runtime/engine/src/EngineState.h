@@ -233,6 +233,11 @@ inline uint64_t heldBytes(const Value &value) {
   }
 }
 
+/// What an item counts for in the byte budget: nothing when its input's item counts its value.
+inline uint64_t countedBytes(const Item &item) {
+  return item.countedByInput ? 0 : heldBytes(item.value);
+}
+
 /// A slot of `pool`: a freed one when there is one, else a new one at the end.
 template <typename IdT, typename T>
 IdT allocateSlot(IdVector<IdT, T> &pool, std::vector<IdT> &freed) {
@@ -365,6 +370,8 @@ struct LineageEngine::State {
 
   EngineStats stats;
   MemoryAccount memory;
+  /// Bytes the grains' consumed inputs gave back, all told (CallLoad::releasedBytes).
+  uint64_t bytesReleasedByGrains = 0;
   std::vector<DedupSequencer> sequencers;
   /// Per node: its sequencer's index, or kNoIndex.
   IdVector<NodeId, uint32_t> sequencerOf;

@@ -197,6 +197,17 @@ uint32_t LineageEngine::State::recordFailure(EntityId entity, FailureKind kind, 
   return static_cast<uint32_t>(root.failures.size() - 1);
 }
 
+namespace {
+
+/// Nodes whose value may be one of their inputs' as it is, and whose inputs are never dropped
+/// before them (a node read by such a node has a reader that is not a Call).
+bool passesInputsOn(NodeKind kind) {
+  return kind == NodeKind::Filter || kind == NodeKind::Broadcast || kind == NodeKind::Project ||
+         kind == NodeKind::Compute || kind == NodeKind::Dedup;
+}
+
+} // namespace
+
 void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value,
                                    uint32_t cause) {
   Item &item = itemOf(entity, node);
@@ -210,9 +221,18 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   item.value = std::move(value);
   item.cause = cause;
   // The inputs it consumed go first: a page is not counted twice while its text is set.
-  if (planNode(node).kind == NodeKind::Invoke)
+  const plan::PlanNode &planned = planNode(node);
+  if (planned.kind == NodeKind::Invoke) {
     releaseConsumedInputs(entity, node);
-  holdBytes(heldBytes(item.value));
+  } else if (passesInputsOn(planned.kind) && heldBytes(item.value) > 16) {
+    // A filter's or a choice's value is one of its inputs': counted there once.
+    for (uint32_t input : planned.inputs)
+      if (item.value.sharesPayloadWith(inputItem(entity, NodeId(input)).value)) {
+        item.countedByInput = true;
+        break;
+      }
+  }
+  holdBytes(countedBytes(item));
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
 }
@@ -220,7 +240,9 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
 void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
   for (NodeId input : nodeLayout(node).releasedWhenDone) {
     Item &item = itemOf(entity, input);
-    releaseBytes(heldBytes(item.value));
+    const uint64_t bytes = countedBytes(item);
+    releaseBytes(bytes);
+    bytesReleasedByGrains += bytes;
     item.value = Value();
   }
 }
@@ -894,9 +916,9 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
       freeExpansions.push_back(expansion);
     }
     for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
-      Value &value = items[entity.items + i].value;
-      releaseBytes(heldBytes(value));
-      value = Value();
+      Item &item = items[entity.items + i];
+      releaseBytes(countedBytes(item));
+      item.value = Value();
     }
     for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
       Grain &grain = grains[entity.grains + g];

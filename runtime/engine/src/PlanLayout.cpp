@@ -10,10 +10,10 @@ using plan::NodeKind;
 namespace {
 
 /// The most operands a coalesce may have for its operands to be needed one at a time, and the
-/// most consumers a conditionally needed node may have (the counters in an Item are a byte):
-/// beyond them, operands are simply always needed.
+/// most consumers a conditionally needed node may have (the counters in an Item are a byte and
+/// seven bits): beyond them, operands are simply always needed.
 constexpr size_t kMaxChoiceOperands = 254;
-constexpr size_t kMaxConsumersThatMayNeed = 255;
+constexpr size_t kMaxConsumersThatMayNeed = 127;
 
 ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
   if (node.kind == NodeKind::Filter)
@@ -205,8 +205,6 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
                     NodeId(input)) == layout.nodes[n].releasedWhenDone.end())
         layout.nodes[n].releasedWhenDone.push_back(NodeId(input));
     }
-    if (node.kind == NodeKind::Invoke && !layout.nodes[n].releasedWhenDone.empty())
-      layout.calls[layout.nodes[n].call].releasesInputs = true;
     if (node.kind == NodeKind::Invoke)
       for (uint32_t input : node.inputs)
         if (plan.nodes[input].kind == NodeKind::Invoke) {

@@ -92,9 +92,6 @@ struct CallLayout {
   std::vector<NodeId> nodes;
   /// Positions in inputLabels of the per-row values it batches by (PlanCall::batchKeys).
   std::vector<uint32_t> batchKeyLabels;
-  /// Some node of it drops inputs once its grain is done (NodeLayout::releasedWhenDone): its
-  /// batches give their inputs' bytes back.
-  bool releasesInputs = false;
   /// The Calls that read its results as they are (an OCR reading the renders).
   std::vector<CallId> readers;
 };

@@ -43,6 +43,22 @@ const Value *Value::field(std::string_view name) const {
   return nullptr;
 }
 
+bool Value::sharesPayloadWith(const Value &other) const {
+  if (storage_.index() != other.storage_.index())
+    return false;
+  return std::visit(
+      [&other](const auto &mine) {
+        using T = std::decay_t<decltype(mine)>;
+        if constexpr (std::is_same_v<T, StringPtr> || std::is_same_v<T, BytesPtr> ||
+                      std::is_same_v<T, ListPtr> || std::is_same_v<T, RecordPtr> ||
+                      std::is_same_v<T, RefPtr>)
+          return mine && mine == std::get<T>(other.storage_);
+        else
+          return false;
+      },
+      storage_);
+}
+
 bool operator==(const Value &a, const Value &b) {
   if (a.kind() != b.kind())
     return false;

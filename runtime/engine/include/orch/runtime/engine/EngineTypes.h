@@ -436,6 +436,9 @@ struct CallLoad {
   uint64_t measuredGrains = 0;
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
+  /// Of their inputs, the bytes their grains let go of (nothing of a page another node still
+  /// reads, or that a filter passed on and its page still counts).
+  uint64_t releasedBytes = 0;
   /// At the last reservation it had work and the byte budget held it back (docs/runtime.md).
   bool heldBackNow = false;
 };

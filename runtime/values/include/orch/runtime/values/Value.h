@@ -79,6 +79,8 @@ public:
   std::string str() const;
 
   friend bool operator==(const Value &a, const Value &b);
+  /// The same string, bytes, list, record or reference (not an equal one): a copy of `other`.
+  bool sharesPayloadWith(const Value &other) const;
 
 private:
   using StringPtr = std::shared_ptr<const std::string>;
