@@ -39,7 +39,7 @@ protected:
   RunSummary run(const plan::Plan &plan) {
     RunOptions options;
     options.engine.infrastructureRetries = 1;
-    options.onRootFinished = [this](const RootResult &root) {
+    options.onRootFinished = [this](const RootResult &root, auto &) {
       for (const Failure &failure : root.failures)
         failures_.push_back(failure.message);
     };

@@ -143,7 +143,7 @@ protected:
 
   RunOptions collecting(std::vector<RootResult> &roots) {
     RunOptions options;
-    options.onRootFinished = [&roots](const RootResult &root) { roots.push_back(root); };
+    options.onRootFinished = [&roots](const RootResult &root, auto &) { roots.push_back(root); };
     return options;
   }
 

@@ -19,7 +19,7 @@ protected:
   RunSummary run(const std::string &program) {
     plan_ = compile(program);
     RunOptions options;
-    options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
+    options.onRootFinished = [this](const RootResult &root, auto &) { finished_.push_back(root); };
     return runOnThreads(plan_, registry_, options, 2);
   }
 

@@ -43,7 +43,7 @@ protected:
 
   Outcome run(const plan::Plan &plan, RunOptions options = {}) {
     Outcome outcome;
-    options.onRootFinished = [&outcome](const RootResult &root) {
+    options.onRootFinished = [&outcome](const RootResult &root, auto &) {
       outcome.status[root.sourceRow] = rootStatusName(root.status);
       if (!root.failures.empty())
         outcome.cause[root.sourceRow] = root.failures.front();

@@ -20,7 +20,7 @@ class ThreadExecutorTest : public orch::testing::RuntimeFixture {
 protected:
   RunSummary run(const plan::Plan &plan, unsigned threads = 4) {
     RunOptions options;
-    options.onRootFinished = [this](const RootResult &root) { finished_.push_back(root); };
+    options.onRootFinished = [this](const RootResult &root, auto &) { finished_.push_back(root); };
     return runOnThreads(plan, registry_, options, threads);
   }
 

@@ -23,7 +23,14 @@ runtime::Value pathValue(const std::vector<uint32_t> &path) {
 
 } // namespace
 
-void ErrorsJournal::record(const runtime::RootResult &root) {
+void ErrorsJournal::record(const runtime::RootResult &root,
+                           const std::function<void()> &keepAlive) {
+  keepAlive_ = keepAlive ? &keepAlive : nullptr;
+  recordRoot(root);
+  keepAlive_ = nullptr;
+}
+
+void ErrorsJournal::recordRoot(const runtime::RootResult &root) {
   if (root.status != runtime::RootStatus::Failed) {
     recordSkippedMembers(root);
     recordDuplicates(root);
@@ -96,7 +103,8 @@ void ErrorsJournal::write(const runtime::Value &entry) {
   // One write per line, so that a run killed meanwhile leaves whole lines.
   if (fd_ >= 0 && runtime::writeAll(fd_, line))
     size_ += line.size();
-  ++recorded_;
+  if (++recorded_ % kLinesBetweenKeepAlives == 0 && keepAlive_)
+    (*keepAlive_)();
 }
 
 ErrorsJournal::~ErrorsJournal() {

@@ -5,6 +5,7 @@
 #include "orch/plan/Plan.h"
 #include "orch/runtime/engine/EngineTypes.h"
 
+#include <functional>
 #include <string>
 
 namespace orch {
@@ -23,7 +24,8 @@ public:
   /// did not fail.
   /// False with the reason when it cannot.
   bool open(uint64_t keep, bool keepSkippedMembers, std::string &error);
-  void record(const runtime::RootResult &root);
+  /// `keepAlive` is called every few thousand lines (a row's million duplicates).
+  void record(const runtime::RootResult &root, const std::function<void()> &keepAlive = {});
 
   const std::string &path() const { return path_; }
   size_t recorded() const { return recorded_; }
@@ -32,11 +34,15 @@ public:
 
 private:
   static runtime::RecordFields describe(const runtime::Failure &failure);
+  void recordRoot(const runtime::RootResult &root);
   /// One line per member a `reduce(x, failed: "skip")` left out of a written or dropped row.
   void recordSkippedMembers(const runtime::RootResult &root);
+  /// Writes one line; every kLinesBetweenKeepAlives lines calls `keepAlive_`.
   /// One line per row a Dedup node dropped (`"kind": "duplicate"`), with its survivor.
   void recordDuplicates(const runtime::RootResult &root);
   void write(const runtime::Value &entry);
+  static constexpr size_t kLinesBetweenKeepAlives = 4096;
+  const std::function<void()> *keepAlive_ = nullptr;
 
   const plan::Plan &plan_;
   std::string path_;

@@ -359,7 +359,10 @@ int runPipeline(RunCommandOptions options) {
   settings.workerProgram = tools::siblingProgram("orch-worker");
   settings.log = logLine;
   runtime::RunOptions &runOptions = settings.run;
-  runOptions.onRootFinished = [&](const runtime::RootResult &root) { errors.record(root); };
+  runOptions.onRootFinished = [&](const runtime::RootResult &root,
+                                  const std::function<void()> &keepAlive) {
+    errors.record(root, keepAlive);
+  };
   runOptions.openErrorsJournal = [&](uint64_t keep,
                                      bool retryingFailed) -> std::optional<std::string> {
     std::string problem;

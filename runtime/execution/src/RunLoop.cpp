@@ -174,6 +174,7 @@ public:
 
   /// Called now and then while a root's many rows are written (BatchExecutor::keepAlive).
   std::function<void()> keepAlive;
+  inline static const std::function<void()> kNothingToKeepAlive = [] {};
 
   void deliver(std::vector<RootResult> roots, double now) {
     if (!ordered_) {
@@ -274,7 +275,7 @@ private:
       break;
     }
     if (options_.onRootFinished)
-      options_.onRootFinished(root);
+      options_.onRootFinished(root, keepAlive ? keepAlive : kNothingToKeepAlive);
     // Committed: a resumed run will not run this source row again, unless the run, not
     // the row, stopped it (interrupted, aborted).
     const bool stoppedByRun = stoppedByTheRun(root);

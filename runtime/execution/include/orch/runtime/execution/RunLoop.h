@@ -55,8 +55,10 @@ struct RunProgress {
 struct RunOptions {
   EngineOptions engine;
   /// Called on the engine's thread for every finished source row, after its sink rows are
-  /// written (the errors journal and progress hang here).
-  std::function<void(const RootResult &)> onRootFinished;
+  /// written (the errors journal and progress hang here). What writes much for one row (a
+  /// million duplicates' lines) calls `keepAlive` now and then: the workers must still hear
+  /// from their coordinator (BatchExecutor::keepAlive).
+  std::function<void(const RootResult &, const std::function<void()> &keepAlive)> onRootFinished;
   /// Called on the engine's thread at most every `progressInterval`.
   std::function<void(const RunProgress &)> onProgress;
   std::chrono::milliseconds progressInterval{500};

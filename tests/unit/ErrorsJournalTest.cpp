@@ -1,0 +1,47 @@
+// The errors journal of `orch run` (tools/orch/ErrorsJournal.h): one line per duplicate a
+// dedup dropped, written with the coordinator kept alive while a row's many lines go out.
+#include "ErrorsJournal.h"
+#include "EngineTestPlans.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace orch {
+namespace {
+
+TEST(ErrorsJournalTest, ARowsManyLinesKeepTheCoordinatorAlive) {
+  // A root with 1.5 million duplicates was written in one step: both workers lost their
+  // coordinator (silent for 2.5 s) meanwhile.
+  const plan::Plan plan = testing::compileRunnable(R"(
+pipeline p;
+source rows = jsonl("in.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+sink jsonl(path: "out.jsonl", record: { id: rows.id, pages: reduce(pages) });
+)");
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("orch-errors-test-" + std::to_string(::getpid()) + ".jsonl");
+  ErrorsJournal journal(plan, path.string());
+  std::string error;
+  ASSERT_TRUE(journal.open(0, false, error)) << error;
+  runtime::RootResult root;
+  root.status = runtime::RootStatus::Written;
+  for (uint32_t i = 0; i < 10000; ++i)
+    root.duplicates.push_back(runtime::DuplicateRow{"pages", 0, {i + 1}, 0, {0}, 1.0});
+  size_t calls = 0;
+  journal.record(root, [&calls] { ++calls; });
+  EXPECT_EQ(calls, 10000u / 4096u) << "every 4,096 lines";
+  journal.record(root); // no keep-alive: nothing to call
+  EXPECT_EQ(journal.recorded(), 20000u);
+  std::ifstream lines(path);
+  size_t count = 0;
+  for (std::string line; std::getline(lines, line);)
+    count += line.find("\"duplicate\"") != std::string::npos;
+  EXPECT_EQ(count, 20000u);
+  std::filesystem::remove(path);
+}
+
+} // namespace
+} // namespace orch
