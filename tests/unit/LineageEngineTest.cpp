@@ -173,6 +173,15 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(texts) });
   EXPECT_EQ(engine.memory().peak, rowBytes + 100 * (16 + 1000));
 }
 
+/// A program making `sums` from a page per child of each row (`docs.n`) by `body`, and writing
+/// each row's sums.
+plan::Plan pagesProgram(const std::string &body) {
+  return compile("pipeline pages;\nsource docs = jsonl(\"in.jsonl\") as Doc;\n"
+                 "pages = expand(test.split(docs, field: \"n\")) as Page;\n" +
+                 body +
+                 "sink jsonl(path: \"out.jsonl\", record: { id: docs.id, sums: reduce(sums) });\n");
+}
+
 /// Runs `rows` roots of `children` pages each through `plan` (test.split, then "images" making
 /// 100 KB values and Calls giving back integers) as an executor with `slots` batches per Call
 /// would: roots admitted while the engine takes them, every batch the engine gives taken while
@@ -232,13 +241,9 @@ uint64_t peakWithSlots(const plan::Plan &plan, uint64_t limit, uint32_t children
 TEST(LineageEngineTest, AConsumersInputsInFlightAreCountedAndTheProducerLeavesThemRoom) {
   // The consumer gives bytes back and always ran; its inputs in flight (copies sent to its
   // replicas) came on top of a full budget: 1.4 times a budget of 1 MB.
-  plan::Plan plan = compile(R"(
-pipeline pages;
-source docs = jsonl("in.jsonl") as Doc;
-pages = expand(test.split(docs, field: "n")) as Page;
+  plan::Plan plan = pagesProgram(R"(
 images = test.blob(pages, bytes: 100000) { replicas: 2 };
-texts = test.checksum(images) { batch: 2, replicas: 2 };
-sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(texts) });
+sums = test.checksum(images) { batch: 2, replicas: 2 };
 )");
   const uint64_t limit = 1000000;
   auto slots = [](uint32_t) { return 4u; };
@@ -251,13 +256,9 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(texts) });
 
 TEST(LineageEngineTest, AChainOfConsumersPassingPagesOnStaysWithinTheBudget) {
   // test.sleep hands each page on to test.checksum: every slot of both can hold a copy.
-  plan::Plan plan = compile(R"(
-pipeline pages;
-source docs = jsonl("in.jsonl") as Doc;
-pages = expand(test.split(docs, field: "n")) as Page;
+  plan::Plan plan = pagesProgram(R"(
 images = test.blob(pages, bytes: 100000) { batch: 4, replicas: 3 };
 sums = test.checksum(test.sleep(images, ms: 0)) { batch: 2 };
-sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(sums) });
 )");
   const uint64_t limit = 1200000;
   for (uint32_t slots : {2u, 4u, 8u})
@@ -278,15 +279,9 @@ TEST(LineageEngineTest, AloneABatchTakesAsManyGrainsAsFitAndAFirstBatchOne) {
   // With nothing out a whole batch went: 8 values of 256 KiB took a 1 MiB budget 2.5 times,
   // and a first batch of 16 pages to a consumer not measured yet 1.6 times.
   for (const char *options : {"{ batch: 8 }", "{ batch: 4, replicas: 3 }"}) {
-    plan::Plan plan = compile(std::string(R"(
-pipeline pages;
-source docs = jsonl("in.jsonl") as Doc;
-pages = expand(test.split(docs, field: "n")) as Page;
-images = test.blob(pages, bytes: 100000) )") +
-                              options + R"(;
-texts = test.checksum(images) { batch: 16 };
-sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(texts) });
-)");
+    plan::Plan plan =
+        pagesProgram("images = test.blob(pages, bytes: 100000) " + std::string(options) +
+                     ";\nsums = test.checksum(images) { batch: 16 };\n");
     for (const uint64_t limit : {250000u, 400000u, 1000000u})
       EXPECT_LE(peakWithSlots(plan, limit, 40, [](uint32_t) { return 2u; }), limit + 100000 + 1000)
           << options << ", a budget of " << limit;
@@ -296,14 +291,10 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(texts) });
 TEST(LineageEngineTest, AFiltersValueIsItsInputsAndCountsOnce) {
   // The page a filter let through was counted twice, and its producer did not expect that:
   // 1.7 times the budget.
-  plan::Plan plan = compile(R"(
-pipeline pages;
-source docs = jsonl("in.jsonl") as Doc;
-pages = expand(test.split(docs, field: "n")) as Page;
+  plan::Plan plan = pagesProgram(R"(
 images = test.blob(pages, bytes: 100000) { batch: 4, replicas: 3 };
 big = filter(images, math.gt(pages, 2));
 sums = test.checksum(test.sleep(big, ms: 0)) { batch: 2 };
-sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(sums) });
 )");
   EngineOptions options;
   LineageEngine engine(plan, options);
