@@ -9,10 +9,6 @@ namespace orch::runtime {
 bool DispatchPolicy::before(const CallCandidate &a, const CallCandidate &b) const {
   if (a.rank != b.rank)
     return a.rank < b.rank;
-  // Over the budget with nothing out, the Call that adds least goes first: the consumer that
-  // lets rows finish, not the producer of more pages.
-  if (a.rank == BudgetRank::Grows && a.growthPerGrain != b.growthPerGrain)
-    return a.growthPerGrain < b.growthPerGrain;
   if (a.lane != b.lane)
     return a.lane < b.lane;
   return a.admission < b.admission;

@@ -78,8 +78,6 @@ struct CallCandidate {
   Lane lane = Lane::None;
   /// The admission index of the root of the grain (or pending batch) at its lane's front.
   uint64_t admission = UINT64_MAX;
-  /// Grows: the bytes a grain of it adds to those held, as measured.
-  double growthPerGrain = 0;
 };
 
 class DispatchPolicy {
@@ -90,9 +88,8 @@ public:
   /// A Call's queue (`seed` for policies that draw at random).
   virtual std::unique_ptr<ReadyQueue> makeQueue(uint64_t seed) const = 0;
   /// Whether `a`'s batch is dispatched before `b`'s. By default: what fits the byte budget
-  /// first (over it with nothing out, the Call that adds least), then retries before fresh
-  /// work before deferred recovery, then the oldest admission (the oldest source row finishes
-  /// first).
+  /// first, then retries before fresh work before deferred recovery, then the oldest admission
+  /// (the oldest source row finishes first).
   virtual bool before(const CallCandidate &a, const CallCandidate &b) const;
 };
 

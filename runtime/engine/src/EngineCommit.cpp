@@ -63,8 +63,6 @@ std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
       const BudgetVerdict verdict =
           budgetVerdict(c, pendingGrains(queue, candidate.lane, c), copies(c), room, roomKept);
       candidate.rank = verdict.rank;
-      if (candidate.rank == BudgetRank::Grows)
-        candidate.growthPerGrain = growthPerGrain(c);
       loads[c].heldBackNow = candidate.rank == BudgetRank::HeldBack;
       if (loads[c].heldBackNow)
         continue;
