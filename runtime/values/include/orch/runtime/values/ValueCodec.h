@@ -85,8 +85,8 @@ struct ValueReadLimits {
 };
 
 /// The MessagePack ext type of a list of more than kLongListElements elements (docs/protocol.md,
-/// "Bodies" and "Limits"): its body is the elements as consecutive arrays of kLongListChunk elements
-/// (the last one shorter). Shorter lists are arrays, so every message that could be sent
+/// "Bodies" and "Limits"): its body is the elements as consecutive arrays of kLongListChunk
+/// elements (the last one shorter). Shorter lists are arrays, so every message that could be sent
 /// before is written as it was.
 inline constexpr int8_t kLongListExtType = 2;
 inline constexpr uint32_t kLongListElements = ValueReadLimits::kArrayElements;
