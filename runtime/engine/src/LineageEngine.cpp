@@ -222,9 +222,10 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   item.cause = cause;
   // The inputs it consumed go first: a page is not counted twice while its text is set.
   const plan::PlanNode &planned = planNode(node);
+  const uint64_t bytes = heldBytes(item.value); // walks a list: once
   if (planned.kind == NodeKind::Invoke) {
     releaseConsumedInputs(entity, node);
-  } else if (passesInputsOn(planned.kind) && heldBytes(item.value) > 16) {
+  } else if (passesInputsOn(planned.kind) && bytes > 16) {
     // A filter's or a choice's value is one of its inputs': counted there once.
     for (uint32_t input : planned.inputs)
       if (item.value.sharesPayloadWith(inputItem(entity, NodeId(input)).value)) {
@@ -232,7 +233,7 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
         break;
       }
   }
-  holdBytes(countedBytes(item));
+  holdBytes(item.countedByInput ? 0 : bytes);
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
 }
