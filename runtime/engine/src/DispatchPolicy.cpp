@@ -11,7 +11,9 @@ bool DispatchPolicy::before(const CallCandidate &a, const CallCandidate &b) cons
     return a.rank < b.rank;
   if (a.lane != b.lane)
     return a.lane < b.lane;
-  return a.admission < b.admission;
+  if (a.admission != b.admission)
+    return a.admission < b.admission;
+  return a.call.index > b.call.index;
 }
 
 std::unique_ptr<DispatchPolicy> makeDispatchPolicy(const EngineOptions &options) {

@@ -89,7 +89,8 @@ public:
   virtual std::unique_ptr<ReadyQueue> makeQueue(uint64_t seed) const = 0;
   /// Whether `a`'s batch is dispatched before `b`'s. By default: what fits the byte budget
   /// first, then retries before fresh work before deferred recovery, then the oldest admission
-  /// (the oldest source row finishes first).
+  /// (the oldest source row finishes first), then the later Call in the program (a row's pages
+  /// are consumed before more of them are made).
   virtual bool before(const CallCandidate &a, const CallCandidate &b) const;
 };
 

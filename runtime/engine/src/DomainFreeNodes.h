@@ -21,13 +21,17 @@ struct Item {
   Value value;
   /// Failed and Suppressed items: index of the cause in their root's failures.
   uint32_t cause = kNoIndex;
-  ItemOutcome outcome = ItemOutcome::Unresolved;
-  Demand demand = Demand::Needed;
+  ItemOutcome outcome : 3 = ItemOutcome::Unresolved;
+  Demand demand : 2 = Demand::Needed;
+  /// Its value is one of its inputs' (a filter's, an if's): that input's item counts the
+  /// bytes, and outlives this one (it counts this one among its readers until it goes).
+  bool countedByInput : 1 = false;
+  /// Its consumers have been visited since it resolved (its value may go once unread).
+  bool visited : 1 = false;
   /// Undecided items: consumers that have not yet said whether they read it.
   uint8_t undecidedConsumers : 7 = 0;
-  /// Its value is one of its inputs' (a filter's, an if's): their item counts the bytes, and
-  /// outlives it (an input a computed node reads is never dropped early).
-  bool countedByInput : 1 = false;
+  /// Readers (NodeLayout::readers) still to finish with its value.
+  uint8_t readersLeft = 0;
   /// A choice node's own item (if, coalesce, filter): how far its choice has got
   /// (EngineDemand.cpp).
   uint8_t choiceStep = 0;

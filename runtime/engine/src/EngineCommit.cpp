@@ -60,8 +60,8 @@ std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
         loads[c].heldBackNow = false;
         continue;
       }
-      const BudgetVerdict verdict =
-          budgetVerdict(c, pendingGrains(queue, candidate.lane, c), copies(c), room, roomKept);
+      const BudgetVerdict verdict = budgetVerdict(c, pendingGrains(queue, candidate.lane, c),
+                                                  copies(c), room, roomKept, candidate.admission);
       candidate.rank = verdict.rank;
       loads[c].heldBackNow = candidate.rank == BudgetRank::HeldBack;
       if (loads[c].heldBackNow)
@@ -123,8 +123,8 @@ size_t LineageEngine::State::pendingGrains(const CallQueues &queue, Lane lane, C
 }
 
 BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount, bool copied,
-                                                  const ExecutorRoom &executor,
-                                                  RoomForCopies &room) const {
+                                                  const ExecutorRoom &executor, RoomForCopies &room,
+                                                  uint64_t admission) const {
   if (memory.limit == 0)
     return {BudgetRank::Fits};
   const CallLoad &load = loads[call];
@@ -175,11 +175,27 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
   if (!room.ofInputsToCome.empty())
     for (CallId reader : layout.calls[call].readers)
       toCome += room.ofInputsToCome[reader.index];
-  const uint64_t kept = room.ofReadyInputs + std::min(growth, toCome);
+  const uint64_t kept = room.ofReadyInputs + std::min(growth, toCome) +
+                        roomForOlderRows(admission, committed + copies + growth);
   return {committed + kept + copies + growth <= memory.limit ? BudgetRank::Fits
           : idle                                             ? BudgetRank::Grows
                                                              : BudgetRank::HeldBack,
           growth};
+}
+
+uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t committed) const {
+  if (committed < memory.limit / 4)
+    return 0;
+  // The oldest rows are the ones looked at; past a few dozen the estimate is rough anyway.
+  constexpr size_t kRowsLookedAt = 64;
+  const uint64_t perRow = rowBytes.perRow();
+  uint64_t room = 0;
+  size_t looked = 0;
+  for (auto it = liveByAdmission.begin();
+       it != liveByAdmission.end() && it->first < admission && looked < kRowsLookedAt;
+       ++it, ++looked)
+    room += perRow - std::min(perRow, roots[it->second].heldBytes);
+  return room;
 }
 
 double LineageEngine::State::growthPerGrain(CallId call) const {
@@ -270,6 +286,7 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
     }
   }
   record.grains = std::move(queued);
+  record.inputs = batch.inputs;
   outstanding.emplace(batch.id, std::move(record));
   ++stats.batchesDispatched;
   return batch;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -103,7 +104,25 @@ struct Root {
   bool finishing = false;
   /// Rows Dedup nodes dropped under this root.
   std::vector<DuplicateRow> duplicates;
+  /// Bytes of its items' values held now (MemoryAccount::items), and the most they have been.
+  uint64_t heldBytes = 0;
+  uint64_t peakHeldBytes = 0;
 };
+
+/// What rows have held at their most, for admission under the byte budget: a row is admitted
+/// while the rows live and it fit at what rows have held (canAdmit).
+struct RowBytes {
+  uint64_t finishedPeaks = 0;
+  uint64_t finishedRows = 0;
+  /// The most any row has held so far, finished or not.
+  uint64_t largestPeak = 0;
+  /// What a row is expected to hold at its most: the mean over finished rows; before one
+  /// finished, the most a row has held yet.
+  uint64_t perRow() const { return finishedRows ? finishedPeaks / finishedRows : largestPeak; }
+};
+
+/// Under the byte budget, the rows live at once before any of them finished.
+constexpr size_t kRowsBeforeOneFinishes = 4;
 
 /// One Dedup node's decisions (DedupSequencer.cpp): its index of survivors and, in source
 /// order, a cursor over its domain's entities: the entity it decides next is the first one in
@@ -199,6 +218,10 @@ struct OutstandingBatch {
   uint64_t inputBytes = 0;
   uint64_t copiedBytes = 0;
   uint64_t reservedBytes = 0;
+  /// Its inputs, held until it ends: a grain suppressed or cancelled while out lets its inputs
+  /// go from their items, and a value a worker keeps must not be dropped there while a batch
+  /// may still fetch it (a reference's last holder drops it; protocol.md, "drop").
+  std::vector<Value> inputs;
 };
 
 struct CallQueues {
@@ -370,6 +393,9 @@ struct LineageEngine::State {
 
   EngineStats stats;
   MemoryAccount memory;
+  RowBytes rowBytes;
+  /// The live roots, oldest admission first.
+  std::map<uint64_t, RootId> liveByAdmission;
   /// Bytes the grains' consumed inputs gave back, all told (CallLoad::releasedBytes).
   uint64_t bytesReleasedByGrains = 0;
   std::vector<DedupSequencer> sequencers;
@@ -403,10 +429,18 @@ struct LineageEngine::State {
   /// Records a failure under `entity`'s root (no Call: `call` is none); returns its index there.
   uint32_t recordFailure(EntityId entity, FailureKind kind, CallId call, std::string message);
   void setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value, uint32_t cause);
-  /// Drops the values of `node`'s inputs that nothing else reads (NodeLayout::releasedWhenDone).
+  /// The input whose value `node`'s item is, as it is (the first in input order); none if none.
+  NodeId sharedInputOf(EntityId entity, NodeId node) const;
+  /// One reader of `input` (NodeLayout::readers) has finished with its value: the last one
+  /// drops it, once its consumers have been visited.
+  void readerDone(EntityId entity, NodeId input);
+  /// Drops `node`'s value, and then the value it passed on when it was that one's last reader.
+  void dropValue(EntityId entity, NodeId node);
+  /// An expand's: drops the list it expanded when nothing else reads it
+  /// (NodeLayout::releasedWhenDone).
   void releaseConsumedInputs(EntityId entity, NodeId node);
-  void holdBytes(uint64_t bytes);
-  void releaseBytes(uint64_t bytes);
+  void holdBytes(RootId root, uint64_t bytes);
+  void releaseBytes(RootId root, uint64_t bytes);
   void setPhase(Grain &grain, NodeId node, GrainPhase to);
 
   // Demand (EngineDemand.cpp): which items some consumer needs (semantics.md).
@@ -522,7 +556,11 @@ struct LineageEngine::State {
   /// urgently, the growth to reserve for it, and how many grains may go. `copied`: its inputs
   /// are copied while out; `room`: keepRoomForCopies of `executor`, worked out when needed.
   BudgetVerdict budgetVerdict(CallId call, size_t grains, bool copied, const ExecutorRoom &executor,
-                              RoomForCopies &room) const;
+                              RoomForCopies &room, uint64_t admission) const;
+  /// Under pressure (a quarter of the budget committed), what the rows admitted before
+  /// `admission` are expected to add before they finish (RowBytes::perRow): a younger row's
+  /// Call that adds bytes leaves room for it, so that the oldest rows finish first.
+  uint64_t roomForOlderRows(uint64_t admission, uint64_t committed) const;
   /// The room Calls that add bytes leave for the copies of the inputs that the Calls giving
   /// bytes back may send out next (as many as the executor's free batch slots of each take).
   /// Worked out once per reservation (`kept.known`).

@@ -137,6 +137,7 @@ EntityId LineageEngine::State::createEntity(DomainId domain, EntityId parent, ui
       item.demand = Demand::Undecided;
       item.undecidedConsumers = node.consumersThatMayNeed;
     }
+    item.readersLeft = node.readers;
   }
   for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
     Grain &grain = grains[entity.grains + g];
@@ -199,8 +200,7 @@ uint32_t LineageEngine::State::recordFailure(EntityId entity, FailureKind kind, 
 
 namespace {
 
-/// Nodes whose value may be one of their inputs' as it is, and whose inputs are never dropped
-/// before them (a node read by such a node has a reader that is not a Call).
+/// Nodes whose value may be one of their inputs' as it is (a filter's, an if's).
 bool passesInputsOn(NodeKind kind) {
   return kind == NodeKind::Filter || kind == NodeKind::Broadcast || kind == NodeKind::Project ||
          kind == NodeKind::Compute || kind == NodeKind::Dedup;
@@ -220,43 +220,89 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   item.outcome = outcome;
   item.value = std::move(value);
   item.cause = cause;
-  // The inputs it consumed go first: a page is not counted twice while its text is set.
-  const plan::PlanNode &planned = planNode(node);
   const uint64_t bytes = heldBytes(item.value); // walks a list: once
-  if (planned.kind == NodeKind::Invoke) {
-    releaseConsumedInputs(entity, node);
-  } else if (passesInputsOn(planned.kind) && bytes > 16) {
-    // A filter's or a choice's value is one of its inputs': counted there once.
-    for (uint32_t input : planned.inputs)
-      if (item.value.sharesPayloadWith(inputItem(entity, NodeId(input)).value)) {
-        item.countedByInput = true;
-        break;
-      }
+  // A filter's or a choice's value is one of its inputs': counted there once.
+  const NodeId shared =
+      passesInputsOn(planNode(node).kind) && bytes > 16 ? sharedInputOf(entity, node) : NodeId();
+  item.countedByInput = shared.valid();
+  // The inputs it has finished reading go first: a page is not counted twice while its text
+  // is set. The one whose value it passes on stays while it does.
+  const plan::PlanNode &planned = planNode(node);
+  for (size_t i = 0; i < planned.inputs.size(); ++i) {
+    const NodeId input(planned.inputs[i]);
+    if (input != shared && std::find(planned.inputs.begin(), planned.inputs.begin() + i,
+                                     input.index) == planned.inputs.begin() + i)
+      readerDone(entity, input);
   }
-  holdBytes(item.countedByInput ? 0 : bytes);
+  holdBytes(entities[entity].root, item.countedByInput ? 0 : bytes);
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
+}
+
+NodeId LineageEngine::State::sharedInputOf(EntityId entity, NodeId node) const {
+  const Value &value = inputItem(entity, node).value;
+  for (uint32_t input : planNode(node).inputs)
+    if (value.sharesPayloadWith(inputItem(entity, NodeId(input)).value))
+      return NodeId(input);
+  return NodeId();
+}
+
+void LineageEngine::State::readerDone(EntityId entity, NodeId input) {
+  // Only an input of the reader's own entity counts its readers (NodeLayout::readers).
+  if (nodeLayout(input).readers == 0 || domainOf(input) != entities[entity].domain)
+    return;
+  Item &item = itemOf(entity, input);
+  if (item.readersLeft == 0)
+    engineInvariantFailed("node " + std::to_string(input.index) + " read once too often");
+  if (--item.readersLeft == 0 && item.visited)
+    dropValue(entity, input);
+}
+
+void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
+  // A chain of filters and choices lets go from its end back to the value they passed on.
+  for (;;) {
+    Item &item = itemOf(entity, node);
+    const NodeId shared = item.countedByInput ? sharedInputOf(entity, node) : NodeId();
+    const uint64_t bytes = countedBytes(item);
+    releaseBytes(entities[entity].root, bytes);
+    bytesReleasedByGrains += bytes;
+    item.value = Value();
+    if (!shared.valid() || nodeLayout(shared).readers == 0 ||
+        domainOf(shared) != entities[entity].domain)
+      return;
+    Item &input = itemOf(entity, shared);
+    if (input.readersLeft == 0)
+      engineInvariantFailed("node " + std::to_string(shared.index) + " read once too often");
+    if (--input.readersLeft != 0 || !input.visited)
+      return;
+    node = shared;
+  }
 }
 
 void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
   for (NodeId input : nodeLayout(node).releasedWhenDone) {
     Item &item = itemOf(entity, input);
     const uint64_t bytes = countedBytes(item);
-    releaseBytes(bytes);
+    releaseBytes(entities[entity].root, bytes);
     bytesReleasedByGrains += bytes;
     item.value = Value();
   }
 }
 
-void LineageEngine::State::holdBytes(uint64_t bytes) {
+void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
   memory.items += bytes;
   memory.peak = std::max(memory.peak, memory.held());
+  Root &owner = roots[root];
+  owner.heldBytes += bytes;
+  owner.peakHeldBytes = std::max(owner.peakHeldBytes, owner.heldBytes);
+  rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
 }
 
-void LineageEngine::State::releaseBytes(uint64_t bytes) {
-  if (bytes > memory.items)
+void LineageEngine::State::releaseBytes(RootId root, uint64_t bytes) {
+  if (bytes > memory.items || bytes > roots[root].heldBytes)
     engineInvariantFailed("more bytes released than held");
   memory.items -= bytes;
+  roots[root].heldBytes -= bytes;
 }
 
 void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
@@ -346,6 +392,11 @@ void LineageEngine::State::processEvent(const Event &event) {
                             " consumer in another domain");
     }
   }
+  // Its readers may all have finished already (failed by another input): it goes now.
+  Item &item = itemOf(event.entity, event.node);
+  item.visited = true;
+  if (item.readersLeft == 0 && nodeLayout(event.node).readers > 0)
+    dropValue(event.entity, event.node);
   const RootId root = entities[event.entity].root;
   if (nodeLayout(event.node).sinkInput)
     sinkInputResolved(root);
@@ -918,7 +969,7 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
     }
     for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
       Item &item = items[entity.items + i];
-      releaseBytes(countedBytes(item));
+      releaseBytes(entity.root, countedBytes(item));
       item.value = Value();
     }
     for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {
@@ -988,6 +1039,9 @@ void LineageEngine::State::finishRoot(RootId rootId) {
 
 void LineageEngine::State::retireRoot(RootId root, RootResult result) {
   releaseEntityTree(roots[root].entity);
+  rowBytes.finishedPeaks += roots[root].peakHeldBytes;
+  ++rowBytes.finishedRows;
+  liveByAdmission.erase(roots[root].admission);
   roots[root] = Root{};
   freeRoots.push_back(root);
   --liveRootCount;
@@ -1043,11 +1097,26 @@ bool LineageEngine::canAdmit() const {
   // The flat-record baseline admits everything: its reduces wait for the whole child domain.
   if (s.abortReason || s.options.gather == GatherMode::GlobalBarrier)
     return true;
-  // Over the byte budget the roots already started finish first (one always runs).
-  if (s.memory.limit > 0 && s.liveRootCount > 0 &&
-      s.memory.held() + s.memory.reserved >= s.memory.limit)
+  if (s.liveRootCount >= s.options.maxLiveRoots)
     return false;
-  return s.liveRootCount < s.options.maxLiveRoots;
+  // Over the byte budget the roots already started finish first (one always runs); below it
+  // a row comes in while the live rows and it fit at what a row holds at its most (the mean
+  // over finished rows; before one finished, the most a row holds yet): a row's values that
+  // stay until it finishes (what a sink writes, what a broadcast or a reduce reads) are not
+  // released by running its Calls.
+  if (s.memory.limit == 0 || s.liveRootCount == 0)
+    return true;
+  const MemoryAccount &memory = s.memory;
+  const uint64_t committed = memory.held() + memory.reserved;
+  if (committed >= memory.limit)
+    return false;
+  // Before any row finished, what rows hold is not known: a few start (the rows admitted at
+  // once would each keep what they make).
+  if (s.rowBytes.finishedRows == 0 && s.liveRootCount >= kRowsBeforeOneFinishes)
+    return false;
+  const uint64_t perRow = s.rowBytes.perRow();
+  const uint64_t expected = std::max(memory.items, perRow * s.liveRootCount) + perRow;
+  return committed - memory.items + expected <= memory.limit;
 }
 
 const MemoryAccount &LineageEngine::memory() const { return state_->memory; }
@@ -1082,6 +1151,7 @@ uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {
   root.live = true;
   root.unresolved = 0;
   ++s.liveRootCount;
+  s.liveByAdmission.emplace_hint(s.liveByAdmission.end(), admission, rootId);
   const plan::PlanSource &planSource = s.plan.sources[source];
   const DomainId domain(planSource.domain);
   // The key names the row in its source (not its admission, which a resumed run changes), so

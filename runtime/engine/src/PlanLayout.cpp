@@ -14,6 +14,8 @@ namespace {
 /// seven bits): beyond them, operands are simply always needed.
 constexpr size_t kMaxChoiceOperands = 254;
 constexpr size_t kMaxConsumersThatMayNeed = 127;
+/// The most readers an item counts down (Item::readersLeft is a byte): beyond them it stays.
+constexpr size_t kMaxReaders = 255;
 
 ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
   if (node.kind == NodeKind::Filter)
@@ -25,6 +27,25 @@ ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
   if (info.compute == plan::ComputeOp::Coalesce && node.inputs.size() <= kMaxChoiceOperands)
     return ChoiceKind::Coalesce;
   return ChoiceKind::None;
+}
+
+/// NodeLayout::readers of `n`: its distinct consumers when all are of its own domain and its
+/// item may go before its entity does; 0 when it stays.
+uint8_t readersThatRelease(const plan::Plan &plan, const PlanLayout &layout, NodeId n) {
+  const plan::PlanNode &node = plan.nodes[n.index];
+  if (node.domain == plan::kNone || node.kind == NodeKind::Source || !node.sinks.empty() ||
+      layout.nodes[n].sinkInput || node.consumers.empty())
+    return 0;
+  std::vector<uint32_t> distinct;
+  for (uint32_t consumer : node.consumers) {
+    // A consumer of another domain (an expand, a reduce, a broadcast) reads it for as long as
+    // the entity lives.
+    if (plan.nodes[consumer].domain != node.domain)
+      return 0;
+    if (std::find(distinct.begin(), distinct.end(), consumer) == distinct.end())
+      distinct.push_back(consumer);
+  }
+  return distinct.size() > kMaxReaders ? 0 : static_cast<uint8_t>(distinct.size());
 }
 
 /// Classifies every node's demand (NodeDemand), from the sinks back: nodes come after their
@@ -188,21 +209,16 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
       ++layout.domains[DomainId(plan.nodes[n.index].domain)].pendingSinkInputs;
   for (NodeId n : layout.nodes.ids()) {
     const plan::PlanNode &node = plan.nodes[n.index];
+    layout.nodes[n].readers = readersThatRelease(plan, layout, n);
     if (node.kind != NodeKind::Invoke && node.kind != NodeKind::Expand)
       continue;
-    // An invoke reads items of its own entity; an expand, its parent's.
-    const uint32_t readDomain = node.kind == NodeKind::Invoke
-                                    ? node.domain
-                                    : layout.domains[DomainId(node.domain)].parent.index;
-    for (uint32_t input : node.inputs) {
+    if (node.kind == NodeKind::Expand) {
+      // An expand reads its parent's item: the list goes once the children hold its elements.
+      const uint32_t input = node.inputs[0];
       const plan::PlanNode &read = plan.nodes[input];
-      const bool onlyThisGrain = read.consumers.size() == 1 && read.consumers[0] == n.index &&
-                                 read.sinks.empty() && !layout.nodes[NodeId(input)].sinkInput;
-      // A source row stays: it names its row in failure reports.
-      if (onlyThisGrain && read.domain == readDomain && read.kind != NodeKind::Source &&
-          std::find(layout.nodes[n].releasedWhenDone.begin(),
-                    layout.nodes[n].releasedWhenDone.end(),
-                    NodeId(input)) == layout.nodes[n].releasedWhenDone.end())
+      if (read.consumers.size() == 1 && read.consumers[0] == n.index && read.sinks.empty() &&
+          !layout.nodes[NodeId(input)].sinkInput && read.kind != NodeKind::Source &&
+          read.domain == layout.domains[DomainId(node.domain)].parent.index)
         layout.nodes[n].releasedWhenDone.push_back(NodeId(input));
     }
     if (node.kind == NodeKind::Invoke)

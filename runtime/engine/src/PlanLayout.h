@@ -79,10 +79,14 @@ struct NodeLayout {
   bool recallable = false;
   /// Conditional nodes: how many distinct consumers (of its own domain) may need it.
   uint8_t consumersThatMayNeed = 0;
-  /// Invoke: inputs whose values nothing else reads (this grain is their only consumer, in its
-  /// own domain, and no sink reads them): dropped once this grain's item is set, so that a
-  /// rendered page does not outlive its OCR. Expand: the list it expands, in the parent, when
-  /// nothing else reads it: dropped once the children hold their elements.
+  /// How many distinct consumers read this node's item when they all are of its own domain and
+  /// no sink reads it (0 otherwise): once each has finished with it, its value is dropped, so
+  /// that a rendered page does not outlive its OCR, nor an `if`'s branch the Call after it
+  /// (LineageEngine.cpp, readerDone). A source row always stays: it names its row in failure
+  /// reports.
+  uint8_t readers = 0;
+  /// Expand: the list it expands, in the parent, when nothing else reads it: dropped once the
+  /// children hold their elements.
   std::vector<NodeId> releasedWhenDone;
 };
 
