@@ -78,6 +78,37 @@ except OSError:
 sys.exit(0 if limit == machine // 2 else 1)
 PY
 
+# Values several nodes read (a filter, a dedup, an `if` and a coalesce beside it, Calls) go once
+# the last of them is done. The `if` took the coalesce while the dedup beside it was not decided;
+# decided later it held the same page, and the coordinator aborted ("node 8 read once too
+# often") with worker processes, every time.
+for i in $(seq 0 11); do echo "{\"id\": $i, \"n\": 12}"; done >shared.jsonl
+cat >shared.orch <<'ORCH'
+pipeline shared;
+source rows = jsonl("shared.jsonl") as Doc;
+pages = expand(test.split(rows, field: "n")) as Page;
+images = test.blob(pages, bytes: 65536) { batch: 4 };
+small = test.blob(pages, bytes: 8);
+f = filter(images, pages > 3);
+u = dedup.exact(f);
+c = if pages > 6 then u else coalesce(f, images);
+s1 = test.checksum(test.fail(c, ordinals: "8", kind: "record")) { batch: 3 };
+sink jsonl(path: "out/shared.jsonl", record: { id: rows.id, a: reduce(s1, failed: "skip"), s: reduce(small), cs: reduce(test.checksum(u)), fs: reduce(test.checksum(f)) });
+ORCH
+way=0
+for run in "--in-process --memory-limit 0" "--workers 2 --memory-limit 0" \
+  "--workers 2 --memory-limit 1MiB" "--in-process --memory-limit 1MiB"; do
+  way=$((way + 1))
+  rm -f out/shared.jsonl
+  status=0
+  # shellcheck disable=SC2086
+  "$ORCH_BIN/orch" run shared.orch $run --no-journal >shared.log 2>&1 || status=$?
+  check "values several nodes read ($run): the run succeeds" test "$status" = 0
+  sort out/shared.jsonl >"shared.$way.sorted"
+  check "... and writes every row" test "$(wc -l <out/shared.jsonl)" = 12
+done
+check "... the same rows every way" bash -c 'for f in shared.*.sorted; do cmp shared.1.sorted "$f" || exit 1; done'
+
 status=0
 "$ORCH_BIN/orch" run blobs.orch --in-process --memory-limit 2XB >bad.log 2>&1 || status=$?
 check "a malformed size is refused with the forms it accepts" \

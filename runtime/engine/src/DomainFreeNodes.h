@@ -19,12 +19,14 @@ enum class Demand : uint8_t { Needed, Undecided, NotNeeded };
 
 struct Item {
   Value value;
-  /// Failed and Suppressed items: index of the cause in their root's failures.
+  /// Failed and Suppressed items: index of the cause in their root's failures. A present item
+  /// counted by its input (countedByInput): that input's position among the node's inputs.
   uint32_t cause = kNoIndex;
   ItemOutcome outcome : 3 = ItemOutcome::Unresolved;
   Demand demand : 2 = Demand::Needed;
-  /// Its value is one of its inputs' (a filter's, an if's): that input's item counts the
-  /// bytes, and outlives this one (it counts this one among its readers until it goes).
+  /// Its value is one of its inputs' (a filter's, an if's): that input's item (at `cause`)
+  /// counts the bytes, and outlives this one (it counts this one among its readers until it
+  /// goes).
   bool countedByInput : 1 = false;
   /// Its consumers have been visited since it resolved (its value may go once unread).
   bool visited : 1 = false;

@@ -121,9 +121,6 @@ struct RowBytes {
   uint64_t perRow() const { return finishedRows ? finishedPeaks / finishedRows : largestPeak; }
 };
 
-/// Under the byte budget, the rows live at once before any of them finished.
-constexpr size_t kRowsBeforeOneFinishes = 4;
-
 /// One Dedup node's decisions (DedupSequencer.cpp): its index of survivors and, in source
 /// order, a cursor over its domain's entities: the entity it decides next is the first one in
 /// (source row, ordinal path) order not yet decided, and it waits there until that entity's
@@ -429,8 +426,9 @@ struct LineageEngine::State {
   /// Records a failure under `entity`'s root (no Call: `call` is none); returns its index there.
   uint32_t recordFailure(EntityId entity, FailureKind kind, CallId call, std::string message);
   void setItem(EntityId entity, NodeId node, ItemOutcome outcome, Value value, uint32_t cause);
-  /// The input whose value `node`'s item is, as it is (the first in input order); none if none.
-  NodeId sharedInputOf(EntityId entity, NodeId node) const;
+  /// The position of the input whose value `node`'s item is, as it is (the first in input
+  /// order); kNoIndex if none.
+  uint32_t sharedInputPosition(EntityId entity, NodeId node) const;
   /// One reader of `input` (NodeLayout::readers) has finished with its value: the last one
   /// drops it, once its consumers have been visited.
   void readerDone(EntityId entity, NodeId input);

@@ -219,12 +219,18 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
     engineInvariantFailed("a failed item without a cause");
   item.outcome = outcome;
   item.value = std::move(value);
-  item.cause = cause;
+  item.cause = isFailure(outcome) ? cause : kNoIndex;
   const uint64_t bytes = heldBytes(item.value); // walks a list: once
-  // A filter's or a choice's value is one of its inputs': counted there once.
-  const NodeId shared =
-      passesInputsOn(planNode(node).kind) && bytes > 16 ? sharedInputOf(entity, node) : NodeId();
+  // A filter's or a choice's value is one of its inputs': counted there once. Which one is
+  // kept (in `cause`, unused by a present item): another input may come to hold the same
+  // value later (a dedup deciding after an `if` took the coalesce beside it).
+  const uint32_t sharedAt = passesInputsOn(planNode(node).kind) && bytes > 16
+                                ? sharedInputPosition(entity, node)
+                                : kNoIndex;
+  const NodeId shared = sharedAt == kNoIndex ? NodeId() : NodeId(planNode(node).inputs[sharedAt]);
   item.countedByInput = shared.valid();
+  if (item.countedByInput)
+    item.cause = sharedAt;
   // The inputs it has finished reading go first: a page is not counted twice while its text
   // is set. The one whose value it passes on stays while it does.
   const plan::PlanNode &planned = planNode(node);
@@ -239,12 +245,13 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   work.push_back(Event{entity, node});
 }
 
-NodeId LineageEngine::State::sharedInputOf(EntityId entity, NodeId node) const {
+uint32_t LineageEngine::State::sharedInputPosition(EntityId entity, NodeId node) const {
   const Value &value = inputItem(entity, node).value;
-  for (uint32_t input : planNode(node).inputs)
-    if (value.sharesPayloadWith(inputItem(entity, NodeId(input)).value))
-      return NodeId(input);
-  return NodeId();
+  const std::vector<uint32_t> &inputs = planNode(node).inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (value.sharesPayloadWith(inputItem(entity, NodeId(inputs[i])).value))
+      return static_cast<uint32_t>(i);
+  return kNoIndex;
 }
 
 void LineageEngine::State::readerDone(EntityId entity, NodeId input) {
@@ -262,7 +269,8 @@ void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
   // A chain of filters and choices lets go from its end back to the value they passed on.
   for (;;) {
     Item &item = itemOf(entity, node);
-    const NodeId shared = item.countedByInput ? sharedInputOf(entity, node) : NodeId();
+    const NodeId shared =
+        item.countedByInput ? NodeId(planNode(node).inputs[item.cause]) : NodeId();
     const uint64_t bytes = countedBytes(item);
     releaseBytes(entities[entity].root, bytes);
     bytesReleasedByGrains += bytes;
@@ -1109,10 +1117,6 @@ bool LineageEngine::canAdmit() const {
   const MemoryAccount &memory = s.memory;
   const uint64_t committed = memory.held() + memory.reserved;
   if (committed >= memory.limit)
-    return false;
-  // Before any row finished, what rows hold is not known: a few start (the rows admitted at
-  // once would each keep what they make).
-  if (s.rowBytes.finishedRows == 0 && s.liveRootCount >= kRowsBeforeOneFinishes)
     return false;
   const uint64_t perRow = s.rowBytes.perRow();
   const uint64_t expected = std::max(memory.items, perRow * s.liveRootCount) + perRow;
