@@ -146,7 +146,7 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
   const double in = copied ? double(load.inputBytes) / double(load.measuredGrains) : 0.0;
   const uint64_t copies = static_cast<uint64_t>(in * double(grainCount));
   const double perGrain = growthPerGrain(call);
-  if (perGrain <= 0) {
+  if (consumes(call)) {
     // A Call that gives back as much as it takes drains the budget: it uses the room the
     // others leave it, and at least one grain of it runs at a time (the consumer never waits
     // on itself): as many as fit, one when none does.
@@ -177,9 +177,15 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
       toCome += room.ofInputsToCome[reader.index];
   const uint64_t kept = room.ofReadyInputs + std::min(growth, toCome) +
                         roomForOlderRows(admission, committed + copies + growth);
-  return {committed + kept + copies + growth <= memory.limit ? BudgetRank::Fits
-          : idle                                             ? BudgetRank::Grows
-                                                             : BudgetRank::HeldBack,
+  // Values kept until their rows finish take at most half the budget, but the oldest row's:
+  // the rest is for the work that finishes rows (16 rows each keeping a value all its pages
+  // read filled an 8 MiB budget with them: 1.69 times).
+  const bool keptFull = layout.calls[call].keepsResults &&
+                        memory.kept + memory.reserved + growth > memory.limit / 2 &&
+                        !liveByAdmission.empty() && admission != liveByAdmission.begin()->first;
+  return {committed + kept + copies + growth <= memory.limit && !keptFull ? BudgetRank::Fits
+          : idle                                                          ? BudgetRank::Grows
+                                                                          : BudgetRank::HeldBack,
           growth};
 }
 
@@ -196,6 +202,15 @@ uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t com
        ++it, ++looked)
     room += perRow - std::min(perRow, roots[it->second].heldBytes);
   return room;
+}
+
+bool LineageEngine::State::consumes(CallId call) const {
+  // A Call that adds an eighth of what it reads, or less, is a consumer even when what it
+  // reads stays (a checksum of pages a sink writes, or of the pages an `if` took beside the
+  // value every page of its row shares): else, measured as adding bytes, it waited while its
+  // producer ran on, alone, for older rows (2.9 times the budget).
+  const CallLoad &load = loads[call];
+  return growthPerGrain(call) <= double(load.inputBytes) / double(load.measuredGrains) / 8;
 }
 
 double LineageEngine::State::growthPerGrain(CallId call) const {
@@ -224,7 +239,7 @@ const RoomForCopies &LineageEngine::State::keepRoomForCopies(const ExecutorRoom 
         kept.ofInputsToCome[c.index] = memory.limit;
       continue;
     }
-    if (growthPerGrain(c) > 0)
+    if (!consumes(c))
       continue;
     const uint64_t capacity =
         uint64_t(room.batchSlots(c.index)) *

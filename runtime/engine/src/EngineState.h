@@ -439,6 +439,8 @@ struct LineageEngine::State {
   void releaseConsumedInputs(EntityId entity, NodeId node);
   void holdBytes(RootId root, uint64_t bytes);
   void releaseBytes(RootId root, uint64_t bytes);
+  /// `node`'s value of `bytes` went: out of MemoryAccount::kept when it counted there.
+  void forgetKept(NodeId node, uint64_t bytes);
   void setPhase(Grain &grain, NodeId node, GrainPhase to);
 
   // Demand (EngineDemand.cpp): which items some consumer needs (semantics.md).
@@ -566,6 +568,9 @@ struct LineageEngine::State {
   /// The bytes a grain of a measured `call` adds to those held once committed (its output
   /// less the inputs it lets go of); at most 0 for a Call that gives bytes back.
   double growthPerGrain(CallId call) const;
+  /// A measured Call that adds little or nothing to what it reads (BudgetVerdict: it uses the
+  /// room the others leave it).
+  bool consumes(CallId call) const;
   /// A committed or lost batch no longer needs its reserved growth.
   void unreserve(const OutstandingBatch &batch);
   /// `copied`: its inputs are copied while it is out (ExecutorRoom::copiesInputs).

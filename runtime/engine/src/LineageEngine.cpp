@@ -241,6 +241,8 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
       readerDone(entity, input);
   }
   holdBytes(entities[entity].root, item.countedByInput ? 0 : bytes);
+  if (nodeLayout(node).readers == 0)
+    memory.kept += item.countedByInput ? 0 : bytes;
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
 }
@@ -292,6 +294,7 @@ void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
     Item &item = itemOf(entity, input);
     const uint64_t bytes = countedBytes(item);
     releaseBytes(entities[entity].root, bytes);
+    forgetKept(input, bytes);
     bytesReleasedByGrains += bytes;
     item.value = Value();
   }
@@ -304,6 +307,14 @@ void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
   owner.heldBytes += bytes;
   owner.peakHeldBytes = std::max(owner.peakHeldBytes, owner.heldBytes);
   rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
+}
+
+void LineageEngine::State::forgetKept(NodeId node, uint64_t bytes) {
+  if (nodeLayout(node).readers != 0)
+    return;
+  if (bytes > memory.kept)
+    engineInvariantFailed("more kept bytes released than held");
+  memory.kept -= bytes;
 }
 
 void LineageEngine::State::releaseBytes(RootId root, uint64_t bytes) {
@@ -977,7 +988,9 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
     }
     for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
       Item &item = items[entity.items + i];
-      releaseBytes(entity.root, countedBytes(item));
+      const uint64_t bytes = countedBytes(item);
+      releaseBytes(entity.root, bytes);
+      forgetKept(shape.nodes[i], bytes);
       item.value = Value();
     }
     for (uint32_t g = 0; g < grainsPerDomain[domain]; ++g) {

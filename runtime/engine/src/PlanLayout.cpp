@@ -230,6 +230,10 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
             readers.push_back(reader);
         }
   }
+  for (CallLayout &call : layout.calls)
+    call.keepsResults =
+        !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(),
+                                           [&](NodeId n) { return layout.nodes[n].readers == 0; });
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;

@@ -98,6 +98,9 @@ struct CallLayout {
   std::vector<uint32_t> batchKeyLabels;
   /// The Calls that read its results as they are (an OCR reading the renders).
   std::vector<CallId> readers;
+  /// Its results stay until their row finishes (no node of it has NodeLayout::readers: a sink
+  /// writes them, a broadcast or a reduce reads them).
+  bool keepsResults = false;
 };
 
 struct PlanLayout {

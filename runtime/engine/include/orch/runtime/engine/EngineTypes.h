@@ -464,6 +464,10 @@ struct MemoryAccount {
   /// Values of engine items (each item's value counted whole: a payload two items share
   /// counts twice, so the account errs on the safe side).
   uint64_t items = 0;
+  /// The part of `items` kept until their rows finish (what a sink writes, what a broadcast or
+  /// a reduce reads): at most half the budget is given to such values of rows other than the
+  /// oldest, so that the others have room to finish.
+  uint64_t kept = 0;
   /// Inputs of the batches in flight: copies of them travel to the workers.
   uint64_t inFlight = 0;
   /// What the caller holds and reports (setExternalBytes).
