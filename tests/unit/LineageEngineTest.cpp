@@ -238,6 +238,18 @@ uint64_t peakWithSlots(const plan::Plan &plan, uint64_t limit, uint32_t children
   return engine.memory().peak;
 }
 
+/// Expects `rows` roots of `children` pages through `plan` to stay within a tenth over `limit`
+/// with each of `slotCounts` batches out per Call (peakWithSlots).
+void expectWithinATenth(const plan::Plan &plan, uint64_t limit, uint32_t children, uint32_t rows,
+                        std::initializer_list<uint32_t> slotCounts,
+                        std::function<int(const std::string &)> duration = {}) {
+  for (uint32_t slots : slotCounts)
+    EXPECT_LE(peakWithSlots(
+                  plan, limit, children, [slots](uint32_t) { return slots; }, true, duration, rows),
+              limit * 11 / 10)
+        << slots << " slots, a budget of " << limit << ", " << children << " pages a row";
+}
+
 TEST(LineageEngineTest, AConsumersInputsInFlightAreCountedAndTheProducerLeavesThemRoom) {
   // The consumer gives bytes back and always ran; its inputs in flight (copies sent to its
   // replicas) came on top of a full budget: 1.4 times a budget of 1 MB.
@@ -315,11 +327,7 @@ sums = test.checksum(test.sleep(big, ms: 0)) { batch: 2 };
   EXPECT_GE(engine.memory().items - before, made * page - 6 * 16);
   // A row's pages are kept until it finishes (the filter reads them): rows of 6 pages, three
   // of them through the filter, in a budget of 12.
-  for (uint32_t slots : {2u, 4u})
-    EXPECT_LE(peakWithSlots(
-                  plan, 1200000, 6, [slots](uint32_t) { return slots; }, true, {}, 40),
-              1200000 * 11 / 10)
-        << slots << " slots";
+  expectWithinATenth(plan, 1200000, 6, 40, {2, 4});
 }
 
 TEST(LineageEngineTest, AValueAChoicePassesOnGoesOnceTheCallAfterTheChoiceIsDone) {
@@ -330,11 +338,7 @@ images = test.blob(pages, bytes: 100000) { batch: 4 };
 c = if pages > 3 then images else test.sleep(images, ms: 0);
 sums = test.checksum(c) { batch: 3 };
 )");
-  for (uint32_t slots : {1u, 2u, 4u})
-    EXPECT_LE(peakWithSlots(
-                  plan, 800000, 12, [slots](uint32_t) { return slots; }, true, {}, 16),
-              800000 * 11 / 10)
-        << slots << " slots";
+  expectWithinATenth(plan, 800000, 12, 16, {1, 2, 4});
 }
 
 TEST(LineageEngineTest, AValueTwoCallsReadGoesOnceBothAreDone) {
@@ -387,14 +391,9 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(sums) });
   // Before: 1.5 to 8.5 times the budget; and the checksum, whose first grains read the row's
   // value (it stays), looked like a Call adding bytes and waited: 2.9 times.
   auto slowPages = [](const std::string &call) { return call == "images" ? 5 : 1; };
-  for (uint32_t slots : {1u, 2u, 4u})
-    for (uint64_t limit : {400000u, 1600000u})
-      for (uint32_t children : {6u, 12u})
-        EXPECT_LE(
-            peakWithSlots(
-                plan, limit, children, [slots](uint32_t) { return slots; }, true, slowPages, 16),
-            limit * 11 / 10)
-            << slots << " slots, a budget of " << limit << ", " << children << " pages a row";
+  for (uint64_t limit : {400000u, 1600000u})
+    for (uint32_t children : {6u, 12u})
+      expectWithinATenth(plan, limit, children, 16, {1, 2, 4}, slowPages);
 }
 
 TEST(LineageEngineTest, AChoiceKeepsTheInputItPassesOnEvenWhenAnotherInputHasItToo) {
@@ -469,11 +468,7 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(sums), pages: 
   // Rows come in as what the finished rows kept says they fit, and the oldest rows finish
   // first. Before: 1.4 times the budget. (With four batches of pages out at once it is still
   // 1.3 to 1.5 times: the rows started make their pages while the budget looks free.)
-  for (uint32_t slots : {1u, 2u})
-    EXPECT_LE(peakWithSlots(
-                  plan, 1300000, 2, [slots](uint32_t) { return slots; }, true, {}, 16),
-              1300000 * 11 / 10)
-        << slots << " slots";
+  expectWithinATenth(plan, 1300000, 2, 16, {1, 2});
 }
 
 TEST(LineageEngineTest, StepsThroughEveryLegalTransition) {
