@@ -396,6 +396,33 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(sums) });
       expectWithinATenth(plan, limit, children, 16, {1, 2, 4}, slowPages);
 }
 
+TEST(LineageEngineTest, ARecordOfBigValuesCountsThemOnceAndKeepsThemWhileItLives) {
+  // A record's fields are its inputs' values: each page was counted again in the record, twice
+  // here (a record is computed as soon as its inputs are, and no budget holds it back).
+  plan::Plan plan = pagesProgram(R"(
+images = test.blob(pages, bytes: 100000) { batch: 4 };
+both = { a: images, b: images, n: pages };
+sums = test.checksum(both) { batch: 2 };
+)");
+  LineageEngine engine(plan);
+  engine.admitRoot(0, row(1, 4));
+  engine.closeAdmission();
+  engine.commit(splitReport(*engine.reserveBatch(), 4));
+  const uint64_t before = engine.memory().items;
+  std::optional<Batch> blobs = engine.reserveBatch();
+  ASSERT_TRUE(blobs);
+  engine.commit(reportFor(*blobs, [](size_t) { return Value::bytes(std::string(100000, 'x')); }));
+  const uint64_t page = approximateBytes(Value::bytes(std::string(100000, 'x')));
+  EXPECT_LT(engine.memory().items - before, 4 * page + page / 2);
+  // The records go with their checksums, and their pages with them; the other two stay.
+  std::optional<Batch> sums = engine.reserveBatch();
+  ASSERT_TRUE(sums);
+  ASSERT_EQ(plan.calls[sums->call].name, "sums");
+  engine.commit(reportFor(*sums, [](size_t i) { return Value::integer(int64_t(i)); }));
+  EXPECT_LT(engine.memory().items - before, 2 * page + page / 2);
+  EXPECT_GT(engine.memory().items - before, 2 * page - page / 2);
+}
+
 TEST(LineageEngineTest, AChoiceKeepsTheInputItPassesOnEvenWhenAnotherInputHasItToo) {
   // The `if` took the coalesce (pages 4 to 6) while `u` was not decided yet; decided later, `u`
   // had the same page, and the `if`, let go, counted itself out of `u`'s readers a second

@@ -432,8 +432,15 @@ struct LineageEngine::State {
   /// One reader of `input` (NodeLayout::readers) has finished with its value: the last one
   /// drops it, once its consumers have been visited.
   void readerDone(EntityId entity, NodeId input);
-  /// Drops `node`'s value, and then the value it passed on when it was that one's last reader.
+  /// Drops `node`'s value, and then the values it passed on when it was their last reader.
   void dropValue(EntityId entity, NodeId node);
+  /// Whether `node`'s item passes `input`'s value on as it is (Item::countedByInput): `input`
+  /// counts it and stays while it does.
+  bool keepsInput(EntityId entity, NodeId node, NodeId input) const;
+  /// A record's field `input` has a payload (more than a scalar): the record passes it on.
+  bool recordKeeps(EntityId entity, NodeId input) const;
+  /// `visit(input)` once for each distinct input of `node`, in input order.
+  template <typename Visit> void forEachDistinctInput(NodeId node, Visit &&visit);
   /// An expand's: drops the list it expanded when nothing else reads it
   /// (NodeLayout::releasedWhenDone).
   void releaseConsumedInputs(EntityId entity, NodeId node);

@@ -223,23 +223,27 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   const uint64_t bytes = heldBytes(item.value); // walks a list: once
   // A filter's or a choice's value is one of its inputs': counted there once. Which one is
   // kept (in `cause`, unused by a present item): another input may come to hold the same
-  // value later (a dedup deciding after an `if` took the coalesce beside it).
-  const uint32_t sharedAt = passesInputsOn(planNode(node).kind) && bytes > 16
-                                ? sharedInputPosition(entity, node)
-                                : kNoIndex;
-  const NodeId shared = sharedAt == kNoIndex ? NodeId() : NodeId(planNode(node).inputs[sharedAt]);
-  item.countedByInput = shared.valid();
-  if (item.countedByInput)
-    item.cause = sharedAt;
-  // The inputs it has finished reading go first: a page is not counted twice while its text
-  // is set. The one whose value it passes on stays while it does.
+  // value later (a dedup deciding after an `if` took the coalesce beside it). A record's
+  // fields are its inputs' values: they count there (a record of a page and its document's
+  // image per page counted both again, and computed nodes are not held back by the budget).
   const plan::PlanNode &planned = planNode(node);
-  for (size_t i = 0; i < planned.inputs.size(); ++i) {
-    const NodeId input(planned.inputs[i]);
-    if (input != shared && std::find(planned.inputs.begin(), planned.inputs.begin() + i,
-                                     input.index) == planned.inputs.begin() + i)
-      readerDone(entity, input);
+  if (planned.kind == NodeKind::Record) {
+    item.countedByInput = bytes > 16 && std::any_of(planned.inputs.begin(), planned.inputs.end(),
+                                                    [&](uint32_t input) {
+                                                      return recordKeeps(entity, NodeId(input));
+                                                    });
+  } else if (passesInputsOn(planned.kind) && bytes > 16) {
+    const uint32_t sharedAt = sharedInputPosition(entity, node);
+    item.countedByInput = sharedAt != kNoIndex;
+    if (item.countedByInput)
+      item.cause = sharedAt;
   }
+  // The inputs it has finished reading go first: a page is not counted twice while its text
+  // is set. Those whose values it passes on stay while it does.
+  forEachDistinctInput(node, [&](NodeId input) {
+    if (!keepsInput(entity, node, input))
+      readerDone(entity, input);
+  });
   holdBytes(entities[entity].root, item.countedByInput ? 0 : bytes);
   if (nodeLayout(node).readers == 0)
     memory.kept += item.countedByInput ? 0 : bytes;
@@ -267,26 +271,39 @@ void LineageEngine::State::readerDone(EntityId entity, NodeId input) {
     dropValue(entity, input);
 }
 
+bool LineageEngine::State::recordKeeps(EntityId entity, NodeId input) const {
+  return heldBytes(inputItem(entity, input).value) > 16;
+}
+
+bool LineageEngine::State::keepsInput(EntityId entity, NodeId node, NodeId input) const {
+  const Item &item = inputItem(entity, node);
+  if (!item.countedByInput)
+    return false;
+  if (planNode(node).kind == NodeKind::Record)
+    return recordKeeps(entity, input);
+  return NodeId(planNode(node).inputs[item.cause]) == input;
+}
+
+template <typename Visit>
+void LineageEngine::State::forEachDistinctInput(NodeId node, Visit &&visit) {
+  const std::vector<uint32_t> &inputs = planNode(node).inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (std::find(inputs.begin(), inputs.begin() + i, inputs[i]) == inputs.begin() + i)
+      visit(NodeId(inputs[i]));
+}
+
 void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
-  // A chain of filters and choices lets go from its end back to the value they passed on.
-  for (;;) {
-    Item &item = itemOf(entity, node);
-    const NodeId shared =
-        item.countedByInput ? NodeId(planNode(node).inputs[item.cause]) : NodeId();
-    const uint64_t bytes = countedBytes(item);
-    releaseBytes(entities[entity].root, bytes);
-    bytesReleasedByGrains += bytes;
-    item.value = Value();
-    if (!shared.valid() || nodeLayout(shared).readers == 0 ||
-        domainOf(shared) != entities[entity].domain)
-      return;
-    Item &input = itemOf(entity, shared);
-    if (input.readersLeft == 0)
-      engineInvariantFailed("node " + std::to_string(shared.index) + " read once too often");
-    if (--input.readersLeft != 0 || !input.visited)
-      return;
-    node = shared;
-  }
+  Item &item = itemOf(entity, node);
+  const uint64_t bytes = countedBytes(item);
+  releaseBytes(entities[entity].root, bytes);
+  bytesReleasedByGrains += bytes;
+  // The values it passed on let go of it, back along a chain of filters and choices.
+  if (item.countedByInput)
+    forEachDistinctInput(node, [&](NodeId input) {
+      if (keepsInput(entity, node, input))
+        readerDone(entity, input);
+    });
+  itemOf(entity, node).value = Value();
 }
 
 void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
