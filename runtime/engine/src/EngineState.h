@@ -253,9 +253,15 @@ inline uint64_t heldBytes(const Value &value) {
   }
 }
 
-/// What an item counts for in the byte budget: nothing when its input's item counts its value.
-inline uint64_t countedBytes(const Item &item) {
-  return item.countedByInput ? 0 : heldBytes(item.value);
+/// What a reduce's list counts for: its members' payloads count in their own items, which
+/// live as long as it does (a reader in another domain never lets them go before their row).
+inline uint64_t reducedListBytes(const Value &list) {
+  uint64_t bytes = heldBytes(list);
+  if (list.kind() == Value::Kind::List)
+    for (const Value &member : list.asList())
+      if (const uint64_t payload = heldBytes(member); payload > 16)
+        bytes -= std::min(bytes, payload);
+  return bytes;
 }
 
 /// A slot of `pool`: a freed one when there is one, else a new one at the end.
@@ -446,6 +452,9 @@ struct LineageEngine::State {
   void releaseConsumedInputs(EntityId entity, NodeId node);
   void holdBytes(RootId root, uint64_t bytes);
   void releaseBytes(RootId root, uint64_t bytes);
+  /// What `node`'s item counts for in the byte budget: nothing when its input's item counts
+  /// its value (Item::countedByInput); a reduce's list without its members' payloads.
+  uint64_t countedBytes(NodeId node, const Item &item) const;
   /// `node`'s value of `bytes` went: out of MemoryAccount::kept when it counted there.
   void forgetKept(NodeId node, uint64_t bytes);
   void setPhase(Grain &grain, NodeId node, GrainPhase to);

@@ -244,9 +244,12 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
     if (!keepsInput(entity, node, input))
       readerDone(entity, input);
   });
-  holdBytes(entities[entity].root, item.countedByInput ? 0 : bytes);
+  const uint64_t counted = item.countedByInput                ? 0
+                           : planned.kind == NodeKind::Reduce ? reducedListBytes(item.value)
+                                                              : bytes;
+  holdBytes(entities[entity].root, counted);
   if (nodeLayout(node).readers == 0)
-    memory.kept += item.countedByInput ? 0 : bytes;
+    memory.kept += counted;
   // The event keeps the root unresolved until its consumers have been visited.
   work.push_back(Event{entity, node});
 }
@@ -269,6 +272,13 @@ void LineageEngine::State::readerDone(EntityId entity, NodeId input) {
     engineInvariantFailed("node " + std::to_string(input.index) + " read once too often");
   if (--item.readersLeft == 0 && item.visited)
     dropValue(entity, input);
+}
+
+uint64_t LineageEngine::State::countedBytes(NodeId node, const Item &item) const {
+  if (item.countedByInput)
+    return 0;
+  return planNode(node).kind == NodeKind::Reduce ? reducedListBytes(item.value)
+                                                 : heldBytes(item.value);
 }
 
 bool LineageEngine::State::recordKeeps(EntityId entity, NodeId input) const {
@@ -294,7 +304,7 @@ void LineageEngine::State::forEachDistinctInput(NodeId node, Visit &&visit) {
 
 void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
   Item &item = itemOf(entity, node);
-  const uint64_t bytes = countedBytes(item);
+  const uint64_t bytes = countedBytes(node, item);
   releaseBytes(entities[entity].root, bytes);
   bytesReleasedByGrains += bytes;
   // The values it passed on let go of it, back along a chain of filters and choices.
@@ -309,7 +319,7 @@ void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
 void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
   for (NodeId input : nodeLayout(node).releasedWhenDone) {
     Item &item = itemOf(entity, input);
-    const uint64_t bytes = countedBytes(item);
+    const uint64_t bytes = countedBytes(input, item);
     releaseBytes(entities[entity].root, bytes);
     forgetKept(input, bytes);
     bytesReleasedByGrains += bytes;
@@ -1005,7 +1015,7 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
     }
     for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
       Item &item = items[entity.items + i];
-      const uint64_t bytes = countedBytes(item);
+      const uint64_t bytes = countedBytes(shape.nodes[i], item);
       releaseBytes(entity.root, bytes);
       forgetKept(shape.nodes[i], bytes);
       item.value = Value();
