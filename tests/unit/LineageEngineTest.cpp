@@ -330,6 +330,21 @@ sums = test.checksum(test.sleep(big, ms: 0)) { batch: 2 };
   expectWithinATenth(plan, 1200000, 6, 40, {2, 4});
 }
 
+/// Admits one row of `children` pages and makes them all in one batch of "images" (100 KB
+/// each); the bytes of items held before the pages were made.
+uint64_t makePages(const plan::Plan &plan, LineageEngine &engine, uint32_t children) {
+  engine.admitRoot(0, row(1, children));
+  engine.closeAdmission();
+  engine.commit(splitReport(*engine.reserveBatch(), children));
+  const uint64_t before = engine.memory().items;
+  std::optional<Batch> blobs = engine.reserveBatch();
+  EXPECT_TRUE(blobs && plan.calls[blobs->call].name == "images" &&
+              blobs->grains.size() == children);
+  if (blobs)
+    engine.commit(reportFor(*blobs, [](size_t) { return Value::bytes(std::string(100000, 'x')); }));
+  return before;
+}
+
 TEST(LineageEngineTest, AValueAChoicePassesOnGoesOnceTheCallAfterTheChoiceIsDone) {
   // An input read by an `if` (not by a Call) was kept until its row finished: sixteen rows of
   // twelve pages took a budget of eight pages 1.9 times.
@@ -350,13 +365,7 @@ b = test.checksum(filter(images, pages > 0)) { batch: 3 };
 sums = a + coalesce(b, 0);
 )");
   LineageEngine engine(plan);
-  engine.admitRoot(0, row(1, 8));
-  engine.closeAdmission();
-  engine.commit(splitReport(*engine.reserveBatch(), 8));
-  std::optional<Batch> blobs = engine.reserveBatch();
-  ASSERT_TRUE(blobs);
-  ASSERT_EQ(plan.calls[blobs->call].name, "images");
-  engine.commit(reportFor(*blobs, [](size_t) { return Value::bytes(std::string(100000, 'x')); }));
+  makePages(plan, engine, 8);
   const uint64_t page = approximateBytes(Value::bytes(std::string(100000, 'x')));
   const uint64_t withPages = engine.memory().items;
   auto sums = [](size_t i) { return Value::integer(int64_t(i)); };
@@ -405,13 +414,7 @@ both = { a: images, b: images, n: pages };
 sums = test.checksum(both) { batch: 2 };
 )");
   LineageEngine engine(plan);
-  engine.admitRoot(0, row(1, 4));
-  engine.closeAdmission();
-  engine.commit(splitReport(*engine.reserveBatch(), 4));
-  const uint64_t before = engine.memory().items;
-  std::optional<Batch> blobs = engine.reserveBatch();
-  ASSERT_TRUE(blobs);
-  engine.commit(reportFor(*blobs, [](size_t) { return Value::bytes(std::string(100000, 'x')); }));
+  const uint64_t before = makePages(plan, engine, 4);
   const uint64_t page = approximateBytes(Value::bytes(std::string(100000, 'x')));
   EXPECT_LT(engine.memory().items - before, 4 * page + page / 2);
   // The records go with their checksums, and their pages with them; the other two stay.
@@ -435,14 +438,7 @@ sums = test.checksum(images) { batch: 4 };
 sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(sums), pages: reduce(images) });
 )");
   LineageEngine engine(plan);
-  engine.admitRoot(0, row(1, 4));
-  engine.closeAdmission();
-  engine.commit(splitReport(*engine.reserveBatch(), 4));
-  const uint64_t before = engine.memory().items;
-  std::optional<Batch> blobs = engine.reserveBatch();
-  ASSERT_TRUE(blobs);
-  ASSERT_EQ(plan.calls[blobs->call].name, "images");
-  engine.commit(reportFor(*blobs, [](size_t) { return Value::bytes(std::string(100000, 'x')); }));
+  const uint64_t before = makePages(plan, engine, 4);
   // Every page is made: the reduce has its list, the checksums are still to come.
   const uint64_t page = approximateBytes(Value::bytes(std::string(100000, 'x')));
   EXPECT_LT(engine.memory().items - before, 4 * page + page / 2);
