@@ -447,9 +447,9 @@ struct LineageEngine::State {
   bool recordKeeps(EntityId entity, NodeId input) const;
   /// `visit(input)` once for each distinct input of `node`, in input order.
   template <typename Visit> void forEachDistinctInput(NodeId node, Visit &&visit);
-  /// An expand's: drops the list it expanded when nothing else reads it
-  /// (NodeLayout::releasedWhenDone).
-  void releaseConsumedInputs(EntityId entity, NodeId node);
+  /// Drops the list `expandNode` expanded for `entity` when nothing else reads it
+  /// (NodeLayout::listReleasedWhenMade).
+  void releaseExpandedList(EntityId entity, NodeId expandNode);
   void holdBytes(RootId root, uint64_t bytes);
   void releaseBytes(RootId root, uint64_t bytes);
   /// What `node`'s item counts for in the byte budget: nothing when its input's item counts

@@ -316,15 +316,15 @@ void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
   itemOf(entity, node).value = Value();
 }
 
-void LineageEngine::State::releaseConsumedInputs(EntityId entity, NodeId node) {
-  for (NodeId input : nodeLayout(node).releasedWhenDone) {
-    Item &item = itemOf(entity, input);
-    const uint64_t bytes = countedBytes(input, item);
-    releaseBytes(entities[entity].root, bytes);
-    forgetKept(input, bytes);
-    bytesReleasedByGrains += bytes;
-    item.value = Value();
-  }
+void LineageEngine::State::releaseExpandedList(EntityId entity, NodeId expandNode) {
+  const NodeId list = nodeLayout(expandNode).listReleasedWhenMade;
+  if (!list.valid())
+    return;
+  Item &item = itemOf(entity, list);
+  const uint64_t bytes = countedBytes(list, item);
+  releaseBytes(entities[entity].root, bytes);
+  forgetKept(list, bytes);
+  item.value = Value();
 }
 
 void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
@@ -828,7 +828,7 @@ void LineageEngine::State::expansionMade(ExpansionId id) {
     for (NodeId reduce : domainLayout(expansion.domain).reducesOver)
       resolveReduce(id, reduce, ItemOutcome::Present, Value::list({}), kNoIndex);
   // The children hold their elements: the list goes if nothing else reads it.
-  releaseConsumedInputs(parent, expansions[id].node);
+  releaseExpandedList(parent, expansions[id].node);
   if (domainLayout(expansions[id].domain).sinksAtOrBelow)
     sinkInputResolved(root);
   if (--roots[root].unresolved == 0)

@@ -219,7 +219,7 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
       if (read.consumers.size() == 1 && read.consumers[0] == n.index && read.sinks.empty() &&
           !layout.nodes[NodeId(input)].sinkInput && read.kind != NodeKind::Source &&
           read.domain == layout.domains[DomainId(node.domain)].parent.index)
-        layout.nodes[n].releasedWhenDone.push_back(NodeId(input));
+        layout.nodes[n].listReleasedWhenMade = NodeId(input);
     }
     if (node.kind == NodeKind::Invoke)
       for (uint32_t input : node.inputs)

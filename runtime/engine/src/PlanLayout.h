@@ -86,8 +86,8 @@ struct NodeLayout {
   /// reports.
   uint8_t readers = 0;
   /// Expand: the list it expands, in the parent, when nothing else reads it: dropped once the
-  /// children hold their elements.
-  std::vector<NodeId> releasedWhenDone;
+  /// children hold their elements (none otherwise).
+  NodeId listReleasedWhenMade;
 };
 
 struct CallLayout {
