@@ -2,6 +2,7 @@
 // they are, strings as UTF-8, records as JSON; a rolled-back source row leaves nothing; shards
 // close at the first commit past shard_samples. Read back with libarchive.
 #include "orch/runtime/operators/Operator.h"
+#include "orch/runtime/outputs/SinkExtents.h"
 #include "orch/stdlib/StandardOperators.h"
 
 #include <archive.h>
@@ -61,7 +62,8 @@ TEST(WebDatasetTest, MembersAreKeyDotFieldWithTheirBytesAndShardsCloseOnCommits)
   sink->write(std::span<const Value>(&second, 1));
   sink->write(std::span<const Value>(&third, 1));
   sink->prepare(); // three samples: past shard_samples, the shard ends here
-  EXPECT_EQ(sink->committedNames(), std::vector<std::string>{"shard-000000.tar"});
+  EXPECT_EQ(decodeExtent(sink->resumeRecord())->names,
+            std::vector<std::string>{"shard-000000.tar"});
   sink->commit(); // and is renamed into place
   EXPECT_TRUE(fs::exists(dir / "shard-000000.tar"));
   const Value fourth = sample("d", "w");
@@ -73,7 +75,8 @@ TEST(WebDatasetTest, MembersAreKeyDotFieldWithTheirBytesAndShardsCloseOnCommits)
   const Value fifth = sample("e", "v");
   sink->write(std::span<const Value>(&fifth, 1));
   sink->prepare();
-  EXPECT_EQ(sink->committedNames(), std::vector<std::string>{"shard-000001.tar"});
+  EXPECT_EQ(decodeExtent(sink->resumeRecord())->names,
+            std::vector<std::string>{"shard-000001.tar"});
   sink->rollback();
   EXPECT_FALSE(fs::exists(dir / "shard-000001.tar"));
   sink->close();

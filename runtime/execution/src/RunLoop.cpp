@@ -163,7 +163,7 @@ public:
   Outputs(const plan::Plan &plan, std::vector<std::unique_ptr<RowSink>> sinks,
           const RunOptions &options, RunSummary &summary, RunJournal *journal)
       : plan_(plan), sinks_(std::move(sinks)), options_(options), summary_(summary),
-        journal_(journal), ranges_(sinks_.size()), lastSync_(SteadyClock::now()) {
+        journal_(journal), lastSync_(SteadyClock::now()) {
     for (size_t s = 0; s < plan.sinks.size(); ++s)
       summary_.sinks.push_back(SinkAccount{describeSink(plan.sinks[s], s), 0, 0});
     // One sink in source order puts every sink in source order: a root's rows stay one
@@ -281,7 +281,12 @@ private:
     const bool stoppedByRun = stoppedByTheRun(root);
     if (journal_ && !stoppedByRun) {
       std::string problem;
-      if (!journal_->commit(root, ranges_,
+      // After prepareRows (or its rollback): where each sink stands with the root's rows.
+      std::vector<std::string> records;
+      records.reserve(sinks_.size());
+      for (const auto &sink : sinks_)
+        records.push_back(sink->resumeRecord());
+      if (!journal_->commit(root, std::move(records),
                             options_.errorsJournalSize ? options_.errorsJournalSize() : 0,
                             problem)) {
         // Not recorded, so not committed: the root's rows go, and a resumed run runs it
@@ -333,8 +338,6 @@ private:
   /// Stages and prepares the root's rows in every sink. When one cannot, every sink takes
   /// the root back and the root fails with the cause; false then, or when it has no rows.
   bool prepareRows(RootResult &root) {
-    for (size_t s = 0; s < sinks_.size(); ++s)
-      ranges_[s] = SinkRange{sinks_[s]->committedSize(), sinks_[s]->committedSize(), {}};
     std::string cause;
     uint32_t failedSink = 0;
     bool deviceFine = false;
@@ -361,10 +364,6 @@ private:
       cause = error.what();
     }
     if (cause.empty()) {
-      for (size_t s = 0; s < sinks_.size(); ++s) {
-        ranges_[s].end = sinks_[s]->committedSize();
-        ranges_[s].names = sinks_[s]->committedNames();
-      }
       uint64_t written = 0;
       for (const SinkRow &row : root.rows)
         if (row.status == RowStatus::Written) {
@@ -409,8 +408,6 @@ private:
   std::string lastFailure_;
   std::optional<std::string> fatal_;
   RunJournal *journal_;
-  /// Where the root being delivered left each sink.
-  std::vector<SinkRange> ranges_;
   SteadyClock::time_point lastSync_;
   static constexpr std::chrono::seconds kSyncInterval{1};
   bool ordered_ = false;
@@ -612,7 +609,7 @@ private:
         const plan::PlanSink &sink = plan_.sinks[s];
         sinks.push_back((*registry_.sink(sink.op))(
             OperatorConfig(describeSink(sink, s), sink.op, sink.constants, sink.labels)
-                .withResume(journal_ ? journal_->sinkResume(s) : nullptr)));
+                .withResume(journal_ ? journal_->sinkHistory(s) : nullptr)));
       }
     } catch (const std::exception &error) {
       summary_.error = error.what();
@@ -621,7 +618,7 @@ private:
     // Every sink can take up its output: now they do (a retry's intent recorded first), and
     // then the journal is written for this run.
     try {
-      if (std::string problem; journal_ && !journal_->beginTakeUp(problem))
+      if (std::string problem; journal_ && !journal_->beginTakeUp(sinks, problem))
         throw std::runtime_error(problem);
       for (auto &sink : sinks)
         sink->takeUp();

@@ -16,6 +16,10 @@ OperatorConfig::OperatorConfig(std::string name, std::string op,
     : name_(std::move(name)), op_(std::move(op)), constants_(&constants),
       inputLabels_(std::move(inputLabels)) {}
 
+std::string RowSink::recordAfterRetry(const SinkRecord &record) const {
+  return record.fate == RecordFate::RunsAgain ? std::string() : std::string(record.bytes);
+}
+
 const plan::StaticValue *OperatorConfig::constant(std::string_view name) const {
   for (const plan::NamedConstant &named : *constants_)
     if (named.name == name)

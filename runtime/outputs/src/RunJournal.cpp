@@ -1,7 +1,8 @@
 // The run journal's files: `lock` (held with flock while a run writes), `run` (the fingerprint
 // of the plan and its inputs, and whether the run finished) and `commits` (one line per
-// committed source row: where its rows ended in each sink). Lines are written whole with one
-// write each; a line cut short by a crash is ignored and cut off when the run resumes.
+// committed source row: its outcome and each sink's resume record, kept as the sink wrote it).
+// Lines are written whole with one write each; a line cut short by a crash is ignored and cut
+// off when the run resumes.
 #include "orch/runtime/outputs/RunJournal.h"
 
 #include "orch/plan/PlanCodec.h"
@@ -9,6 +10,7 @@
 #include "orch/plan/Sha256.h"
 #include "orch/runtime/outputs/CrashQuarantine.h"
 #include "orch/runtime/outputs/OutputFiles.h"
+#include "orch/runtime/outputs/SinkExtents.h"
 
 #include "GrainCheckpoints.h"
 
@@ -29,37 +31,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char *kMagic = "orch-run-journal 1";
+/// The journal's format: 2 keeps each sink's record as the sink wrote it. Format 1 (orch before
+/// opaque records) kept an extent per sink ("BEGIN END COUNT NAME..."); such a journal is read
+/// as the extent records its sinks would write now, and rewritten in format 2 when resumed.
+constexpr const char *kMagic = "orch-run-journal 2";
+constexpr const char *kMagicFormat1 = "orch-run-journal 1";
 
 uint64_t key(uint32_t source, uint64_t row) { return uint64_t(source) << 48 | row; }
-
-/// Names are written with %-escapes for what would split a line or a field.
-std::string escapeName(const std::string &name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c <= 0x20 || c == '%' || c == 0x7f) {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
-
-std::string unescapeName(const std::string &text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size()) {
-      out += char(std::stoi(text.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 /// Replaces `path` with `text` atomically (a crash leaves the old or the new file), through
 /// `temporary`; never through a symbolic link planted at either name.
@@ -82,23 +60,37 @@ struct Commit {
   uint64_t row = 0;
   char status = 'w';
   uint64_t errorsSize = 0;
-  std::vector<SinkRange> ranges;
+  /// Each sink's resume record (RowSink::resumeRecord).
+  std::vector<std::string> records;
 };
 
+/// A record is one field: '=' and its %-escaped bytes (so that "" is a field too).
 std::string formatCommit(const Commit &commit) {
   std::string line = std::to_string(commit.source) + " " + std::to_string(commit.row) + " " +
                      commit.status + " " + std::to_string(commit.errorsSize) + " " +
-                     std::to_string(commit.ranges.size());
-  for (const SinkRange &range : commit.ranges) {
-    line += " " + std::to_string(range.begin) + " " + std::to_string(range.end) + " " +
-            std::to_string(range.names.size());
-    for (const std::string &name : range.names)
-      line += " " + escapeName(name);
-  }
+                     std::to_string(commit.records.size());
+  for (const std::string &record : commit.records)
+    line += " =" + escapeField(record);
   return line + "\n";
 }
 
-std::optional<Commit> parseCommit(const std::string &line, size_t sinks) {
+/// Format 1's field for a sink, "BEGIN END COUNT NAME...", as an extent record.
+std::optional<std::string> readFormat1Range(std::istringstream &in) {
+  ExtentRecord extent;
+  size_t names = 0;
+  if (!(in >> extent.begin >> extent.end >> names) || extent.end < extent.begin)
+    return std::nullopt;
+  for (size_t n = 0; n < names; ++n) {
+    std::string name;
+    std::optional<std::string> unescaped;
+    if (!(in >> name) || !(unescaped = unescapeField(name)))
+      return std::nullopt;
+    extent.names.push_back(std::move(*unescaped));
+  }
+  return encodeExtent(extent);
+}
+
+std::optional<Commit> parseCommit(const std::string &line, size_t sinks, int format) {
   std::istringstream in(line);
   Commit commit;
   size_t count = 0;
@@ -106,27 +98,35 @@ std::optional<Commit> parseCommit(const std::string &line, size_t sinks) {
       count != sinks)
     return std::nullopt;
   for (size_t s = 0; s < count; ++s) {
-    SinkRange range;
-    size_t names = 0;
-    if (!(in >> range.begin >> range.end >> names))
-      return std::nullopt;
-    for (size_t n = 0; n < names; ++n) {
-      std::string name;
-      if (!(in >> name))
-        return std::nullopt;
-      range.names.push_back(unescapeName(name));
+    std::optional<std::string> record;
+    if (format == 1) {
+      record = readFormat1Range(in);
+    } else if (std::string field; in >> field && field.front() == '=') {
+      record = unescapeField(std::string_view(field).substr(1));
     }
-    commit.ranges.push_back(std::move(range));
+    if (!record)
+      return std::nullopt;
+    commit.records.push_back(std::move(*record));
   }
   return commit;
+}
+
+/// What becomes of a committed row's rows in a run that takes the outputs up.
+RecordFate fateOf(const Commit &commit, bool retryFailed) {
+  // 'r': what a retried row had published (a shard it ended) before a retry took its rows
+  // out; the row itself is in a later record, or runs again.
+  if (commit.status == 'r')
+    return RecordFate::Retired;
+  return retryFailed && commit.status == 'f' ? RecordFate::RunsAgain : RecordFate::Kept;
 }
 
 std::map<std::string, std::string> readHeader(const fs::path &path) {
   std::map<std::string, std::string> fields;
   std::ifstream in(path);
   std::string line;
-  if (!std::getline(in, line) || line != kMagic)
+  if (!std::getline(in, line) || (line != kMagic && line != kMagicFormat1))
     return fields;
+  fields["format"] = line == kMagic ? "2" : "1";
   while (std::getline(in, line)) {
     const size_t space = line.find(' ');
     if (space != std::string::npos)
@@ -165,6 +165,46 @@ bool keptPlanMeans(const fs::path &kept, const std::string &recorded, const std:
   const plan::Plan *before = std::get_if<plan::Plan>(&decoded);
   return before && plan::planMeaning(*before) == meaning;
 }
+
+/// Calls `visit` with each whole record of the commits file at `path`, up to `limit` bytes,
+/// and stops at the first line that is not one (cut short by a crash): the bytes read.
+uint64_t forEachCommit(const fs::path &path, size_t sinks, int format, uint64_t limit,
+                       const std::function<void(const Commit &)> &visit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  uint64_t good = 0;
+  while (good < limit && std::getline(in, line) && !in.eof()) {
+    std::optional<Commit> commit = parseCommit(line, sinks, format);
+    if (!commit)
+      break;
+    good += line.size() + 1;
+    visit(*commit);
+  }
+  return good;
+}
+
+/// One sink's records, read from the commits file each time (SinkHistory).
+class SinkRecords : public SinkHistory {
+public:
+  SinkRecords(fs::path commits, size_t sinks, int format, uint64_t kept, size_t sink,
+              bool retryFailed)
+      : commits_(std::move(commits)), sinks_(sinks), format_(format), kept_(kept), sink_(sink),
+        retryFailed_(retryFailed) {}
+
+  void forEach(const std::function<void(const SinkRecord &)> &visit) const override {
+    forEachCommit(commits_, sinks_, format_, kept_, [&](const Commit &commit) {
+      visit(SinkRecord{commit.records[sink_], fateOf(commit, retryFailed_)});
+    });
+  }
+
+private:
+  fs::path commits_;
+  size_t sinks_;
+  int format_;
+  uint64_t kept_;
+  size_t sink_;
+  bool retryFailed_;
+};
 
 } // namespace
 
@@ -241,55 +281,26 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
                                           changesSince(dir / "plan", plan)
                                     : std::string("a run of this pipeline on other inputs")) +
                        ", so every source row ran";
-  journal->sinkResume_.assign(plan.sinks.size(), SinkResume{});
+  journal->format_ = previous["format"] == "1" ? 1 : 2;
+  journal->sinks_ = plan.sinks.size();
 
   if (journal->resuming_) {
-    // Read the committed rows; a last line cut short by a crash is dropped.
-    std::ifstream in(commitsPath, std::ios::binary);
-    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t good = 0;
-    for (size_t at = 0; at < content.size();) {
-      const size_t newline = content.find('\n', at);
-      if (newline == std::string::npos)
-        break;
-      std::optional<Commit> commit =
-          parseCommit(content.substr(at, newline - at), plan.sinks.size());
-      if (!commit)
-        break;
-      good = newline + 1;
-      at = newline + 1;
-      const bool retry = retryFailed && commit->status == 'f';
-      // 'r': what a retried row had published (a shard it ended) before a retry took its rows
-      // out; the row itself is in a later record, or runs again.
-      const bool retired = commit->status == 'r';
-      for (size_t s = 0; s < plan.sinks.size(); ++s) {
-        SinkResume &sink = journal->sinkResume_[s];
-        const SinkRange &range = commit->ranges[s];
-        sink.size = std::max(sink.size, range.end);
-        sink.names.insert(sink.names.end(), range.names.begin(), range.names.end());
-        sink.nameEnds.insert(sink.nameEnds.end(), range.names.size(), range.end);
-        if (retired) {
-          sink.retiredNames.insert(sink.retiredNames.end(), range.names.begin(), range.names.end());
-        } else {
-          // Written again since (the retried row succeeded): a name of the output again.
-          for (const std::string &name : range.names)
-            std::erase(sink.retiredNames, name);
-        }
-        if (retry) {
-          if (range.end > range.begin)
-            sink.dropRanges.emplace_back(range.begin, range.end);
-          sink.dropNames.insert(sink.dropNames.end(), range.names.begin(), range.names.end());
-        }
-      }
-      if (!retry && !retired)
-        journal->done_.insert(key(commit->source, commit->row));
-      if (commit->status == 'f')
-        journal->failed_.insert(key(commit->source, commit->row));
-      else
-        journal->failed_.erase(key(commit->source, commit->row));
-      journal->errorsKeep_ = retryFailed ? 0 : commit->errorsSize;
-    }
-    journal->commitsKept_ = good;
+    // Read the committed rows; a last line cut short by a crash is dropped. The sinks read
+    // their records themselves (sinkHistory).
+    journal->commitsKept_ = forEachCommit(
+        commitsPath, journal->sinks_, journal->format_, UINT64_MAX, [&](const Commit &commit) {
+          const RecordFate fate = fateOf(commit, retryFailed);
+          if (fate == RecordFate::Kept)
+            journal->done_.insert(key(commit.source, commit.row));
+          if (commit.status == 'f')
+            journal->failed_.insert(key(commit.source, commit.row));
+          else
+            journal->failed_.erase(key(commit.source, commit.row));
+          journal->errorsKeep_ = retryFailed ? 0 : commit.errorsSize;
+        });
+    for (size_t s = 0; s < plan.sinks.size(); ++s)
+      journal->histories_.push_back(std::make_unique<SinkRecords>(
+          commitsPath, journal->sinks_, journal->format_, journal->commitsKept_, s, retryFailed));
   }
   // Rows an earlier run crashed on are failed unread (a retry runs them again).
   if (journal->resuming_ && !retryFailed)
@@ -307,13 +318,10 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
           return reader.failed_.count(key(source, row)) != 0;
         });
   }
-  if (!journal->resuming_)
-    journal->sinkResume_.clear();
   journal->header_ =
       kMagic + std::string("\nplan ") + planHash + "\ninputs " + inputsHash + "\nstate running\n";
   journal->planMeaning_ = meaning;
   journal->retryFailed_ = journal->resuming_ && retryFailed;
-  journal->sinks_ = plan.sinks.size();
   return journal;
 }
 
@@ -322,43 +330,31 @@ uint64_t RunJournal::doneFailed() const {
                                 [this](uint64_t row) { return done_.count(row) != 0; }));
 }
 
-bool RunJournal::beginTakeUp(std::string &error) {
+bool RunJournal::beginTakeUp(const std::vector<std::unique_ptr<RowSink>> &sinks,
+                             std::string &error) {
   if (!retryFailed_)
     return true;
-  // The failed rows run again: their old records go, and the sinks cut their rows out, so
-  // the records kept move back by what was cut out before them.
-  const fs::path commitsPath = fs::path(dir_) / "commits";
-  std::ifstream in(commitsPath);
-  std::string line;
-  size_t read = 0;
-  while (read < commitsKept_ && std::getline(in, line)) {
-    read += line.size() + 1;
-    std::optional<Commit> commit = parseCommit(line, sinks_);
-    if (!commit)
-      continue;
+  // The failed rows run again: their old records go, and the sinks cut their rows out; each
+  // sink says what its records become (the records kept move back by what was cut out before
+  // them).
+  forEachCommit(fs::path(dir_) / "commits", sinks_, format_, commitsKept_, [&](Commit commit) {
+    const RecordFate fate = fateOf(commit, true);
     bool published = false;
-    for (const SinkRange &range : commit->ranges)
-      published = published || !range.names.empty();
+    for (size_t s = 0; s < sinks_; ++s) {
+      commit.records[s] = sinks[s]->recordAfterRetry(SinkRecord{commit.records[s], fate});
+      published = published || !commit.records[s].empty();
+    }
     // A retried row's record goes; what it published stays as a record of its own ('r': a
     // shard it ended is still a shard), with nothing of the row in it.
-    if (commit->status == 'f' && !published)
-      continue;
-    for (size_t s = 0; s < sinks_; ++s) {
-      uint64_t before = 0;
-      for (const auto &[begin, end] : sinkResume_[s].dropRanges)
-        if (end <= commit->ranges[s].begin)
-          before += end - begin;
-      commit->ranges[s].begin -= before;
-      commit->ranges[s].end -= before;
-      if (commit->status == 'f')
-        commit->ranges[s].end = commit->ranges[s].begin;
+    if (fate == RecordFate::RunsAgain) {
+      if (!published)
+        return;
+      commit.status = 'r';
     }
-    if (commit->status == 'f')
-      commit->status = 'r';
     // The errors journal starts afresh (the failed rows' lines go; they run again).
-    commit->errorsSize = 0;
-    retryCommits_ += formatCommit(*commit);
-  }
+    commit.errorsSize = 0;
+    retryCommits_ += formatCommit(commit);
+  });
   // The intent, durable before any sink changes: a run stopped from here on is completed by
   // the next one, which finds the outputs part cut and part not (RowSink::takeUp).
   if (!replaceFile(dir_ + "/retry.new", fs::path(dir_) / "retry", retryCommits_)) {
@@ -374,7 +370,14 @@ bool RunJournal::start(std::string &error) {
   const fs::path commitsPath = dir / "commits";
   // A fresh run gets a fresh header and no commits; a resumed one appends after what was kept
   // (a last line cut short by a crash goes); a retry replaces them with the records it keeps.
-  if (retryFailed_ && !replaceFile(commitsPath.string() + ".retry", commitsPath, retryCommits_)) {
+  if (resuming_ && !retryFailed_ && format_ == 1) {
+    // Appended records are format 2: the kept ones become format 2 too.
+    forEachCommit(commitsPath, sinks_, format_, commitsKept_,
+                  [&](const Commit &commit) { retryCommits_ += formatCommit(commit); });
+    commitsKept_ = retryCommits_.size();
+  }
+  if ((retryFailed_ || (resuming_ && format_ == 1)) &&
+      !replaceFile(commitsPath.string() + ".retry", commitsPath, retryCommits_)) {
     error = "cannot rewrite \"" + commitsPath.string() + "\": " + std::strerror(errno);
     return false;
   }
@@ -425,11 +428,11 @@ const std::string *RunJournal::crashedEarlier(uint32_t source, uint64_t row) con
   return found == crashed_.end() ? nullptr : &found->second;
 }
 
-const SinkResume *RunJournal::sinkResume(size_t sink) const {
-  return sink < sinkResume_.size() ? &sinkResume_[sink] : nullptr;
+const SinkHistory *RunJournal::sinkHistory(size_t sink) const {
+  return sink < histories_.size() ? histories_[sink].get() : nullptr;
 }
 
-bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ranges,
+bool RunJournal::commit(const RootResult &root, std::vector<std::string> records,
                         uint64_t errorsSize, std::string &error) {
   const char status = root.status == RootStatus::Written   ? 'w'
                       : root.status == RootStatus::Dropped ? 'd'
@@ -438,8 +441,8 @@ bool RunJournal::commit(const RootResult &root, const std::vector<SinkRange> &ra
   // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
   checkpoints_->flushDecisions();
   const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
-  if (writeAll(commitsFd_,
-               formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, ranges})))
+  if (writeAll(commitsFd_, formatCommit(Commit{root.source, root.sourceRow, status, errorsSize,
+                                               std::move(records)})))
     return true;
   error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
   // A record cut short is no record.

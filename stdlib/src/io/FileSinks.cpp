@@ -8,6 +8,8 @@
 #include "OperatorGroups.h"
 #include "SinkSupport.h"
 
+#include "orch/runtime/outputs/SinkExtents.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -31,8 +33,8 @@ class JsonlSink : public runtime::RowSink {
 public:
   explicit JsonlSink(const OperatorConfig &config)
       : path_(config.stringConstant("path")), record_(labelIndex(config, "record")),
-        nonFinite_(nonFiniteOption(config)), name_(config.name()), resume_(config.resume()),
-        stream_(isStandardStream(path_)) {
+        nonFinite_(nonFiniteOption(config)), name_(config.name()),
+        resume_(runtime::extentsToResume(config)), stream_(isStandardStream(path_)) {
     checkOrder(config);
     if (!stream_)
       createDirectory(fs::path(path_).parent_path(), config);
@@ -118,8 +120,13 @@ public:
     size_ = committed_;
   }
 
-  /// After prepare: the size with the root's lines (before its first row: the last commit's).
-  uint64_t committedSize() const override { return size_; }
+  /// After prepare: where the root's lines begin and end (an extent record, SinkExtents.h).
+  std::string resumeRecord() const override {
+    return runtime::encodeExtent({committed_, size_, {}});
+  }
+  std::string recordAfterRetry(const runtime::SinkRecord &record) const override {
+    return runtime::extentAfterRetry(record, *resume_, name_);
+  }
   uint64_t bytesCommitted() const override { return committed_ - resumedAt_; }
 
   void sync() override { ::fdatasync(fd_); }
@@ -200,7 +207,8 @@ private:
   size_t record_;
   NonFinite nonFinite_;
   std::string name_;
-  const runtime::SinkResume *resume_;
+  /// What the run journal kept, folded (resuming only).
+  std::optional<runtime::SinkExtents> resume_;
   /// The process's standard output or error (isStandardStream), and the lines of the root
   /// being written to it.
   bool stream_;
@@ -218,7 +226,7 @@ public:
   explicit FilesSink(const OperatorConfig &config)
       : dir_(config.stringConstant("dir")), ext_(config.stringConstant("ext")),
         name_(labelIndex(config, "name")), content_(labelIndex(config, "content")),
-        resume_(config.resume()) {
+        sinkName_(config.name()), resume_(runtime::extentsToResume(config)) {
     checkOrder(config);
     createDirectory(dir_, config);
     // Every file is made relative to the directory opened now: a directory swapped for a link
@@ -226,7 +234,7 @@ public:
     dirFd_ = lockDirectory(dir_, config);
     probeWritable(dir_, config);
     if (resume_)
-      checkResumable(config.name());
+      checkResumable();
   }
 
   /// Files of committed rows are there (or, when the run stopped between a row's commit and
@@ -323,7 +331,11 @@ public:
     prepared_.clear();
   }
 
-  std::vector<std::string> committedNames() const override { return prepared_; }
+  /// After prepare: the names the root publishes (an extent record of no bytes).
+  std::string resumeRecord() const override { return runtime::encodeExtent({0, 0, prepared_}); }
+  std::string recordAfterRetry(const runtime::SinkRecord &record) const override {
+    return runtime::extentAfterRetry(record, *resume_, sinkName_);
+  }
   uint64_t bytesCommitted() const override { return bytes_; }
 
 private:
@@ -341,7 +353,7 @@ private:
   }
 
   /// Every file the journal counts as written (retried rows' aside) is there, or hidden.
-  void checkResumable(const std::string &sinkName) const {
+  void checkResumable() const {
     const std::set<std::string> dropped = droppedNames();
     for (const std::string &name : resume_->names) {
       struct stat info {};
@@ -349,7 +361,7 @@ private:
           (::fstatat(dirFd_, partialName(name).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
            S_ISREG(info.st_mode)))
         continue;
-      throw OperatorError(sinkName + ": cannot resume: \"" + (dir_ / name).string() +
+      throw OperatorError(sinkName_ + ": cannot resume: \"" + (dir_ / name).string() +
                           "\", which the run journal counts as written, is missing (it was "
                           "removed); run with --restart to start over");
     }
@@ -358,7 +370,8 @@ private:
   fs::path dir_;
   std::string ext_;
   size_t name_, content_;
-  const runtime::SinkResume *resume_;
+  std::string sinkName_;
+  std::optional<runtime::SinkExtents> resume_;
   /// The output directory, opened (and locked) once.
   int dirFd_ = -1;
   /// Names committed by this run (and, resumed, by the run it resumes).

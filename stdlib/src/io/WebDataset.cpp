@@ -11,6 +11,7 @@
 #include "SinkSupport.h"
 
 #include "orch/runtime/execution/MemorySize.h"
+#include "orch/runtime/outputs/SinkExtents.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -133,8 +134,9 @@ TarExtent scanTar(int fd, uint64_t size) {
 class WebDatasetSink : public runtime::RowSink {
 public:
   explicit WebDatasetSink(const OperatorConfig &config)
-      : dir_(config.stringConstant("dir")), resume_(config.resume()),
-        sample_(labelIndex(config, "sample")), shardSamples_(config.intConstant("shard_samples")),
+      : dir_(config.stringConstant("dir")), name_(config.name()),
+        resume_(runtime::extentsToResume(config)), sample_(labelIndex(config, "sample")),
+        shardSamples_(config.intConstant("shard_samples")),
         shardBytes_(config.intConstant("shard_bytes")) {
     checkOrder(config);
     if (shardSamples_ < 0 || shardBytes_ < 0 || (shardSamples_ == 0 && shardBytes_ == 0))
@@ -143,7 +145,7 @@ public:
     dirFd_ = lockDirectory(dir_, config);
     probeWritable(dir_, config);
     if (resume_)
-      checkResumable(config.name());
+      checkResumable();
   }
 
   void takeUp() override {
@@ -210,9 +212,15 @@ public:
     preparedSamples_ = samplesInShard_;
   }
 
-  /// Members of every shard so far, the prepared root's included (see the class comment).
-  uint64_t committedSize() const override { return finishedMembers_ + preparedSize_; }
-  std::vector<std::string> committedNames() const override { return preparedNames_; }
+  /// After prepare: the root's members among those of every shard so far (see the class
+  /// comment), and the shard it ended: an extent record (SinkExtents.h).
+  std::string resumeRecord() const override {
+    return runtime::encodeExtent(
+        {finishedMembers_ + partialSize_, finishedMembers_ + preparedSize_, preparedNames_});
+  }
+  std::string recordAfterRetry(const runtime::SinkRecord &record) const override {
+    return runtime::extentAfterRetry(record, *resume_, name_);
+  }
   uint64_t bytesCommitted() const override { return bytesWritten_; }
 
   void sync() override {
@@ -297,12 +305,11 @@ private:
   /// Checks, changing nothing, that the shards are as the journal left them: every finished
   /// shard there (or still hidden: its rename was cut short), with its members (all, or all
   /// but the retried rows'), and the shard being written at least as long as committed.
-  void checkResumable(const std::string &sinkName) {
+  void checkResumable() {
     const auto refuse = [&](const std::string &why) {
-      throw OperatorError(sinkName + ": cannot resume: " + why +
-                          "; run with --restart to start over");
+      throw OperatorError(name_ + ": cannot resume: " + why + "; run with --restart to start over");
     };
-    const runtime::SinkResume &resume = *resume_;
+    const runtime::SinkExtents &resume = *resume_;
     uint64_t start = 0;
     for (size_t i = 0; i < resume.names.size(); ++i) {
       const std::string &name = resume.names[i];
@@ -342,7 +349,7 @@ private:
 
   /// Takes up the run checkResumable found resumable (see takeUp).
   void resume() {
-    const runtime::SinkResume &resume = *resume_;
+    const runtime::SinkExtents &resume = *resume_;
     uint64_t start = 0;
     for (size_t i = 0; i < shards_.size(); ++i) {
       ShardState &shard = shards_[i];
@@ -535,7 +542,9 @@ private:
   }
 
   fs::path dir_;
-  const runtime::SinkResume *resume_;
+  std::string name_;
+  /// What the run journal kept, folded (resuming only).
+  std::optional<runtime::SinkExtents> resume_;
   /// Resuming: the finished shards and the shard being written (checkResumable).
   std::vector<ShardState> shards_;
   ShardState partial_;

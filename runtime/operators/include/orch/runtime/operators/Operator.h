@@ -70,27 +70,33 @@ struct RowResult {
   }
 };
 
-/// Where a sink takes up a run that was interrupted (docs/outputs.md): its output as the last
-/// committed source row left it. Every sink's output is described the same way, as an extent:
-/// a stream of bytes (what `committedSize` counts: one file's bytes, or all shards' bytes so
-/// far) and the names the commits published (`committedNames`: files, finished shards). The run
-/// journal records extents and cuts them for `--retry-failed`; what the bytes and names mean is
-/// the sink's business.
-struct SinkResume {
-  /// Where the last committed source row left the byte stream (what to cut back to).
-  uint64_t size = 0;
-  /// The names committed rows published, in commit order. The last ones may not have been
-  /// renamed into place yet: resuming finishes their publication.
-  std::vector<std::string> names;
-  /// For each of `names`: `size` as the commit that published it left it.
-  std::vector<uint64_t> nameEnds;
-  /// Names among `names` that rows published and a --retry-failed then took back (the sink
-  /// decides what that means: a file is removed, a shard stays a shard without their samples).
-  std::vector<std::string> retiredNames;
-  /// What the source rows that run again (`--retry-failed`) had written: byte ranges (sorted,
-  /// within `size`) to cut out after cutting back, and the names among `names` they published.
-  std::vector<std::pair<uint64_t, uint64_t>> dropRanges;
-  std::vector<std::string> dropNames;
+/// What a committed source row's rows become when a run is taken up (docs/outputs.md).
+enum class RecordFate : uint8_t {
+  /// They stay in the output.
+  Kept,
+  /// The row failed and `--retry-failed` runs it again: its rows are taken out.
+  RunsAgain,
+  /// A retried row's rows an earlier retry took out; the record is what it had published (a
+  /// shard it ended is still a shard).
+  Retired,
+};
+
+/// One committed source row's record in one sink (`RowSink::resumeRecord`), as the run journal
+/// kept it, and what becomes of the row's rows now.
+struct SinkRecord {
+  std::string_view bytes;
+  RecordFate fate = RecordFate::Kept;
+};
+
+/// What the run journal kept of one sink's output, for a run that takes it up: the record each
+/// committed source row left there, in commit order. The journal stores records as the sink
+/// wrote them and never reads them; what they mean is the sink's business (most describe their
+/// output as an extent: SinkExtents.h). Read as a stream: a run of millions of rows has as many.
+class SinkHistory {
+public:
+  virtual ~SinkHistory() = default;
+  /// Calls `visit` with every record in commit order (its bytes valid during the call).
+  virtual void forEach(const std::function<void(const SinkRecord &)> &visit) const = 0;
 };
 
 /// The static configuration of one Call, source or sink: its constants (defaults filled in by
@@ -131,13 +137,14 @@ public:
     return *this;
   }
   int64_t gpuDevice() const { return gpuDevice_; }
-  /// Which replica of its Call this instance is (0 for sources and sinks).
-  /// A sink that takes up an interrupted run's output instead of starting it afresh.
-  OperatorConfig &withResume(const SinkResume *resume) {
-    resume_ = resume;
+  /// A sink that takes up an interrupted run's output instead of starting it afresh: what the
+  /// run journal kept of it (nullptr: afresh).
+  OperatorConfig &withResume(const SinkHistory *history) {
+    resume_ = history;
     return *this;
   }
-  const SinkResume *resume() const { return resume_; }
+  const SinkHistory *resume() const { return resume_; }
+  /// Which replica of its Call this instance is (0 for sources and sinks).
   OperatorConfig &withReplica(uint32_t replica) {
     replica_ = replica;
     return *this;
@@ -170,7 +177,7 @@ private:
   const plan::CallOptions *options_ = nullptr;
   int64_t gpuDevice_ = -1;
   uint32_t replica_ = 0;
-  const SinkResume *resume_ = nullptr;
+  const SinkHistory *resume_ = nullptr;
   std::function<void(const std::string &)> log_;
 };
 
@@ -234,11 +241,11 @@ public:
 /// A sink receives the rows of finished roots; values follow the sink's input labels. The rows of
 /// one root are one transaction across every sink, in two phases (docs/outputs.md): each sink
 /// stages the root's rows (`write`) and prepares them (everything that can fail: bytes written,
-/// shards ended, obstacles found); then the run journal records the root as committed, with what
-/// `committedSize`/`committedNames` report; then each sink publishes (`commit`: renames). A
-/// failure before the journal's record rolls the root back in every sink; once it is recorded,
-/// the root's rows are part of the output, and a publication cut short is finished when the run
-/// resumes (`SinkResume`).
+/// shards ended, obstacles found); then the run journal records the root as committed, with
+/// each sink's `resumeRecord`; then each sink publishes (`commit`: renames). A failure before
+/// the journal's record rolls the root back in every sink; once it is recorded, the root's rows
+/// are part of the output, and a publication cut short is finished when the run resumes (the
+/// sink is made with the records: `OperatorConfig::resume`).
 class RowSink {
 public:
   virtual ~RowSink() = default;
@@ -260,10 +267,15 @@ public:
   virtual void commit() {}
   /// Takes back the rows staged or prepared since the last commit; never leaves a partial row.
   virtual void rollback() {}
-  /// After `prepare`: what the run journal records for the root, to resume from (SinkResume).
-  virtual uint64_t committedSize() const { return 0; }
-  /// After `prepare`: the names the root's commit publishes (files, finished shards).
-  virtual std::vector<std::string> committedNames() const { return {}; }
+  /// After `prepare`: what the run journal keeps for the root in this sink, to take the output
+  /// up from (SinkHistory). Any bytes; "" when there is nothing to keep.
+  virtual std::string resumeRecord() const { return {}; }
+  /// Resuming with --retry-failed, before `takeUp` changes anything (the journal records the
+  /// intent first): what `record`, one of the history the sink was made with, becomes once the
+  /// rows that run again are taken out. A kept row's record as its rows will then stand, a
+  /// retried or retired row's what stays published of it ("" for nothing). By default records
+  /// stay as they are and retried rows leave nothing.
+  virtual std::string recordAfterRetry(const SinkRecord &record) const;
   /// Bytes this run committed (for the run's account of its outputs).
   virtual uint64_t bytesCommitted() const { return 0; }
   /// Makes what was committed durable (fsync); called periodically and at the end.

@@ -30,13 +30,6 @@ struct JournalOptions {
   bool retryFailed = false;
 };
 
-/// What one source row left in one sink: the bytes it appended (jsonl) and the files it wrote.
-struct SinkRange {
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  std::vector<std::string> names;
-};
-
 class RunJournal {
 public:
   /// Opens (creating) the journal for `plan`, whose sources' inputs fingerprint as `inputs`,
@@ -59,8 +52,8 @@ public:
   const std::string *crashedEarlier(uint32_t source, uint64_t row) const;
   /// Where this run's CrashWitness writes down the rows it crashes on.
   std::string crashedRowsPath() const { return dir_ + "/crashed"; }
-  /// How sink `sink` takes up the outputs (nullptr: afresh).
-  const SinkResume *sinkResume(size_t sink) const;
+  /// What sink `sink` takes its output up from: its records (nullptr: afresh).
+  const SinkHistory *sinkHistory(size_t sink) const;
   /// How much of the errors journal to keep (0 afresh).
   uint64_t errorsJournalKeep() const { return errorsKeep_; }
   /// A --retry-failed run: rows that did not fail are not run again.
@@ -71,17 +64,18 @@ public:
   const std::string &notice() const { return notice_; }
 
   /// Before the sinks take up their outputs (RowSink::takeUp): with --retry-failed, records
-  /// the intent (the records the retry keeps) so that a run stopped while the sinks cut their
+  /// the intent (the records the retry keeps, as `sinks`, made with this journal's histories,
+  /// rewrite them: RowSink::recordAfterRetry) so that a run stopped while the sinks cut their
   /// retried rows out is completed by the next one. False with `error` when it cannot.
-  bool beginTakeUp(std::string &error);
+  bool beginTakeUp(const std::vector<std::unique_ptr<RowSink>> &sinks, std::string &error);
   /// Writes the journal for this run (its header; with --retry-failed, the records kept), once
   /// the sinks took up their outputs: a run that cannot open a sink leaves the journal as it
   /// was. False with `error` when it cannot write.
   bool start(std::string &error);
   /// Records that the source row's rows are committed in every sink (they are prepared there;
-  /// published after). False with `error` when the record cannot be written: nothing was
-  /// committed.
-  bool commit(const RootResult &root, const std::vector<SinkRange> &ranges, uint64_t errorsSize,
+  /// published after), with each sink's resume record. False with `error` when the record
+  /// cannot be written: nothing was committed.
+  bool commit(const RootResult &root, std::vector<std::string> records, uint64_t errorsSize,
               std::string &error);
   /// Resume down to the child (GrainCheckpoints): the value a grain (its invoke node, its
   /// entity's key) had in an earlier run of this plan and inputs, or nullptr; how many there
@@ -114,7 +108,10 @@ private:
   uint64_t committedFailures_ = 0;
   /// Rows an earlier run crashed on, with the message that fails them now.
   std::unordered_map<uint64_t, std::string> crashed_;
-  std::vector<SinkResume> sinkResume_;
+  /// Each sink's records, when resuming.
+  std::vector<std::unique_ptr<SinkHistory>> histories_;
+  /// The commits file's format (1: orch before opaque records; rewritten when resumed).
+  int format_ = 2;
   uint64_t errorsKeep_ = 0;
   std::string header_;
   std::string planMeaning_;
