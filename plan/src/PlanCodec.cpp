@@ -246,6 +246,13 @@ struct KindName {
 };
 
 struct PlanFields {
+  /// A plan's fields are read as its format wrote them (a field a 2.x added: `Since{{2, x}}`).
+  using Version = FormatVersion;
+  static constexpr FormatVersion kVersion = kCurrentFormat;
+  static std::string versionText(const FormatVersion &format) {
+    return "plan format " + std::to_string(format.major) + "." + std::to_string(format.minor);
+  }
+
   template <typename Visit> static void fields(Visit &&f, NamedConstant &c) {
     f("name", c.name);
     f("value", c.value);
@@ -385,14 +392,15 @@ struct PlanFields {
     kind.kind = readNodeKind(map.string(key), map.where());
   }
   template <typename T>
-  static void read(const MapReader &map, const char *key, Records<T> records) {
+  static void read(const MapReader &map, const char *key, Records<T> records,
+                   const FormatVersion &writer) {
     // Top-level records are "node 3"; nested ones say where they are ("call 1 constant 0").
     const std::string what =
         map.where() == "the plan" ? records.what : map.where() + " " + records.what;
     forEachElement(map, key, what, [&](const Object &item, const std::string &at) {
       MapReader record(item, at);
       records.items.emplace_back();
-      readFields<PlanFields>(record, records.items.back());
+      readFields<PlanFields>(record, records.items.back(), writer);
     });
   }
 };
@@ -425,7 +433,7 @@ Plan readRoot(const Object &object) {
                             std::to_string(kCurrentFormat.major) + ".x); recompile it with orchc",
                         /*corrupt=*/false};
   MapReader body(root.get("plan", msgpack::type::MAP), "the plan");
-  readFields<PlanFields>(body, plan);
+  readFields<PlanFields>(body, plan, plan.format);
   // Format 1 wrote `checkpoint` true where none was written (small results only), and kept
   // source positions in the plan (which this reader leaves unknown).
   if (plan.format.major == 1)

@@ -31,25 +31,58 @@ TEST(ProtocolTest, HelloCarriesWhatAWorkerOffers) {
   EXPECT_EQ(back->memoryBytes, uint64_t(96) << 30);
 }
 
-TEST(ProtocolTest, AHelloWithoutMemoryOffersNone) {
-  // A worker of an earlier version says nothing of its memory: any `memory` hint fits it.
+/// A hello of protocol `version` with only the fields version 1 had.
+std::string versionOneHello(uint32_t version) {
   msgpack::sbuffer buffer;
   msgpack::packer<msgpack::sbuffer> out(buffer);
   out.pack_map(8);
   out.pack("type"), out.pack("hello");
-  out.pack("version"), out.pack(kProtocolVersion);
+  out.pack("version"), out.pack(version);
   out.pack("worker"), out.pack("old");
   out.pack("pid"), out.pack(7);
   out.pack("host"), out.pack("h");
   out.pack("cpus"), out.pack(2.0);
   out.pack("gpus"), out.pack(std::vector<int64_t>{});
   out.pack("operators"), out.pack(std::vector<std::string>{});
-  auto decoded = decodeMessage(std::string_view(buffer.data(), buffer.size()));
+  return std::string(buffer.data(), buffer.size());
+}
+
+TEST(ProtocolTest, AnEarlierWorkersHelloDecodesSoThatItCanBeRefusedByVersion) {
+  // Version 1 had no `memory`, `peer_endpoint` or `peer_key`: its hello decodes (any `memory`
+  // hint fits it), so that the coordinator can refuse it naming both versions.
+  auto decoded = decodeMessage(versionOneHello(1));
   ASSERT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<std::string>(decoded);
   const auto *back = std::get_if<HelloMessage>(&std::get<Message>(decoded));
   ASSERT_TRUE(back);
+  EXPECT_EQ(back->version, 1u);
   EXPECT_EQ(back->memoryBytes, 0u);
   EXPECT_EQ(back->worker, "old");
+}
+
+TEST(ProtocolTest, AFieldIsRequiredOfEverySenderWhoseVersionHasIt) {
+  // The same hello from a sender that says it speaks this version lacks what that version
+  // has: it is malformed, and the message says which field and since when.
+  auto decoded = decodeMessage(versionOneHello(kProtocolVersion));
+  ASSERT_TRUE(std::holds_alternative<std::string>(decoded));
+  EXPECT_NE(std::get<std::string>(decoded).find(
+                "missing 'memory' in the message (protocol version 2 and later have it; this is "
+                "protocol version " +
+                std::to_string(kProtocolVersion) + ")"),
+            std::string::npos)
+      << std::get<std::string>(decoded);
+  // Messages without a version of their own are read as the one the handshake agreed on.
+  InitMessage init{3, 1, {"pages"}, 65536, 0};
+  std::string bytes = encodeMessage(init);
+  const std::string key = "call_replica";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 5] = 'X'; // "call_Xeplica": call_replica is missing, an unknown field is there
+  decoded = decodeMessage(bytes);
+  ASSERT_TRUE(std::holds_alternative<std::string>(decoded));
+  EXPECT_NE(std::get<std::string>(decoded).find("missing 'call_replica'"), std::string::npos)
+      << std::get<std::string>(decoded);
+  EXPECT_NE(std::get<std::string>(decoded).find("protocol version 4 and later"), std::string::npos)
+      << std::get<std::string>(decoded);
 }
 
 template <typename T> T roundTrip(const Message &message) {
@@ -361,7 +394,7 @@ TEST(ProtocolTest, ABatchErrorWinsOverRowsAndANegativeSizeReadsAsNone) {
   msgpack::packer<msgpack::sbuffer> helloOut(helloBuffer);
   helloOut.pack_map(9);
   for (auto [key, value] : std::initializer_list<std::pair<const char *, int64_t>>{
-           {"version", kProtocolVersion}, {"pid", 1}, {"memory", -5}}) {
+           {"version", 1}, {"pid", 1}, {"memory", -5}}) {
     helloOut.pack(key);
     helloOut.pack(value);
   }

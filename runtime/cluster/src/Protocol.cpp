@@ -127,6 +127,17 @@ std::string text(const Object &object, const char *what) {
 
 /// The wire shapes and the tables of every message (plan/RecordFields.h).
 struct ProtocolFields {
+  /// A message is read as the version its sender speaks (hello and welcome say which; the
+  /// others come after a handshake that agreed on this one): a field added since is required
+  /// of a sender that speaks its version, so that an earlier sender's hello still decodes and
+  /// is refused with both versions named.
+  using Version = uint32_t;
+  static constexpr uint32_t kVersion = kProtocolVersion;
+  static std::string versionText(uint32_t version) {
+    return "protocol version " + std::to_string(version);
+  }
+  using Since = plan::Since<uint32_t>;
+
   template <typename Visit> static void fields(Visit &&f, HelloMessage &m) {
     f("version", m.version);
     f("worker", m.worker);
@@ -135,15 +146,15 @@ struct ProtocolFields {
     f("cpus", m.cpus);
     f("gpus", m.gpus);
     f("operators", m.operators);
-    f("memory", AtLeastZero{m.memoryBytes}, Presence::Tolerated);
-    f("peer_endpoint", m.peerEndpoint, Presence::Tolerated);
-    f("peer_key", m.peerKey, Presence::Tolerated);
+    f("memory", AtLeastZero{m.memoryBytes}, Since{2});
+    f("peer_endpoint", m.peerEndpoint, Since{2});
+    f("peer_key", m.peerKey, Since{2});
   }
   template <typename Visit> static void fields(Visit &&f, WelcomeMessage &m) {
     f("version", m.version);
     f("heartbeat_ms", m.heartbeatMs);
     f("liveness", m.liveness);
-    f("peer_keys", m.peerKeys, Presence::Tolerated);
+    f("peer_keys", m.peerKeys, Since{2});
     f("plan", Binary{m.plan});
     f("plan_positions", Binary{m.planPositions}, Presence::WhenSet);
   }
@@ -151,8 +162,8 @@ struct ProtocolFields {
     f("replica", Index{m.replica});
     f("call", Index{m.call});
     f("inputs", m.inputs);
-    f("keep_over", AtLeastZero{m.keepOver}, Presence::Tolerated);
-    f("call_replica", Index{m.callReplica}, Presence::Tolerated);
+    f("keep_over", AtLeastZero{m.keepOver}, Since{2});
+    f("call_replica", Index{m.callReplica}, Since{4});
   }
   template <typename Visit> static void fields(Visit &&f, BatchMessage &m) {
     f("batch", m.batch.id);
@@ -180,7 +191,7 @@ struct ProtocolFields {
   template <typename Visit> static void fields(Visit &&f, ByeMessage &m) { f("reason", m.reason); }
   template <typename Visit> static void fields(Visit &&f, ErrorMessage &m) {
     f("message", m.message);
-    f("code", ErrorCodeField{m.code}, Presence::Tolerated);
+    f("code", ErrorCodeField{m.code}, Since{2});
   }
   template <typename Visit> static void fields(Visit &&f, StartedMessage &m) {
     f("replica", Index{m.replica});
@@ -439,9 +450,15 @@ Message readMessage(const Object &root) {
     if (type != kMessageTypes[index])
       continue;
     Message message = emptyMessage(index, std::make_index_sequence<std::variant_size_v<Message>>());
+    // The sender's version, where the message says it (hello, welcome).
+    const Object *version = map.optional("version");
+    const uint32_t sender = version && version->type == msgpack::type::POSITIVE_INTEGER &&
+                                    version->via.u64 <= UINT32_MAX
+                                ? uint32_t(version->via.u64)
+                                : kProtocolVersion;
     std::visit(
         [&](auto &typed) {
-          plan::readFields<ProtocolFields>(map, typed);
+          plan::readFields<ProtocolFields>(map, typed, sender);
           checkDecoded(typed);
         },
         message);
@@ -460,6 +477,9 @@ struct FieldDescriber {
     if (presence == Presence::WhenSet && !ProtocolFields::isSet(value))
       return;
     text += std::string(text.empty() ? "" : ", ") + key + "=" + describe(value);
+  }
+  template <typename T> void operator()(const char *key, const T &value, ProtocolFields::Since) {
+    (*this)(key, value);
   }
   template <typename T> static std::string describe(const T &value) {
     if constexpr (std::is_same_v<T, std::string>)

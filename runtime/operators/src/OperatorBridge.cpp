@@ -161,6 +161,14 @@ struct ShutdownRecord {};
 
 /// The bridge's messages as field tables (plan/RecordFields.h).
 struct BridgeFields {
+  /// The bridge is one version at a time (the process says which in its hello, and is
+  /// refused if it is not this one): no field is read as an earlier version wrote it.
+  using Version = uint32_t;
+  static constexpr uint32_t kVersion = kBridgeVersion;
+  static std::string versionText(uint32_t version) {
+    return "bridge version " + std::to_string(version);
+  }
+
   template <typename Visit> static void fields(Visit &&f, const InitRecord &r) {
     const plan::PlanExternalOperator &op = *r.init.op;
     f("version", kBridgeVersion);
@@ -187,13 +195,13 @@ struct BridgeFields {
     f("seconds", m.seconds);
   }
   template <typename Visit> static void fields(Visit &&f, ChildError &m) {
-    f("batch", m.batch, plan::Presence::Tolerated);
+    f("batch", m.batch, plan::Presence::Optional); // none: the operator could not start
     f("message", m.message);
   }
   template <typename Visit> static void fields(Visit &&f, ChildResult &m) {
     f("batch", m.batch);
     f("values", m.values);
-    f("errors", ItemErrors{m}, plan::Presence::Tolerated);
+    f("errors", ItemErrors{m}, plan::Presence::Optional); // none: no item failed
   }
 
   template <typename T> static bool isSet(const T &value) { return plan::isSetByDefault(value); }

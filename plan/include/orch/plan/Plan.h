@@ -10,6 +10,7 @@
 #include "orch/plan/StaticValue.h"
 #include "orch/plan/Type.h"
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@ struct FormatVersion {
   uint32_t major = 1;
   uint32_t minor = 0;
   friend bool operator==(const FormatVersion &, const FormatVersion &) = default;
+  friend auto operator<=>(const FormatVersion &, const FormatVersion &) = default;
 };
 
 inline constexpr FormatVersion kCurrentFormat{2, 0};

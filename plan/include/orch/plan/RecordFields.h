@@ -8,6 +8,12 @@
 // `read(const MapReader &, key, T &)` and, for WhenSet fields, `isSet(const T &)` (by default a
 // number that is not zero, or a container or string that is not empty). Values that travel in
 // a shape of their own are wrapper structs the list names (`Binary{m.plan}`).
+//
+// Fields are version-checked: a field a later version of the format added is listed with
+// `Since{version}`, and a record read from a writer of that version or later must have it,
+// while an earlier writer's may not (`readFields` is given the writer's version). A codec names
+// its versions: `Codec::Version`, `Codec::kVersion` (this writer's) and
+// `Codec::versionText(version)` for messages.
 #pragma once
 
 #include "orch/plan/MessagePackReader.h"
@@ -25,11 +31,15 @@ namespace orch::plan {
 enum class Presence {
   /// written, and required when read;
   Always,
-  /// written, but may be missing when read (writers of an earlier version omit it);
-  Tolerated,
+  /// written, but may be missing when read (a writer that has nothing to say leaves it out);
+  Optional,
   /// written only when set, and may be missing when read.
   WhenSet,
 };
+
+/// A field version `version` of the format added: written, and required when read from a writer
+/// of that version or later (an earlier writer knew nothing of it).
+template <typename Version> struct Since { Version version; };
 
 /// A number that is not zero, a string or container that is not empty, an optional that holds
 /// a value; anything else is always set.
@@ -50,6 +60,7 @@ template <typename Codec> struct FieldCounter {
   void operator()(const char *, const T &value, Presence presence = Presence::Always) {
     count += presence != Presence::WhenSet || Codec::isSet(value);
   }
+  template <typename T, typename V> void operator()(const char *, const T &, Since<V>) { ++count; }
 };
 
 template <typename Codec, typename Packer> struct FieldWriter {
@@ -61,13 +72,18 @@ template <typename Codec, typename Packer> struct FieldWriter {
     out.pack(std::string_view(key));
     Codec::write(out, value);
   }
+  template <typename T, typename V> void operator()(const char *key, const T &value, Since<V>) {
+    (*this)(key, value);
+  }
 };
 
-/// Reads the fields in the list's order (a field may depend on one read before it). A missing
-/// field that is not Always is left as it is, unless `Codec::requiredWhenAbsent` says it must
-/// be there after all.
+/// Reads the fields in the list's order (a field may depend on one read before it), of a record
+/// written by version `writer` of the format. A missing field that is not Always, or that the
+/// writer's version did not have yet, is left as it is, unless `Codec::requiredWhenAbsent` says
+/// it must be there after all.
 template <typename Codec> struct FieldReader {
   const MapReader &map;
+  typename Codec::Version writer;
   template <typename T>
   void operator()(const char *key, T &&value, Presence presence = Presence::Always) {
     if (presence != Presence::Always && !map.optional(key)) {
@@ -75,7 +91,26 @@ template <typename Codec> struct FieldReader {
         throw MessagePackError("missing '" + std::string(key) + "' in " + map.where());
       return;
     }
-    Codec::read(map, key, std::forward<T>(value));
+    read(key, std::forward<T>(value));
+  }
+  template <typename T, typename V> void operator()(const char *key, T &&value, Since<V> since) {
+    if (!map.optional(key)) {
+      if (writer < since.version && !Codec::requiredWhenAbsent(value))
+        return;
+      throw MessagePackError("missing '" + std::string(key) + "' in " + map.where() + " (" +
+                             Codec::versionText(since.version) + " and later have it; this is " +
+                             Codec::versionText(writer) + ")");
+    }
+    read(key, std::forward<T>(value));
+  }
+
+private:
+  /// A field that holds records of its own reads them as the same writer wrote them.
+  template <typename T> void read(const char *key, T &&value) {
+    if constexpr (requires { Codec::read(map, key, std::forward<T>(value), writer); })
+      Codec::read(map, key, std::forward<T>(value), writer);
+    else
+      Codec::read(map, key, std::forward<T>(value));
   }
 };
 
@@ -100,8 +135,15 @@ void writeRecord(Packer &out, const Record &record) {
   writeFields<Codec>(out, record);
 }
 
+/// Reads `record` as version `writer` of the format wrote it.
+template <typename Codec, typename Record>
+void readFields(const MapReader &map, Record &record, typename Codec::Version writer) {
+  Codec::fields(FieldReader<Codec>{map, writer}, record);
+}
+
+/// Reads `record` as this version of the format writes it.
 template <typename Codec, typename Record> void readFields(const MapReader &map, Record &record) {
-  Codec::fields(FieldReader<Codec>{map}, record);
+  readFields<Codec>(map, record, Codec::kVersion);
 }
 
 } // namespace orch::plan
