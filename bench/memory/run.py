@@ -1,11 +1,11 @@
-"""What the byte budget (`orch run --memory-limit`, docs/runtime.md) holds on real data, with the
+"""What the byte budget (`orch run --value-budget`, docs/runtime.md) holds on real data, with the
 peak memory of all the processes of the run (the coordinator and its workers, from /proc): the
 sum of their resident sets (RSS, which counts the pages of shared libraries once per process;
 sampled every 20 ms) and of their proportional sets (PSS, which shares them out; every 100 ms):
 
   1. pdf.render at 300 dpi -> an OCR-like consumer (test.checksum sleeping per page, slower than
      the render) over the longest real PDF at hand, pgfmanual.pdf (1,321 pages, from Debian's
-     texlive-pictures-doc): with --memory-limit 2GiB and without a limit, with value locality
+     texlive-pictures-doc): with --value-budget 2GiB and without a limit, with value locality
      (the pages stay on the worker that rendered them) and without (--keep-values-over off:
      every page goes through the coordinator); the bytes through the coordinator per page.
   2. 1 parent -> 1,000,000 and 10,000,000 children through one Call, in process and with 2
@@ -101,10 +101,10 @@ if "render" in PARTS:
     header = ["run", "makespan (s)", "peak RSS, all processes", "peak PSS, all processes", "peak bytes held",
               "render held back (s)", "pages", "through the coordinator per page"]
     rows, outputs, through = [], {}, {}
-    for label, name, flags in [("--memory-limit 2GiB", "render_budget", ["--memory-limit", "2GiB"]),
-                               ("no limit", "render_unbounded", ["--memory-limit", "0"]),
-                               ("--memory-limit 2GiB --keep-values-over off", "render_budget_inline",
-                                ["--memory-limit", "2GiB", "--keep-values-over", "off"])]:
+    for label, name, flags in [("--value-budget 2GiB", "render_budget", ["--value-budget", "2GiB"]),
+                               ("no limit", "render_unbounded", ["--value-budget", "0"]),
+                               ("--value-budget 2GiB --keep-values-over off", "render_budget_inline",
+                                ["--value-budget", "2GiB", "--keep-values-over", "off"])]:
         wall, rss, pss, m = run(name, RENDER.replace("OUTPUT", os.path.join(OUT, name + ".jsonl")),
                                 ["--workers", "2"] + flags)
         render = next(c for c in m["calls"] if c["name"] == "images")
@@ -112,7 +112,7 @@ if "render" in PARTS:
         counters = m.get("executor_counters", {})
         through[name] = (counters.get("batch_bytes_sent", 0) + counters.get("result_bytes_received", 0)) / render["grains"]
         rows.append([label, f"{wall:.1f}", f"{rss / MiB:,.0f} MiB", f"{pss / MiB:,.0f} MiB",
-                     f"{m['memory']['peak_bytes_held'] / MiB:,.0f} MiB",
+                     f"{m['values_held']['peak_bytes'] / MiB:,.0f} MiB",
                      f"{render.get('held_back_seconds', 0):.1f}", render["grains"],
                      f"{through[name] / 1024:,.1f} KiB"])
     same = outputs["render_budget"] == outputs["render_unbounded"] == outputs["render_budget_inline"]

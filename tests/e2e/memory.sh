@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `orch run --memory-limit` with worker processes: a fast producer of 256 KiB values (a stand-in
+# `orch run --value-budget` with worker processes: a fast producer of 256 KiB values (a stand-in
 # for rendered pages) and a slow consumer; the same outputs with and without a budget smaller
 # than the values of a few parents, in worker processes and in process, the bytes held within
 # the budget (a tenth over at most), and the account in the summary, the metrics and the report.
@@ -22,13 +22,13 @@ sums = test.checksum(test.sleep(images, ms: 2)) { batch: 2 };
 sink jsonl(path: "out/sums.jsonl", record: { id: rows.id, sums: reduce(sums) });
 ORCH
 
-"$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --memory-limit 0 \
+"$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --value-budget 0 \
   --metrics unbounded.json 2>unbounded.log
 sort out/sums.jsonl >unbounded.jsonl
-"$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --memory-limit 3MiB \
+"$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --value-budget 3MiB \
   --metrics bounded.json 2>bounded.log
 sort out/sums.jsonl >bounded.jsonl
-"$ORCH_BIN/orch" run blobs.orch --in-process --no-journal --memory-limit 3MiB \
+"$ORCH_BIN/orch" run blobs.orch --in-process --no-journal --value-budget 3MiB \
   --metrics threads.json 2>threads.log
 sort out/sums.jsonl >threads.jsonl
 check "the same outputs with and without the budget" cmp unbounded.jsonl bounded.jsonl
@@ -36,39 +36,39 @@ check "... and in process" cmp unbounded.jsonl threads.jsonl
 check "... one line per source row" test "$(wc -l <bounded.jsonl)" = 12
 check "the bytes held stay within the budget, and without it they do not" $python - <<'PY'
 import json, sys
-bounded, threads, unbounded = (json.load(open(f))["memory"]
+bounded, threads, unbounded = (json.load(open(f))["values_held"]
                                for f in ("bounded.json", "threads.json", "unbounded.json"))
 print(bounded, threads, unbounded)
 # Within a tenth over at all times. Before: the producer's first wave (3 x 4 x 256 KiB) took
 # 2.5 times the budget, and the consumers' inputs in flight (copies sent to their replicas)
 # came on top of a full budget, 1.4 to 1.6 times; one page past it is a twelfth.
 limit = 3 * 1048576
-ok = all(m["limit_bytes"] == limit and m["peak_bytes_held"] <= 1.1 * limit for m in (bounded, threads))
-ok = ok and unbounded["limit_bytes"] == 0 and unbounded["peak_bytes_held"] > 2 * bounded["peak_bytes_held"]
+ok = all(m["budget_bytes"] == limit and m["peak_bytes"] <= 1.1 * limit for m in (bounded, threads))
+ok = ok and unbounded["budget_bytes"] == 0 and unbounded["peak_bytes"] > 2 * bounded["peak_bytes"]
 sys.exit(0 if ok else 1)
 PY
 check "the summary says how much was held and which Call the budget held back" \
-  grep -qE "memory: at most [0-9.]+ MiB of values held \(limit 3.0 MiB\)" bounded.log
-check "... the producer" grep -qE "call 'images'.*held back by the memory limit [0-9.]+ s" bounded.log
+  grep -qE "values held: at most [0-9.]+ MiB \(budget 3.0 MiB\)" bounded.log
+check "... the producer" grep -qE "call 'images'.*held back by the value budget [0-9.]+ s" bounded.log
 check "the metrics have bytes held over time, within the peak" $python - <<'PY'
 import json, sys
 m = json.load(open("bounded.json"))
 series = m["bytes_held"]
 images = next(c for c in m["calls"] if c["name"] == "images")
-ok = len(series) >= 2 and all(b <= m["memory"]["peak_bytes_held"] for _, b in series)
+ok = len(series) >= 2 and all(b <= m["values_held"]["peak_bytes"] for _, b in series)
 ok = ok and all(t1 <= t2 for (t1, _), (t2, _) in zip(series, series[1:]))
 ok = ok and images["held_back_seconds"] > 0
 sys.exit(0 if ok else 1)
 PY
 "$ORCH_BIN/orch" report bounded.json -o report.html
 check "the report plots the bytes held and the time held back" \
-  grep -q "held back (memory)" report.html
+  grep -q "held back (value budget)" report.html
 check "... with the bytes chart" grep -q "#b07aa1' stroke-width" report.html
 
 "$ORCH_BIN/orch" run blobs.orch --in-process --no-journal --metrics default.json 2>default.log
 check "the default budget is half the machine's memory" $python - <<'PY'
 import json, os, sys
-limit = json.load(open("default.json"))["memory"]["limit_bytes"]
+limit = json.load(open("default.json"))["values_held"]["budget_bytes"]
 machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 try:
     cgroup = open("/sys/fs/cgroup/memory.max").read().strip()
@@ -96,8 +96,8 @@ s1 = test.checksum(test.fail(c, ordinals: "8", kind: "record")) { batch: 3 };
 sink jsonl(path: "out/shared.jsonl", record: { id: rows.id, a: reduce(s1, failed: "skip"), s: reduce(small), cs: reduce(test.checksum(u)), fs: reduce(test.checksum(f)) });
 ORCH
 way=0
-for run in "--in-process --memory-limit 0" "--workers 2 --memory-limit 0" \
-  "--workers 2 --memory-limit 1MiB" "--in-process --memory-limit 1MiB"; do
+for run in "--in-process --value-budget 0" "--workers 2 --value-budget 0" \
+  "--workers 2 --value-budget 1MiB" "--in-process --value-budget 1MiB"; do
   way=$((way + 1))
   rm -f out/shared.jsonl
   status=0
@@ -110,10 +110,23 @@ done
 check "... the same rows every way" bash -c 'for f in shared.*.sorted; do cmp shared.1.sorted "$f" || exit 1; done'
 
 status=0
-"$ORCH_BIN/orch" run blobs.orch --in-process --memory-limit 2XB >bad.log 2>&1 || status=$?
+"$ORCH_BIN/orch" run blobs.orch --in-process --value-budget 2XB >bad.log 2>&1 || status=$?
 check "a malformed size is refused with the forms it accepts" \
-  grep -q "memory-limit expects a size such as 2GiB, 512MiB or 0, got '2XB'" bad.log
+  grep -q "value-budget expects a size such as 2GiB, 512MiB or 0, got '2XB'" bad.log
 check "... and nothing runs" test "$status" = 1
+# Its old name still works, and says what it is now; both at once is a mistake.
+"$ORCH_BIN/orch" run blobs.orch --in-process --no-journal --memory-limit 3MiB \
+  --metrics renamed.json >renamed.log 2>&1
+check "--memory-limit is the value budget's old name, and says so" \
+  grep -q "note: --memory-limit is now --value-budget" renamed.log
+check "... with the same effect" $python -c '
+import json, sys
+sys.exit(0 if json.load(open("renamed.json"))["values_held"]["budget_bytes"] == 3 * 1048576 else 1)'
+status=0
+"$ORCH_BIN/orch" run blobs.orch --in-process --no-journal --memory-limit 3MiB --value-budget 3MiB \
+  >both.log 2>&1 || status=$?
+check "... and not together with it" grep -q "give --value-budget only" both.log
+check "... which stops before anything runs" test "$status" = 1
 status=0
 "$ORCH_BIN/orch" worker --connect ipc:///nonexistent --memory lots >worker.log 2>&1 || status=$?
 check "a worker refuses a malformed --memory" \

@@ -252,11 +252,11 @@ check "... and the report names it without a link" \
   grep -q "in the errors journal <code>/dev/stdout</code>" dash.html
 
 # The bytes-held chart draws the byte budget.
-"$ORCH_BIN/orch" run pages.orch --in-process --no-journal --quiet --memory-limit 4KiB \
+"$ORCH_BIN/orch" run pages.orch --in-process --no-journal --quiet --value-budget 4KiB \
   --metrics limit.json 2>/dev/null
 "$ORCH_BIN/orch" report limit.json -o limit.html 2>/dev/null
-check "the bytes-held chart has a line for the limit" \
-  grep -q "stroke-dasharray='6 4'/><text[^>]*>limit 4.0 KiB</text>" limit.html
+check "the bytes-held chart has a line for the budget" \
+  grep -q "stroke-dasharray='6 4'/><text[^>]*>budget 4.0 KiB</text>" limit.html
 
 # Per-filter counts: the summary, the metrics and the report.
 cat >filtered.orch <<'ORCH'

@@ -184,8 +184,8 @@ TEST(EnginePropertyTest, RandomPlansMatchTheSequentialReference) {
     engineOptions.seed = static_cast<uint64_t>(seed);
     // A byte budget, often smaller than one value: outputs never depend on it, nor does the
     // run stall.
-    engineOptions.memoryLimitBytes = chance(random, 0.4) ? uint64_t(pick(random, 1, 2048)) : 0;
-    withBudget += engineOptions.memoryLimitBytes > 0;
+    engineOptions.valueBudgetBytes = chance(random, 0.4) ? uint64_t(pick(random, 1, 2048)) : 0;
+    withBudget += engineOptions.valueBudgetBytes > 0;
     testing::DriverOptions driverOptions;
     driverOptions.seed = static_cast<uint64_t>(seed);
     driverOptions.maxInFlight = static_cast<size_t>(pick(random, 1, 8));

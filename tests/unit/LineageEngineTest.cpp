@@ -119,7 +119,7 @@ images = test.blob(pages, bytes: 100000) { replicas: 4 };
 sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(test.checksum(images)) });
 )");
   EngineOptions options;
-  options.memoryLimitBytes = 1000000;
+  options.valueBudgetBytes = 1000000;
   LineageEngine engine(plan, options);
   engine.admitRoot(0, row(1, 8));
   engine.closeAdmission();
@@ -191,7 +191,7 @@ uint64_t peakWithSlots(const plan::Plan &plan, uint64_t limit, uint32_t children
                        std::function<uint32_t(uint32_t)> slots, bool copied = true,
                        std::function<int(const std::string &)> duration = {}, uint32_t rows = 1) {
   EngineOptions options;
-  options.memoryLimitBytes = limit;
+  options.valueBudgetBytes = limit;
   LineageEngine engine(plan, options);
   uint32_t admitted = 0;
   auto admit = [&] {

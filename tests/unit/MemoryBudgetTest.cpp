@@ -1,4 +1,4 @@
-// The byte budget (EngineOptions::memoryLimitBytes, `orch run --memory-limit`): values consumed
+// The byte budget (EngineOptions::valueBudgetBytes, `orch run --value-budget`): values consumed
 // by their only reader are released before their parent finishes; over the budget nothing is
 // admitted and Calls that add bytes wait; a budget smaller than one batch still finishes; and
 // outputs never depend on the budget.
@@ -42,7 +42,7 @@ sink jsonl(path: "$DIR/out/sums.jsonl", record: { id: rows.id, sums: reduce(sums
 
   RunSummary run(const plan::Plan &plan, uint64_t limit) {
     RunOptions options;
-    options.engine.memoryLimitBytes = limit;
+    options.engine.valueBudgetBytes = limit;
     RunSummary summary = runOnThreads(plan, registry_, options, 6);
     EXPECT_TRUE(summary.started) << summary.error.value_or("");
     EXPECT_FALSE(summary.error) << summary.error.value_or("");
@@ -76,7 +76,7 @@ TEST_F(MemoryBudgetTest, ABudgetSmallerThanAFewParentsValuesGivesTheSameOutputs)
   RunSummary bounded = run(plan, 2 * kMiB);
   EXPECT_EQ(outputs(), expected);
   EXPECT_EQ(expected.size(), 8u);
-  EXPECT_EQ(bounded.memoryLimit, 2 * kMiB);
+  EXPECT_EQ(bounded.valueBudget, 2 * kMiB);
   // One wave of the producer's first batches runs before its size is known (4 replicas x 4
   // blobs); after that the budget holds.
   EXPECT_LE(bounded.peakBytesHeld, 2 * kMiB + 16 * 256 * kKiB + 64 * kKiB);

@@ -31,8 +31,8 @@ sink jsonl(path: "out.jsonl", record: { id: b });
 
 TEST(RunDriverTest, ARunHasAByteBudgetOfHalfTheMachineUnlessSet) {
   RunSettings settings;
-  EXPECT_EQ(settings.run.engine.memoryLimitBytes, machineMemory() / 2);
-  EXPECT_GT(settings.run.engine.memoryLimitBytes, 0u);
+  EXPECT_EQ(settings.run.engine.valueBudgetBytes, machineMemory() / 2);
+  EXPECT_GT(settings.run.engine.valueBudgetBytes, 0u);
   EXPECT_TRUE(settings.journal);
   EXPECT_GE(settings.threads, 1u);
 }

@@ -136,7 +136,7 @@ protected:
                          {"--max-live-roots", std::to_string(pick(random, 1, 4))});
     if (chance(random, 0.3))
       trial.flags.insert(trial.flags.end(),
-                         {"--memory-limit", std::to_string(pick(random, 1, 4096))});
+                         {"--value-budget", std::to_string(pick(random, 1, 4096))});
     const int kills = chance(random, 0.45) ? pick(random, 1, 2) : 0;
     for (int k = 0; k < kills; ++k)
       trial.kills.push_back(pick(random, 20, 600));

@@ -146,7 +146,7 @@ std::string timeChart(const Json &metrics) {
   const Part parts[] = {{"active_seconds", "active", "#59a14f"},
                         {"saturated_seconds", "saturated", "#e15759"},
                         {"starved_seconds", "starved", "#edc948"},
-                        {"held_back_seconds", "held back (memory)", "#b07aa1"}};
+                        {"held_back_seconds", "held back (value budget)", "#b07aa1"}};
   const int left = 170, width = 560, lane = 26, top = 28;
   std::ostringstream svg;
   svg << svgStart(left + width + 200, top + lane * int(calls.size()) + 10, 12);
@@ -312,7 +312,11 @@ std::string bytesHeldChart(const Json &metrics) {
     most = std::max(most, point[1].get<double>());
   // The byte budget as a dashed line when it is near enough to be drawn with the values; far
   // above them, it is named at the top instead (the values would be a flat line at the bottom).
-  const double limit = field(metrics.value("memory", Json::object()), "limit_bytes", 0.0);
+  // Metrics of orch before --value-budget had it as memory.limit_bytes.
+  const double limit =
+      metrics.contains("values_held")
+          ? field(metrics.value("values_held", Json::object()), "budget_bytes", 0.0)
+          : field(metrics.value("memory", Json::object()), "limit_bytes", 0.0);
   const bool limitDrawn = limit > 0 && limit <= 10 * most;
   const double scale = limitDrawn ? std::max(most, limit) * 1.05 : most;
   const int left = 90, width = 600, height = 160, top = 24;
@@ -332,13 +336,13 @@ std::string bytesHeldChart(const Json &metrics) {
     svg << "<line x1='" << left << "' y1='" << number(yOf(limit)) << "' x2='" << left + width
         << "' y2='" << number(yOf(limit)) << "' stroke='#c00' stroke-dasharray='6 4'/><text x='"
         << left + width << "' y='" << number(yOf(limit) - 4)
-        << "' text-anchor='end' fill='#c00'>limit " << bytes(limit) << "</text>";
+        << "' text-anchor='end' fill='#c00'>budget " << bytes(limit) << "</text>";
   else if (limit > 0)
     svg << "<text x='" << left + width << "' y='" << top - 8 << "' text-anchor='end' fill='#555'>"
-        << "limit " << bytes(limit) << ", far above the most held: off this scale</text>";
+        << "budget " << bytes(limit) << ", far above the most held: off this scale</text>";
   else
     svg << "<text x='" << left + width << "' y='" << top - 8
-        << "' text-anchor='end' fill='#555'>no limit (--memory-limit 0)</text>";
+        << "' text-anchor='end' fill='#555'>no budget (--value-budget 0)</text>";
   svg << timeAxis(left, width, top + height, wall) << "</svg>";
   return svg.str();
 }

@@ -122,7 +122,7 @@ int runReport(const std::string &metricsPath, const std::string &outputPath) {
            << lanes;
     if (const std::string held = bytesHeldChart(metrics); !held.empty())
       html << "<h2>Bytes held</h2><p>Bytes of values the run held over time, and the byte "
-              "budget (<code>--memory-limit</code>) as a dashed red line.</p>"
+              "budget (<code>--value-budget</code>) as a dashed red line.</p>"
            << held;
     html << "<h2>Outputs</h2>" << outputsTable(metrics)
          << "<h2>Batch fill</h2><p>Batches by how full they were.</p>" << fillChart(metrics)

@@ -61,7 +61,7 @@ inline std::string number(double value, int decimals = 2) {
   return text;
 }
 
-/// "1.2 MiB", "340.0 KiB", "17 B": binary units, as the summary and --memory-limit use them.
+/// "1.2 MiB", "340.0 KiB", "17 B": binary units, as the summary and --value-budget use them.
 inline std::string bytes(double count) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

@@ -265,7 +265,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
     out << "; saturated " << llvm::format("%.2f", call.saturatedSeconds) << " s, starved "
         << llvm::format("%.2f", call.starvedSeconds) << " s";
     if (call.heldBackSeconds >= 0.005)
-      out << ", held back by the memory limit " << llvm::format("%.2f", call.heldBackSeconds)
+      out << ", held back by the value budget " << llvm::format("%.2f", call.heldBackSeconds)
           << " s";
     if (call.retries || call.skipped || call.suppressedByBarrier || call.cancelled || stale[c])
       out << ", " << call.retries << " retries, " << stale[c] << " stale, " << call.skipped
@@ -308,10 +308,9 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
            "their rows failed as contract-violation, with the cause, in the errors journal\n";
   if (!summary.executor.empty())
     out << "orch:   workers: " << summary.executor << "\n";
-  out << "orch:   memory: at most " << runtime::formatMemory(summary.peakBytesHeld)
-      << " of values held";
-  if (summary.memoryLimit > 0)
-    out << " (limit " << runtime::formatMemory(summary.memoryLimit) << ")";
+  out << "orch:   values held: at most " << runtime::formatMemory(summary.peakBytesHeld);
+  if (summary.valueBudget > 0)
+    out << " (budget " << runtime::formatMemory(summary.valueBudget) << ")";
   out << "\n";
   if (summary.reorderPeakRows > 0)
     out << "orch:   source order: at most " << summary.reorderPeakRows

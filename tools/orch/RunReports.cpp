@@ -304,8 +304,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   const FinishTimes finish = finishTimes(recorder);
   json["row_finish_seconds"] = {
       {"first", finish.first}, {"median", finish.median}, {"last", finish.last}};
-  json["memory"] = {{"limit_bytes", summary.memoryLimit},
-                    {"peak_bytes_held", summary.peakBytesHeld}};
+  json["values_held"] = {{"budget_bytes", summary.valueBudget},
+                         {"peak_bytes", summary.peakBytesHeld}};
   json["bytes_held"] = Json::array();
   for (const auto &[seconds, bytes] : summary.bytesHeld)
     json["bytes_held"].push_back({seconds, bytes});

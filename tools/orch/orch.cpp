@@ -91,10 +91,14 @@ static cl::opt<unsigned> maxLiveRoots("max-live-roots",
                                       cl::desc("Source rows admitted but unfinished at most"),
                                       cl::init(4096), cl::sub(run), cl::cat(orchCategory));
 static cl::opt<std::string>
-    memoryLimit("memory-limit",
-                cl::desc("Bytes of values the run holds at most, e.g. 2GiB, 0 for no limit "
+    valueBudget("value-budget",
+                cl::desc("Bytes of values the run holds at most, e.g. 2GiB, 0 for no budget "
                          "(default: half the machine's memory; docs/runtime.md)"),
                 cl::value_desc("size"), cl::sub(run), cl::cat(orchCategory));
+// Its name before "memory" meant one thing only (what replicas need and workers offer).
+static cl::opt<std::string> memoryLimitAlias("memory-limit", cl::desc("Old name of --value-budget"),
+                                             cl::value_desc("size"), cl::sub(run), cl::Hidden,
+                                             cl::cat(orchCategory));
 static cl::opt<std::string> keepValuesOver(
     "keep-values-over",
     cl::desc("Values of at least this size that only Calls read stay on the worker that made "
@@ -280,15 +284,24 @@ static int runCommand() {
   }
   engine.maxLiveRoots = maxLiveRoots;
   // Without the flag: RunSettings' default, half the machine's memory.
-  if (memoryLimit.getNumOccurrences() > 0) {
-    std::optional<uint64_t> bytes = orch::runtime::parseMemorySize(memoryLimit);
-    if (!bytes) {
-      llvm::errs() << "orch: error: --memory-limit expects a size such as 2GiB, 512MiB or 0, "
-                      "got '"
-                   << memoryLimit << "'\n";
+  if (memoryLimitAlias.getNumOccurrences() > 0) {
+    if (valueBudget.getNumOccurrences() > 0) {
+      llvm::errs() << "orch: error: give --value-budget only (--memory-limit is its old name)\n";
       return orch::kRunCannotRun;
     }
-    engine.memoryLimitBytes = *bytes;
+    llvm::errs() << "orch: note: --memory-limit is now --value-budget: it bounds the bytes of "
+                    "values the run holds, not its processes' memory\n";
+    valueBudget = std::string(memoryLimitAlias);
+  }
+  if (memoryLimitAlias.getNumOccurrences() > 0 || valueBudget.getNumOccurrences() > 0) {
+    std::optional<uint64_t> bytes = orch::runtime::parseMemorySize(valueBudget);
+    if (!bytes) {
+      llvm::errs() << "orch: error: --value-budget expects a size such as 2GiB, 512MiB or 0, "
+                      "got '"
+                   << valueBudget << "'\n";
+      return orch::kRunCannotRun;
+    }
+    engine.valueBudgetBytes = *bytes;
   }
   if (keepValuesOver.getNumOccurrences() > 0) {
     std::optional<uint64_t> bytes = keepValuesOver == "off"

@@ -99,7 +99,7 @@ LineageEngine::State::State(const plan::Plan &plan_, EngineOptions options_)
     queues.push_back(CallQueues{makeFreshQueue(CallId(c)), {}, {}, {}});
   loads.resize(plan.calls.size());
   firstSplitCause.resize(plan.calls.size());
-  memory.limit = options.memoryLimitBytes;
+  memory.limit = options.valueBudgetBytes;
   domainFree.resize(plan.nodes.size());
   if (std::optional<std::string> problem = evaluateDomainFreeNodes(plan, layout, domainFree))
     engineInvariantFailed("a constant expression failed after checkPlanRunnable: " + *problem);

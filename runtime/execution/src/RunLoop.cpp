@@ -840,7 +840,7 @@ private:
   /// The engine's counters and the executor's account into the summary.
   void account() {
     const LineageEngine &engine = *engine_;
-    summary_.memoryLimit = engine.memory().limit;
+    summary_.valueBudget = engine.memory().limit;
     summary_.peakBytesHeld = engine.memory().peak;
     if (engine.abortReason() && !summary_.error)
       summary_.error = "run aborted: " + *engine.abortReason();

@@ -46,7 +46,7 @@ makeExecutor(const plan::Plan &plan, const OperatorRegistry &registry, RunSettin
 } // namespace
 
 RunSettings::RunSettings() : threads(machineCores()) {
-  run.engine.memoryLimitBytes = machineMemory() / 2;
+  run.engine.valueBudgetBytes = machineMemory() / 2;
 }
 
 std::vector<std::string> notesBeforeRun(const plan::Plan &plan, const RunSettings &settings) {

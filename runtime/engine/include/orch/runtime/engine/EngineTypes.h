@@ -353,7 +353,7 @@ struct EngineOptions {
   uint32_t infrastructureRetries = 3;
   /// The byte budget of values held for the run (0: none). Above it nothing is admitted and a
   /// Call whose batches would add bytes waits unless it has none in flight (docs/runtime.md).
-  uint64_t memoryLimitBytes = 0;
+  uint64_t valueBudgetBytes = 0;
   /// Seed of the Unordered ready order.
   uint64_t seed = 1;
   /// Resume down to the child (docs/outputs.md): the value an earlier run of this plan kept
@@ -457,7 +457,7 @@ struct ExecutorRoom {
   std::function<bool(uint32_t call)> copiesInputs;
 };
 
-/// Bytes of values the run holds (EngineOptions::memoryLimitBytes): engine items, the inputs of
+/// Bytes of values the run holds (EngineOptions::valueBudgetBytes): engine items, the inputs of
 /// batches in flight, and what the caller adds (rows waiting to be written in order).
 struct MemoryAccount {
   uint64_t limit = 0;

@@ -100,7 +100,7 @@ public:
   const std::vector<FilterProgress> &filterProgress() const;
   const EngineStats &stats() const;
   const CallLoad &callLoad(uint32_t call) const;
-  /// The bytes of values held, against the byte budget (EngineOptions::memoryLimitBytes).
+  /// The bytes of values held, against the byte budget (EngineOptions::valueBudgetBytes).
   const MemoryAccount &memory() const;
   /// Bytes the caller holds for the run (rows waiting to be written in order): they count
   /// against the budget too.

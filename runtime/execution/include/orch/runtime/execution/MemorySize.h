@@ -1,4 +1,4 @@
-// Sizes of memory on the command line and in messages: `orch run --memory-limit` (the byte
+// Sizes of memory on the command line and in messages: `orch run --value-budget` (the byte
 // budget, docs/runtime.md) and `orch worker --memory` (what a worker offers replicas).
 #pragma once
 

@@ -177,7 +177,7 @@ struct RunSummary {
   uint64_t reorderPeakBytes = 0;
   /// The byte budget (0: none), the most bytes of values held at once, and bytes held over
   /// time: (seconds, bytes) at most every 100 ms (thinned to at most 2,000 points).
-  uint64_t memoryLimit = 0;
+  uint64_t valueBudget = 0;
   uint64_t peakBytesHeld = 0;
   std::vector<std::pair<double, uint64_t>> bytesHeld;
   /// Source rows an earlier run of this journal had finished, not run again.
