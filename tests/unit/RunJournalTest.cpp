@@ -206,6 +206,38 @@ TEST(RunJournalTest, AFormat1JournalResumesWithItsExtentsAsRecords) {
             (Records{{"0 12", 'k'}, {"12 30", 'k'}, {"30 40", 'k'}}));
 }
 
+TEST(RunJournalTest, AFormat1ResumeKilledAfterRewritingItsRecordsResumesThemAll) {
+  // Resuming a format-1 journal rewrites `commits` in format 2 before it writes `run`'s new
+  // header: a kill in between leaves a format-1 header over format-2 records. Each record
+  // says its format: every committed row is still done (it was "0 rows done", all run again).
+  const Journaled at = freshDirectory("journal-format1-killed");
+  {
+    std::unique_ptr<RunJournal> journal = openJournal(at);
+    ASSERT_TRUE(journal);
+    std::string error;
+    ASSERT_TRUE(journal->start(error)) << error;
+    ASSERT_TRUE(journal->commit(root(0), {"0 12", "0 0 a.txt"}, 3, error));
+    ASSERT_TRUE(journal->commit(root(1), {"12 30", "0 0"}, 5, error));
+  }
+  const fs::path run = fs::path(at.dir) / "run";
+  std::string header = readFile(run);
+  header.replace(0, 18, "orch-run-journal 1");
+  std::ofstream(run, std::ios::trunc) << header;
+  std::unique_ptr<RunJournal> journal = openJournal(at);
+  ASSERT_TRUE(journal);
+  ASSERT_TRUE(journal->resuming());
+  EXPECT_EQ(journal->done(), 2u);
+  EXPECT_EQ(journal->errorsJournalKeep(), 5u);
+  using Records = std::vector<std::pair<std::string, char>>;
+  EXPECT_EQ(recordsOf(journal->sinkHistory(1)), (Records{{"0 0 a.txt", 'k'}, {"0 0", 'k'}}));
+  std::string error;
+  ASSERT_TRUE(journal->start(error)) << error;
+  journal.reset();
+  journal = openJournal(at);
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(journal->done(), 2u);
+}
+
 TEST(SinkExtentsTest, RecordsAreTextThatDecodesToWhatWasEncoded) {
   const ExtentRecord record{5, 1029, {"a b.txt", "100%", "tab\there", "\xc3\xa9.tar"}};
   const std::string text = encodeExtent(record);

@@ -33,7 +33,8 @@ namespace fs = std::filesystem;
 
 /// The journal's format: 2 keeps each sink's record as the sink wrote it. Format 1 (orch before
 /// opaque records) kept an extent per sink ("BEGIN END COUNT NAME..."); such a journal is read
-/// as the extent records its sinks would write now, and rewritten in format 2 when resumed.
+/// as the extent records its sinks would write now, and rewritten in format 2 when resumed
+/// (each line is read in the format it is in: parseCommit).
 constexpr const char *kMagic = "orch-run-journal 2";
 constexpr const char *kMagicFormat1 = "orch-run-journal 1";
 
@@ -90,16 +91,21 @@ std::optional<std::string> readFormat1Range(std::istringstream &in) {
   return encodeExtent(extent);
 }
 
-std::optional<Commit> parseCommit(const std::string &line, size_t sinks, int format) {
+/// A line of either format: each says which (a format-2 record starts with '=', a format-1
+/// range with a number), so that a resume killed while it rewrote format-1 records in format 2
+/// (before `run`'s header says 2) reads them all.
+std::optional<Commit> parseCommit(const std::string &line, size_t sinks) {
   std::istringstream in(line);
   Commit commit;
   size_t count = 0;
   if (!(in >> commit.source >> commit.row >> commit.status >> commit.errorsSize >> count) ||
       count != sinks)
     return std::nullopt;
+  in >> std::ws;
+  const bool format1 = in.peek() != '=';
   for (size_t s = 0; s < count; ++s) {
     std::optional<std::string> record;
-    if (format == 1) {
+    if (format1) {
       record = readFormat1Range(in);
     } else if (std::string field; in >> field && field.front() == '=') {
       record = unescapeField(std::string_view(field).substr(1));
@@ -168,13 +174,13 @@ bool keptPlanMeans(const fs::path &kept, const std::string &recorded, const std:
 
 /// Calls `visit` with each whole record of the commits file at `path`, up to `limit` bytes,
 /// and stops at the first line that is not one (cut short by a crash): the bytes read.
-uint64_t forEachCommit(const fs::path &path, size_t sinks, int format, uint64_t limit,
+uint64_t forEachCommit(const fs::path &path, size_t sinks, uint64_t limit,
                        const std::function<void(const Commit &)> &visit) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
   uint64_t good = 0;
   while (good < limit && std::getline(in, line) && !in.eof()) {
-    std::optional<Commit> commit = parseCommit(line, sinks, format);
+    std::optional<Commit> commit = parseCommit(line, sinks);
     if (!commit)
       break;
     good += line.size() + 1;
@@ -186,13 +192,12 @@ uint64_t forEachCommit(const fs::path &path, size_t sinks, int format, uint64_t 
 /// One sink's records, read from the commits file each time (SinkHistory).
 class SinkRecords : public SinkHistory {
 public:
-  SinkRecords(fs::path commits, size_t sinks, int format, uint64_t kept, size_t sink,
-              bool retryFailed)
-      : commits_(std::move(commits)), sinks_(sinks), format_(format), kept_(kept), sink_(sink),
+  SinkRecords(fs::path commits, size_t sinks, uint64_t kept, size_t sink, bool retryFailed)
+      : commits_(std::move(commits)), sinks_(sinks), kept_(kept), sink_(sink),
         retryFailed_(retryFailed) {}
 
   void forEach(const std::function<void(const SinkRecord &)> &visit) const override {
-    forEachCommit(commits_, sinks_, format_, kept_, [&](const Commit &commit) {
+    forEachCommit(commits_, sinks_, kept_, [&](const Commit &commit) {
       visit(SinkRecord{commit.records[sink_], fateOf(commit, retryFailed_)});
     });
   }
@@ -200,7 +205,6 @@ public:
 private:
   fs::path commits_;
   size_t sinks_;
-  int format_;
   uint64_t kept_;
   size_t sink_;
   bool retryFailed_;
@@ -287,8 +291,8 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   if (journal->resuming_) {
     // Read the committed rows; a last line cut short by a crash is dropped. The sinks read
     // their records themselves (sinkHistory).
-    journal->commitsKept_ = forEachCommit(
-        commitsPath, journal->sinks_, journal->format_, UINT64_MAX, [&](const Commit &commit) {
+    journal->commitsKept_ =
+        forEachCommit(commitsPath, journal->sinks_, UINT64_MAX, [&](const Commit &commit) {
           const RecordFate fate = fateOf(commit, retryFailed);
           if (fate == RecordFate::Kept)
             journal->done_.insert(key(commit.source, commit.row));
@@ -300,7 +304,7 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
         });
     for (size_t s = 0; s < plan.sinks.size(); ++s)
       journal->histories_.push_back(std::make_unique<SinkRecords>(
-          commitsPath, journal->sinks_, journal->format_, journal->commitsKept_, s, retryFailed));
+          commitsPath, journal->sinks_, journal->commitsKept_, s, retryFailed));
   }
   // Rows an earlier run crashed on are failed unread (a retry runs them again).
   if (journal->resuming_ && !retryFailed)
@@ -337,7 +341,7 @@ bool RunJournal::beginTakeUp(const std::vector<std::unique_ptr<RowSink>> &sinks,
   // The failed rows run again: their old records go, and the sinks cut their rows out; each
   // sink says what its records become (the records kept move back by what was cut out before
   // them).
-  forEachCommit(fs::path(dir_) / "commits", sinks_, format_, commitsKept_, [&](Commit commit) {
+  forEachCommit(fs::path(dir_) / "commits", sinks_, commitsKept_, [&](Commit commit) {
     const RecordFate fate = fateOf(commit, true);
     bool published = false;
     for (size_t s = 0; s < sinks_; ++s) {
@@ -372,7 +376,7 @@ bool RunJournal::start(std::string &error) {
   // (a last line cut short by a crash goes); a retry replaces them with the records it keeps.
   if (resuming_ && !retryFailed_ && format_ == 1) {
     // Appended records are format 2: the kept ones become format 2 too.
-    forEachCommit(commitsPath, sinks_, format_, commitsKept_,
+    forEachCommit(commitsPath, sinks_, commitsKept_,
                   [&](const Commit &commit) { retryCommits_ += formatCommit(commit); });
     commitsKept_ = retryCommits_.size();
   }
