@@ -74,6 +74,31 @@ std::string readFile(const fs::path &path) {
   return text.str();
 }
 
+struct Committed {
+  uint64_t row;
+  std::vector<std::string> records;
+  uint64_t errorsSize = 0;
+};
+
+/// A run that committed `rows` and was killed.
+void killedAfterCommitting(const Journaled &at, const std::vector<Committed> &rows) {
+  std::unique_ptr<RunJournal> journal = openJournal(at);
+  ASSERT_TRUE(journal);
+  std::string error;
+  ASSERT_TRUE(journal->start(error)) << error;
+  for (const Committed &row : rows)
+    ASSERT_TRUE(journal->commit(root(row.row), row.records, row.errorsSize, error)) << error;
+}
+
+/// The journal's header says format 1 (what orch before opaque records wrote).
+void headerSaysFormat1(const Journaled &at) {
+  const fs::path run = fs::path(at.dir) / "run";
+  std::string header = readFile(run);
+  ASSERT_EQ(header.rfind("orch-run-journal 2\n", 0), 0u) << header;
+  header.replace(0, 18, "orch-run-journal 1");
+  std::ofstream(run, std::ios::trunc) << header;
+}
+
 /// A sink that rewrites records as the test says (recordAfterRetry), and writes nothing.
 class RewritingSink : public RowSink {
 public:
@@ -164,19 +189,10 @@ TEST(RunJournalTest, ARetryAsksEachSinkWhatItsRecordsBecome) {
 
 TEST(RunJournalTest, AFormat1JournalResumesWithItsExtentsAsRecords) {
   const Journaled at = freshDirectory("journal-format1");
-  {
-    // Written by today's orch, to have its plan and fingerprints; then turned into format 1.
-    std::unique_ptr<RunJournal> journal = openJournal(at);
-    ASSERT_TRUE(journal);
-    std::string error;
-    ASSERT_TRUE(journal->start(error)) << error;
-    ASSERT_TRUE(journal->commit(root(0), {"x", "y"}, 0, error));
-  }
+  // Written by today's orch, to have its plan and fingerprints; then turned into format 1.
+  killedAfterCommitting(at, {{0, {"x", "y"}}});
+  headerSaysFormat1(at);
   const fs::path run = fs::path(at.dir) / "run", commits = fs::path(at.dir) / "commits";
-  std::string header = readFile(run);
-  ASSERT_EQ(header.rfind("orch-run-journal 2\n", 0), 0u) << header;
-  header.replace(0, 18, "orch-run-journal 1");
-  std::ofstream(run, std::ios::trunc) << header;
   // Format 1: per sink "BEGIN END COUNT NAME..." (names %-escaped); a last line cut short.
   std::ofstream(commits, std::ios::trunc) << "0 0 w 7 2 0 12 0 0 0 2 a%20b.txt c%25d.txt\n"
                                           << "0 1 f 9 2 12 30 0 0 0 0\n"
@@ -211,18 +227,8 @@ TEST(RunJournalTest, AFormat1ResumeKilledAfterRewritingItsRecordsResumesThemAll)
   // header: a kill in between leaves a format-1 header over format-2 records. Each record
   // says its format: every committed row is still done (it was "0 rows done", all run again).
   const Journaled at = freshDirectory("journal-format1-killed");
-  {
-    std::unique_ptr<RunJournal> journal = openJournal(at);
-    ASSERT_TRUE(journal);
-    std::string error;
-    ASSERT_TRUE(journal->start(error)) << error;
-    ASSERT_TRUE(journal->commit(root(0), {"0 12", "0 0 a.txt"}, 3, error));
-    ASSERT_TRUE(journal->commit(root(1), {"12 30", "0 0"}, 5, error));
-  }
-  const fs::path run = fs::path(at.dir) / "run";
-  std::string header = readFile(run);
-  header.replace(0, 18, "orch-run-journal 1");
-  std::ofstream(run, std::ios::trunc) << header;
+  killedAfterCommitting(at, {{0, {"0 12", "0 0 a.txt"}, 3}, {1, {"12 30", "0 0"}, 5}});
+  headerSaysFormat1(at);
   std::unique_ptr<RunJournal> journal = openJournal(at);
   ASSERT_TRUE(journal);
   ASSERT_TRUE(journal->resuming());
