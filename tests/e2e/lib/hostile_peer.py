@@ -81,8 +81,10 @@ def current_protocol_version():
 def hello():
     # ORCH_PROTOCOL_VERSION: to speak to an older coordinator (the tests' control runs).
     version = int(os.environ.get("ORCH_PROTOCOL_VERSION", current_protocol_version()))
+    # Every key its version has (docs/protocol.md: keys are version-checked).
     return msgpack.packb({"type": "hello", "version": version, "worker": "hostile", "pid": os.getpid(),
-                          "host": "hostile", "cpus": 64.0, "gpus": [], "operators": []})
+                          "host": "hostile", "cpus": 64.0, "gpus": [], "operators": [],
+                          "memory": 0, "peer_endpoint": "", "peer_key": ""})
 
 
 def join(args):
