@@ -1,9 +1,10 @@
 // Extent records: their text, and what a run that takes an output up makes of them.
 #include "orch/runtime/outputs/SinkExtents.h"
 
+#include "orch/runtime/outputs/OutputFiles.h"
+
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 
 namespace orch::runtime {
 namespace {
@@ -38,41 +39,6 @@ ExtentRecord decodeOrRefuse(const SinkRecord &record, const std::string &sink) {
 }
 
 } // namespace
-
-std::string escapeField(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if (c <= 0x20 || c == '%' || c == 0x7f) {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> unescapeField(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    unsigned value = 0;
-    if (i + 2 >= text.size())
-      return std::nullopt;
-    const auto [end, error] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
-    if (error != std::errc() || end != text.data() + i + 3)
-      return std::nullopt;
-    out += char(value);
-    i += 2;
-  }
-  return out;
-}
 
 std::string encodeExtent(const ExtentRecord &record) {
   std::string text = std::to_string(record.begin) + " " + std::to_string(record.end);

@@ -1,7 +1,8 @@
 // What every writer of an output shares (sinks, the run journal, the errors journal): whole
-// writes, and the process's own streams named as paths.
+// writes, the process's own streams named as paths, and fields of line-based records escaped.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,10 @@ bool isStandardStream(const std::string &path);
 /// offset is the process's (`>>` appends, other writers to it are not overwritten). -1 with
 /// errno otherwise.
 int duplicateStandardStream(const std::string &path);
+
+/// A %-escape of everything that would split a line or a field of one (control characters,
+/// space, '%', DEL), and its inverse (nullopt for a malformed escape).
+std::string escapeField(std::string_view text);
+std::optional<std::string> unescapeField(std::string_view text);
 
 } // namespace orch::runtime

@@ -52,7 +52,9 @@ public:
   const std::string *crashedEarlier(uint32_t source, uint64_t row) const;
   /// Where this run's CrashWitness writes down the rows it crashes on.
   std::string crashedRowsPath() const { return dir_ + "/crashed"; }
-  /// What sink `sink` takes its output up from: its records (nullptr: afresh).
+  /// What sink `sink` takes its output up from: its records (nullptr: afresh), read from the
+  /// `commits` file as the journal found it; for the sinks' constructors and `beginTakeUp`,
+  /// before `start` rewrites that file.
   const SinkHistory *sinkHistory(size_t sink) const;
   /// How much of the errors journal to keep (0 afresh).
   uint64_t errorsJournalKeep() const { return errorsKeep_; }

@@ -32,11 +32,6 @@ std::string encodeExtent(const ExtentRecord &record);
 /// nullopt for a text that is not one; "" is a row that left nothing.
 std::optional<ExtentRecord> decodeExtent(std::string_view text);
 
-/// A %-escape of everything that would split a line or a field of one (control characters,
-/// space, '%', DEL), and its inverse (nullopt for a malformed escape).
-std::string escapeField(std::string_view text);
-std::optional<std::string> unescapeField(std::string_view text);
-
 /// Where a sink's output stands for a run that takes it up: the records of the interrupted
 /// run folded together.
 struct SinkExtents {
