@@ -12,6 +12,10 @@ costs cancel), next to the same for a pipeline of the same shape whose Call comp
 System time includes the loopback TCP stack, part of which runs the server's side of each
 packet in the sender's context.
 
+Below the engine (orch_bench_http_floor, built beside orch): the same requests from a bare
+libcurl client (multi interface over epoll, one thread: the least libcurl does per request) and
+from Orch's HTTP client alone (ServiceClient, without a run around it), marginal the same way.
+
     bench/llm/run.py ORCH WORK [--quick]
 """
 
@@ -83,7 +87,14 @@ def main():
     count = 1000 if quick else 4000
     server, url = start_server(work)
     rows = []
+    floors = []
+    floor_tool = os.path.join(os.path.dirname(orch), "orch_bench_http_floor")
     try:
+        if os.path.exists(floor_tool):
+            for mode in ("bare", "client"):
+                measured = subprocess.run([floor_tool, mode, url, str(count), str(SLOTS)],
+                                          check=True, capture_output=True, text=True).stdout
+                floors.append(json.loads(measured))
         for executor, flags in (("in process", ["--in-process"]), ("2 worker processes", ["--workers", "2"])):
             result = {"executor": executor}
             for label, call in (
@@ -125,10 +136,19 @@ def main():
               f"{r['llm_user_us_per_row']:.0f} + {r['llm_system_us_per_row']:.0f} | "
               f"{r['compute_user_us_per_row'] + r['compute_system_us_per_row']:.0f} | "
               f"{r['request_user_us']:.0f} + {r['request_system_us']:.0f} |")
+    names = {"bare": "a bare libcurl client (multi over epoll, one thread)",
+             "client": "Orch's HTTP client alone (ServiceClient)"}
+    if floors:
+        print("\nBelow the engine, the same requests (CPU per request, user + system, marginal):\n")
+        for floor in floors:
+            print(f"- {names[floor['mode']]}: {floor['user_us']:.0f} + {floor['system_us']:.0f} µs")
+    else:
+        print(f"\n({floor_tool} is not built: the CPU below the engine is not measured)")
     out = os.environ.get("ORCH_BENCH_RESULTS", os.path.join(REPO, "build", "bench"))
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "llm.json"), "w") as f:
-        json.dump({"count": count, "latency": LATENCY, "slots": SLOTS, "rows": rows}, f, indent=1)
+        json.dump({"count": count, "latency": LATENCY, "slots": SLOTS, "rows": rows,
+                   "below_the_engine": floors}, f, indent=1)
 
 
 if __name__ == "__main__":

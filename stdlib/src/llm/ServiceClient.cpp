@@ -14,9 +14,11 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include <pthread.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -37,12 +39,6 @@ void initialiseCurlOnce() {
     return true;
   }();
   (void)initialised;
-}
-
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
-  return text;
 }
 
 /// The server's own words from an error body: OpenAI's {"error": {"message"}}, FastAPI's
@@ -324,12 +320,13 @@ struct ServiceClient::Loop {
   static size_t onHeader(char *data, size_t size, size_t count, void *user) {
     Exchange &exchange = *static_cast<Exchange *>(user);
     const size_t bytes = size * count;
-    std::string line(data, bytes);
-    if (line.rfind("HTTP/", 0) == 0)
+    const std::string_view line(data, bytes);
+    if (line.starts_with("HTTP/"))
       exchange.retryAfter = -1;
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos && lowercase(line.substr(0, colon)) == "retry-after") {
-      std::string value = line.substr(colon + 1);
+    constexpr std::string_view kRetryAfter = "retry-after:";
+    if (line.size() > kRetryAfter.size() &&
+        ::strncasecmp(line.data(), kRetryAfter.data(), kRetryAfter.size()) == 0) {
+      std::string value(line.substr(kRetryAfter.size()));
       value.erase(0, value.find_first_not_of(" \t"));
       value.erase(value.find_last_not_of(" \t\r\n") + 1);
       char *end = nullptr;
@@ -350,28 +347,21 @@ struct ServiceClient::Loop {
     x.retryAfter = -1;
     x.endpoint = pickEndpoint();
     ++openPerEndpoint[x.endpoint];
-    // A handle is reused (curl_easy_reset keeps its caches); the connection comes from the
-    // multi handle's pool.
+    // A handle is reused with the options every request shares, set when it was made; the
+    // connection comes from the multi handle's pool.
     if (spareHandles.empty()) {
-      x.easy = curl_easy_init();
+      x.easy = newHandle();
     } else {
       x.easy = spareHandles.back();
       spareHandles.pop_back();
-      curl_easy_reset(x.easy);
     }
     x.url = settings.endpoints[x.endpoint] + x.request.path;
     curl_easy_setopt(x.easy, CURLOPT_URL, x.url.c_str());
-    curl_easy_setopt(x.easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(x.easy, CURLOPT_POST, 1L);
     curl_easy_setopt(x.easy, CURLOPT_POSTFIELDS, x.request.body.data());
     curl_easy_setopt(x.easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(x.request.body.size()));
-    curl_easy_setopt(x.easy, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(x.easy, CURLOPT_WRITEFUNCTION, &Loop::onBody);
     curl_easy_setopt(x.easy, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(x.easy, CURLOPT_HEADERFUNCTION, &Loop::onHeader);
     curl_easy_setopt(x.easy, CURLOPT_HEADERDATA, &x);
     curl_easy_setopt(x.easy, CURLOPT_PRIVATE, &x);
-    curl_easy_setopt(x.easy, CURLOPT_ACCEPT_ENCODING, "");
     auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(settings.requestTimeout);
     if (x.request.deadline != Clock::time_point::max())
       timeout = std::min(
@@ -383,6 +373,18 @@ struct ServiceClient::Loop {
     x.sentAt = now;
     curl_multi_add_handle(multi, x.easy);
     open.emplace(x.easy, std::move(exchange));
+  }
+
+  /// A handle with what every request sets the same way.
+  CURL *newHandle() const {
+    CURL *easy = curl_easy_init();
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Loop::onBody);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Loop::onHeader);
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    return easy;
   }
 
   /// The exchange's handle goes back to the spares.
