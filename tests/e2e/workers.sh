@@ -199,8 +199,39 @@ check "with --wait-timeout 1s and one worker, the run starts with it and complet
 check "... and says so" grep -q "only 1 of 2 workers joined within 1 s (--wait-workers); the run starts with them" alone.log
 kill -TERM "$alone" 2>/dev/null || true
 wait "$alone" 2>/dev/null || true
+
+# --- a worker that joins while every replica is busy is handed some of them ----------------
+# (it used to take only idle replicas, and with all four busy it ran nothing for the whole run)
+for i in $(seq 0 79); do echo "{\"id\": $i}"; done >busy.jsonl
+cat >busy.orch <<'ORCH'
+pipeline busy;
+source rows = jsonl("busy.jsonl") as Doc;
+slow = test.sleep(rows.id, ms: 100) { replicas: 4, batch: 1 };
+sink jsonl(path: "out/docs.jsonl", record: { id: rows.id, slow: slow });
+ORCH
+rm -rf out
+"$ORCH_BIN/orch" run busy.orch --restart --listen "ipc://$workdir/busy.sock" --metrics busy.json \
+  >busy.log 2>&1 &
+run=$!
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/busy.sock" --name first --cpus 4 >first.log 2>&1 &
+first=$!
+wait_for_rows 8
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/busy.sock" --name joiner --cpus 4 >joiner.log 2>&1 &
+joiner=$!
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "a run that a worker joins while every replica is busy writes every row" \
+  test "$status:$(wc -l <out/docs.jsonl)" = "0:80"
+check "... and the worker that joined runs batches" /usr/bin/python3 -c '
+import json, sys
+m = json.load(open("busy.json"))
+ran = [b["place"].split("/")[0] for b in m["batches"]]
+sys.exit(0 if ran.count("joiner") > 0 else 1)'
+check "... while the Call keeps its four replicas" grep -qF "of its 4 replica(s)" busy.log
+kill -TERM "$first" "$joiner" 2>/dev/null || true
+wait "$first" "$joiner" 2>/dev/null || true
 check "--wait-workers without --listen is refused" \
   test "$(exit_code "$ORCH_BIN/orch" run pages.orch --wait-workers 2)" = 1
 
-[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log wait.log alone.log
+[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log wait.log alone.log busy.log
 finish_checks

@@ -1,7 +1,8 @@
 // The coordinator's placement rules without sockets: replicas per CPU, GPU preference, GPUs
-// counted and required, a newcomer taking idle replicas, a lost worker's replicas moving on,
-// batches going to the least busy replica within the pipelining depth, and automatic replicas
-// added where their inputs are kept and taken away only while idle.
+// counted and required, a newcomer taking idle replicas and being handed busy ones, a lost
+// worker's replicas moving on, batches going to the least busy replica within the pipelining
+// depth, and automatic replicas added where their inputs are kept and taken away only while
+// idle.
 #include "orch/runtime/cluster/ReplicaPlacement.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +116,67 @@ TEST(ReplicaPlacementTest, ALostWorkersReplicasMoveAndANewcomerTakesIdleOnes) {
     EXPECT_TRUE(placement.replica(move.replica).queued.empty()) << "a busy replica stays";
   }
   EXPECT_EQ(loads(placement, 3), (std::vector<size_t>{2, 0, 2}));
+}
+
+TEST(ReplicaPlacementTest, ANewcomerWhileEveryReplicaIsBusyIsHandedSomeOfThem) {
+  // A worker that joined while all of a busy worker's replicas ran batches (a local worker
+  // after the grace, a remote one mid-run) took none and ran no batch for the rest of the run.
+  plan::Plan plan = planWith({{4, false}, {1, false}});
+  ReplicaPlacement placement(plan);
+  placement.addWorker(4, false);
+  placement.place();
+  ASSERT_EQ(loads(placement, 1), (std::vector<size_t>{5}));
+  for (uint32_t r : placement.replicasOn(0))
+    placement.replica(r).queued.push_back(r + 1);
+  const uint32_t newcomer = placement.addWorker(4, false);
+  EXPECT_TRUE(placement.rebalance(newcomer).empty()) << "no replica is idle";
+  const std::vector<ReplicaPlacement::HandOver> handed = placement.handOverBusy(newcomer);
+  ASSERT_EQ(handed.size(), 2u) << "until the counts differ by less than two";
+  std::vector<uint32_t> numbers;
+  for (const ReplicaPlacement::HandOver &handOver : handed) {
+    const ReplicaPlacement::Replica &successor = placement.replica(handOver.successor.replica);
+    const ReplicaPlacement::Replica &leaving = placement.replica(handOver.leaving);
+    EXPECT_EQ(successor.worker, newcomer);
+    EXPECT_EQ(handOver.successor.worker, newcomer);
+    EXPECT_EQ(handOver.successor.from, kNoIndex) << "the successor is new: nothing to release";
+    EXPECT_EQ(successor.call, leaving.call);
+    EXPECT_EQ(successor.number, leaving.number) << "the successor keeps the replica's number";
+    EXPECT_TRUE(successor.queued.empty());
+    // The replica it replaces keeps serving its batches until it is drained.
+    EXPECT_EQ(leaving.worker, 0u);
+    EXPECT_FALSE(leaving.queued.empty());
+    numbers.push_back(leaving.call * 100 + leaving.number);
+  }
+  EXPECT_NE(numbers[0], numbers[1]) << "two different replicas are handed over";
+  EXPECT_TRUE(placement.handOverBusy(newcomer).empty()) << "the hand-overs count as done";
+  // Once drained (the coordinator drains them when their successors started), the counts even.
+  for (const ReplicaPlacement::HandOver &handOver : handed) {
+    placement.replica(handOver.leaving).queued.clear();
+    EXPECT_TRUE(placement.drain(handOver.leaving).has_value());
+  }
+  EXPECT_EQ(loads(placement, 2), (std::vector<size_t>{3, 2}));
+  EXPECT_EQ(placement.replicasOf(0) + placement.replicasOf(1), 5u) << "no replica more or less";
+}
+
+TEST(ReplicaPlacementTest, AHandOverRespectsWhatTheNewcomerOffers) {
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  plan::Plan plan = planWith({{4, false}});
+  plan.calls[0].options.memoryBytes = int64_t(2 * kGiB);
+  ReplicaPlacement placement(plan);
+  placement.addWorker(4, false, 16 * kGiB);
+  placement.place();
+  for (uint32_t r : placement.replicasOn(0))
+    placement.replica(r).queued.push_back(r + 1);
+  const uint32_t small = placement.addWorker(4, false, 3 * kGiB);
+  EXPECT_EQ(placement.handOverBusy(small).size(), 1u) << "room for one 2 GiB replica";
+  plan::Plan gpuPlan = planWith({{4, true}}, true);
+  ReplicaPlacement gpus(gpuPlan);
+  gpus.addWorker(4, true, 0, 4);
+  gpus.place();
+  for (uint32_t r : gpus.replicasOn(0))
+    gpus.replica(r).queued.push_back(r + 1);
+  EXPECT_TRUE(gpus.handOverBusy(gpus.addWorker(4, false)).empty())
+      << "a Call that requires a GPU is not handed to a worker without one";
 }
 
 TEST(ReplicaPlacementTest, AmongIdleReplicasABatchGoesToTheLeastBusyWorker) {

@@ -260,7 +260,13 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
                               [](const auto &a, const auto &b) { return a.second < b.second; });
       out << " (" << llvm::format("%.2f", least->second) << "-"
           << llvm::format("%.2f", most->second) << " s on each of " << busyByReplica[c].size()
-          << " replicas)";
+          << " replicas"
+          // A replica moved to another worker (a late or replacement worker, its inputs) ran
+          // in two places: each counts here.
+          << (int64_t(busyByReplica[c].size()) > call.replicas
+                  ? ", counted on each worker it ran on"
+                  : "")
+          << ")";
     }
     out << "; saturated " << llvm::format("%.2f", call.saturatedSeconds) << " s, starved "
         << llvm::format("%.2f", call.starvedSeconds) << " s";

@@ -788,8 +788,22 @@ private:
     }
     place();
     // A replacement would otherwise sit idle next to workers that took over the lost one's
-    // replicas.
+    // replicas; and so would any worker that joins while every replica is busy.
     init(placement_->rebalance(w));
+    handOverBusyReplicas(w);
+  }
+
+  /// Replicas rebalance could not move (they were busy) are handed to `newcomer` as a replica
+  /// moved to its inputs is: a successor starts there, and the old one serves until the
+  /// successor started, then drains.
+  void handOverBusyReplicas(uint32_t newcomer) {
+    for (const ReplicaPlacement::HandOver &handOver : placement_->handOverBusy(newcomer)) {
+      init({handOver.successor});
+      if (placement_->replica(handOver.successor.replica).ready)
+        drainReplica(handOver.leaving);
+      else
+        drainOnceStarted_[handOver.successor.replica] = handOver.leaving;
+    }
   }
 
   /// Sends INIT for each replica that moved to a worker.
@@ -893,6 +907,7 @@ private:
       } else if (replaced != kNoIndex) {
         // A move whose new replica could not start: it goes, the old one stays.
         drainReplica(started.replica);
+        placement_->replica(replaced).handedOver = false;
         startFailedCalls_.insert(call);
       } else if (warmedUp_ && placement_->replicasOf(call) > 1) {
         // Its Call has others: it goes (the next count the run loop reads says so), and the

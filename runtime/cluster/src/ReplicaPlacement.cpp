@@ -28,7 +28,7 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
   for (uint32_t c = 0; c < plan.calls.size(); ++c)
     for (int64_t r = 0; r < std::max<int64_t>(1, plan.calls[c].options.replicas); ++r) {
       replicasOfCall_[c].push_back(static_cast<uint32_t>(replicas_.size()));
-      replicas_.push_back(Replica{c, kNoIndex, {}, false, true, false, uint32_t(r)});
+      replicas_.push_back(Replica{c, kNoIndex, {}, false, true, false, false, uint32_t(r)});
     }
 }
 
@@ -104,7 +104,7 @@ uint32_t ReplicaPlacement::addReplica(uint32_t call, uint32_t number) {
       ++number;
   }
   const uint32_t r = uint32_t(replicas_.size());
-  replicas_.push_back(Replica{call, kNoIndex, {}, false, true, false, number});
+  replicas_.push_back(Replica{call, kNoIndex, {}, false, true, false, false, number});
   replicasOfCall_[call].push_back(r);
   return r;
 }
@@ -314,6 +314,41 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
     workers_[busiest].memoryPromised -= memoryHint(r);
     assign(r, newcomer);
     moves.push_back(Move{r, newcomer, busiest});
+  }
+}
+
+std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t newcomer) {
+  // Replicas that stay where they are: not leaving (drained or handed over).
+  auto staying = [&](uint32_t w) {
+    return size_t(
+        std::count_if(workers_[w].replicas.begin(), workers_[w].replicas.end(), [&](uint32_t r) {
+          return !replicas_[r].draining && !replicas_[r].handedOver;
+        }));
+  };
+  std::vector<HandOver> handed;
+  if (!workers_[newcomer].alive)
+    return handed;
+  for (;;) {
+    uint32_t busiest = kNoIndex;
+    for (uint32_t w = 0; w < workers_.size(); ++w)
+      if (workers_[w].alive && w != newcomer &&
+          (busiest == kNoIndex || staying(w) > staying(busiest)))
+        busiest = w;
+    if (busiest == kNoIndex || staying(busiest) < staying(newcomer) + 2)
+      return handed;
+    const std::vector<uint32_t> &hosted = workers_[busiest].replicas;
+    auto chosen = std::find_if(hosted.begin(), hosted.end(), [&](uint32_t r) {
+      const plan::PlanCall &call = plan_.calls[replicas_[r].call];
+      return !replicas_[r].draining && !replicas_[r].handedOver && hasRoomFor(newcomer, r) &&
+             (!call.options.requireGpu || hasGpuRoomFor(newcomer, r));
+    });
+    if (chosen == hosted.end())
+      return handed;
+    const uint32_t leaving = *chosen;
+    replicas_[leaving].handedOver = true;
+    const uint32_t successor = addReplica(replicas_[leaving].call, replicas_[leaving].number);
+    assign(successor, newcomer);
+    handed.push_back(HandOver{Move{successor, newcomer}, leaving});
   }
 }
 

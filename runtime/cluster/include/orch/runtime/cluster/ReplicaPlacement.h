@@ -5,8 +5,9 @@
 // require a GPU wait for one; a Call's `memory` (per replica) prefers workers with that much memory
 // left of what they offer (a hint: when none has, the rules above decide); a replica added for its
 // inputs (automatic replicas) goes where its Call's inputs were kept most often without a replica
-// of it; a newcomer takes idle replicas from the busiest workers; batches go to the replica of
-// their Call with the fewest in flight, up to `depth` each.
+// of it; a newcomer takes idle replicas from the busiest workers, and is handed busy ones when
+// none is idle; batches go to the replica of their Call with the fewest in flight, up to `depth`
+// each.
 #pragma once
 
 #include "orch/plan/Plan.h"
@@ -37,6 +38,10 @@ public:
     /// Being moved away (automatic replicas): no new batch goes to it; it is retired once its
     /// queue is empty.
     bool draining = false;
+    /// Handed over to a newcomer (handOverBusy): a successor there takes its place; it serves
+    /// until the coordinator drains it (once the successor started), and no longer counts as
+    /// its worker's.
+    bool handedOver = false;
     /// Its number among its Call's replicas, for people ("local-1/replica 1" of a Call with
     /// two): the lowest one free when it was added; a moved replica's successor keeps it.
     uint32_t number = 0;
@@ -67,6 +72,15 @@ public:
   std::vector<Move> place(uint32_t *waitingForGpu = nullptr);
   /// Moves idle replicas from the busiest workers to `newcomer` until the load is even.
   std::vector<Move> rebalance(uint32_t newcomer);
+  /// After rebalance, while the busiest worker still hosts two replicas more than `newcomer`
+  /// (every one was busy): one of its replicas is handed over, busy or not. Its successor (the
+  /// same Call and number) is placed on `newcomer` (the Move to send); the replica it replaces
+  /// (`leaving`) finishes what it queued and is to be drained once the successor started.
+  struct HandOver {
+    Move successor;
+    uint32_t leaving;
+  };
+  std::vector<HandOver> handOverBusy(uint32_t newcomer);
 
   /// Automatic replicas: one more replica of `call`, without a worker until place().
   /// `number`: the successor of a moved replica keeps its number (kNoIndex: the lowest free).
