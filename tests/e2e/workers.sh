@@ -230,8 +230,28 @@ sys.exit(0 if ran.count("joiner") > 0 else 1)'
 check "... while the Call keeps its four replicas" grep -qF "of its 4 replica(s)" busy.log
 kill -TERM "$first" "$joiner" 2>/dev/null || true
 wait "$first" "$joiner" 2>/dev/null || true
+
+# --- a lost worker: the others are told (protocol `lost`), so none waits for its values ----
+rm -rf out
+"$ORCH_BIN/orch" run busy.orch --restart --listen "ipc://$workdir/lost.sock" --heartbeat-ms 100 \
+  >lost.log 2>&1 &
+run=$!
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/lost.sock" --name keeper --cpus 4 >keeper.log 2>&1 &
+keeper=$!
+"$ORCH_BIN/orch" worker --connect "ipc://$workdir/lost.sock" --name doomed --cpus 4 >doomed.log 2>&1 &
+doomed=$!
+wait_for_rows 8
+kill -KILL "$doomed"
+status=0; timeout 60 tail --pid="$run" -f /dev/null || status=$?
+wait "$run" || status=$?
+check "a run that loses one of two workers writes every row" \
+  test "$status:$(wc -l <out/docs.jsonl)" = "0:80"
+check "... the coordinator lost it" grep -q "worker doomed lost" lost.log
+check "... and told the other worker" grep -q "the coordinator lost worker doomed" keeper.log
+kill -TERM "$keeper" 2>/dev/null || true
+wait "$keeper" "$doomed" 2>/dev/null || true
 check "--wait-workers without --listen is refused" \
   test "$(exit_code "$ORCH_BIN/orch" run pages.orch --wait-workers 2)" = 1
 
-[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log wait.log alone.log busy.log
+[ "$failures" -eq 0 ] || cat run.log abort.log stuck.log cluster.log steady.log wait.log alone.log busy.log lost.log keeper.log
 finish_checks

@@ -464,6 +464,9 @@ private:
       largeBytesFreed_ += kept_.drop(drop->ids);
     } else if (auto *lost = std::get_if<LostMessage>(&message)) {
       lostPeers_.add(lost->worker, batchesReceived_);
+      if (options_.verbose)
+        log("the coordinator lost worker " + lost->worker +
+            ": values kept there are no longer waited for");
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
       // Released replicas end in the background: one may still be starting its process.
       if (auto found = replicas_.find(release->replica); found != replicas_.end()) {
