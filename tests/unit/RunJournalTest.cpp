@@ -244,6 +244,42 @@ TEST(RunJournalTest, AFormat1ResumeKilledAfterRewritingItsRecordsResumesThemAll)
   EXPECT_EQ(journal->done(), 2u);
 }
 
+TEST(RunJournalTest, ADamagedLineBeforeTheLastIsNotSilentlyTakenForACrash) {
+  // A crash cuts only the commits file's last line short: that one goes without a word. A
+  // damaged line with lines after it (changed by hand, or on disk) used to end the resume there
+  // just as silently: the rows after it ran again and nobody was told why.
+  const Journaled at = freshDirectory("journal-damaged");
+  killedAfterCommitting(
+      at, {{0, {"0 3", "0 3"}}, {1, {"3 6", "3 6"}}, {2, {"6 9", "6 9"}}, {3, {"9 12", "9 12"}}});
+  const fs::path commits = fs::path(at.dir) / "commits";
+  const std::string whole = readFile(commits);
+  {
+    // A torn last line: what a crash leaves.
+    std::ofstream(commits, std::ios::trunc) << whole << "w 0 4 0 =9%20";
+    std::unique_ptr<RunJournal> journal = openJournal(at);
+    ASSERT_TRUE(journal);
+    EXPECT_EQ(journal->done(), 4u);
+    EXPECT_EQ(journal->notice(), "");
+  }
+  std::vector<std::string> lines;
+  std::istringstream split(whole);
+  for (std::string line; std::getline(split, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  lines[1] = "w 0 1 0 not a record";
+  std::ofstream out(commits, std::ios::trunc);
+  for (const std::string &line : lines)
+    out << line << "\n";
+  out.close();
+  std::unique_ptr<RunJournal> journal = openJournal(at);
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(journal->done(), 1u) << "the rows from the damaged line on run again";
+  EXPECT_NE(journal->notice().find("damaged at line 2"), std::string::npos) << journal->notice();
+  EXPECT_NE(journal->notice().find("it and the 2 lines after it"), std::string::npos)
+      << journal->notice();
+  EXPECT_EQ(recordsOf(journal->sinkHistory(0)).size(), 1u);
+}
+
 TEST(SinkExtentsTest, RecordsAreTextThatDecodesToWhatWasEncoded) {
   const ExtentRecord record{5, 1029, {"a b.txt", "100%", "tab\there", "\xc3\xa9.tar"}};
   const std::string text = encodeExtent(record);

@@ -189,6 +189,35 @@ uint64_t forEachCommit(const fs::path &path, size_t sinks, uint64_t limit,
   return good;
 }
 
+/// What a user should know when the commits file at `path` holds more than its first `kept`
+/// bytes of whole records: nothing when the rest is one line cut short (a crash appending it),
+/// else that a line before the last is damaged and how many lines are ignored with it.
+std::optional<std::string> damagedCommits(const fs::path &path, uint64_t kept) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  uint64_t offset = 0;
+  uint64_t number = 0;
+  uint64_t damagedAt = 0;
+  uint64_t ignored = 0;
+  while (std::getline(in, line) && !in.eof()) {
+    ++number;
+    if (offset >= kept) {
+      damagedAt = damagedAt ? damagedAt : number;
+      ++ignored;
+    }
+    offset += line.size() + 1;
+  }
+  // A last line without its line break is what a crash leaves: not counted.
+  if (ignored == 0)
+    return std::nullopt;
+  return "the run journal's commits file (" + path.string() + ") is damaged at line " +
+         std::to_string(damagedAt) +
+         " (a crash only cuts its last line short: it was changed by hand or on disk): it and "
+         "the " +
+         std::to_string(ignored - 1) + " line" + (ignored == 2 ? "" : "s") +
+         " after it are ignored, and the source rows they recorded run again";
+}
+
 /// One sink's records, read from the commits file each time (SinkHistory).
 class SinkRecords : public SinkHistory {
 public:
@@ -302,6 +331,10 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
             journal->failed_.erase(key(commit.source, commit.row));
           journal->errorsKeep_ = retryFailed ? 0 : commit.errorsSize;
         });
+    std::error_code unread;
+    if (journal->commitsKept_ < fs::file_size(commitsPath, unread) && !unread)
+      if (std::optional<std::string> damage = damagedCommits(commitsPath, journal->commitsKept_))
+        journal->notice_ = *damage;
     for (size_t s = 0; s < plan.sinks.size(); ++s)
       journal->histories_.push_back(std::make_unique<SinkRecords>(
           commitsPath, journal->sinks_, journal->commitsKept_, s, retryFailed));
