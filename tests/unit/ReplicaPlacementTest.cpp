@@ -179,6 +179,62 @@ TEST(ReplicaPlacementTest, AHandOverRespectsWhatTheNewcomerOffers) {
       << "a Call that requires a GPU is not handed to a worker without one";
 }
 
+TEST(ReplicaPlacementTest, AHandOverThatCannotCompleteLeavesTheCallItsReplicasOnce) {
+  // Found by a hostile review: a successor still starting was handed over again to a later
+  // newcomer (its old replica then never drained: 5 replicas of 4), and a hand-over whose
+  // newcomer or old worker was lost loaded models again beside the replicas that stayed.
+  plan::Plan plan = planWith({{4, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t first = placement.addWorker(4, false);
+  placement.place();
+  for (uint32_t r : placement.replicasOn(first))
+    placement.replica(r).queued.push_back(r + 1);
+  const uint32_t slow = placement.addWorker(4, false);
+  const std::vector<ReplicaPlacement::HandOver> toSlow = placement.handOverBusy(slow);
+  ASSERT_EQ(toSlow.size(), 2u);
+  for (const ReplicaPlacement::HandOver &handOver : toSlow)
+    placement.replica(handOver.successor.replica).ready = false; // its model still loads
+  // Two more join together: the first takes one of the first worker's; the second finds the
+  // slow worker the busiest, with nothing but successors still starting.
+  const uint32_t third = placement.addWorker(4, false);
+  const uint32_t fourth = placement.addWorker(4, false);
+  for (const uint32_t newcomer : {third, fourth})
+    for (const ReplicaPlacement::HandOver &handOver : placement.handOverBusy(newcomer))
+      for (const ReplicaPlacement::HandOver &earlier : toSlow)
+        EXPECT_NE(handOver.leaving, earlier.successor.replica)
+            << "a successor still starting is not handed over again";
+
+  // The newcomer is lost before its successors started: they go, and the replicas they were
+  // to replace stay theirs (not handed over any more, so they count and may be handed again).
+  placement.removeWorker(slow);
+  for (const ReplicaPlacement::HandOver &handOver : toSlow) {
+    placement.abandonSuccessor(handOver.successor.replica, handOver.leaving);
+    EXPECT_TRUE(placement.replica(handOver.successor.replica).retired);
+    EXPECT_FALSE(placement.replica(handOver.leaving).handedOver);
+    EXPECT_EQ(placement.replica(handOver.leaving).worker, first);
+  }
+  EXPECT_TRUE(placement.place().empty()) << "nothing to load again";
+}
+
+TEST(ReplicaPlacementTest, AHandedOverReplicaWhoseWorkerIsLostIsNotPlacedAgain) {
+  plan::Plan plan = planWith({{4, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t first = placement.addWorker(4, false);
+  placement.place();
+  for (uint32_t r : placement.replicasOn(first))
+    placement.replica(r).queued.push_back(r + 1);
+  const uint32_t newcomer = placement.addWorker(4, false);
+  const std::vector<ReplicaPlacement::HandOver> handed = placement.handOverBusy(newcomer);
+  ASSERT_EQ(handed.size(), 2u);
+  placement.removeWorker(first);
+  for (const ReplicaPlacement::HandOver &handOver : handed)
+    EXPECT_TRUE(placement.replica(handOver.leaving).retired) << "its successor takes its place";
+  // The two that were not handed over move to the newcomer; their successors are there.
+  EXPECT_EQ(placement.place().size(), 2u);
+  EXPECT_EQ(loads(placement, 2), (std::vector<size_t>{0, 4}));
+  EXPECT_EQ(placement.replicasOf(0), 4u);
+}
+
 TEST(ReplicaPlacementTest, AmongIdleReplicasABatchGoesToTheLeastBusyWorker) {
   // A replacement worker that took an idle replica ran none of its Call's batches: ties went
   // to the first replica, on the busy worker, whenever batches went one at a time.

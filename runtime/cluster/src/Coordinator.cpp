@@ -905,9 +905,14 @@ private:
         if (replaced != kNoIndex)
           drainReplica(replaced);
       } else if (replaced != kNoIndex) {
-        // A move whose new replica could not start: it goes, the old one stays.
+        // A move whose new replica could not start: it goes, the old one stays; if the old
+        // one went with its worker meanwhile, the Call gets a replica in its place.
         drainReplica(started.replica);
         placement_->replica(replaced).handedOver = false;
+        if (placement_->replica(replaced).retired) {
+          placement_->addReplica(call, placement_->replica(replaced).number);
+          place();
+        }
         startFailedCalls_.insert(call);
       } else if (warmedUp_ && placement_->replicasOf(call) > 1) {
         // Its Call has others: it goes (the next count the run loop reads says so), and the
@@ -963,6 +968,16 @@ private:
     for (uint32_t other = 0; other < workers_.size(); ++other)
       if (workers_[other].alive)
         sendTo(other, LostMessage{worker.name});
+    // A successor that was starting there will not: the replica it was to replace stays (a
+    // model is not loaded again beside it).
+    for (auto it = drainOnceStarted_.begin(); it != drainOnceStarted_.end();) {
+      if (placement_->replica(it->first).worker == w) {
+        placement_->abandonSuccessor(it->first, it->second);
+        it = drainOnceStarted_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     placement_->removeWorker(w);
     // Its kept values are gone: each is computed again from its recipe once the replicas
     // have moved, with the recomputations that ran on it.
@@ -1157,8 +1172,8 @@ private:
   /// started (a declared operator's process and model): automatic replicas' hysteresis.
   std::unordered_map<uint32_t, Clock::time_point> initSentAt_;
   std::map<uint32_t, double> startupSeconds_;
-  /// Replicas moved to their inputs that load a model first: the replica each replaces, which
-  /// drains once it started.
+  /// Replicas moved to their inputs or handed to a newcomer that load a model first: the
+  /// replica each replaces, which drains once it started.
   std::unordered_map<uint32_t, uint32_t> drainOnceStarted_;
   /// Calls a replica of which could not start during the run: they get no new replicas.
   std::set<uint32_t> startFailedCalls_;

@@ -215,8 +215,8 @@ void ReplicaPlacement::removeWorker(uint32_t w) {
   for (uint32_t r : worker.replicas) {
     replicas_[r].worker = kNoIndex;
     replicas_[r].queued.clear();
-    // One being moved away is not placed again.
-    if (replicas_[r].draining)
+    // One being moved away is not placed again: its successor takes its place.
+    if (replicas_[r].draining || replicas_[r].handedOver)
       retire(r);
   }
   worker.replicas.clear();
@@ -339,8 +339,10 @@ std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t 
     const std::vector<uint32_t> &hosted = workers_[busiest].replicas;
     auto chosen = std::find_if(hosted.begin(), hosted.end(), [&](uint32_t r) {
       const plan::PlanCall &call = plan_.calls[replicas_[r].call];
-      return !replicas_[r].draining && !replicas_[r].handedOver && hasRoomFor(newcomer, r) &&
-             (!call.options.requireGpu || hasGpuRoomFor(newcomer, r));
+      // A successor still starting is not handed on (the replica it replaces would never
+      // drain); nor is one that is going.
+      return replicas_[r].ready && !replicas_[r].draining && !replicas_[r].handedOver &&
+             hasRoomFor(newcomer, r) && (!call.options.requireGpu || hasGpuRoomFor(newcomer, r));
     });
     if (chosen == hosted.end())
       return handed;
@@ -350,6 +352,12 @@ std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t 
     assign(successor, newcomer);
     handed.push_back(HandOver{Move{successor, newcomer}, leaving});
   }
+}
+
+void ReplicaPlacement::abandonSuccessor(uint32_t successor, uint32_t leaving) {
+  if (!replicas_[successor].retired)
+    retire(successor);
+  replicas_[leaving].handedOver = false;
 }
 
 double ReplicaPlacement::queuedPerCpu(uint32_t worker) const {

@@ -63,7 +63,8 @@ public:
   uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0, uint32_t gpus = 0);
   /// The `memory` hints of the replicas on `worker`, summed.
   uint64_t memoryPromised(uint32_t worker) const { return workers_[worker].memoryPromised; }
-  /// The worker is gone: its replicas have no worker and nothing queued.
+  /// The worker is gone: its replicas have no worker and nothing queued; those being moved
+  /// away (draining, or handed over: a successor takes their place) are retired.
   void removeWorker(uint32_t worker);
 
   /// Puts every replica without a worker on a live worker; the moves made. A replica of a Call
@@ -81,6 +82,9 @@ public:
     uint32_t leaving;
   };
   std::vector<HandOver> handOverBusy(uint32_t newcomer);
+  /// A successor that will not start (its worker was lost, or it failed to start): it is
+  /// retired, and the replica it was to replace stays (no longer handed over).
+  void abandonSuccessor(uint32_t successor, uint32_t leaving);
 
   /// Automatic replicas: one more replica of `call`, without a worker until place().
   /// `number`: the successor of a moved replica keeps its number (kNoIndex: the lowest free).
