@@ -169,6 +169,15 @@ TEST(ReplicaPlacementTest, AHandOverRespectsWhatTheNewcomerOffers) {
     placement.replica(r).queued.push_back(r + 1);
   const uint32_t small = placement.addWorker(4, false, 3 * kGiB);
   EXPECT_EQ(placement.handOverBusy(small).size(), 1u) << "room for one 2 GiB replica";
+  plan::Plan four = planWith({{4, false}});
+  ReplicaPlacement byCpus(four);
+  byCpus.addWorker(16, false);
+  byCpus.place();
+  for (uint32_t r : byCpus.replicasOn(0))
+    byCpus.replica(r).queued.push_back(r + 1);
+  EXPECT_TRUE(byCpus.handOverBusy(byCpus.addWorker(1, false)).empty())
+      << "4 replicas on 16 CPUs are fewer per CPU than 1 on 1";
+  EXPECT_EQ(byCpus.handOverBusy(byCpus.addWorker(16, false)).size(), 2u);
   plan::Plan gpuPlan = planWith({{4, true}}, true);
   ReplicaPlacement gpus(gpuPlan);
   gpus.addWorker(4, true, 0, 4);

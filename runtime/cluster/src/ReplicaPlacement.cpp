@@ -329,12 +329,17 @@ std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t 
   if (!workers_[newcomer].alive)
     return handed;
   for (;;) {
+    // Replicas per CPU (place()'s measure); a hand-over only while it evens them out: with
+    // equal CPUs, while the counts differ by two or more.
+    auto perCpu = [&](uint32_t w, double more) {
+      return (double(staying(w)) + more) / std::max(workers_[w].cpus, 1e-9);
+    };
     uint32_t busiest = kNoIndex;
     for (uint32_t w = 0; w < workers_.size(); ++w)
       if (workers_[w].alive && w != newcomer &&
-          (busiest == kNoIndex || staying(w) > staying(busiest)))
+          (busiest == kNoIndex || perCpu(w, 0) > perCpu(busiest, 0)))
         busiest = w;
-    if (busiest == kNoIndex || staying(busiest) < staying(newcomer) + 2)
+    if (busiest == kNoIndex || staying(busiest) == 0 || perCpu(busiest, -1) < perCpu(newcomer, 1))
       return handed;
     const std::vector<uint32_t> &hosted = workers_[busiest].replicas;
     auto chosen = std::find_if(hosted.begin(), hosted.end(), [&](uint32_t r) {

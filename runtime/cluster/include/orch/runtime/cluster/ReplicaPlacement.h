@@ -73,9 +73,10 @@ public:
   std::vector<Move> place(uint32_t *waitingForGpu = nullptr);
   /// Moves idle replicas from the busiest workers to `newcomer` until the load is even.
   std::vector<Move> rebalance(uint32_t newcomer);
-  /// After rebalance, while the busiest worker still hosts two replicas more than `newcomer`
-  /// (every one was busy): one of its replicas is handed over, busy or not. Its successor (the
-  /// same Call and number) is placed on `newcomer` (the Move to send); the replica it replaces
+  /// After rebalance, while moving a replica from the busiest worker (replicas per CPU) to
+  /// `newcomer` evens them out (with equal CPUs: while the counts differ by two or more), one
+  /// of its replicas is handed over, busy or not (not a successor still starting). Its successor
+  /// (the same Call and number) is placed on `newcomer` (the Move to send); the replica it replaces
   /// (`leaving`) finishes what it queued and is to be drained once the successor started.
   struct HandOver {
     Move successor;
