@@ -102,6 +102,8 @@ private:
   std::deque<Violation> violations_;
   ConnectionGuardCounts counts_;
   std::atomic<bool> stopping_{false};
+  /// Written when stopping: the thread's wait ends at once rather than within 20 ms.
+  int wakeFd_ = -1;
   std::thread thread_;
 };
 

@@ -50,6 +50,9 @@ private:
   std::unique_ptr<ConnectionGuard> guard_;
   std::string bound_;
   std::atomic<bool> stopping_{false};
+  /// Written when stopping: the thread's wait ends at once (a worker's exit waited up to the
+  /// wait's 100 ms for it: every distributed run's end, 0.54 -> 0.66 s in bench/experiments).
+  int wakeFd_ = -1;
   std::atomic<uint64_t> valuesServed_{0}, bytesServed_{0};
   std::thread thread_;
 };
