@@ -3,8 +3,10 @@ Reads the results.json that bench/experiments/run.py and bench/real/run.py write
 copies kept in bench/results/): every table row is matched by its first cell, every number in
 it by its column's name.
 
-usage: compare.py OLD.json NEW.json [--all]
-  Without --all, only the figures that moved by more than 5 % are printed."""
+usage: compare.py OLD.json NEW.json [--all | --over PCT]
+  Without --all, only the figures that moved by more than 5 % (PCT %) are printed. For a
+  regression check, make OLD and NEW the same day (bench/ab.sh builds a reference commit and runs
+  both): between days this machine moves figures by more than 5 %."""
 import json, re, sys
 
 NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+")
@@ -33,6 +35,11 @@ def figures(results, headers):
 
 
 def main():
+    over = 5.0
+    if "--over" in sys.argv:
+        at = sys.argv.index("--over")
+        over = float(sys.argv[at + 1])
+        del sys.argv[at:at + 2]
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     if len(arguments) != 2:
         sys.exit(__doc__)
@@ -51,7 +58,7 @@ def main():
     for key in sorted(set(old) & set(new), key=lambda k: list(new).index(k)):
         (old_text, old_value), (new_text, new_value) = old[key], new[key]
         change = (new_value - old_value) / abs(old_value) if old_value else (0.0 if new_value == 0 else float("inf"))
-        if "--all" not in sys.argv and abs(change) <= 0.05:
+        if "--all" not in sys.argv and abs(change) <= over / 100:
             continue
         if key[0] != experiment:
             experiment = key[0]
@@ -65,7 +72,7 @@ def main():
     if only_new:
         print(f"only in the new run: {', '.join(only_new)}")
     print(f"\n{shown} figure(s) shown of {len(set(old) & set(new))} in both runs"
-          + ("" if "--all" in sys.argv else " (moved by more than 5 %; --all shows every one)"))
+          + ("" if "--all" in sys.argv else f" (moved by more than {over:g} %; --all shows every one)"))
 
 
 if __name__ == "__main__":
