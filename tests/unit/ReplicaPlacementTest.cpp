@@ -33,6 +33,16 @@ std::vector<size_t> loads(const ReplicaPlacement &placement, uint32_t workers) {
   return counts;
 }
 
+/// A worker that hosts every replica, each running a batch (none idle): it is returned.
+uint32_t aWorkerWithEveryReplicaBusy(ReplicaPlacement &placement, double cpus = 4,
+                                     uint64_t memory = 0, uint32_t gpus = 0) {
+  const uint32_t worker = placement.addWorker(cpus, gpus > 0, memory, gpus);
+  placement.place();
+  for (uint32_t r : placement.replicasOn(worker))
+    placement.replica(r).queued.push_back(r + 1);
+  return worker;
+}
+
 TEST(ReplicaPlacementTest, ReplicasGoToTheWorkerWithTheFewestPerCpu) {
   plan::Plan plan = planWith({{6, false}});
   ReplicaPlacement placement(plan);
@@ -123,11 +133,8 @@ TEST(ReplicaPlacementTest, ANewcomerWhileEveryReplicaIsBusyIsHandedSomeOfThem) {
   // after the grace, a remote one mid-run) took none and ran no batch for the rest of the run.
   plan::Plan plan = planWith({{4, false}, {1, false}});
   ReplicaPlacement placement(plan);
-  placement.addWorker(4, false);
-  placement.place();
+  aWorkerWithEveryReplicaBusy(placement);
   ASSERT_EQ(loads(placement, 1), (std::vector<size_t>{5}));
-  for (uint32_t r : placement.replicasOn(0))
-    placement.replica(r).queued.push_back(r + 1);
   const uint32_t newcomer = placement.addWorker(4, false);
   EXPECT_TRUE(placement.rebalance(newcomer).empty()) << "no replica is idle";
   const std::vector<ReplicaPlacement::HandOver> handed = placement.handOverBusy(newcomer);
@@ -163,27 +170,18 @@ TEST(ReplicaPlacementTest, AHandOverRespectsWhatTheNewcomerOffers) {
   plan::Plan plan = planWith({{4, false}});
   plan.calls[0].options.memoryBytes = int64_t(2 * kGiB);
   ReplicaPlacement placement(plan);
-  placement.addWorker(4, false, 16 * kGiB);
-  placement.place();
-  for (uint32_t r : placement.replicasOn(0))
-    placement.replica(r).queued.push_back(r + 1);
+  aWorkerWithEveryReplicaBusy(placement, 4, 16 * kGiB);
   const uint32_t small = placement.addWorker(4, false, 3 * kGiB);
   EXPECT_EQ(placement.handOverBusy(small).size(), 1u) << "room for one 2 GiB replica";
   plan::Plan four = planWith({{4, false}});
   ReplicaPlacement byCpus(four);
-  byCpus.addWorker(16, false);
-  byCpus.place();
-  for (uint32_t r : byCpus.replicasOn(0))
-    byCpus.replica(r).queued.push_back(r + 1);
+  aWorkerWithEveryReplicaBusy(byCpus, 16);
   EXPECT_TRUE(byCpus.handOverBusy(byCpus.addWorker(1, false)).empty())
       << "4 replicas on 16 CPUs are fewer per CPU than 1 on 1";
   EXPECT_EQ(byCpus.handOverBusy(byCpus.addWorker(16, false)).size(), 2u);
   plan::Plan gpuPlan = planWith({{4, true}}, true);
   ReplicaPlacement gpus(gpuPlan);
-  gpus.addWorker(4, true, 0, 4);
-  gpus.place();
-  for (uint32_t r : gpus.replicasOn(0))
-    gpus.replica(r).queued.push_back(r + 1);
+  aWorkerWithEveryReplicaBusy(gpus, 4, 0, 4);
   EXPECT_TRUE(gpus.handOverBusy(gpus.addWorker(4, false)).empty())
       << "a Call that requires a GPU is not handed to a worker without one";
 }
@@ -194,10 +192,7 @@ TEST(ReplicaPlacementTest, AHandOverThatCannotCompleteLeavesTheCallItsReplicasOn
   // newcomer or old worker was lost loaded models again beside the replicas that stayed.
   plan::Plan plan = planWith({{4, false}});
   ReplicaPlacement placement(plan);
-  const uint32_t first = placement.addWorker(4, false);
-  placement.place();
-  for (uint32_t r : placement.replicasOn(first))
-    placement.replica(r).queued.push_back(r + 1);
+  const uint32_t first = aWorkerWithEveryReplicaBusy(placement);
   const uint32_t slow = placement.addWorker(4, false);
   const std::vector<ReplicaPlacement::HandOver> toSlow = placement.handOverBusy(slow);
   ASSERT_EQ(toSlow.size(), 2u);
@@ -228,10 +223,7 @@ TEST(ReplicaPlacementTest, AHandOverThatCannotCompleteLeavesTheCallItsReplicasOn
 TEST(ReplicaPlacementTest, AHandedOverReplicaWhoseWorkerIsLostIsNotPlacedAgain) {
   plan::Plan plan = planWith({{4, false}});
   ReplicaPlacement placement(plan);
-  const uint32_t first = placement.addWorker(4, false);
-  placement.place();
-  for (uint32_t r : placement.replicasOn(first))
-    placement.replica(r).queued.push_back(r + 1);
+  const uint32_t first = aWorkerWithEveryReplicaBusy(placement);
   const uint32_t newcomer = placement.addWorker(4, false);
   const std::vector<ReplicaPlacement::HandOver> handed = placement.handOverBusy(newcomer);
   ASSERT_EQ(handed.size(), 2u);
