@@ -202,10 +202,10 @@ for r in rows:
     assert all(abs(a - b) < 1e-12 for a, b in zip(r["vector"], embedding(r["text"]))), r
 errors = [json.loads(l) for l in open("embed.errors.jsonl")]
 assert len(errors) == 1 and "maximum context length" in errors[0]["message"], errors
-# Three batches (1 + 4 + 1 texts: until its first batch is measured a Call sends one grain,
-# docs/runtime.md "Memory"): the refused request of 4 sent again one text at a time.
+# Two batches (4 + 2 texts; a first batch is whole under the default budget, docs/runtime.md
+# "The value budget"): the refused request of 4 sent again one text at a time.
 service = json.load(open("embed.json"))["calls"][0]["service"]
-assert service["requests"] == 3 + 4 and service["failed_requests"] == 2, service
+assert service["requests"] == 2 + 4 and service["failed_requests"] == 2, service
 PY
 stop_servers
 

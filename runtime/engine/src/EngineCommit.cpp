@@ -5,6 +5,13 @@
 #include <algorithm>
 
 namespace orch::runtime {
+namespace {
+
+/// The budget a Call not measured yet needs free for each grain of its first batch: a large
+/// value (a page rendered at 600 dpi is about 100 MB).
+constexpr uint64_t kFirstGrainRoom = uint64_t(128) << 20;
+
+} // namespace
 
 using plan::RecoveryPolicy;
 
@@ -134,12 +141,23 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
   // a Call not measured yet goes before one known to add bytes (it may be the consumer).
   const bool idle = outstanding.empty();
   if (load.measuredGrains == 0) {
-    // Until its first batch is back a Call runs one grain at a time: its first wave could be
-    // any size (a wave of renders before one was measured took a budget 1.36 times over, a
-    // first batch of 16 pages to a Python consumer 1.58 times).
-    if (committed < memory.limit && load.inFlight == 0 &&
-        committed + keepRoomForCopies(executor, room).ofReadyInputs < memory.limit)
-      return {BudgetRank::Fits, 0, 1};
+    // Until its first batch is back a Call's output size is unknown: its grains go while the
+    // budget has kFirstGrainRoom free for each of them in flight (under a budget of megabytes
+    // one grain at a time, under the default whole batches), and always one when none is out.
+    // Its first wave could be any size: a wave of renders before one was measured took a
+    // budget 1.36 times over, a first batch of 16 pages to a Python consumer 1.58 times; one
+    // grain at a time under the default budget made the first row 60 ms later in the paper's
+    // MinerU shape, five Calls in a row each waiting for its first batch.
+    if (committed < memory.limit) {
+      const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
+      if (committed + copies < memory.limit) {
+        const uint64_t withRoom = (memory.limit - committed - copies) / kFirstGrainRoom;
+        if (load.inFlight == 0 || load.inFlight < withRoom)
+          return {BudgetRank::Fits, 0,
+                  static_cast<size_t>(
+                      std::max<uint64_t>(1, withRoom - std::min(withRoom, load.inFlight)))};
+      }
+    }
     return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack, 0, 1};
   }
   // While out, its inputs' copies (where they travel); once back, its growth.
