@@ -325,6 +325,11 @@ public:
             std::to_string(heartbeatMs_ * liveness_) + " ms)");
         return 1;
       }
+      if (sendTimedOut_) {
+        log("lost the coordinator at " + options_.endpoint + " (a message could not be sent " +
+            "within " + std::to_string(heartbeatMs_ * liveness_) + " ms)");
+        return 1;
+      }
     }
   }
 
@@ -372,6 +377,11 @@ private:
         factories_.emplace(plan_, registry_, &options_.programs);
         heartbeatMs_ = std::max<uint32_t>(1, welcome->heartbeatMs);
         liveness_ = std::max<uint32_t>(1, welcome->liveness);
+        // A send waits at most as long as the coordinator may be silent: one that went away
+        // (its socket closed at the end of a run, with no reconnect on ipc://) left a worker
+        // blocked in a send for ever (DistributedRuntimeTest's flood, 1 run in 5 under load).
+        coordinator_.set(zmq::sockopt::sndtimeo,
+                         int(std::min<uint64_t>(INT32_MAX, uint64_t(heartbeatMs_) * liveness_)));
         if (peers_)
           peers_->admit(welcome->peerKeys);
         // A fetch may take a few heartbeats' time (64 MiB over a slow link); a peer that is
@@ -592,7 +602,11 @@ private:
       lastSent_ = Clock::now();
       return;
     }
-    coordinator_.send(frame, zmq::send_flags::none);
+    // Not sent within the coordinator's silence limit (sndtimeo): it is gone, or declares this
+    // worker lost meanwhile. The session ends (nothing is dropped silently: the coordinator
+    // runs this worker's batches again).
+    if (!coordinator_.send(frame, zmq::send_flags::none))
+      sendTimedOut_ = true;
     lastSent_ = Clock::now();
   }
 
@@ -682,6 +696,8 @@ private:
   std::deque<zmq::message_t> unsentBeforeWelcome_;
   plan::Plan plan_;
   std::optional<CallFactories> factories_;
+  /// A send to the coordinator did not go within its silence limit: the session ends.
+  bool sendTimedOut_ = false;
   uint32_t heartbeatMs_ = kDefaultHeartbeatMs;
   uint32_t liveness_ = kDefaultLiveness;
   Clock::time_point lastSent_ = Clock::now();
