@@ -3,8 +3,6 @@
 
 #include "MessageSocket.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
@@ -64,22 +62,19 @@ ConnectionGuard::ConnectionGuard(zmq::context_t &context, zmq::socket_t &router,
               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
     throw zmq::error_t();
   monitor_.connect(monitorEndpoint_);
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { run(); });
 }
 
 ConnectionGuard::~ConnectionGuard() {
   stopping_ = true;
-  const uint64_t one = 1;
-  [[maybe_unused]] const ssize_t written = ::write(wakeFd_, &one, sizeof one);
+  wake_.wake();
   thread_.join();
-  ::close(wakeFd_);
 }
 
 void ConnectionGuard::run() {
   while (!stopping_.load()) {
     zmq::pollitem_t items[] = {{monitor_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, wakeFd_, ZMQ_POLLIN, 0},
+                               wake_.pollItem(),
                                {authentication_.handle(), 0, ZMQ_POLLIN, 0}};
     pollForInput(items, keys_ ? 3 : 2, std::chrono::milliseconds(20));
     if (items[0].revents & ZMQ_POLLIN)

@@ -10,6 +10,8 @@
 #include "orch/runtime/cluster/ConnectionLimits.h"
 #include "orch/runtime/cluster/CurveKeys.h"
 
+#include "WakeSignal.h"
+
 #include <zmq.hpp>
 
 #include <atomic>
@@ -103,7 +105,7 @@ private:
   ConnectionGuardCounts counts_;
   std::atomic<bool> stopping_{false};
   /// Written when stopping: the thread's wait ends at once rather than within 20 ms.
-  int wakeFd_ = -1;
+  WakeSignal wake_;
   std::thread thread_;
 };
 

@@ -4,8 +4,6 @@
 #include "MessageSocket.h"
 
 #include <pthread.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <zmq.h>
 
 namespace orch::runtime {
@@ -34,16 +32,13 @@ PeerServer::PeerServer(KeptValues &values, const std::string &endpoint,
                                              ConnectionLimits{}, log_);
   router_.bind(endpoint);
   bound_ = router_.get(zmq::sockopt::last_endpoint);
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { run(); });
 }
 
 PeerServer::~PeerServer() {
   stopping_ = true;
-  const uint64_t one = 1;
-  [[maybe_unused]] const ssize_t written = ::write(wakeFd_, &one, sizeof one);
+  wake_.wake();
   thread_.join();
-  ::close(wakeFd_);
   guard_.reset();
   router_.close();
 }
@@ -58,8 +53,7 @@ void PeerServer::admit(const std::vector<std::string> &publicKeys) {
 void PeerServer::run() {
   ::pthread_setname_np(::pthread_self(), "orch-peers");
   while (!stopping_.load()) {
-    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, wakeFd_, ZMQ_POLLIN, 0}};
+    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, wake_.pollItem()};
     pollForInput(items, 2, std::chrono::milliseconds(100));
     while (auto frames = receiveFrames(router_))
       serve(*frames);

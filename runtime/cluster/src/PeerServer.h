@@ -6,6 +6,7 @@
 
 #include "ConnectionGuard.h"
 #include "KeptValues.h"
+#include "WakeSignal.h"
 
 #include "orch/runtime/cluster/CurveKeys.h"
 
@@ -52,7 +53,7 @@ private:
   std::atomic<bool> stopping_{false};
   /// Written when stopping: the thread's wait ends at once (a worker's exit waited up to the
   /// wait's 100 ms for it: every distributed run's end, 0.54 -> 0.66 s in bench/experiments).
-  int wakeFd_ = -1;
+  WakeSignal wake_;
   std::atomic<uint64_t> valuesServed_{0}, bytesServed_{0};
   std::thread thread_;
 };
