@@ -95,5 +95,38 @@ sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
   EXPECT_EQ(*kept, Value::integer(7));
 }
 
+TEST(GrainCheckpointsTest, ARowCommittedBeforeItsValuesAreWrittenHasNoneWrittenButAFailedRowKeepsThem) {
+  const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline committed;
+source rows = jsonl("in.jsonl") as Doc;
+sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
+)");
+  uint32_t node = 0;
+  while (plan.nodes[node].kind != plan::NodeKind::Invoke)
+    ++node;
+  const std::string path = ::testing::TempDir() + "/grain-checkpoints-committed";
+  std::filesystem::remove(path);
+  {
+    GrainCheckpoints writer(plan);
+    writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+    for (uint64_t row = 0; row < 4; ++row)
+      writer.keep(node, 10 + row, 0, row, Value::integer(int64_t(row)));
+    writer.rowCommitted(0, 0, /*failed=*/false); // written: a resume skips it
+    writer.rowCommitted(0, 1, /*failed=*/true);  // --retry-failed recalls its values
+    writer.flush();
+    writer.keep(node, 14, 0, 4, Value::integer(4));
+    writer.rowCommitted(0, 2, /*failed=*/false); // after its value was written: it stays
+  } // flushed and closed
+  GrainCheckpoints reader(plan);
+  reader.load(
+      path, [](uint32_t, uint64_t) { return true; }, [](uint32_t, uint64_t) { return false; });
+  EXPECT_EQ(reader.recallable(), 4u) << "rows 1 to 4";
+  EXPECT_FALSE(reader.recall(node, 10)) << "row 0 was committed before its value was written";
+  for (uint64_t row = 1; row <= 4; ++row) {
+    const Value *kept = reader.recall(node, 10 + row);
+    ASSERT_TRUE(kept) << "row " << row;
+    EXPECT_EQ(*kept, Value::integer(int64_t(row)));
+  }
+}
+
 } // namespace
 } // namespace orch::runtime

@@ -240,8 +240,9 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
   }
   // The inputs it has finished reading go first: a page is not counted twice while its text
   // is set. Those whose values it passes on stay while it does.
+  const bool keepsAnInput = item.countedByInput; // else keepsInput is false for every input
   forEachDistinctInput(node, [&](NodeId input) {
-    if (!keepsInput(entity, node, input))
+    if (!keepsAnInput || !keepsInput(entity, node, input))
       readerDone(entity, input);
   });
   const uint64_t counted = item.countedByInput                ? 0

@@ -35,15 +35,16 @@ bool isContainer(const Value &value) {
 
 std::optional<std::string> exceedsProtocolLimits(const Value &root) {
   using L = ProtocolLimits;
-  const std::string tooDeep =
-      "a value nested deeper than " + std::to_string(L::kValueDepth) + " levels";
+  // Called on every value of every batch and result: a scalar costs a comparison or two.
+  if (!isContainer(root))
+    return leafExceedsProtocolLimits(root);
   // Only containers wait in the work list (a list of a million numbers needs no copy of it);
   // scalars are checked where they are met.
   auto visit =
       [&](const Value &value, uint32_t depth,
           std::vector<std::pair<const Value *, uint32_t>> &pending) -> std::optional<std::string> {
     if (depth > L::kValueDepth)
-      return tooDeep;
+      return "a value nested deeper than " + std::to_string(L::kValueDepth) + " levels";
     if (isContainer(value))
       pending.emplace_back(&value, depth);
     return leafExceedsProtocolLimits(value);

@@ -22,9 +22,14 @@ uint32_t checksum(std::string_view bytes) {
   return hash;
 }
 
-void appendU32(std::string &out, uint32_t value) {
-  for (int i = 0; i < 4; ++i)
-    out += char((value >> (8 * i)) & 0xff);
+/// A record's head: its length and checksum, little-endian.
+void appendHead(std::string &out, uint32_t length, uint32_t sum) {
+  char head[8];
+  for (int i = 0; i < 4; ++i) {
+    head[i] = char((length >> (8 * i)) & 0xff);
+    head[4 + i] = char((sum >> (8 * i)) & 0xff);
+  }
+  out.append(head, sizeof head);
 }
 
 uint32_t readU32(std::string_view in, size_t at) {
@@ -124,7 +129,12 @@ DedupDecision decisionOf(uint32_t node, uint64_t key, uint64_t sourceRow, const 
 
 } // namespace
 
-GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan) {
+struct GrainCheckpoints::PackBuffer {
+  msgpack::sbuffer bytes;
+};
+
+GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan)
+    : packed_(std::make_unique<PackBuffer>()) {
   // A kept value of a Call that reads what a `checkpoint: false` Call made would mix that
   // Call's results from before and after a stop.
   std::vector<bool> fresh(plan.nodes.size(), false);
@@ -232,7 +242,10 @@ bool GrainCheckpoints::replaceStore(const std::string &path) {
   return ok && readFd_ >= 0;
 }
 
-void GrainCheckpoints::attach(int fd) { fd_ = fd; }
+void GrainCheckpoints::attach(int fd) {
+  fd_ = fd;
+  flushedAt_ = std::chrono::steady_clock::now();
+}
 
 const Value *GrainCheckpoints::recall(uint32_t node, uint64_t key) const {
   auto found = kept_.find(GrainKey{node, key});
@@ -258,7 +271,27 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
   if (node >= keepsNode_.size() || !(keepsNode_[node] || dedupNode_[node]) || fd_ < 0 ||
       value.kind() == Value::Kind::Ref)
     return;
-  msgpack::sbuffer buffer;
+  if (dedupNode_[node]) {
+    // Decisions are written in the order they were made (a resumed run decides alike).
+    append(node, key, source, sourceRow, value, kDecisionLimit);
+  } else {
+    // Most rows are committed within the tenth of a second a value waits: theirs are never
+    // encoded (a grain's value costs a reference until then, not an encoding).
+    waiting_.push_back(WaitingValue{node, key, source, sourceRow, value});
+    waitingBytes_ += approximateBytes(value);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (buffer_.size() + waitingBytes_ >= (1u << 20) ||
+      now - flushedAt_ >= std::chrono::milliseconds(100)) {
+    flush();
+    flushedAt_ = now;
+  }
+}
+
+void GrainCheckpoints::append(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
+                              const Value &value, size_t limit) {
+  msgpack::sbuffer &buffer = packed_->bytes;
+  buffer.clear();
   Packer out(buffer);
   out.pack_array(5);
   out.pack(node);
@@ -266,20 +299,26 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
   out.pack(source);
   out.pack(sourceRow);
   packValue(out, value);
-  const size_t limit = dedupNode_[node]      ? kDecisionLimit
-                       : keepsAnySize_[node] ? kRecordLimit
-                                             : kValueLimit;
   if (buffer.size() >= limit)
     return;
   const std::string_view payload(buffer.data(), buffer.size());
-  appendU32(buffer_, uint32_t(payload.size()));
-  appendU32(buffer_, checksum(payload));
+  appendHead(buffer_, uint32_t(payload.size()), checksum(payload));
   buffer_.append(payload);
-  const auto now = std::chrono::steady_clock::now();
-  if (buffer_.size() >= (1u << 20) || now - flushedAt_ >= std::chrono::milliseconds(100)) {
-    flush();
-    flushedAt_ = now;
-  }
+}
+
+void GrainCheckpoints::rowCommitted(uint32_t source, uint64_t sourceRow, bool failed) {
+  if (!failed && !waiting_.empty())
+    committedRows_.insert(uint64_t(source) << 48 | sourceRow);
+}
+
+void GrainCheckpoints::encodeWaiting() {
+  for (const WaitingValue &kept : waiting_)
+    if (!committedRows_.count(uint64_t(kept.source) << 48 | kept.sourceRow))
+      append(kept.node, kept.key, kept.source, kept.sourceRow, kept.value,
+             keepsAnySize_[kept.node] ? kRecordLimit : kValueLimit);
+  waiting_.clear();
+  waitingBytes_ = 0;
+  committedRows_.clear();
 }
 
 void GrainCheckpoints::keepDecision(const DedupDecision &decision) {
@@ -289,10 +328,15 @@ void GrainCheckpoints::keepDecision(const DedupDecision &decision) {
 
 void GrainCheckpoints::flushDecisions() {
   if (decisionsBuffered_)
-    flush();
+    writeBuffered();
 }
 
 void GrainCheckpoints::flush() {
+  encodeWaiting();
+  writeBuffered();
+}
+
+void GrainCheckpoints::writeBuffered() {
   if (buffer_.empty() || fd_ < 0)
     return;
   // One write: a crash leaves whole records and at most one cut short (ignored when loaded).
@@ -302,6 +346,9 @@ void GrainCheckpoints::flush() {
 }
 
 void GrainCheckpoints::discard() {
+  waiting_.clear();
+  waitingBytes_ = 0;
+  committedRows_.clear();
   buffer_.clear();
   decisionsBuffered_ = false;
   if (fd_ >= 0 && ::ftruncate(fd_, 0) == 0)

@@ -14,9 +14,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace orch::runtime {
@@ -47,8 +49,13 @@ public:
   size_t recallable() const { return kept_.size(); }
   /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded (any
   /// size below kRecordLimit for a `checkpoint: true` Call).
-  /// Buffered, written within a tenth of a second (a process killed loses at most that).
+  /// Buffered, written within a tenth of a second (a process killed loses at most that). It
+  /// is encoded when written: the value of a row committed meanwhile is never encoded (see
+  /// rowCommitted).
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  /// A row was committed: a resumed run skips it, so the values of its grains not written yet
+  /// are not (the values of a failed row are: a --retry-failed run recalls them).
+  void rowCommitted(uint32_t source, uint64_t sourceRow, bool failed);
   /// Keeps a Dedup node's decision; the decisions loaded, in the order they were made.
   void keepDecision(const DedupDecision &decision);
   /// Hands the decisions loaded over (once: the engine keeps what it needs of them).
@@ -65,6 +72,7 @@ public:
   /// past this is not kept (a resumed run does not index that survivor, or decides its entity
   /// again if its row runs again).
   static constexpr size_t kDecisionLimit = 16 * 1024 * 1024;
+  /// Writes what is buffered, the values waiting encoded first.
   void flush();
   void sync();
   /// Empties the store: a run that finished with no failed row needs none of it (nothing will
@@ -104,7 +112,30 @@ private:
   std::string loadedFrom_;
   int readFd_ = -1;
   mutable Value recalled_;
+  /// Appends one record (its head, then its payload) to buffer_; false when it is over `limit`.
+  void append(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
+              const Value &value, size_t limit);
+  /// Encodes the values waiting into buffer_, but those of rows committed meanwhile.
+  void encodeWaiting();
+  /// Writes buffer_ to the store in one write.
+  void writeBuffered();
   std::string buffer_;
+  /// Values kept and not encoded yet, and their bytes (approximately).
+  struct WaitingValue {
+    uint32_t node;
+    uint64_t key;
+    uint32_t source;
+    uint64_t sourceRow;
+    Value value;
+  };
+  std::vector<WaitingValue> waiting_;
+  uint64_t waitingBytes_ = 0;
+  /// Rows (source << 48 | row) committed, not failed, while values waited.
+  std::unordered_set<uint64_t> committedRows_;
+  /// Where one record is packed before it joins buffer_ (kept between records: a grain's
+  /// value is packed without an allocation of its own).
+  struct PackBuffer;
+  std::unique_ptr<PackBuffer> packed_;
   std::chrono::steady_clock::time_point flushedAt_{};
   int fd_ = -1;
 };

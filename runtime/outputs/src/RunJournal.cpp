@@ -475,6 +475,7 @@ bool RunJournal::commit(const RootResult &root, std::vector<std::string> records
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
   committedFailures_ += status == 'f';
+  checkpoints_->rowCommitted(root.source, root.sourceRow, status == 'f');
   // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
   checkpoints_->flushDecisions();
   const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
