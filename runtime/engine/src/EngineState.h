@@ -608,4 +608,24 @@ struct LineageEngine::State {
   void bisect(OutstandingBatch batch, BatchRecovery next, const std::string &cause);
 };
 
+// Once or twice for every item set: here, where the compiler inlines them.
+inline void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
+  memory.items += bytes;
+  memory.peak = std::max(memory.peak, memory.held());
+  Root &owner = roots[root];
+  owner.heldBytes += bytes;
+  if (owner.heldBytes > owner.peakHeldBytes) {
+    owner.peakHeldBytes = owner.heldBytes;
+    rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
+  }
+}
+
+inline void LineageEngine::State::releaseBytes(RootId root, uint64_t bytes) {
+  Root &owner = roots[root];
+  if (bytes > memory.items || bytes > owner.heldBytes)
+    engineInvariantFailed("more bytes released than held");
+  memory.items -= bytes;
+  owner.heldBytes -= bytes;
+}
+
 } // namespace orch::runtime

@@ -153,7 +153,8 @@ EntityId LineageEngine::State::createEntity(DomainId domain, EntityId parent, ui
   roots[root].unresolved += itemsPerDomain[domain];
   roots[root].pendingSinkInputs += shape.pendingSinkInputs;
   ++stats.entitiesCreated;
-  startDemand(id);
+  if (shape.startsDemand)
+    startDemand(id);
   return id;
 }
 
@@ -328,28 +329,12 @@ void LineageEngine::State::releaseExpandedList(EntityId entity, NodeId expandNod
   item.value = Value();
 }
 
-void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
-  memory.items += bytes;
-  memory.peak = std::max(memory.peak, memory.held());
-  Root &owner = roots[root];
-  owner.heldBytes += bytes;
-  owner.peakHeldBytes = std::max(owner.peakHeldBytes, owner.heldBytes);
-  rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
-}
-
 void LineageEngine::State::forgetKept(NodeId node, uint64_t bytes) {
   if (nodeLayout(node).readers != 0)
     return;
   if (bytes > memory.kept)
     engineInvariantFailed("more kept bytes released than held");
   memory.kept -= bytes;
-}
-
-void LineageEngine::State::releaseBytes(RootId root, uint64_t bytes) {
-  if (bytes > memory.items || bytes > roots[root].heldBytes)
-    engineInvariantFailed("more bytes released than held");
-  memory.items -= bytes;
-  roots[root].heldBytes -= bytes;
 }
 
 void LineageEngine::State::setPhase(Grain &grain, NodeId node, GrainPhase to) {
@@ -704,9 +689,10 @@ void LineageEngine::State::makeReady(EntityId entity, NodeId node) {
   setPhase(grain, node, GrainPhase::Ready);
   grain.ticket = nextTicket++;
   const Entity &owner = entities[entity];
+  const bool keyed = !layout.calls[call].batchKeyLabels.empty(); // batched by per-row values
   queues[call].fresh->push(QueuedGrain{node, entity, grain.ticket, roots[owner.root].admission,
                                        owner.parent, owner.parent.valid() && owner.ordinal == 0,
-                                       keySlotOf(entity, node)});
+                                       keyed ? keySlotOf(entity, node) : 0});
 }
 
 std::unique_ptr<ReadyQueue> LineageEngine::State::makeFreshQueue(CallId call) const {

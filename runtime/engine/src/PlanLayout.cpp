@@ -105,6 +105,8 @@ void classifyDemand(const plan::Plan &plan, bool recallsGrains, PlanLayout &layo
     std::reverse(domain.neverNeeded.begin(), domain.neverNeeded.end());
     std::reverse(domain.alwaysNeededChoices.begin(), domain.alwaysNeededChoices.end());
     std::reverse(domain.alwaysNeededRecallables.begin(), domain.alwaysNeededRecallables.end());
+    domain.startsDemand = !domain.neverNeeded.empty() || !domain.alwaysNeededChoices.empty() ||
+                          !domain.alwaysNeededRecallables.empty();
   }
 }
 

@@ -53,6 +53,8 @@ struct DomainLayout {
   std::vector<NodeId> alwaysNeededRecallables;
   /// Nodes of this domain that nothing needed reads: sealed NOT NEEDED as each entity starts.
   std::vector<NodeId> neverNeeded;
+  /// One of the three lists above is not empty: a new entity has demand to start.
+  bool startsDemand = false;
   /// Nodes of this domain that a sink reads, and child domains with sinks at or below them:
   /// what an entity of this domain adds to its root's count of pending sink inputs.
   uint32_t pendingSinkInputs = 0;

@@ -45,11 +45,25 @@ std::optional<std::string> exceedsProtocolLimits(const Value &root) {
           std::vector<std::pair<const Value *, uint32_t>> &pending) -> std::optional<std::string> {
     if (depth > L::kValueDepth)
       return "a value nested deeper than " + std::to_string(L::kValueDepth) + " levels";
-    if (isContainer(value))
+    if (isContainer(value)) {
       pending.emplace_back(&value, depth);
+      return std::nullopt;
+    }
+    if (value.kind() != Value::Kind::String && value.kind() != Value::Kind::Bytes)
+      return std::nullopt; // other scalars have no limit
     return leafExceedsProtocolLimits(value);
   };
-  std::vector<std::pair<const Value *, uint32_t>> pending;
+  // Called for every value of every batch and result: the work list is this thread's, kept
+  // between calls (a big one is let go).
+  thread_local std::vector<std::pair<const Value *, uint32_t>> pending;
+  pending.clear();
+  struct LetGoOfABigList {
+    std::vector<std::pair<const Value *, uint32_t>> &list;
+    ~LetGoOfABigList() {
+      if (list.capacity() > 4096)
+        std::vector<std::pair<const Value *, uint32_t>>().swap(list);
+    }
+  } letGo{pending};
   if (auto problem = visit(root, 1, pending))
     return problem;
   while (!pending.empty()) {

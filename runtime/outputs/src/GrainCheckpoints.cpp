@@ -277,8 +277,17 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
   } else {
     // Most rows are committed within the tenth of a second a value waits: theirs are never
     // encoded (a grain's value costs a reference until then, not an encoding).
-    waiting_.push_back(WaitingValue{node, key, source, sourceRow, value});
-    waitingBytes_ += approximateBytes(value);
+    const uint64_t row = uint64_t(source) << 48 | sourceRow;
+    if (!lastRow_ || lastRowKey_ != row) {
+      lastRow_ = &waiting_[row];
+      lastRowKey_ = row;
+    }
+    const bool scalar = value.kind() == Value::Kind::Null || value.kind() == Value::Kind::Bool ||
+                        value.kind() == Value::Kind::Int || value.kind() == Value::Kind::Float;
+    const uint64_t bytes = scalar ? 16 : approximateBytes(value);
+    lastRow_->values.push_back(WaitingValue{node, key, value});
+    lastRow_->bytes += bytes;
+    waitingBytes_ += bytes;
   }
   const auto now = std::chrono::steady_clock::now();
   if (buffer_.size() + waitingBytes_ >= (1u << 20) ||
@@ -307,18 +316,25 @@ void GrainCheckpoints::append(uint32_t node, uint64_t key, uint32_t source, uint
 }
 
 void GrainCheckpoints::rowCommitted(uint32_t source, uint64_t sourceRow, bool failed) {
-  if (!failed && !waiting_.empty())
-    committedRows_.insert(uint64_t(source) << 48 | sourceRow);
+  if (failed)
+    return;
+  const auto found = waiting_.find(uint64_t(source) << 48 | sourceRow);
+  if (found == waiting_.end())
+    return;
+  waitingBytes_ -= found->second.bytes;
+  if (lastRow_ == &found->second)
+    lastRow_ = nullptr;
+  waiting_.erase(found);
 }
 
 void GrainCheckpoints::encodeWaiting() {
-  for (const WaitingValue &kept : waiting_)
-    if (!committedRows_.count(uint64_t(kept.source) << 48 | kept.sourceRow))
-      append(kept.node, kept.key, kept.source, kept.sourceRow, kept.value,
-             keepsAnySize_[kept.node] ? kRecordLimit : kValueLimit);
+  for (const auto &[row, waiting] : waiting_)
+    for (const WaitingValue &kept : waiting.values)
+      append(kept.node, kept.key, uint32_t(row >> 48), row & ((uint64_t(1) << 48) - 1),
+             kept.value, keepsAnySize_[kept.node] ? kRecordLimit : kValueLimit);
   waiting_.clear();
+  lastRow_ = nullptr;
   waitingBytes_ = 0;
-  committedRows_.clear();
 }
 
 void GrainCheckpoints::keepDecision(const DedupDecision &decision) {
@@ -347,8 +363,8 @@ void GrainCheckpoints::writeBuffered() {
 
 void GrainCheckpoints::discard() {
   waiting_.clear();
+  lastRow_ = nullptr;
   waitingBytes_ = 0;
-  committedRows_.clear();
   buffer_.clear();
   decisionsBuffered_ = false;
   if (fd_ >= 0 && ::ftruncate(fd_, 0) == 0)

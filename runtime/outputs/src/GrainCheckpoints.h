@@ -18,7 +18,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace orch::runtime {
@@ -120,18 +119,23 @@ private:
   /// Writes buffer_ to the store in one write.
   void writeBuffered();
   std::string buffer_;
-  /// Values kept and not encoded yet, and their bytes (approximately).
+  /// Values kept and not encoded yet, by row (source << 48 | row): a row written or dropped
+  /// lets go of its values at once (most rows are done long before the tenth of a second is
+  /// up, so the values waiting are those of the rows in progress).
   struct WaitingValue {
     uint32_t node;
     uint64_t key;
-    uint32_t source;
-    uint64_t sourceRow;
     Value value;
   };
-  std::vector<WaitingValue> waiting_;
+  struct WaitingRow {
+    std::vector<WaitingValue> values;
+    uint64_t bytes = 0; // approximately
+  };
+  std::unordered_map<uint64_t, WaitingRow> waiting_;
+  /// The row a value was last kept for (a batch's grains are often one row's), or null.
+  WaitingRow *lastRow_ = nullptr;
+  uint64_t lastRowKey_ = 0;
   uint64_t waitingBytes_ = 0;
-  /// Rows (source << 48 | row) committed, not failed, while values waited.
-  std::unordered_set<uint64_t> committedRows_;
   /// Where one record is packed before it joins buffer_ (kept between records: a grain's
   /// value is packed without an allocation of its own).
   struct PackBuffer;

@@ -426,6 +426,8 @@ bool RunJournal::start(std::string &error) {
     error = "cannot write \"" + commitsPath.string() + "\": " + std::strerror(errno);
     return false;
   }
+  // Where the next commit goes (the file is written by this run only: it holds the lock).
+  commitsEnd_ = uint64_t(std::max<off_t>(::lseek(commitsFd_, 0, SEEK_END), 0));
   retryCommits_.clear();
   // The kept values: those of the rows that run again only (a fresh run: none).
   const fs::path valuesPath = dir / "values";
@@ -478,13 +480,16 @@ bool RunJournal::commit(const RootResult &root, std::vector<std::string> records
   checkpoints_->rowCommitted(root.source, root.sourceRow, status == 'f');
   // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
   checkpoints_->flushDecisions();
-  const off_t before = ::lseek(commitsFd_, 0, SEEK_END);
-  if (writeAll(commitsFd_, formatCommit(Commit{root.source, root.sourceRow, status, errorsSize,
-                                               std::move(records)})))
+  const uint64_t before = commitsEnd_;
+  const std::string line =
+      formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, std::move(records)});
+  if (writeAll(commitsFd_, line)) {
+    commitsEnd_ += line.size();
     return true;
+  }
   error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
   // A record cut short is no record.
-  if (before >= 0 && ::ftruncate(commitsFd_, before) != 0)
+  if (::ftruncate(commitsFd_, off_t(before)) != 0)
     error += " (and a line cut short remains; resuming ignores it)";
   return false;
 }

@@ -192,18 +192,37 @@ void appendValue(std::string &out, const Value &value) {
   }
 }
 
+/// Where a checked value is inside the value checked: a chain of steps back to the top,
+/// rendered (".pages[3].text") only when a check fails: a value that passes builds no text.
+struct PathStep {
+  const PathStep *outer = nullptr;
+  std::string_view field;  // a record's field, or
+  size_t index = SIZE_MAX; // a list's element
+};
+
+std::string render(const PathStep *step) {
+  if (!step)
+    return "";
+  std::string text = render(step->outer);
+  if (step->index != SIZE_MAX)
+    text += "[" + std::to_string(step->index) + "]";
+  else
+    text += "." + std::string(step->field);
+  return text;
+}
+
 std::optional<std::string> mismatch(const plan::Type &type, const Value &value,
-                                    const std::string &where) {
+                                    const PathStep *where) {
   std::string text = "expected " + type.str() + ", got " + value.str();
   if (text.size() > 200)
     text = text.substr(0, 197) + "...";
-  if (!where.empty())
-    text += " at " + where;
+  if (where)
+    text += " at " + render(where);
   return text;
 }
 
 std::optional<std::string> checkAt(const Value &value, const plan::Type &type,
-                                   const std::string &where) {
+                                   const PathStep *where) {
   using plan::TypeKind;
   switch (type.kind()) {
   case TypeKind::Json:
@@ -245,10 +264,11 @@ std::optional<std::string> checkAt(const Value &value, const plan::Type &type,
     if (value.kind() != Value::Kind::List)
       return mismatch(type, value, where);
     const ValueList &elements = value.asList();
-    for (size_t i = 0; i < elements.size(); ++i)
-      if (auto problem =
-              checkAt(elements[i], type.element(), where + "[" + std::to_string(i) + "]"))
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const PathStep step{where, {}, i};
+      if (auto problem = checkAt(elements[i], type.element(), &step))
         return problem;
+    }
     return std::nullopt;
   }
   case TypeKind::Record: {
@@ -258,8 +278,9 @@ std::optional<std::string> checkAt(const Value &value, const plan::Type &type,
       const Value *actual = value.field(expected.name);
       if (!actual)
         return "missing field '" + expected.name + "' in " + value.str().substr(0, 200) +
-               (where.empty() ? "" : " at " + where);
-      if (auto problem = checkAt(*actual, expected.type, where + "." + expected.name))
+               (where ? " at " + render(where) : "");
+      const PathStep step{where, expected.name};
+      if (auto problem = checkAt(*actual, expected.type, &step))
         return problem;
     }
     return std::nullopt;
@@ -280,7 +301,7 @@ std::optional<std::string> checkValueType(const Value &value, const plan::Type &
   // The worker that keeps a referenced value checked it before it made the reference.
   if (value.kind() == Value::Kind::Ref)
     return std::nullopt;
-  return checkAt(value, type, "");
+  return checkAt(value, type, nullptr);
 }
 
 } // namespace orch::runtime

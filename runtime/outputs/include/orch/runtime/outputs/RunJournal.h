@@ -102,6 +102,8 @@ private:
   std::string dir_;
   int lockFd_ = -1;
   int commitsFd_ = -1;
+  /// The commits file's size: where a commit cut short is cut back to.
+  uint64_t commitsEnd_ = 0;
   bool resuming_ = false;
   std::unordered_set<uint64_t> done_;
   /// Source rows whose last record says they failed: their Dedup decisions are not loaded.
