@@ -53,8 +53,7 @@ std::optional<std::string> exceedsProtocolLimits(const Value &root) {
       return std::nullopt; // other scalars have no limit
     return leafExceedsProtocolLimits(value);
   };
-  // Called for every value of every batch and result: the work list is this thread's, kept
-  // between calls (a big one is let go).
+  // The work list is this thread's, kept between calls (a big one is let go).
   thread_local std::vector<std::pair<const Value *, uint32_t>> pending;
   pending.clear();
   struct LetGoOfABigList {

@@ -281,6 +281,8 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
     if (!lastRow_ || lastRowKey_ != row) {
       lastRow_ = &waiting_[row];
       lastRowKey_ = row;
+      if (lastRow_->values.empty())
+        lastRow_->values.reserve(16); // a document's pages, without growing one at a time
     }
     const bool scalar = value.kind() == Value::Kind::Null || value.kind() == Value::Kind::Bool ||
                         value.kind() == Value::Kind::Int || value.kind() == Value::Kind::Float;

@@ -477,7 +477,6 @@ bool RunJournal::commit(const RootResult &root, std::vector<std::string> records
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
   committedFailures_ += status == 'f';
-  checkpoints_->rowCommitted(root.source, root.sourceRow, status == 'f');
   // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
   checkpoints_->flushDecisions();
   const uint64_t before = commitsEnd_;
@@ -485,6 +484,7 @@ bool RunJournal::commit(const RootResult &root, std::vector<std::string> records
       formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, std::move(records)});
   if (writeAll(commitsFd_, line)) {
     commitsEnd_ += line.size();
+    checkpoints_->rowCommitted(root.source, root.sourceRow, status == 'f');
     return true;
   }
   error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
