@@ -11,10 +11,40 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <unistd.h>
 
 namespace orch::runtime {
 namespace {
+
+/// A pipeline with one Call, whose values a store keeps.
+plan::Plan oneCallPlan() {
+  return orch::testing::compileRunnable(R"(pipeline kept;
+source rows = jsonl("in.jsonl") as Doc;
+sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
+)");
+}
+
+uint32_t firstInvoke(const plan::Plan &plan) {
+  uint32_t node = 0;
+  while (plan.nodes[node].kind != plan::NodeKind::Invoke)
+    ++node;
+  return node;
+}
+
+/// A store file of this test's, not there yet.
+std::string freshStore(const std::string &name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+std::function<bool(uint32_t, uint64_t)> every() {
+  return [](uint32_t, uint64_t) { return true; };
+}
+std::function<bool(uint32_t, uint64_t)> none() {
+  return [](uint32_t, uint64_t) { return false; };
+}
 
 TEST(GrainCheckpointsTest, BigValuesAreReadBackWhenRecalledFromAStoreOfTheRowsThatRunAgain) {
   const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline kept;
@@ -65,15 +95,9 @@ sink jsonl(path: "out.jsonl", record: { v: small });
 }
 
 TEST(GrainCheckpointsTest, ARecordThatClaimsMoreThanTheStoreEndsIt) {
-  const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline cut;
-source rows = jsonl("in.jsonl") as Doc;
-sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
-)");
-  uint32_t node = 0;
-  while (plan.nodes[node].kind != plan::NodeKind::Invoke)
-    ++node;
-  const std::string path = ::testing::TempDir() + "/grain-checkpoints-cut";
-  std::filesystem::remove(path);
+  const plan::Plan plan = oneCallPlan();
+  const uint32_t node = firstInvoke(plan);
+  const std::string path = freshStore("grain-checkpoints-cut");
   {
     GrainCheckpoints writer(plan);
     writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
@@ -86,8 +110,7 @@ sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
   std::fwrite(claim, 1, sizeof(claim), file);
   std::fclose(file);
   GrainCheckpoints reader(plan);
-  reader.load(
-      path, [](uint32_t, uint64_t) { return true; }, [](uint32_t, uint64_t) { return false; });
+  reader.load(path, every(), none());
   EXPECT_EQ(reader.recallable(), 1u) << "the record before it stays";
   ASSERT_TRUE(reader.replaceStore(path));
   const Value *kept = reader.recall(node, 1);
@@ -95,16 +118,11 @@ sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
   EXPECT_EQ(*kept, Value::integer(7));
 }
 
-TEST(GrainCheckpointsTest, ARowCommittedBeforeItsValuesAreWrittenHasNoneWrittenButAFailedRowKeepsThem) {
-  const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline committed;
-source rows = jsonl("in.jsonl") as Doc;
-sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
-)");
-  uint32_t node = 0;
-  while (plan.nodes[node].kind != plan::NodeKind::Invoke)
-    ++node;
-  const std::string path = ::testing::TempDir() + "/grain-checkpoints-committed";
-  std::filesystem::remove(path);
+TEST(GrainCheckpointsTest,
+     ARowCommittedBeforeItsValuesAreWrittenHasNoneWrittenButAFailedRowKeepsThem) {
+  const plan::Plan plan = oneCallPlan();
+  const uint32_t node = firstInvoke(plan);
+  const std::string path = freshStore("grain-checkpoints-committed");
   {
     GrainCheckpoints writer(plan);
     writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
@@ -115,10 +133,9 @@ sink jsonl(path: "out.jsonl", record: { v: test.identity(rows.id) });
     writer.flush();
     writer.keep(node, 14, 0, 4, Value::integer(4));
     writer.rowCommitted(0, 2, /*failed=*/false); // after its value was written: it stays
-  } // flushed and closed
+  }                                              // flushed and closed
   GrainCheckpoints reader(plan);
-  reader.load(
-      path, [](uint32_t, uint64_t) { return true; }, [](uint32_t, uint64_t) { return false; });
+  reader.load(path, every(), none());
   EXPECT_EQ(reader.recallable(), 4u) << "rows 1 to 4";
   EXPECT_FALSE(reader.recall(node, 10)) << "row 0 was committed before its value was written";
   for (uint64_t row = 1; row <= 4; ++row) {

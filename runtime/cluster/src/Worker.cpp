@@ -96,8 +96,9 @@ public:
   void enqueue(QueuedBatch batch) {
     // A batch with nothing to fetch goes straight to the replica when no batch is ahead of it
     // with the resolver: a hop between threads costs more than a batch of cheap grains.
-    const bool fetches = std::any_of(batch.batch.inputs.begin(), batch.batch.inputs.end(),
-                                     [](const Value &input) { return input.kind() == Value::Kind::Ref; });
+    const bool fetches =
+        std::any_of(batch.batch.inputs.begin(), batch.batch.inputs.end(),
+                    [](const Value &input) { return input.kind() == Value::Kind::Ref; });
     if (!fetches && resolving_.load() == 0) {
       resolved_.push(ResolvedBatch{std::move(batch.batch), std::nullopt});
       return;

@@ -332,8 +332,8 @@ void GrainCheckpoints::rowCommitted(uint32_t source, uint64_t sourceRow, bool fa
 void GrainCheckpoints::encodeWaiting() {
   for (const auto &[row, waiting] : waiting_)
     for (const WaitingValue &kept : waiting.values)
-      append(kept.node, kept.key, uint32_t(row >> 48), row & ((uint64_t(1) << 48) - 1),
-             kept.value, keepsAnySize_[kept.node] ? kRecordLimit : kValueLimit);
+      append(kept.node, kept.key, uint32_t(row >> 48), row & ((uint64_t(1) << 48) - 1), kept.value,
+             keepsAnySize_[kept.node] ? kRecordLimit : kValueLimit);
   waiting_.clear();
   lastRow_ = nullptr;
   waitingBytes_ = 0;

@@ -112,8 +112,8 @@ private:
   int readFd_ = -1;
   mutable Value recalled_;
   /// Appends one record (its head, then its payload) to buffer_; false when it is over `limit`.
-  void append(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
-              const Value &value, size_t limit);
+  void append(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value,
+              size_t limit);
   /// Encodes the values waiting into buffer_, but those of rows committed meanwhile.
   void encodeWaiting();
   /// Writes buffer_ to the store in one write.
