@@ -153,4 +153,34 @@ for executor in "--workers 2" "--in-process"; do
     grep -qx '{"id":7,"pages":1100000,"last":1099999.0}' out/long.jsonl
   check "... with no worker lost" bash -c '! grep -q "lost the coordinator" long.log'
 done
+# The run journal keeps small finished values (resume down to the child): a 200 MB value, far
+# over what it keeps, must not stay behind in its encoding buffers once the run let go of it.
+echo '{"id": 1}' >one.jsonl
+cat >huge.orch <<'ORCH'
+pipeline huge;
+source rows = jsonl("one.jsonl") as Doc;
+blob = test.blob(rows.id, bytes: 200000000);
+sum = test.checksum(blob);
+later = test.sleep(sum, ms: 3000);
+sink jsonl(path: "out/huge.jsonl", record: { id: rows.id, later: later });
+ORCH
+# resident_while_sleeping PROGRAM: orch's resident kB once the blob is let go of, and the size
+# of the journal's store of values then (a run that ends with no failed row empties it).
+resident_while_sleeping() {
+  "$ORCH_BIN/orch" run "$1" --in-process --quiet 2>"$1.log" &
+  local run=$!
+  sleep 2.2 # the blob is made, summed and let go of (and kept, if asked); the sleep runs
+  echo "$(awk '/^VmRSS/ {print $2}' "/proc/$run/status") $(stat -c %s huge.run/values)"
+  wait "$run"
+}
+read -r resident stored <<<"$(resident_while_sleeping huge.orch)"
+check "a value far over what the journal keeps does not stay resident (${resident} kB)" \
+  test "$resident" -lt 120000
+check "... and is not kept (${stored} bytes)" test "$stored" -lt 1000000
+check "... and the row is written" grep -q '"id":1' out/huge.jsonl
+sed 's/bytes: 200000000)/bytes: 200000000) { checkpoint: true }/' huge.orch >kept.orch
+read -r resident stored <<<"$(resident_while_sleeping kept.orch)"
+check "... nor one that checkpoint: true keeps, once written (${resident} kB)" \
+  test "$resident" -lt 120000
+check "... which is written (${stored} bytes)" test "$stored" -gt 200000000
 finish_checks

@@ -280,6 +280,43 @@ TEST(RunJournalTest, ADamagedLineBeforeTheLastIsNotSilentlyTakenForACrash) {
   EXPECT_EQ(recordsOf(journal->sinkHistory(0)).size(), 1u);
 }
 
+TEST(RunJournalTest, AFailedRowsKeptValuesOutliveAPlainResumeForTheRetry) {
+  // A run keeps the values of a failed row's finished grains and is killed; a plain resume skips
+  // the failed row (it stays failed) and finishes; a later --retry-failed still reuses them.
+  std::optional<plan::Plan> plan = testing::compileText(R"(pipeline kept;
+source rows = jsonl("in.jsonl") as Doc;
+sink jsonl(path: "a.jsonl", record: { v: test.identity(rows.id) });
+)");
+  ASSERT_TRUE(plan);
+  uint32_t node = 0;
+  while (plan->nodes[node].kind != plan::NodeKind::Invoke)
+    ++node;
+  const Journaled at{*plan, ::testing::TempDir() + "/journal-failed-values"};
+  fs::remove_all(at.dir);
+  std::string error;
+  {
+    std::unique_ptr<RunJournal> journal = openJournal(at);
+    ASSERT_TRUE(journal && journal->start(error)) << error;
+    journal->keep(node, 70, 0, 0, Value::integer(7)); // row 0's grain, then row 0 fails
+    journal->keep(node, 80, 0, 1, Value::integer(8)); // row 1 is still running when killed
+    ASSERT_TRUE(journal->commit(root(0, RootStatus::Failed), {"x"}, 0, error)) << error;
+  } // killed (the values were written when the journal closed)
+  {
+    std::unique_ptr<RunJournal> resumed = openJournal(at);
+    ASSERT_TRUE(resumed && resumed->start(error)) << error;
+    EXPECT_TRUE(resumed->isDone(0, 0)) << "a plain resume does not run the failed row";
+    ASSERT_TRUE(resumed->recall(node, 80)) << "row 1's grain is reused";
+    ASSERT_TRUE(resumed->commit(root(1), {"z"}, 0, error)) << error;
+    resumed->complete(); // finished, with row 0 still failed
+  }
+  std::unique_ptr<RunJournal> retry = openJournal(at, /*retryFailed=*/true);
+  ASSERT_TRUE(retry && retry->start(error)) << error;
+  EXPECT_FALSE(retry->isDone(0, 0));
+  const Value *kept = retry->recall(node, 70);
+  ASSERT_TRUE(kept) << "the failed row's finished grain is reused by the retry";
+  EXPECT_EQ(*kept, Value::integer(7));
+}
+
 TEST(SinkExtentsTest, RecordsAreTextThatDecodesToWhatWasEncoded) {
   const ExtentRecord record{5, 1029, {"a b.txt", "100%", "tab\there", "\xc3\xa9.tar"}};
   const std::string text = encodeExtent(record);

@@ -127,6 +127,24 @@ DedupDecision decisionOf(uint32_t node, uint64_t key, uint64_t sourceRow, const 
   return decision;
 }
 
+/// A value whose encoding is at least `limit` bytes, known without encoding it from its
+/// `approximate` bytes (approximateBytes): a string or bytes that long, or a list or record
+/// counted at 64 times that (approximateBytes counts at most 16 bytes for each byte of an
+/// encoding: 16 for a number of one).
+bool surelyOver(const Value &value, uint64_t approximate, size_t limit) {
+  switch (value.kind()) {
+  case Value::Kind::String:
+    return value.asString().size() >= limit;
+  case Value::Kind::Bytes:
+    return value.asBytes().size() >= limit;
+  case Value::Kind::List:
+  case Value::Kind::Record:
+    return approximate >= 64 * uint64_t(limit);
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 struct GrainCheckpoints::PackBuffer {
@@ -275,6 +293,11 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
     // Decisions are written in the order they were made (a resumed run decides alike).
     append(node, key, source, sourceRow, value, kDecisionLimit);
   } else {
+    const bool scalar = value.kind() == Value::Kind::Null || value.kind() == Value::Kind::Bool ||
+                        value.kind() == Value::Kind::Int || value.kind() == Value::Kind::Float;
+    const uint64_t bytes = scalar ? 16 : approximateBytes(value);
+    if (!keepsAnySize_[node] && surelyOver(value, bytes, kValueLimit))
+      return; // a rendered page: not encoded only to be found too big
     // Most rows are committed within the tenth of a second a value waits: theirs are never
     // encoded (a grain's value costs a reference until then, not an encoding).
     const uint64_t row = uint64_t(source) << 48 | sourceRow;
@@ -284,9 +307,6 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
       if (lastRow_->values.empty())
         lastRow_->values.reserve(16); // a document's pages, without growing one at a time
     }
-    const bool scalar = value.kind() == Value::Kind::Null || value.kind() == Value::Kind::Bool ||
-                        value.kind() == Value::Kind::Int || value.kind() == Value::Kind::Float;
-    const uint64_t bytes = scalar ? 16 : approximateBytes(value);
     lastRow_->values.push_back(WaitingValue{node, key, value});
     lastRow_->bytes += bytes;
     waitingBytes_ += bytes;
@@ -310,11 +330,14 @@ void GrainCheckpoints::append(uint32_t node, uint64_t key, uint32_t source, uint
   out.pack(source);
   out.pack(sourceRow);
   packValue(out, value);
-  if (buffer.size() >= limit)
-    return;
-  const std::string_view payload(buffer.data(), buffer.size());
-  appendHead(buffer_, uint32_t(payload.size()), checksum(payload));
-  buffer_.append(payload);
+  if (buffer.size() < limit) {
+    const std::string_view payload(buffer.data(), buffer.size());
+    appendHead(buffer_, uint32_t(payload.size()), checksum(payload));
+    buffer_.append(payload);
+  }
+  // The buffer is kept for the next value, but not the room a big one took.
+  if (buffer.size() > kKeptBufferBytes)
+    packed_ = std::make_unique<PackBuffer>();
 }
 
 void GrainCheckpoints::rowCommitted(uint32_t source, uint64_t sourceRow, bool failed) {
@@ -360,6 +383,8 @@ void GrainCheckpoints::writeBuffered() {
   // One write: a crash leaves whole records and at most one cut short (ignored when loaded).
   writeAll(fd_, buffer_);
   buffer_.clear();
+  if (buffer_.capacity() > 4 * kKeptBufferBytes)
+    std::string().swap(buffer_); // what a `checkpoint: true` image took
   decisionsBuffered_ = false;
 }
 

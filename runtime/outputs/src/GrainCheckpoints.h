@@ -71,6 +71,8 @@ public:
   /// past this is not kept (a resumed run does not index that survivor, or decides its entity
   /// again if its row runs again).
   static constexpr size_t kDecisionLimit = 16 * 1024 * 1024;
+  /// The encoding buffers keep their room between records up to this (a bigger record's goes).
+  static constexpr size_t kKeptBufferBytes = 1024 * 1024;
   /// Writes what is buffered, the values waiting encoded first.
   void flush();
   void sync();

@@ -346,11 +346,14 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   journal->checkpoints_ = std::make_unique<GrainCheckpoints>(plan);
   if (journal->resuming_) {
     // The values finished grains had: a resumed run does not run those grains again (rows
-    // that are done need none of theirs).
+    // that are done need none of theirs, but a failed row's stay for a later --retry-failed,
+    // through any number of plain resumes).
     const RunJournal &reader = *journal;
     journal->checkpoints_->load(
         (dir / "values").string(),
-        [&reader](uint32_t source, uint64_t row) { return !reader.isDone(source, row); },
+        [&reader](uint32_t source, uint64_t row) {
+          return !reader.isDone(source, row) || reader.failed_.count(key(source, row)) != 0;
+        },
         [&reader](uint32_t source, uint64_t row) {
           return reader.failed_.count(key(source, row)) != 0;
         });
