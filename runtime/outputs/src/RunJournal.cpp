@@ -349,14 +349,14 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
     // that are done need none of theirs, but a failed row's stay for a later --retry-failed,
     // through any number of plain resumes).
     const RunJournal &reader = *journal;
-    journal->checkpoints_->load(
-        (dir / "values").string(),
-        [&reader](uint32_t source, uint64_t row) {
-          return !reader.isDone(source, row) || reader.failed_.count(key(source, row)) != 0;
-        },
-        [&reader](uint32_t source, uint64_t row) {
-          return reader.failed_.count(key(source, row)) != 0;
-        });
+    journal->checkpoints_->load((dir / "values").string(),
+                                [&reader](uint32_t source, uint64_t row) {
+                                  return !reader.isDone(source, row) ||
+                                         reader.failed_.count(key(source, row)) != 0;
+                                },
+                                [&reader](uint32_t source, uint64_t row) {
+                                  return reader.failed_.count(key(source, row)) != 0;
+                                });
   }
   journal->header_ =
       kMagic + std::string("\nplan ") + planHash + "\ninputs " + inputsHash + "\nstate running\n";
