@@ -534,7 +534,8 @@ struct LineageEngine::State {
 
   /// A Call's fresh queue: the policy's, or one per key for a Call batched by per-row values.
   std::unique_ptr<ReadyQueue> makeFreshQueue(CallId call) const;
-  /// The key slot of a grain of a Call batched by per-row values (0 for other Calls).
+  /// The key slot of a grain of a Call batched by per-row values (batchKeyLabels not empty;
+  /// other Calls' grains have slot 0).
   uint32_t keySlotOf(EntityId entity, NodeId node);
 
   // Deduplication (DedupSequencer.cpp).

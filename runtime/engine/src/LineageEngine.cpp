@@ -706,8 +706,6 @@ std::unique_ptr<ReadyQueue> LineageEngine::State::makeFreshQueue(CallId call) co
 uint32_t LineageEngine::State::keySlotOf(EntityId entity, NodeId node) {
   const CallId call = nodeLayout(node).call;
   const std::vector<uint32_t> &keyLabels = layout.calls[call].batchKeyLabels;
-  if (keyLabels.empty())
-    return 0;
   std::string key;
   for (uint32_t label : keyLabels) {
     const uint32_t input = planNode(node).inputs[nodeLayout(node).inputOrder[label]];

@@ -293,19 +293,21 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
     // Decisions are written in the order they were made (a resumed run decides alike).
     append(node, key, source, sourceRow, value, kDecisionLimit);
   } else {
-    const bool scalar = value.kind() == Value::Kind::Null || value.kind() == Value::Kind::Bool ||
-                        value.kind() == Value::Kind::Int || value.kind() == Value::Kind::Float;
-    const uint64_t bytes = scalar ? 16 : approximateBytes(value);
+    // A number costs no call (approximateBytes counts 16 for it, as for its lists' numbers).
+    const uint64_t bytes = value.kind() <= Value::Kind::Float ? 16 : approximateBytes(value);
     if (!keepsAnySize_[node] && surelyOver(value, bytes, kValueLimit))
       return; // a rendered page: not encoded only to be found too big
     // Most rows are committed within the tenth of a second a value waits: theirs are never
     // encoded (a grain's value costs a reference until then, not an encoding).
-    const uint64_t row = uint64_t(source) << 48 | sourceRow;
+    const uint64_t row = sourceRowKey(source, sourceRow);
     if (!lastRow_ || lastRowKey_ != row) {
       lastRow_ = &waiting_[row];
       lastRowKey_ = row;
-      if (lastRow_->values.empty())
+      if (lastRow_->values.empty()) {
+        lastRow_->source = source;
+        lastRow_->sourceRow = sourceRow;
         lastRow_->values.reserve(16); // a document's pages, without growing one at a time
+      }
     }
     lastRow_->values.push_back(WaitingValue{node, key, value});
     lastRow_->bytes += bytes;
@@ -343,7 +345,7 @@ void GrainCheckpoints::append(uint32_t node, uint64_t key, uint32_t source, uint
 void GrainCheckpoints::rowCommitted(uint32_t source, uint64_t sourceRow, bool failed) {
   if (failed)
     return;
-  const auto found = waiting_.find(uint64_t(source) << 48 | sourceRow);
+  const auto found = waiting_.find(sourceRowKey(source, sourceRow));
   if (found == waiting_.end())
     return;
   waitingBytes_ -= found->second.bytes;
@@ -353,9 +355,9 @@ void GrainCheckpoints::rowCommitted(uint32_t source, uint64_t sourceRow, bool fa
 }
 
 void GrainCheckpoints::encodeWaiting() {
-  for (const auto &[row, waiting] : waiting_)
-    for (const WaitingValue &kept : waiting.values)
-      append(kept.node, kept.key, uint32_t(row >> 48), row & ((uint64_t(1) << 48) - 1), kept.value,
+  for (const auto &[key, row] : waiting_)
+    for (const WaitingValue &kept : row.values)
+      append(kept.node, kept.key, row.source, row.sourceRow, kept.value,
              keepsAnySize_[kept.node] ? kRecordLimit : kValueLimit);
   waiting_.clear();
   lastRow_ = nullptr;

@@ -22,6 +22,9 @@
 
 namespace orch::runtime {
 
+/// A source row's key in the journal's sets and maps: its source in the top 16 bits.
+inline uint64_t sourceRowKey(uint32_t source, uint64_t row) { return uint64_t(source) << 48 | row; }
+
 class GrainCheckpoints {
 public:
   /// Values are kept for the invoke nodes of Calls that keep their results (`checkpoint`), and
@@ -113,7 +116,8 @@ private:
   std::string loadedFrom_;
   int readFd_ = -1;
   mutable Value recalled_;
-  /// Appends one record (its head, then its payload) to buffer_; false when it is over `limit`.
+  /// Appends one record (its head, then its payload) to buffer_, unless its encoding is
+  /// `limit` bytes or more.
   void append(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value,
               size_t limit);
   /// Encodes the values waiting into buffer_, but those of rows committed meanwhile.
@@ -121,7 +125,7 @@ private:
   /// Writes buffer_ to the store in one write.
   void writeBuffered();
   std::string buffer_;
-  /// Values kept and not encoded yet, by row (source << 48 | row): a row written or dropped
+  /// Values kept and not encoded yet, by row (sourceRowKey): a row written or dropped
   /// lets go of its values at once (most rows are done long before the tenth of a second is
   /// up, so the values waiting are those of the rows in progress).
   struct WaitingValue {
@@ -130,6 +134,8 @@ private:
     Value value;
   };
   struct WaitingRow {
+    uint32_t source = 0;
+    uint64_t sourceRow = 0;
     std::vector<WaitingValue> values;
     uint64_t bytes = 0; // approximately
   };

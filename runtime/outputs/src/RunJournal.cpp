@@ -38,8 +38,6 @@ namespace fs = std::filesystem;
 constexpr const char *kMagic = "orch-run-journal 2";
 constexpr const char *kMagicFormat1 = "orch-run-journal 1";
 
-uint64_t key(uint32_t source, uint64_t row) { return uint64_t(source) << 48 | row; }
-
 /// Replaces `path` with `text` atomically (a crash leaves the old or the new file), through
 /// `temporary`; never through a symbolic link planted at either name.
 bool replaceFile(const std::string &temporary, const fs::path &path, const std::string &text) {
@@ -324,11 +322,11 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
         forEachCommit(commitsPath, journal->sinks_, UINT64_MAX, [&](const Commit &commit) {
           const RecordFate fate = fateOf(commit, retryFailed);
           if (fate == RecordFate::Kept)
-            journal->done_.insert(key(commit.source, commit.row));
+            journal->done_.insert(sourceRowKey(commit.source, commit.row));
           if (commit.status == 'f')
-            journal->failed_.insert(key(commit.source, commit.row));
+            journal->failed_.insert(sourceRowKey(commit.source, commit.row));
           else
-            journal->failed_.erase(key(commit.source, commit.row));
+            journal->failed_.erase(sourceRowKey(commit.source, commit.row));
           journal->errorsKeep_ = retryFailed ? 0 : commit.errorsSize;
         });
     std::error_code unread;
@@ -342,21 +340,21 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
   // Rows an earlier run crashed on are failed unread (a retry runs them again).
   if (journal->resuming_ && !retryFailed)
     for (const CrashedRow &row : readCrashedRows(journal->crashedRowsPath()))
-      journal->crashed_.emplace(key(row.source, row.row), crashedRowMessage(row));
+      journal->crashed_.emplace(sourceRowKey(row.source, row.row), crashedRowMessage(row));
   journal->checkpoints_ = std::make_unique<GrainCheckpoints>(plan);
   if (journal->resuming_) {
     // The values finished grains had: a resumed run does not run those grains again (rows
     // that are done need none of theirs, but a failed row's stay for a later --retry-failed,
     // through any number of plain resumes).
     const RunJournal &reader = *journal;
+    const auto failed = [&reader](uint32_t source, uint64_t row) {
+      return reader.failed_.count(sourceRowKey(source, row)) != 0;
+    };
     journal->checkpoints_->load((dir / "values").string(),
-                                [&reader](uint32_t source, uint64_t row) {
-                                  return !reader.isDone(source, row) ||
-                                         reader.failed_.count(key(source, row)) != 0;
+                                [&](uint32_t source, uint64_t row) {
+                                  return !reader.isDone(source, row) || failed(source, row);
                                 },
-                                [&reader](uint32_t source, uint64_t row) {
-                                  return reader.failed_.count(key(source, row)) != 0;
-                                });
+                                failed);
   }
   journal->header_ =
       kMagic + std::string("\nplan ") + planHash + "\ninputs " + inputsHash + "\nstate running\n";
@@ -462,11 +460,11 @@ RunJournal::~RunJournal() {
 }
 
 bool RunJournal::isDone(uint32_t source, uint64_t row) const {
-  return done_.count(key(source, row)) != 0;
+  return done_.count(sourceRowKey(source, row)) != 0;
 }
 
 const std::string *RunJournal::crashedEarlier(uint32_t source, uint64_t row) const {
-  auto found = crashed_.find(key(source, row));
+  auto found = crashed_.find(sourceRowKey(source, row));
   return found == crashed_.end() ? nullptr : &found->second;
 }
 
