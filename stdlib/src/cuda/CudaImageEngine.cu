@@ -1,17 +1,19 @@
-// The engine behind the GPU image operators: per replica, two streams with their events and
-// grow-only pinned staging and device buffers. A batch is cut into chunks (GpuBatching.h: at
+// The engine behind the GPU image operators: per replica, kStagingSlots streams with their events
+// and grow-only pinned staging and device buffers. A batch is cut into chunks (GpuBatching.h: at
 // most kGpuChunkBytes of input and of output, at most kGpuChunkItems images); chunk k runs on
-// stream k % 2, so while one chunk computes the next one is packed on the host and copied in.
+// stream k % kStagingSlots, and while it is on the device the staging copier's threads pack
+// chunk k+1 and unpack chunk k-1 (runStagedChunks in GpuStaging.h).
 #include "orch/stdlib/CudaImageEngine.h"
 #include "orch/stdlib/GpuBatching.h"
+#include "orch/stdlib/GpuStaging.h"
 
 #include "ImageKernelLaunch.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <unordered_map>
+#include <vector>
 
 namespace orch::stdlib {
 namespace {
@@ -71,27 +73,91 @@ private:
   size_t capacity_ = 0;
 };
 
+/// One staging slot: a stream with its events, pinned host and device buffers.
 struct Slot {
   cudaStream_t stream = nullptr;
   cudaEvent_t started = nullptr, copiedIn = nullptr, computed = nullptr, copiedOut = nullptr;
   Buffer<true> hostIn, hostOut;
   Buffer<false> deviceIn, deviceOut;
-  /// The chunk in flight on this slot.
-  size_t first = 0, count = 0;
-  bool pending = false;
 };
 
-/// How one operation packs, launches and unpacks its chunks.
-struct ChunkWork {
-  /// Input pixel bytes and output bytes of item i (for cutting chunks; packing may share).
-  std::function<size_t(size_t)> inputBytes, outputBytes;
-  /// Writes the descriptors and pixels of items [first, first+count); returns pixel bytes used.
-  std::function<size_t(size_t first, size_t count, ImageDescriptor *, unsigned char *)> pack;
-  std::function<void(cudaStream_t, size_t first, size_t count, const ImageDescriptor *,
-                     const unsigned char *pixels, unsigned char *out)>
-      launch;
-  std::function<void(size_t first, size_t count, const unsigned char *out)> unpack;
+/// Queues one chunk's kernels on a stream: its items [first, first+count), their descriptors
+/// and pixels on the device, and where their results go.
+using ChunkLaunch =
+    std::function<void(cudaStream_t, size_t first, size_t count, const ImageDescriptor *,
+                       const unsigned char *pixels, unsigned char *out)>;
+
+size_t descriptorBytes(size_t count) { return aligned(count * sizeof(ImageDescriptor)); }
+
+/// The engine's slots as a ChunkDevice for one operation: a chunk is copied in, launched and
+/// copied out on its slot's stream, and its GPU times are added to the batch's when waited for.
+class CudaChunks : public ChunkDevice {
+public:
+  CudaChunks(Slot *slots, GpuBatchTiming &timing, ChunkLaunch launch)
+      : slots_(slots), timing_(timing), launch_(std::move(launch)) {}
+
+  bool reserve(size_t slot, size_t inputBytes, size_t outputBytes, std::string &error) override {
+    Slot &s = slots_[slot];
+    return s.hostIn.reserve(inputBytes, error) && s.deviceIn.reserve(inputBytes, error) &&
+           s.hostOut.reserve(outputBytes, error) && s.deviceOut.reserve(outputBytes, error);
+  }
+  unsigned char *hostInput(size_t slot) override { return slots_[slot].hostIn.bytes(); }
+  const unsigned char *hostOutput(size_t slot) override { return slots_[slot].hostOut.bytes(); }
+
+  bool submit(size_t slot, size_t first, size_t count, size_t inputBytes, size_t outputBytes,
+              std::string &error) override {
+    Slot &s = slots_[slot];
+    cudaEventRecord(s.started, s.stream);
+    if (!check(cudaMemcpyAsync(s.deviceIn.bytes(), s.hostIn.bytes(), inputBytes,
+                               cudaMemcpyHostToDevice, s.stream),
+               "copy to device", error))
+      return false;
+    cudaEventRecord(s.copiedIn, s.stream);
+    launch_(s.stream, first, count, reinterpret_cast<const ImageDescriptor *>(s.deviceIn.bytes()),
+            s.deviceIn.bytes() + descriptorBytes(count), s.deviceOut.bytes());
+    if (!check(cudaGetLastError(), "kernel launch", error))
+      return false;
+    cudaEventRecord(s.computed, s.stream);
+    if (!check(cudaMemcpyAsync(s.hostOut.bytes(), s.deviceOut.bytes(), outputBytes,
+                               cudaMemcpyDeviceToHost, s.stream),
+               "copy to host", error))
+      return false;
+    cudaEventRecord(s.copiedOut, s.stream);
+    timing_.bytesToDevice += inputBytes;
+    timing_.bytesToHost += outputBytes;
+    ++timing_.chunks;
+    return true;
+  }
+
+  bool wait(size_t slot, std::string &error) override {
+    Slot &s = slots_[slot];
+    if (!check(cudaStreamSynchronize(s.stream), "batch", error))
+      return false;
+    float milliseconds = 0;
+    if (cudaEventElapsedTime(&milliseconds, s.started, s.copiedIn) == cudaSuccess)
+      timing_.copyToDeviceMs += milliseconds;
+    if (cudaEventElapsedTime(&milliseconds, s.copiedIn, s.computed) == cudaSuccess)
+      timing_.kernelMs += milliseconds;
+    if (cudaEventElapsedTime(&milliseconds, s.computed, s.copiedOut) == cudaSuccess)
+      timing_.copyToHostMs += milliseconds;
+    return true;
+  }
+
+private:
+  Slot *slots_;
+  GpuBatchTiming &timing_;
+  ChunkLaunch launch_;
 };
+
+/// Results of `size(image)` bytes each, laid end to end from `out`, copied to outputs[i].
+template <typename Output, typename Size>
+void copyOut(const ImageView *images, Output *const *outputs, Size size, size_t first, size_t n,
+             const unsigned char *out, std::vector<StagingCopy> &copies) {
+  for (size_t i = first; i < first + n; ++i) {
+    copies.push_back(StagingCopy{out, outputs[i], size(images[i])});
+    out += size(images[i]);
+  }
+}
 
 class CudaImageEngineImpl : public CudaImageEngine {
 public:
@@ -129,29 +195,23 @@ public:
   bool grayscale(const ImageView *images, size_t count, uint8_t *const *outputs,
                  std::string &error) override {
     auto size = [](const ImageView &image) { return size_t(image.width * image.height); };
-    ChunkWork work = perImage(images, size);
-    work.launch = [&](cudaStream_t stream, size_t first, size_t n, const ImageDescriptor *d,
-                      const unsigned char *pixels, unsigned char *out) {
-      cuda::launchGrayscale(stream, d, int(n), largest(images + first, n), pixels, out);
+    ChunkLayout layout = perImage(images, size);
+    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &copies) {
+      copyOut(images, outputs, size, first, n, out, copies);
     };
-    work.unpack = [&](size_t first, size_t n, const unsigned char *out) {
-      for (size_t i = first; i < first + n; ++i) {
-        std::memcpy(outputs[i], out, size(images[i]));
-        out += size(images[i]);
-      }
-    };
-    return run(count, work, error);
+    return run(count, layout, error,
+               [&](cudaStream_t stream, size_t first, size_t n, const ImageDescriptor *d,
+                   const unsigned char *pixels, unsigned char *out) {
+                 cuda::launchGrayscale(stream, d, int(n), largest(images + first, n), pixels, out);
+               });
   }
 
   bool laplacianSums(const ImageView *images, size_t count, LaplacianSums *outputs,
                      std::string &error) override {
-    ChunkWork work = perImage(images, [](const ImageView &) { return 2 * sizeof(long long); });
-    work.launch = [&](cudaStream_t stream, size_t first, size_t n, const ImageDescriptor *d,
-                      const unsigned char *pixels, unsigned char *out) {
-      cuda::launchLaplacian(stream, d, int(n), largest(images + first, n), pixels,
-                            reinterpret_cast<long long *>(out));
-    };
-    work.unpack = [&](size_t first, size_t n, const unsigned char *out) {
+    ChunkLayout layout = perImage(images, [](const ImageView &) { return 2 * sizeof(long long); });
+    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &) {
       const long long *sums = reinterpret_cast<const long long *>(out);
       for (size_t i = 0; i < n; ++i) {
         const ImageView &image = images[first + i];
@@ -160,24 +220,27 @@ public:
             image.width >= 3 && image.height >= 3 ? (image.width - 2) * (image.height - 2) : 0};
       }
     };
-    return run(count, work, error);
+    return run(count, layout, error,
+               [&](cudaStream_t stream, size_t first, size_t n, const ImageDescriptor *d,
+                   const unsigned char *pixels, unsigned char *out) {
+                 cuda::launchLaplacian(stream, d, int(n), largest(images + first, n), pixels,
+                                       reinterpret_cast<long long *>(out));
+               });
   }
 
   bool resize(const ImageView *images, size_t count, int64_t width, int64_t height,
               uint8_t *const *outputs, std::string &error) override {
     auto size = [=](const ImageView &image) { return size_t(width * height * image.channels); };
-    ChunkWork work = perImage(images, size);
-    work.launch = [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
-                      const unsigned char *pixels, unsigned char *out) {
-      cuda::launchResize(stream, d, int(n), int(width), int(height), pixels, out);
+    ChunkLayout layout = perImage(images, size);
+    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &copies) {
+      copyOut(images, outputs, size, first, n, out, copies);
     };
-    work.unpack = [&](size_t first, size_t n, const unsigned char *out) {
-      for (size_t i = first; i < first + n; ++i) {
-        std::memcpy(outputs[i], out, size(images[i]));
-        out += size(images[i]);
-      }
-    };
-    return run(count, work, error);
+    return run(count, layout, error,
+               [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
+                   const unsigned char *pixels, unsigned char *out) {
+                 cuda::launchResize(stream, d, int(n), int(width), int(height), pixels, out);
+               });
   }
 
   bool resizeNormalize(const ImageView *images, size_t count, int64_t width, int64_t height,
@@ -185,48 +248,51 @@ public:
     auto size = [=](const ImageView &image) {
       return size_t(width * height * image.channels) * sizeof(float);
     };
-    ChunkWork work = perImage(images, size, sizeof(float));
-    work.launch = [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
-                      const unsigned char *pixels, unsigned char *out) {
-      cuda::launchResizeNormalize(stream, d, int(n), int(width), int(height), pixels,
-                                  reinterpret_cast<float *>(out));
+    ChunkLayout layout = perImage(images, size, sizeof(float));
+    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &copies) {
+      copyOut(images, outputs, size, first, n, out, copies);
     };
-    work.unpack = [&](size_t first, size_t n, const unsigned char *out) {
-      for (size_t i = first; i < first + n; ++i) {
-        std::memcpy(outputs[i], out, size(images[i]));
-        out += size(images[i]);
-      }
-    };
-    return run(count, work, error);
+    return run(count, layout, error,
+               [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
+                   const unsigned char *pixels, unsigned char *out) {
+                 cuda::launchResizeNormalize(stream, d, int(n), int(width), int(height), pixels,
+                                             reinterpret_cast<float *>(out));
+               });
   }
 
   bool phashCoefficients(const ImageView *images, size_t count, double (*outputs)[64],
                          std::string &error) override {
-    ChunkWork work = perImage(
+    ChunkLayout layout = perImage(
         images, [](const ImageView &) { return 64 * sizeof(double); }, sizeof(double));
-    work.launch = [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
-                      const unsigned char *pixels, unsigned char *out) {
-      cuda::launchPhash(stream, d, int(n), pixels, reinterpret_cast<double *>(out));
+    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &copies) {
+      copies.push_back(StagingCopy{out, outputs[first], n * 64 * sizeof(double)});
     };
-    work.unpack = [&](size_t first, size_t n, const unsigned char *out) {
-      std::memcpy(outputs[first], out, n * 64 * sizeof(double));
-    };
-    return run(count, work, error);
+    return run(count, layout, error,
+               [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
+                   const unsigned char *pixels, unsigned char *out) {
+                 cuda::launchPhash(stream, d, int(n), pixels, reinterpret_cast<double *>(out));
+               });
   }
 
   bool grayDifferenceSums(const ImageView *first, const ImageView *second, size_t pairs,
                           uint64_t *outputs, std::string &error) override {
-    ChunkWork work;
-    work.inputBytes = [&](size_t i) { return pixelsOf(first[i]) + pixelsOf(second[i]); };
-    work.outputBytes = [](size_t) { return sizeof(unsigned long long); };
-    work.pack = [&](size_t start, size_t n, ImageDescriptor *descriptors, unsigned char *pixels) {
+    ChunkLayout layout;
+    layout.inputBytes = [&](size_t i) { return pixelsOf(first[i]) + pixelsOf(second[i]); };
+    layout.outputBytes = [](size_t) { return sizeof(unsigned long long); };
+    layout.headerBytes = descriptorBytes;
+    layout.pack = [&](size_t start, size_t n, unsigned char *input,
+                      std::vector<StagingCopy> &copies) {
+      auto *descriptors = reinterpret_cast<ImageDescriptor *>(input);
+      unsigned char *pixels = input + descriptorBytes(n);
       // Consecutive pairs of a clip share frames: each frame is copied once per chunk.
       std::unordered_map<const uint8_t *, size_t> offsets;
       size_t used = 0;
       auto place = [&](const ImageView &frame) {
         auto [where, fresh] = offsets.emplace(frame.pixels, used);
         if (fresh) {
-          std::memcpy(pixels + used, frame.pixels, pixelsOf(frame));
+          copies.push_back(StagingCopy{frame.pixels, pixels + used, pixelsOf(frame)});
           used += pixelsOf(frame);
         }
         return where->second;
@@ -242,17 +308,18 @@ public:
         d.channels = int(a.channels);
         d.secondChannels = int(b.channels);
       }
-      return used;
+      return descriptorBytes(n) + used;
     };
-    work.launch = [&](cudaStream_t stream, size_t start, size_t n, const ImageDescriptor *d,
-                      const unsigned char *pixels, unsigned char *out) {
-      cuda::launchDifferences(stream, d, int(n), largest(first + start, n), pixels,
-                              reinterpret_cast<unsigned long long *>(out));
+    layout.unpack = [&](size_t start, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &copies) {
+      copies.push_back(StagingCopy{out, outputs + start, n * sizeof(uint64_t)});
     };
-    work.unpack = [&](size_t start, size_t n, const unsigned char *out) {
-      std::memcpy(outputs + start, out, n * sizeof(uint64_t));
-    };
-    return run(pairs, work, error);
+    return run(pairs, layout, error,
+               [&](cudaStream_t stream, size_t start, size_t n, const ImageDescriptor *d,
+                   const unsigned char *pixels, unsigned char *out) {
+                 cuda::launchDifferences(stream, d, int(n), largest(first + start, n), pixels,
+                                         reinterpret_cast<unsigned long long *>(out));
+               });
   }
 
 private:
@@ -270,12 +337,16 @@ private:
   /// The usual shape: one descriptor and one output of `outputSize(image)` bytes per image
   /// (output offsets counted in `elementSize` units).
   template <typename OutputSize>
-  static ChunkWork perImage(const ImageView *images, OutputSize outputSize,
-                            size_t elementSize = 1) {
-    ChunkWork work;
-    work.inputBytes = [=](size_t i) { return pixelsOf(images[i]); };
-    work.outputBytes = [=](size_t i) { return outputSize(images[i]); };
-    work.pack = [=](size_t first, size_t n, ImageDescriptor *descriptors, unsigned char *pixels) {
+  static ChunkLayout perImage(const ImageView *images, OutputSize outputSize,
+                              size_t elementSize = 1) {
+    ChunkLayout layout;
+    layout.inputBytes = [=](size_t i) { return pixelsOf(images[i]); };
+    layout.outputBytes = [=](size_t i) { return outputSize(images[i]); };
+    layout.headerBytes = descriptorBytes;
+    layout.pack = [=](size_t first, size_t n, unsigned char *input,
+                      std::vector<StagingCopy> &copies) {
+      auto *descriptors = reinterpret_cast<ImageDescriptor *>(input);
+      unsigned char *pixels = input + descriptorBytes(n);
       size_t used = 0, output = 0;
       for (size_t i = 0; i < n; ++i) {
         const ImageView &image = images[first + i];
@@ -286,72 +357,16 @@ private:
         d.width = int(image.width);
         d.height = int(image.height);
         d.channels = int(image.channels);
-        std::memcpy(pixels + used, image.pixels, pixelsOf(image));
+        copies.push_back(StagingCopy{image.pixels, pixels + used, pixelsOf(image)});
         used += pixelsOf(image);
         output += outputSize(image);
       }
-      return used;
+      return descriptorBytes(n) + used;
     };
-    return work;
+    return layout;
   }
 
-  /// Waits for a slot's chunk, books its timings and hands its results over.
-  bool finish(Slot &slot, const ChunkWork &work, std::string &error) {
-    slot.pending = false;
-    if (!check(cudaStreamSynchronize(slot.stream), "batch", error))
-      return false;
-    float milliseconds = 0;
-    if (cudaEventElapsedTime(&milliseconds, slot.started, slot.copiedIn) == cudaSuccess)
-      timing_.copyToDeviceMs += milliseconds;
-    if (cudaEventElapsedTime(&milliseconds, slot.copiedIn, slot.computed) == cudaSuccess)
-      timing_.kernelMs += milliseconds;
-    if (cudaEventElapsedTime(&milliseconds, slot.computed, slot.copiedOut) == cudaSuccess)
-      timing_.copyToHostMs += milliseconds;
-    work.unpack(slot.first, slot.count, slot.hostOut.bytes());
-    return true;
-  }
-
-  bool submit(Slot &slot, size_t first, size_t count, const ChunkWork &work, std::string &error) {
-    size_t inputBytes = 0, outputBytes = 0;
-    for (size_t i = first; i < first + count; ++i) {
-      inputBytes += work.inputBytes(i);
-      outputBytes += work.outputBytes(i);
-    }
-    const size_t descriptorBytes = aligned(count * sizeof(ImageDescriptor));
-    if (!slot.hostIn.reserve(descriptorBytes + inputBytes, error) ||
-        !slot.deviceIn.reserve(descriptorBytes + inputBytes, error) ||
-        !slot.hostOut.reserve(outputBytes, error) || !slot.deviceOut.reserve(outputBytes, error))
-      return false;
-    auto *descriptors = reinterpret_cast<ImageDescriptor *>(slot.hostIn.bytes());
-    const size_t used = work.pack(first, count, descriptors, slot.hostIn.bytes() + descriptorBytes);
-    const size_t copied = descriptorBytes + used;
-    cudaEventRecord(slot.started, slot.stream);
-    if (!check(cudaMemcpyAsync(slot.deviceIn.bytes(), slot.hostIn.bytes(), copied,
-                               cudaMemcpyHostToDevice, slot.stream),
-               "copy to device", error))
-      return false;
-    cudaEventRecord(slot.copiedIn, slot.stream);
-    work.launch(slot.stream, first, count,
-                reinterpret_cast<const ImageDescriptor *>(slot.deviceIn.bytes()),
-                slot.deviceIn.bytes() + descriptorBytes, slot.deviceOut.bytes());
-    if (!check(cudaGetLastError(), "kernel launch", error))
-      return false;
-    cudaEventRecord(slot.computed, slot.stream);
-    if (!check(cudaMemcpyAsync(slot.hostOut.bytes(), slot.deviceOut.bytes(), outputBytes,
-                               cudaMemcpyDeviceToHost, slot.stream),
-               "copy to host", error))
-      return false;
-    cudaEventRecord(slot.copiedOut, slot.stream);
-    slot.first = first;
-    slot.count = count;
-    slot.pending = true;
-    timing_.bytesToDevice += copied;
-    timing_.bytesToHost += outputBytes;
-    ++timing_.chunks;
-    return true;
-  }
-
-  bool run(size_t items, const ChunkWork &work, std::string &error) {
+  bool run(size_t items, const ChunkLayout &layout, std::string &error, ChunkLaunch launch) {
     timing_ = GpuBatchTiming{};
     if (items == 0)
       return true;
@@ -360,27 +375,8 @@ private:
       return false;
     }
     const auto started = std::chrono::steady_clock::now();
-    bool ok = true;
-    size_t next = 0;
-    for (size_t chunk = 0; ok && next < items; ++chunk) {
-      Slot &slot = slots_[chunk % 2];
-      if (slot.pending)
-        ok = finish(slot, work, error);
-      const size_t count = gpuChunkLength(next, items, work.inputBytes, work.outputBytes);
-      ok = ok && submit(slot, next, count, work, error);
-      next += count;
-    }
-    // The older chunk first, then the newer.
-    for (size_t k = 0; k < 2; ++k) {
-      Slot &slot = slots_[(timing_.chunks + k) % 2];
-      if (slot.pending) {
-        std::string finishError;
-        if (!finish(slot, work, finishError) && ok) {
-          ok = false;
-          error = finishError;
-        }
-      }
-    }
+    CudaChunks chunks(slots_, timing_, std::move(launch));
+    const bool ok = runStagedChunks(items, layout, chunks, StagingCopier::shared(), error);
     timing_.wallMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
@@ -389,7 +385,7 @@ private:
     return ok;
   }
 
-  Slot slots_[2];
+  Slot slots_[kStagingSlots];
 };
 
 } // namespace

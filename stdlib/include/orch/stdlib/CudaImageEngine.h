@@ -1,8 +1,9 @@
 // Batched image kernels on one CUDA device, for one operator replica. Each call runs a whole
-// batch as one launch sequence: the batch is cut into chunks that alternate between two
-// streams, so the copy of one chunk overlaps the kernels of the other; staging buffers are
-// pinned host memory and, like the device buffers, grow to the largest batch seen and are
-// reused (no allocation per batch in steady state). Results equal the CPU references in
+// batch as one launch sequence: the batch is cut into chunks over kStagingSlots streams
+// (GpuStaging.h), and while one chunk is on the device, several host threads copy the next
+// chunk's images into pinned staging and the previous chunk's results out of it. Staging and
+// device buffers grow to the largest batch seen and are reused (no allocation per batch in
+// steady state). Results equal the CPU references in
 // ImageKernels.h. Without CUDA (or a device) `create` says why and returns null.
 // C++17: nvcc compiles the implementation against this header.
 #pragma once
