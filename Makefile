@@ -15,7 +15,7 @@ endif
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build test demo bench bench-real fuzz fuzz-runtime vsix clean
+.PHONY: all deps configure build test demo bench bench-real device-check fuzz fuzz-runtime vsix clean
 
 all: build
 
@@ -53,6 +53,11 @@ bench: build
 # ffmpeg command lines; downloads Debian's texlive-pictures-doc once (233 MB, cached).
 bench-real: build
 	bench/real/run.sh
+
+# The GPU checks as one folder and archive for a machine with only an NVIDIA driver
+# (docs/building.md, "The device check"): needs nvcc.
+device-check: deps
+	BUILD_DIR=$(BUILD_DIR) bench/gpu/bundle.sh
 
 # Fuzzes the compiler with libFuzzer for FUZZ_SECONDS, starting from every .orch file in the
 # repository; new inputs that find new coverage collect in $(FUZZ_DIR)/corpus, and an input

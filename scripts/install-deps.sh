@@ -33,6 +33,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 procps time
   # tests/e2e/transactions.sh kills a run at chosen system calls (strace's fault injection)
   strace
+  # bench/gpu/bundle.sh: the device check's binaries find their libraries by RPATH; its archive
+  patchelf xz-utils
   # python(...) operators: the bridge needs msgpack; images reach models as NumPy arrays; the
   # PyTorch example and its test (CPU build)
   python3-msgpack python3-numpy python3-torch

@@ -3,8 +3,12 @@
 Its weights come from a fixed seed (a stand-in for loading a checkpoint in the constructor), so
 every replica, and this class run directly in Python, computes the same embeddings. Orch gives
 each batch as a list of H x W x 3 uint8 NumPy arrays; the result is one unit-length vector per
-image.
+image. A Call with a GPU share (`gpus: 0.5`) runs the network on that device, in full float32
+precision (no TF32), so its embeddings differ from the CPU's only by rounding; Orch hides GPUs
+from a CPU Call's process.
 """
+
+import sys
 
 import numpy
 import torch
@@ -22,6 +26,12 @@ class Embedder:
             torch.nn.Flatten(),
             torch.nn.Linear(16, dims),
         ).eval()
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            self.net.to(self.device)
+            print("embedder: on cuda (%s)" % torch.cuda.get_device_name(), file=sys.stderr)
 
     @torch.no_grad()
     def __call__(self, images):
@@ -31,6 +41,7 @@ class Embedder:
         lone = len(images) == 1
         if lone:
             images = [images[0], images[0]]
-        batch = torch.from_numpy(numpy.stack(images)).permute(0, 3, 1, 2).float() / 255.0
-        embeddings = torch.nn.functional.normalize(self.net(batch), dim=1)
+        batch = torch.from_numpy(numpy.stack(images)).to(self.device)
+        batch = batch.permute(0, 3, 1, 2).float() / 255.0
+        embeddings = torch.nn.functional.normalize(self.net(batch), dim=1).cpu()
         return embeddings[:1] if lone else embeddings

@@ -197,6 +197,39 @@ TEST_F(InjectedEngine, AnOutOfMemoryFailureIsRetriedABoundedNumberOfTimes) {
   EXPECT_NE(log_[3].find("runs on the CPU from now on"), std::string::npos) << log_[3];
 }
 
+/// A GPU engine whose grayscale works (the CPU reference stands in for the kernel).
+class WorkingEngine : public FailingEngine {
+public:
+  WorkingEngine(int device, int *calls) : FailingEngine(device, 0, calls), calls_(calls) {}
+  bool grayscale(const ImageView *images, size_t count, uint8_t *const *outputs,
+                 std::string &) override {
+    ++*calls_;
+    for (size_t i = 0; i < count; ++i)
+      orch::stdlib::grayscale(images[i], outputs[i]);
+    return true;
+  }
+
+private:
+  int *calls_;
+};
+
+TEST_F(InjectedEngine, AReplicaSaysOnceThatItsBatchesRunOnTheGpu) {
+  // The device check (bench/gpu/device-check.sh) reads this line as the evidence that a GPU
+  // Call used its device.
+  int calls = 0;
+  setCudaImageEngineFactoryForTesting(
+      [&](int device, std::string &) { return std::make_unique<WorkingEngine>(device, &calls); });
+  const std::vector<std::vector<RowResult>> cpu = run(0, -1, 1);
+  const std::vector<std::vector<RowResult>> gpu = run(1, 1, 3);
+  EXPECT_EQ(calls, 3);
+  for (const std::vector<RowResult> &batch : gpu)
+    for (size_t i = 0; i < batch.size(); ++i)
+      EXPECT_EQ(batch[i].value, cpu[0][i].value);
+  ASSERT_EQ(log_.size(), 1u) << "once, not per batch";
+  EXPECT_NE(log_[0].find("gray: GPU 1 ran this replica's first batch"), std::string::npos)
+      << log_[0];
+}
+
 TEST_F(InjectedEngine, AReplicaWithoutAnAssignedDeviceNeverTouchesAGpu) {
   // `orch worker --gpus none` gives GPU Calls no device (-1): before, it was clamped to GPU 0.
   int created = 0, calls = 0;

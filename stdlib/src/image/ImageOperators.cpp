@@ -48,8 +48,13 @@ public:
         return false;
       }
     }
-    if (gpu(*engine_, error))
+    if (gpu(*engine_, error)) {
+      if (!announced_) {
+        announced_ = true;
+        config_.log("GPU " + std::to_string(device_) + " ran this replica's first batch");
+      }
       return true;
+    }
     const bool sticky =
         classifyCudaError(engine_->lastError(), 1) == CudaErrorClass::Sticky || retries_ == 0;
     engine_.reset();
@@ -74,6 +79,8 @@ private:
   bool wanted_;
   int device_;
   int retries_ = kGpuRetries;
+  /// Whether the replica said once that its batches run on the GPU.
+  bool announced_ = false;
   std::unique_ptr<CudaImageEngine> engine_;
 };
 
