@@ -39,7 +39,8 @@ host=$workdir/host-libraries
 mkdir -p "$host"
 {
   dpkg -L libc6 | grep -E '^(/usr)?/lib/x86_64-linux-gnu/[^/]+\.so'
-  for tool in bash grep sed sort mktemp cp mv rm mkdir wc date tee cat head tail dirname awk; do
+  for tool in bash grep sed sort mktemp cp mv rm mkdir wc date tee cat head tail dirname awk \
+    timeout; do
     ldd "$(command -v "$tool")" | awk '$2 == "=>" { print $3 }'
   done
 } | sort -u | while read -r library; do cp -L "$library" "$host/"; done

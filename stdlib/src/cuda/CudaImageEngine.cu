@@ -93,8 +93,8 @@ size_t descriptorBytes(size_t count) { return aligned(count * sizeof(ImageDescri
 /// copied out on its slot's stream, and its GPU times are added to the batch's when waited for.
 class CudaChunks : public ChunkDevice {
 public:
-  CudaChunks(Slot *slots, GpuBatchTiming &timing, ChunkLaunch launch)
-      : slots_(slots), timing_(timing), launch_(std::move(launch)) {}
+  CudaChunks(Slot *slots, cudaEvent_t batchStarted, GpuBatchTiming &timing, ChunkLaunch launch)
+      : slots_(slots), batchStarted_(batchStarted), timing_(timing), launch_(std::move(launch)) {}
 
   bool reserve(size_t slot, size_t inputBytes, size_t outputBytes, std::string &error) override {
     Slot &s = slots_[slot];
@@ -107,46 +107,63 @@ public:
   bool submit(size_t slot, size_t first, size_t count, size_t inputBytes, size_t outputBytes,
               std::string &error) override {
     Slot &s = slots_[slot];
-    cudaEventRecord(s.started, s.stream);
-    if (!check(cudaMemcpyAsync(s.deviceIn.bytes(), s.hostIn.bytes(), inputBytes,
-                               cudaMemcpyHostToDevice, s.stream),
-               "copy to device", error))
+    if (timing_.chunks == 0 &&
+        !check(cudaEventRecord(batchStarted_, s.stream), "event record", error))
       return false;
-    cudaEventRecord(s.copiedIn, s.stream);
+    if (!check(cudaEventRecord(s.started, s.stream), "event record", error) ||
+        !check(cudaMemcpyAsync(s.deviceIn.bytes(), s.hostIn.bytes(), inputBytes,
+                               cudaMemcpyHostToDevice, s.stream),
+               "copy to device", error) ||
+        !check(cudaEventRecord(s.copiedIn, s.stream), "event record", error))
+      return false;
     launch_(s.stream, first, count, reinterpret_cast<const ImageDescriptor *>(s.deviceIn.bytes()),
             s.deviceIn.bytes() + descriptorBytes(count), s.deviceOut.bytes());
-    if (!check(cudaGetLastError(), "kernel launch", error))
-      return false;
-    cudaEventRecord(s.computed, s.stream);
-    if (!check(cudaMemcpyAsync(s.hostOut.bytes(), s.deviceOut.bytes(), outputBytes,
+    if (!check(cudaGetLastError(), "kernel launch", error) ||
+        !check(cudaEventRecord(s.computed, s.stream), "event record", error) ||
+        !check(cudaMemcpyAsync(s.hostOut.bytes(), s.deviceOut.bytes(), outputBytes,
                                cudaMemcpyDeviceToHost, s.stream),
-               "copy to host", error))
+               "copy to host", error) ||
+        !check(cudaEventRecord(s.copiedOut, s.stream), "event record", error))
       return false;
-    cudaEventRecord(s.copiedOut, s.stream);
     timing_.bytesToDevice += inputBytes;
     timing_.bytesToHost += outputBytes;
     ++timing_.chunks;
     return true;
   }
 
+  /// Chunks are waited for in the order they were queued (runStagedChunks).
   bool wait(size_t slot, std::string &error) override {
     Slot &s = slots_[slot];
     if (!check(cudaStreamSynchronize(s.stream), "batch", error))
       return false;
-    float milliseconds = 0;
-    if (cudaEventElapsedTime(&milliseconds, s.started, s.copiedIn) == cudaSuccess)
-      timing_.copyToDeviceMs += milliseconds;
-    if (cudaEventElapsedTime(&milliseconds, s.copiedIn, s.computed) == cudaSuccess)
-      timing_.kernelMs += milliseconds;
-    if (cudaEventElapsedTime(&milliseconds, s.computed, s.copiedOut) == cudaSuccess)
-      timing_.copyToHostMs += milliseconds;
+    float started = 0, copiedIn = 0, computed = 0, copiedOut = 0;
+    if (since(s.started, started) && since(s.copiedIn, copiedIn) && since(s.computed, computed) &&
+        since(s.copiedOut, copiedOut)) {
+      // The copies in, the kernels and the copies out each take one chunk at a time, in
+      // order: a chunk's part starts once the chunk reached it and the chunk before finished
+      // that part, so time spent queued behind another chunk is not counted (the sums stay
+      // what the device was busy with, not more).
+      timing_.copyToDeviceMs += std::max(0.0f, copiedIn - std::max(started, lastCopiedIn_));
+      timing_.kernelMs += std::max(0.0f, computed - std::max(copiedIn, lastComputed_));
+      timing_.copyToHostMs += std::max(0.0f, copiedOut - std::max(computed, lastCopiedOut_));
+      lastCopiedIn_ = copiedIn;
+      lastComputed_ = computed;
+      lastCopiedOut_ = copiedOut;
+    }
     return true;
   }
 
 private:
+  /// Milliseconds from the batch's first submit to `event`.
+  bool since(cudaEvent_t event, float &milliseconds) const {
+    return cudaEventElapsedTime(&milliseconds, batchStarted_, event) == cudaSuccess;
+  }
+
   Slot *slots_;
+  cudaEvent_t batchStarted_;
   GpuBatchTiming &timing_;
   ChunkLaunch launch_;
+  float lastCopiedIn_ = 0, lastComputed_ = 0, lastCopiedOut_ = 0;
 };
 
 /// Results of `size(image)` bytes each, laid end to end from `out`, copied to outputs[i].
@@ -174,6 +191,8 @@ public:
       if (slot.stream)
         cudaStreamDestroy(slot.stream);
     }
+    if (batchStarted_)
+      cudaEventDestroy(batchStarted_);
   }
 
   bool initialize(std::string &error) {
@@ -186,6 +205,8 @@ public:
         if (!check(cudaEventCreate(event), "event", error))
           return false;
     }
+    if (!check(cudaEventCreate(&batchStarted_), "event", error))
+      return false;
     // The upload runs on the legacy stream, which the engine's non-blocking streams do not
     // wait for: finish it before any kernel reads the table.
     return check(cuda::uploadDctCosines(dctCosines()), "constant upload", error) &&
@@ -375,7 +396,7 @@ private:
       return false;
     }
     const auto started = std::chrono::steady_clock::now();
-    CudaChunks chunks(slots_, timing_, std::move(launch));
+    CudaChunks chunks(slots_, batchStarted_, timing_, std::move(launch));
     const bool ok = runStagedChunks(items, layout, chunks, StagingCopier::shared(), error);
     timing_.wallMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
@@ -386,6 +407,8 @@ private:
   }
 
   Slot slots_[kStagingSlots];
+  /// Recorded before a batch's first chunk: the origin of its chunks' times.
+  cudaEvent_t batchStarted_ = nullptr;
 };
 
 } // namespace

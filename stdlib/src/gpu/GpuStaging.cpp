@@ -39,13 +39,14 @@ void StagingCopier::copy(const std::vector<StagingCopy> &copies) {
   for (const StagingCopy &c : copies)
     total += c.bytes;
   const size_t parts = std::clamp<size_t>(total / kBytesPerPart, 1, threads());
-  std::lock_guard call(callMutex_);
   lastParts_ = parts;
   if (parts == 1) {
+    // On the caller alone: no need to wait for another replica's copy.
     for (const StagingCopy &c : copies)
       std::memcpy(c.to, c.from, c.bytes);
     return;
   }
+  std::lock_guard call(callMutex_);
   {
     std::lock_guard lock(mutex_);
     copies_ = &copies;

@@ -6,6 +6,7 @@
 
 #include "orch/stdlib/GpuBatching.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +42,8 @@ public:
   StagingCopier &operator=(const StagingCopier &) = delete;
 
   /// One per process, min(cores, kMostThreads) threads, started on first use. GPU replicas of one
-  /// process share it (one copy list at a time).
+  /// process share it (one copy list at a time; a list too small to share runs on its caller
+  /// without waiting).
   static StagingCopier &shared();
 
   /// Does every copy; returns when all are done.
@@ -49,7 +51,7 @@ public:
 
   size_t threads() const { return helpers_.size() + 1; }
   /// How many threads did the last copy (for tests).
-  size_t lastParts() const { return lastParts_; }
+  size_t lastParts() const { return lastParts_.load(std::memory_order_relaxed); }
 
 private:
   void copyPart(size_t part);
@@ -64,7 +66,7 @@ private:
   size_t unfinished_ = 0;
   uint64_t generation_ = 0;
   bool stopping_ = false;
-  size_t lastParts_ = 0;
+  std::atomic<size_t> lastParts_{0};
   std::vector<std::thread> helpers_;
 };
 
