@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
@@ -143,6 +144,34 @@ TEST(GrainCheckpointsTest,
     ASSERT_TRUE(kept) << "row " << row;
     EXPECT_EQ(*kept, Value::integer(int64_t(row)));
   }
+}
+
+TEST(GrainCheckpointsTest, KeptValuesAreWrittenWhenTheRunLoopFindsThemATenthOfASecondOld) {
+  // keep() reads no clock (it runs once per grain): the run loop hands its clock to flushIfDue
+  // once a round.
+  const plan::Plan plan = oneCallPlan();
+  const uint32_t node = firstInvoke(plan);
+  const std::string path = freshStore("grain-checkpoints-due");
+  GrainCheckpoints writer(plan);
+  writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+  const auto attached = std::chrono::steady_clock::now();
+  for (uint64_t row = 0; row < 3; ++row)
+    writer.keep(node, 10 + row, 0, row, Value::integer(int64_t(row)));
+  writer.flushIfDue(attached + std::chrono::milliseconds(50));
+  EXPECT_EQ(std::filesystem::file_size(path), 0u) << "not due yet: the values wait";
+  writer.flushIfDue(attached + std::chrono::milliseconds(150));
+  const uint64_t written = std::filesystem::file_size(path);
+  EXPECT_GT(written, 0u) << "due: the waiting values are written";
+  writer.keep(node, 13, 0, 3, Value::integer(3));
+  writer.flushIfDue(attached + std::chrono::milliseconds(200));
+  EXPECT_EQ(std::filesystem::file_size(path), written) << "a tenth of a second after the last";
+  writer.flushIfDue(attached + std::chrono::milliseconds(260));
+  EXPECT_GT(std::filesystem::file_size(path), written);
+  // Many values do not wait for the clock: 1 MiB of them is written at once.
+  const uint64_t before = std::filesystem::file_size(path);
+  for (uint64_t row = 4; row < 4 + 40; ++row)
+    writer.keep(node, 10 + row, 0, row, Value::string(std::string(40000, 'x')));
+  EXPECT_GT(std::filesystem::file_size(path), before + (1u << 20) / 2);
 }
 
 } // namespace

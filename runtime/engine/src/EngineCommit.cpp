@@ -319,7 +319,11 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
     }
   }
   record.grains = std::move(queued);
-  record.inputs = batch.inputs;
+  // Held until the batch ends: the inputs that are, or may hold, a reference to a value a
+  // worker keeps (a number or a text held here needs no holding).
+  for (const Value &input : batch.inputs)
+    if (input.kind() >= Value::Kind::List)
+      record.inputs.push_back(input);
   outstanding.emplace(batch.id, std::move(record));
   ++stats.batchesDispatched;
   return batch;

@@ -215,9 +215,10 @@ struct OutstandingBatch {
   uint64_t inputBytes = 0;
   uint64_t copiedBytes = 0;
   uint64_t reservedBytes = 0;
-  /// Its inputs, held until it ends: a grain suppressed or cancelled while out lets its inputs
-  /// go from their items, and a value a worker keeps must not be dropped there while a batch
-  /// may still fetch it (a reference's last holder drops it; protocol.md, "drop").
+  /// Its inputs that are or may hold references (lists, records, references), held until it
+  /// ends: a grain suppressed or cancelled while out lets its inputs go from their items, and
+  /// a value a worker keeps must not be dropped there while a batch may still fetch it (a
+  /// reference's last holder drops it; protocol.md, "drop").
   std::vector<Value> inputs;
 };
 

@@ -313,12 +313,15 @@ void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64
     lastRow_->bytes += bytes;
     waitingBytes_ += bytes;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (buffer_.size() + waitingBytes_ >= (1u << 20) ||
-      now - flushedAt_ >= std::chrono::milliseconds(100)) {
+  if (buffer_.size() + waitingBytes_ >= (1u << 20))
     flush();
-    flushedAt_ = now;
-  }
+}
+
+void GrainCheckpoints::flushIfDue(std::chrono::steady_clock::time_point now) {
+  if (now - flushedAt_ < std::chrono::milliseconds(100))
+    return;
+  flush();
+  flushedAt_ = now;
 }
 
 void GrainCheckpoints::append(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,

@@ -51,10 +51,13 @@ public:
   size_t recallable() const { return kept_.size(); }
   /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded (any
   /// size below kRecordLimit for a `checkpoint: true` Call).
-  /// Buffered, written within a tenth of a second (a process killed loses at most that). It
-  /// is encoded when written: the value of a row committed meanwhile is never encoded (see
-  /// rowCommitted).
+  /// Buffered until 1 MiB waits or flushIfDue finds it a tenth of a second old (a process
+  /// killed loses at most that). It is encoded when written: the value of a row committed
+  /// meanwhile is never encoded (see rowCommitted).
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  /// Writes what waits when the last write is a tenth of a second old: the run loop calls it
+  /// with its clock once a round, so that keeping a grain's value reads no clock.
+  void flushIfDue(std::chrono::steady_clock::time_point now);
   /// A row was committed: a resumed run skips it, so the values of its grains not written yet
   /// are not (the values of a failed row are: a --retry-failed run recalls them).
   void rowCommitted(uint32_t source, uint64_t sourceRow, bool failed);

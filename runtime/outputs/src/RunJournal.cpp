@@ -506,6 +506,10 @@ void RunJournal::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sou
   checkpoints_->keep(node, key, source, sourceRow, value);
 }
 
+void RunJournal::flushKeptValuesIfDue(std::chrono::steady_clock::time_point now) {
+  checkpoints_->flushIfDue(now);
+}
+
 std::vector<DedupDecision> RunJournal::takeDedupHistory() { return checkpoints_->takeDecisions(); }
 
 void RunJournal::keepDedupDecision(const DedupDecision &decision) {

@@ -9,6 +9,7 @@
 #include "orch/runtime/engine/EngineTypes.h"
 #include "orch/runtime/operators/Operator.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -86,6 +87,9 @@ public:
   const Value *recall(uint32_t node, uint64_t key) const;
   size_t recallable() const;
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  /// Writes the kept values waiting when the last write is a tenth of a second old (the run
+  /// loop's clock, once a round).
+  void flushKeptValuesIfDue(std::chrono::steady_clock::time_point now);
   /// Dedup decisions (docs/runtime.md, "Deduplication"): those an earlier run of this plan and
   /// inputs made (all of them but failed rows', handed over once), and keeping one made now.
   std::vector<DedupDecision> takeDedupHistory();
