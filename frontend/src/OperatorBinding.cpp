@@ -311,6 +311,11 @@ void OperatorBinder::checkOptions(ast::OperatorUse &use, const OperatorSignature
     if (checkOptionValue(*spec, *value, option.value->location))
       spec->set(use.callOptions, *value);
   }
+  // GPU memory is placed with the GPU share it comes with.
+  if (auto given = seen.find("gpu_memory");
+      given != seen.end() && use.callOptions.gpuMemoryBytes > 0 && !(use.callOptions.gpus > 0))
+    diags_.error(given->second, "option 'gpu_memory' needs `gpus` (the share of a GPU each "
+                                "replica takes)");
 }
 
 void OperatorBinder::reportOptionNotAccepted(const OperatorSignature &signature,
@@ -324,7 +329,7 @@ void OperatorBinder::reportOptionNotAccepted(const OperatorSignature &signature,
                  quoted(signature.name) +
                      " runs one batch at a time per replica; `in_flight` is for operators that "
                      "wait on a server (llm.*): write `replicas` or `batch` instead");
-  else if (!signature.gpu && (name == "gpus" || name == "require_gpu"))
+  else if (!signature.gpu && (name == "gpus" || name == "require_gpu" || name == "gpu_memory"))
     diags_.error(option.name.location,
                  quoted(signature.name) + " has no GPU implementation; remove " + quoted(name));
   else

@@ -78,6 +78,18 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        false,
        [](const CallOptions &o) -> StaticValue { return ByteSize{o.memoryBytes}; },
        [](CallOptions &o, const StaticValue &v) { o.memoryBytes = std::get<ByteSize>(v).bytes; }},
+      {"gpu_memory",
+       TypeKind::Size,
+       0,
+       true,
+       {},
+       "GPU memory per replica: its replicas go to devices (and workers) with that much not "
+       "promised to other replicas (default: no figure, the `gpus` shares alone decide)",
+       false,
+       [](const CallOptions &o) -> StaticValue { return ByteSize{o.gpuMemoryBytes}; },
+       [](CallOptions &o, const StaticValue &v) {
+         o.gpuMemoryBytes = std::get<ByteSize>(v).bytes;
+       }},
       {"retries",
        TypeKind::Int,
        0,

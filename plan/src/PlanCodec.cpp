@@ -184,8 +184,9 @@ CallOptions readOptions(const Object &object, const std::string &where) {
   CallOptions options;
   for (const CallOptionSpec &spec : callOptionSpecs()) {
     const std::string key(spec.name);
-    // Plans of format 1.0 before `in_flight` (1.1) have no key for it: its default.
-    if (key == "in_flight" && !map.optional(key.c_str()))
+    // Plans of format 1.0 before `in_flight` (1.1), and of 2.0 before `gpu_memory` (2.1), have
+    // no key for it: its default.
+    if ((key == "in_flight" || key == "gpu_memory") && !map.optional(key.c_str()))
       continue;
     // Unset (format 2): the runtime decides.
     if (const Object *given = map.optional(key);

@@ -565,7 +565,7 @@ OperatorCatalog buildStandardCatalog() {
 std::vector<std::string> transformOptionNames(bool gpu, bool concurrent) {
   std::vector<std::string> names;
   for (const CallOptionSpec &spec : callOptionSpecs())
-    if ((gpu || (spec.name != "gpus" && spec.name != "require_gpu")) &&
+    if ((gpu || (spec.name != "gpus" && spec.name != "require_gpu" && spec.name != "gpu_memory")) &&
         (concurrent || spec.name != "in_flight"))
       names.emplace_back(spec.name);
   return names;

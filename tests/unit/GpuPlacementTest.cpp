@@ -54,6 +54,37 @@ TEST(GpuPlacementTest, MixedSharesNeverPutMoreThanOneGpuOnADevice) {
   EXPECT_EQ(placeAll({0, 1}, {0.5, 1}), (std::vector<int64_t>{0, 1}));
 }
 
+TEST(GpuPlacementTest, GpuMemoryIsPlacedWithTheShares) {
+  constexpr uint64_t GB = 1000000000;
+  // Two 80 GB devices, quarter-GPU replicas of 30 GB: by shares four fit on a device, by memory
+  // two.
+  GpuPlacer placer({0, 1}, {80 * GB, 80 * GB});
+  EXPECT_EQ(placer.place(0.25, 30 * GB), 0);
+  EXPECT_EQ(placer.place(0.25, 30 * GB), 0);
+  EXPECT_EQ(placer.place(0.25, 30 * GB), 1) << "a third would promise 90 GB of device 0's 80";
+  EXPECT_EQ(placer.place(0.25, 30 * GB), 1);
+  EXPECT_EQ(placer.memoryPromised(), (std::vector<uint64_t>{60 * GB, 60 * GB}));
+  EXPECT_EQ(placer.place(0.25, 30 * GB), 0) << "none has room: the most memory left (a tie)";
+  // Devices of different sizes: a 60 GB replica skips the 40 GB one, a 20 GB one takes it.
+  GpuPlacer mixed({0, 1}, {40 * GB, 141 * GB});
+  EXPECT_EQ(mixed.place(0.5, 60 * GB), 1);
+  EXPECT_EQ(mixed.place(0.5, 20 * GB), 0);
+  EXPECT_EQ(mixed.place(0.5, 30 * GB), 1) << "device 0 has 20 GB left";
+  // Whole GPUs: empty devices that hold the memory.
+  GpuPlacer whole({0, 1, 2}, {40 * GB, 141 * GB, 141 * GB});
+  EXPECT_EQ(whole.place(1, 100 * GB), 1);
+  EXPECT_EQ(whole.place(1, 100 * GB), 2);
+  EXPECT_EQ(whole.place(1, 10 * GB), 0);
+  // A device whose memory is not known (0), or a replica without `gpu_memory`: the shares alone.
+  GpuPlacer unknown({0, 1}, {0, 80 * GB});
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(unknown.place(0.25, 30 * GB), 0);
+  EXPECT_EQ(unknown.place(0.25, 30 * GB), 1);
+  GpuPlacer noFigure({0, 1}, {80 * GB, 80 * GB});
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(noFigure.place(0.25), 0);
+}
+
 TEST(GpuPlacementTest, NoDevicesOrNoRequestMeansNoDevice) {
   EXPECT_EQ(placeAll({}, {1}), (std::vector<int64_t>{-1}));
   EXPECT_EQ(placeAll({0}, {0}), (std::vector<int64_t>{-1}));
@@ -109,6 +140,24 @@ sink jsonl(path: "$DIR/out.jsonl", record: { line: work(rows) });
   ASSERT_EQ(devices.size(), 4u) << "every replica ran";
   EXPECT_EQ(devices.count(3), 2u) << "two half-GPU replicas on the first device";
   EXPECT_EQ(devices.count(7), 2u) << "two on the second";
+
+  // With `gpu_memory` and the devices' memory (a 16 GB and an 80 GB device), quarter-GPU
+  // replicas of 12 GB go one to the small device and three to the large one.
+  constexpr uint64_t GB = 1000000000;
+  for (plan::PlanCall &call : plan.calls)
+    if (call.name == "work") {
+      call.options.gpus = 0.25;
+      call.options.gpuMemoryBytes = int64_t(12 * GB);
+    }
+  devices.clear();
+  std::filesystem::remove(dir_ / "out.jsonl");
+  executor = makeThreadExecutor(registry, 4, {3, 7}, {}, {16 * GB, 80 * GB});
+  summary = runPlan(plan, registry, *executor, RunOptions{});
+  ASSERT_TRUE(summary.started) << summary.error.value_or("");
+  EXPECT_EQ(summary.written, 200u);
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices.count(3), 1u) << "16 GB hold one 12 GB replica";
+  EXPECT_EQ(devices.count(7), 3u);
 }
 
 } // namespace

@@ -264,9 +264,10 @@ TEST(ProtocolTest, IntegralFloatsStayFloats) {
 /// One or more of every message type, with optional fields set and not.
 std::vector<Message> samples() {
   std::vector<Message> all;
-  HelloMessage hello{3, "w1", 42, "host", 2.5, {0, 1}, {"a", "b"}, 1 << 30, "tcp://x:1", "KEY"};
+  HelloMessage hello{3, "w1", 42, "host", 2.5, {0, 1}, {"a", "b"}, 1 << 30, "tcp://x:1", "KEY", {}};
   all.push_back(hello);
-  all.push_back(HelloMessage{3, "w2", 7, "h", 1, {}, {}, 0, "", ""});
+  all.push_back(HelloMessage{3, "w2", 7, "h", 1, {}, {}, 0, "", "", {}});
+  all.push_back(HelloMessage{3, "w3", 8, "h", 16, {0, 1}, {}, 0, "", "", {80000000000, 0}});
   all.push_back(WelcomeMessage{3, 500, 5, std::string("plan\0bytes", 10), {"k1", "k2"}, {}});
   all.push_back(WelcomeMessage{3, 500, 5, "plan", {}, std::string("where\0", 6)});
   all.push_back(WelcomeMessage{3, 100, 2, "", {}, {}});

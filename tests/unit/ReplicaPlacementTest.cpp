@@ -318,6 +318,38 @@ TEST(ReplicaPlacementTest, AWorkersGpusAreCountedWhenGpuReplicasArePlaced) {
   EXPECT_DOUBLE_EQ(placement.liveCpus(), 9);
 }
 
+TEST(ReplicaPlacementTest, AReplicasGpuMemoryGoesToAWorkerWhoseGpusHaveItLeft) {
+  // Four quarter-GPU replicas asking 30 GB each: by shares alone one GPU holds all four, but a
+  // worker with one 80 GB GPU holds two; the others go to the worker with a 141 GB GPU, though
+  // it has fewer CPUs.
+  constexpr uint64_t GB = 1000000000;
+  plan::Plan plan = planWith({{4, true}});
+  plan.calls[0].options.gpus = 0.25;
+  plan.calls[0].options.gpuMemoryBytes = int64_t(30 * GB);
+  ReplicaPlacement placement(plan);
+  const uint32_t small = placement.addWorker(8, true, 0, 1, 80 * GB);
+  const uint32_t large = placement.addWorker(1, true, 0, 1, 141 * GB);
+  placement.place();
+  EXPECT_EQ(placement.gpuMemoryPromised(small), 60 * GB);
+  EXPECT_EQ(placement.gpuMemoryPromised(large), 60 * GB);
+  EXPECT_EQ(placement.replicasOn(small).size(), 2u);
+  EXPECT_EQ(placement.replicasOn(large).size(), 2u);
+  // A worker that said nothing of its GPUs' memory takes any `gpu_memory`, as before.
+  ReplicaPlacement unknown(plan);
+  const uint32_t only = unknown.addWorker(8, true, 0, 1);
+  unknown.addWorker(1, true, 0, 1, 80 * GB);
+  unknown.place();
+  EXPECT_EQ(unknown.replicasOn(only).size(), 3u) << "replicas per CPU and shares alone";
+  EXPECT_EQ(unknown.gpuMemoryPromised(only), 90 * GB) << "more than one 80 GB GPU, as it may be";
+  // Its memory comes back when a replica leaves: a lost worker's replicas move.
+  placement.removeWorker(large);
+  EXPECT_EQ(placement.gpuMemoryPromised(large), 0u);
+  const uint32_t another = placement.addWorker(1, true, 0, 1, 141 * GB);
+  placement.place();
+  EXPECT_EQ(placement.replicasOn(another).size(), 2u);
+  EXPECT_EQ(placement.gpuMemoryPromised(another), 60 * GB);
+}
+
 TEST(ReplicaPlacementTest, AnAddedReplicaGoesWhereItsCallsInputsWereKept) {
   plan::Plan plan = planWith({{0, false}, {0, false}});
   ReplicaPlacement placement(plan);

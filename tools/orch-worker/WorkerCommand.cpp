@@ -26,15 +26,23 @@
 namespace orch::tools {
 namespace {
 
-/// The devices `--gpus SPEC` offers; nullopt (after a message) for a bad SPEC.
-std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
+/// The devices `--gpus SPEC` offers, and (`memory`) each one's bytes as far as known;
+/// nullopt (after a message) for a bad SPEC.
+std::optional<std::vector<int64_t>> workerGpus(const std::string &spec,
+                                               std::vector<uint64_t> &memory) {
   if (spec == "none")
     return std::vector<int64_t>{};
   const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
+  auto memoryOf = [&](const std::vector<int64_t> &chosen) {
+    for (int64_t device : chosen)
+      memory.push_back(
+          size_t(device) < devices.memoryBytes.size() ? devices.memoryBytes[size_t(device)] : 0);
+    return chosen;
+  };
   if (devices.broken)
     llvm::errs() << "orch worker: " << devices.reason << ": GPU replicas run on the CPU\n";
   if (spec == "auto")
-    return allDevices(devices.count);
+    return memoryOf(allDevices(devices.count));
   std::vector<int64_t> chosen;
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(spec).split(parts, ',');
@@ -53,7 +61,7 @@ std::optional<std::vector<int64_t>> workerGpus(const std::string &spec) {
       llvm::errs() << "orch worker: GPU " << device << " is not usable here ("
                    << (devices.count ? std::to_string(devices.count) + " devices" : devices.reason)
                    << "): its GPU replicas will run on the CPU\n";
-  return chosen;
+  return memoryOf(chosen);
 }
 
 /// Why the coordinator at `endpoint` (no keys) is not authenticated, or nullopt: an ipc://
@@ -154,7 +162,8 @@ bool chooseWorkerTrust(const WorkerCommandOptions &options, runtime::WorkerOptio
 } // namespace
 
 int runWorkerCommand(const WorkerCommandOptions &options) {
-  std::optional<std::vector<int64_t>> gpus = workerGpus(options.gpus);
+  std::vector<uint64_t> gpuMemory;
+  std::optional<std::vector<int64_t>> gpus = workerGpus(options.gpus, gpuMemory);
   if (!gpus)
     return 2;
   runtime::WorkerOptions worker;
@@ -169,6 +178,7 @@ int runWorkerCommand(const WorkerCommandOptions &options) {
   worker.peerEndpoint = options.peerEndpoint;
   worker.peerAnnounce = options.peerAnnounce;
   worker.gpus = *gpus;
+  worker.gpuMemory = std::move(gpuMemory);
   worker.stopRequested = &stopRequested;
   worker.verbose = !options.quiet;
   worker.connectTimeoutMs = options.connectTimeoutSeconds * 1000;

@@ -54,11 +54,13 @@ bool applyListenSecurity(RunCommandOptions &options) {
   return true;
 }
 
-/// This machine's usable CUDA devices, looked up only when a Call asks for GPUs. Where there
+/// This machine's usable CUDA devices (and, in `memory`, each one's bytes), looked up only when
+/// a Call asks for GPUs. Where there
 /// are none, such Calls get one line naming them all (they run their CPU implementations), or
 /// an error for `require_gpu` (nullopt). In cluster mode the workers have the GPUs, so nothing
 /// is reported here.
-std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOptions &options) {
+std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOptions &options,
+                                     std::vector<uint64_t> &memory) {
   const std::string &listen = options.settings.coordinator.endpoint;
   std::vector<const plan::PlanCall *> wanting;
   for (const plan::PlanCall &call : plan.calls)
@@ -67,6 +69,7 @@ std::optional<int64_t> localGpuCount(const plan::Plan &plan, const RunCommandOpt
   if (wanting.empty())
     return 0;
   const stdlib::CudaDeviceCount devices = stdlib::countCudaDevices();
+  memory = devices.memoryBytes;
   if (devices.count > 0 || !listen.empty())
     return devices.count;
   for (const plan::PlanCall *call : wanting)
@@ -353,7 +356,8 @@ int runPipeline(RunCommandOptions options) {
     llvm::errs() << "orch: interrupted before the run began; no output was touched\n";
     return kRunInterrupted;
   }
-  const std::optional<int64_t> gpuCount = localGpuCount(*plan, options);
+  std::vector<uint64_t> gpuMemory;
+  const std::optional<int64_t> gpuCount = localGpuCount(*plan, options, gpuMemory);
   if (!gpuCount || (!options.settings.inProcess && !applyListenSecurity(options)))
     return kRunCannotRun;
   const runtime::OperatorRegistry registry = standardRegistry();
@@ -361,6 +365,7 @@ int runPipeline(RunCommandOptions options) {
                                                          : options.errorsPath);
   runtime::RunSettings &settings = options.settings;
   settings.gpuCount = *gpuCount;
+  settings.gpuMemory = std::move(gpuMemory);
   settings.workerProgram = tools::siblingProgram("orch-worker");
   settings.log = logLine;
   runtime::RunOptions &runOptions = settings.run;

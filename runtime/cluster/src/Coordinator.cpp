@@ -760,9 +760,16 @@ private:
     worker.lastHeard = worker.lastSent = Clock::now();
     worker.peer = PeerAddress{hello.worker, hello.peerEndpoint, hello.peerKey};
     const uint32_t w = static_cast<uint32_t>(workers_.size());
+    // The GPUs' memory counts when each of them said how much it has.
+    bool gpuMemoryKnown = hello.gpuMemory.size() == hello.gpus.size();
+    uint64_t gpuMemory = 0;
+    for (uint64_t bytes : hello.gpuMemory) {
+      gpuMemoryKnown = gpuMemoryKnown && bytes > 0;
+      gpuMemory += bytes;
+    }
     // Both number workers in the order they join.
     if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes,
-                              uint32_t(hello.gpus.size())) != w)
+                              uint32_t(hello.gpus.size()), gpuMemoryKnown ? gpuMemory : 0) != w)
       throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;

@@ -39,6 +39,10 @@ using plan::Presence;
 struct Binary {
   std::string &bytes;
 };
+/// Sizes in bytes, one per device (hello's `gpu_memory`).
+struct ByteCounts {
+  std::vector<uint64_t> &bytes;
+};
 /// Whole items' values (a reference may stand for one).
 struct ItemValues {
   std::vector<Value> &values;
@@ -149,6 +153,7 @@ struct ProtocolFields {
     f("memory", AtLeastZero{m.memoryBytes}, Since{2});
     f("peer_endpoint", m.peerEndpoint, Since{2});
     f("peer_key", m.peerKey, Since{2});
+    f("gpu_memory", ByteCounts{m.gpuMemory}, Presence::WhenSet);
   }
   template <typename Visit> static void fields(Visit &&f, WelcomeMessage &m) {
     f("version", m.version);
@@ -224,6 +229,7 @@ struct ProtocolFields {
   }
   static bool isSet(const ReportRows &rows) { return !rows.report.batchError; }
   static bool isSet(const Binary &binary) { return !binary.bytes.empty(); }
+  static bool isSet(const ByteCounts &counts) { return !counts.bytes.empty(); }
   static bool isSet(const ItemValues &items) { return !items.values.empty(); }
   static bool isSet(const UsageField &usage) { return !usage.usage.empty(); }
   static bool isSet(const ErrorCodeField &code) { return code.code != ErrorCode::Unspecified; }
@@ -236,6 +242,7 @@ struct ProtocolFields {
 
   template <typename T> static void write(Packer &out, const T &value) { out.pack(value); }
   static void write(Packer &out, const std::optional<std::string> &value) { out.pack(*value); }
+  static void write(Packer &out, const ByteCounts &counts) { out.pack(counts.bytes); }
   static void write(Packer &out, const Binary &binary) {
     out.pack_bin(static_cast<uint32_t>(binary.bytes.size()));
     out.pack_bin_body(binary.bytes.data(), static_cast<uint32_t>(binary.bytes.size()));
@@ -348,6 +355,9 @@ struct ProtocolFields {
   }
   static void read(const MapReader &map, const char *key, std::vector<int64_t> &value) {
     readArray(map, key, value, [](const Object &gpu) { return int64_t(u32(gpu, "a GPU index")); });
+  }
+  static void read(const MapReader &map, const char *key, ByteCounts counts) {
+    readArray(map, key, counts.bytes, [](const Object &size) { return u64(size, "a size"); });
   }
   static void read(const MapReader &map, const char *key, Binary binary) {
     const Object &bytes = map.get(key, msgpack::type::BIN);
@@ -494,6 +504,7 @@ struct FieldDescriber {
     return std::to_string(binary.bytes.size()) + " bytes";
   }
   static std::string describe(const ItemValues &items) { return describe(items.values); }
+  static std::string describe(const ByteCounts &counts) { return describe(counts.bytes); }
   static std::string describe(const LostFlag &) { return "true"; }
   static std::string describe(const UsageField &usage) {
     return std::to_string(usage.usage.requests) + " requests";

@@ -32,10 +32,18 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
     }
 }
 
-uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus, uint64_t memoryBytes,
-                                     uint32_t gpus) {
-  workers_.push_back(Worker{
-      cpus > 0 ? cpus : 1, hasGpus, true, {}, memoryBytes, 0, hasGpus ? std::max(1u, gpus) : 0, 0});
+uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus, uint64_t memoryBytes, uint32_t gpus,
+                                     uint64_t gpuMemoryBytes) {
+  workers_.push_back(Worker{cpus > 0 ? cpus : 1,
+                            hasGpus,
+                            true,
+                            {},
+                            memoryBytes,
+                            0,
+                            hasGpus ? std::max(1u, gpus) : 0,
+                            0,
+                            hasGpus ? gpuMemoryBytes : 0,
+                            0});
   return static_cast<uint32_t>(workers_.size() - 1);
 }
 
@@ -44,9 +52,18 @@ double ReplicaPlacement::gpuShare(uint32_t replica) const {
   return call.gpu && call.options.gpus > 0 ? call.options.gpus : 0;
 }
 
+uint64_t ReplicaPlacement::gpuMemoryHint(uint32_t replica) const {
+  const plan::PlanCall &call = plan_.calls[replicas_[replica].call];
+  return call.gpu && call.options.gpus > 0
+             ? uint64_t(std::max<int64_t>(0, call.options.gpuMemoryBytes))
+             : 0;
+}
+
 bool ReplicaPlacement::hasGpuRoomFor(uint32_t w, uint32_t replica) const {
   const Worker &worker = workers_[w];
-  return worker.gpus > 0 && worker.gpusPromised + gpuShare(replica) <= worker.gpus + 1e-9;
+  return worker.gpus > 0 && worker.gpusPromised + gpuShare(replica) <= worker.gpus + 1e-9 &&
+         (worker.gpuMemory == 0 ||
+          worker.gpuMemoryPromised + gpuMemoryHint(replica) <= worker.gpuMemory);
 }
 
 bool ReplicaPlacement::hosts(uint32_t worker, uint32_t call) const {
@@ -190,6 +207,7 @@ void ReplicaPlacement::unassign(uint32_t replica) {
   std::erase(worker.replicas, replica);
   worker.memoryPromised -= memoryHint(replica);
   worker.gpusPromised = std::max(0.0, worker.gpusPromised - gpuShare(replica));
+  worker.gpuMemoryPromised -= gpuMemoryHint(replica);
   replicas_[replica].worker = kNoIndex;
 }
 
@@ -207,6 +225,7 @@ void ReplicaPlacement::assign(uint32_t replica, uint32_t w) {
   workers_[w].replicas.push_back(replica);
   workers_[w].memoryPromised += memoryHint(replica);
   workers_[w].gpusPromised += gpuShare(replica);
+  workers_[w].gpuMemoryPromised += gpuMemoryHint(replica);
 }
 
 void ReplicaPlacement::removeWorker(uint32_t w) {
@@ -222,6 +241,7 @@ void ReplicaPlacement::removeWorker(uint32_t w) {
   worker.replicas.clear();
   worker.memoryPromised = 0;
   worker.gpusPromised = 0;
+  worker.gpuMemoryPromised = 0;
 }
 
 std::vector<ReplicaPlacement::Move> ReplicaPlacement::place(uint32_t *waitingForGpu) {

@@ -297,6 +297,7 @@ public:
     hello.cpus = options_.cpus;
     hello.memoryBytes = options_.memoryBytes;
     hello.gpus = options_.gpus;
+    hello.gpuMemory = options_.gpuMemory;
     hello.operators = registry_.transformNames();
     if (peers_) {
       hello.peerEndpoint = peerEndpoint_;
@@ -538,7 +539,8 @@ private:
         .withReplica(init.callReplica)
         .withLog([this](const std::string &line) { log(line); });
     if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
-      config.withGpuDevice(gpuPlacer_.place(call.options.gpus));
+      config.withGpuDevice(gpuPlacer_.place(
+          call.options.gpus, uint64_t(std::max<int64_t>(0, call.options.gpuMemoryBytes))));
       if (options_.verbose)
         log("replica " + std::to_string(init.callReplica) + " of '" + call.name + "' on GPU " +
             std::to_string(config.gpuDevice()));
@@ -754,7 +756,7 @@ private:
 
   std::map<uint32_t, std::unique_ptr<HostedReplica>> replicas_;
   std::vector<std::unique_ptr<HostedReplica>> released_;
-  GpuPlacer gpuPlacer_{options_.gpus};
+  GpuPlacer gpuPlacer_{options_.gpus, options_.gpuMemory};
 };
 
 } // namespace

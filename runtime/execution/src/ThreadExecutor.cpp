@@ -196,9 +196,11 @@ private:
 class ThreadExecutor : public BatchExecutor {
 public:
   ThreadExecutor(const OperatorRegistry &registry, unsigned threads,
-                 std::vector<int64_t> gpuDevices, std::function<void(const std::string &)> log)
+                 std::vector<int64_t> gpuDevices, std::function<void(const std::string &)> log,
+                 std::vector<uint64_t> gpuMemory)
       : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
-        gpuPlacer_(gpuDevices_), log_(std::move(log)), state_(std::make_shared<PoolState>()) {}
+        gpuPlacer_(gpuDevices_, std::move(gpuMemory)), log_(std::move(log)),
+        state_(std::make_shared<PoolState>()) {}
 
   ~ThreadExecutor() override { stop(); }
 
@@ -227,7 +229,8 @@ public:
         pool.instanceConfigs.push_back(
             std::make_unique<OperatorConfig>(OperatorConfig(pool.config).withReplica(i)));
         if (onGpus)
-          pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(call.options.gpus));
+          pool.instanceConfigs.back()->withGpuDevice(
+              gpuPlacer_.place(call.options.gpus, uint64_t(call.options.gpuMemoryBytes)));
       }
       pool.concurrent = call.options.inFlight > 1;
       for (uint32_t slot = 0; slot < (pool.concurrent ? call.options.inFlight : 1); ++slot)
@@ -319,7 +322,8 @@ public:
             std::make_unique<OperatorConfig>(OperatorConfig(pool.config).withReplica(instance)));
         const plan::PlanCall &planCall = plan_->calls[call];
         if (planCall.gpu && planCall.options.gpus > 0 && !gpuDevices_.empty())
-          pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(planCall.options.gpus));
+          pool.instanceConfigs.back()->withGpuDevice(
+              gpuPlacer_.place(planCall.options.gpus, uint64_t(planCall.options.gpuMemoryBytes)));
         if (factories_->startsEagerly(call))
           startInBackground(call, instance);
         else
@@ -581,8 +585,10 @@ private:
 
 std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
                                                   unsigned threads, std::vector<int64_t> gpuDevices,
-                                                  std::function<void(const std::string &)> log) {
-  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices), std::move(log));
+                                                  std::function<void(const std::string &)> log,
+                                                  std::vector<uint64_t> gpuMemory) {
+  return std::make_unique<ThreadExecutor>(registry, threads, std::move(gpuDevices), std::move(log),
+                                          std::move(gpuMemory));
 }
 
 RunSummary runOnThreads(const plan::Plan &plan, const OperatorRegistry &registry,

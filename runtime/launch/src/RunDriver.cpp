@@ -29,7 +29,7 @@ std::variant<std::unique_ptr<BatchExecutor>, std::string>
 makeExecutor(const plan::Plan &plan, const OperatorRegistry &registry, RunSettings &settings) {
   if (settings.inProcess)
     return makeThreadExecutor(registry, settings.threads, firstDevices(settings.gpuCount),
-                              settings.log);
+                              settings.log, settings.gpuMemory);
   const unsigned localWorkers = localWorkerCount(plan, settings);
   CoordinatorOptions coordinator = std::move(settings.coordinator);
   coordinator.localWorkers = localWorkers;

@@ -30,6 +30,13 @@ CudaDeviceCount countCudaDevices() {
   }
   if (devices.count == 0)
     devices.reason = "no CUDA device present";
+  for (int device = 0; device < devices.count; ++device) {
+    cudaDeviceProp properties{};
+    devices.memoryBytes.push_back(cudaGetDeviceProperties(&properties, device) == cudaSuccess
+                                      ? properties.totalGlobalMem
+                                      : 0);
+  }
+  cudaGetLastError();
   return devices;
 }
 

@@ -8,7 +8,7 @@ namespace {
 constexpr const char *kNoCuda = "Orch was built without CUDA (nvcc not found or ORCH_CUDA=OFF)";
 }
 
-CudaDeviceCount countCudaDevices() { return CudaDeviceCount{0, kNoCuda, false, ""}; }
+CudaDeviceCount countCudaDevices() { return CudaDeviceCount{0, kNoCuda, false, "", {}}; }
 
 std::unique_ptr<CudaImageEngine> CudaImageEngine::create(int, std::string &error) {
   error = kNoCuda;

@@ -37,6 +37,9 @@ struct CallOptions {
   double gpus = 0.0;
   /// Memory per replica in bytes; 0 means no limit.
   int64_t memoryBytes = 0;
+  /// GPU memory per replica in bytes (with `gpus`): its replicas go to devices with that much
+  /// not promised to other replicas; 0: the shares alone decide.
+  int64_t gpuMemoryBytes = 0;
   /// Retries of a failed batch before the recovery policy gives up.
   int64_t retries = 0;
   RecoveryPolicy recovery = RecoveryPolicy::Isolate;

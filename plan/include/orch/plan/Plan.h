@@ -30,7 +30,7 @@ struct FormatVersion {
   friend auto operator<=>(const FormatVersion &, const FormatVersion &) = default;
 };
 
-inline constexpr FormatVersion kCurrentFormat{2, 0};
+inline constexpr FormatVersion kCurrentFormat{2, 1};
 
 /// A reduce's `field` when it leaves failed members out instead of suppressing its list.
 inline constexpr const char *kReduceSkipsFailed = "skip";

@@ -1,7 +1,9 @@
 // Discovery of CUDA devices. Always available: a build without CUDA reports zero devices.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace orch::stdlib {
 
@@ -15,6 +17,8 @@ struct CudaDeviceCount {
   bool broken = false;
   /// "CUDA driver 12.2, runtime 13.0" ("driver none" without one); empty without CUDA.
   std::string versions;
+  /// Each device's memory in bytes (0 where it could not be read), for placing `gpu_memory`.
+  std::vector<uint64_t> memoryBytes;
 };
 
 CudaDeviceCount countCudaDevices();

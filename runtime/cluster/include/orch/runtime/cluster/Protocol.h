@@ -46,6 +46,8 @@ struct HelloMessage {
   /// key of that socket ("": no CURVE).
   std::string peerEndpoint;
   std::string peerKey;
+  /// Bytes of memory of each of `gpus`, in that order (empty: not said).
+  std::vector<uint64_t> gpuMemory;
 };
 
 /// Coordinator -> worker, the answer to HELLO: timing and the plan the replicas come from.

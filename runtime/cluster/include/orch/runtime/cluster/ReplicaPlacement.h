@@ -1,7 +1,8 @@
 // Where each Call replica lives in a distributed run: the coordinator's placement rules without
 // sockets or clocks, so that they are unit tested. Replicas go to the live worker with the
 // fewest replicas per CPU it offers (those of the same Call count twice: they spread); GPU Calls
-// prefer workers with a GPU left (a worker's GPUs count: replicas' `gpus` add up) and Calls that
+// prefer workers with a GPU left (a worker's GPUs count: replicas' `gpus` add up, and their
+// `gpu_memory` within the memory of the worker's GPUs when both are said) and Calls that
 // require a GPU wait for one; a Call's `memory` (per replica) prefers workers with that much memory
 // left of what they offer (a hint: when none has, the rules above decide); a replica added for its
 // inputs (automatic replicas) goes where its Call's inputs were kept most often without a replica
@@ -59,8 +60,12 @@ public:
 
   /// A worker joined; its index (workers are numbered in the order they join, as the
   /// coordinator numbers them).
-  /// `memoryBytes`: what it offers replicas (0: not said, any hint fits).
-  uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0, uint32_t gpus = 0);
+  /// `memoryBytes`: what it offers replicas (0: not said, any hint fits); `gpuMemoryBytes`: its
+  /// GPUs' memory, summed (0: not said, any `gpu_memory` fits).
+  uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0, uint32_t gpus = 0,
+                     uint64_t gpuMemoryBytes = 0);
+  /// The `gpu_memory` of the GPU replicas on `worker`, summed.
+  uint64_t gpuMemoryPromised(uint32_t worker) const { return workers_[worker].gpuMemoryPromised; }
   /// The `memory` hints of the replicas on `worker`, summed.
   uint64_t memoryPromised(uint32_t worker) const { return workers_[worker].memoryPromised; }
   /// The worker is gone: its replicas have no worker and nothing queued; those being moved
@@ -154,8 +159,13 @@ private:
     /// Its GPUs, and the `gpus` of the GPU replicas on it.
     uint32_t gpus = 0;
     double gpusPromised = 0;
+    /// Its GPUs' memory (0: not said), and the `gpu_memory` of the GPU replicas on it.
+    uint64_t gpuMemory = 0;
+    uint64_t gpuMemoryPromised = 0;
   };
   double gpuShare(uint32_t replica) const;
+  /// A GPU replica's `gpu_memory` (0 for others).
+  uint64_t gpuMemoryHint(uint32_t replica) const;
   /// Batches queued on `worker`'s replicas, per CPU.
   double queuedPerCpu(uint32_t worker) const;
   /// `worker` has a GPU's worth left for `replica` (a GPU Call).

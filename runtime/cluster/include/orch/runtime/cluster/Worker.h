@@ -38,6 +38,8 @@ struct WorkerOptions {
   std::string peerAnnounce;
   /// The CUDA devices it offers; GPU replicas it hosts get them as GpuPlacement.h says.
   std::vector<int64_t> gpus;
+  /// Bytes of memory of each of `gpus`, in that order (empty: not known).
+  std::vector<uint64_t> gpuMemory;
   /// How long to wait for the coordinator's WELCOME before giving up.
   uint32_t connectTimeoutMs = 60'000;
   /// Set to stop the worker (a signal); it says BYE and returns.

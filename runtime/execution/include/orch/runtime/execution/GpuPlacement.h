@@ -4,9 +4,11 @@
 // whole device's worth on a device while another has room: whole-GPU replicas take empty
 // devices, fractional ones share a device until it is full (two `gpus: 0.5` replicas on the
 // first device, the next two on the second). Local worker processes started by `orch run`
-// split the machine's devices between them.
+// split the machine's devices between them. A Call's `gpu_memory` is placed too: a device whose
+// memory is known takes replicas while the memory they promise fits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,20 +17,33 @@ namespace orch::runtime {
 /// Places the GPU replicas of one process, in the order it hosts them.
 class GpuPlacer {
 public:
-  explicit GpuPlacer(std::vector<int64_t> devices)
-      : devices_(std::move(devices)), load_(devices_.size(), 0.0) {}
+  /// `memory[i]`: bytes of device `devices[i]` (missing or 0: not known, any request fits).
+  explicit GpuPlacer(std::vector<int64_t> devices, std::vector<uint64_t> memory = {})
+      : devices_(std::move(devices)), memory_(std::move(memory)), load_(devices_.size(), 0.0),
+        memoryPromised_(devices_.size(), 0) {
+    memory_.resize(devices_.size(), 0);
+  }
 
-  /// The device of the next replica asking for `gpus` (a replica asking for more than one
-  /// GPU reserves that many empty devices and gets the first); -1 without devices or without
-  /// a GPU request. When no device has room the replica shares the least loaded one.
-  int64_t place(double gpus);
+  /// The device of the next replica asking for `gpus` and `memoryBytes` of GPU memory (a
+  /// replica asking for more than one GPU reserves that many empty devices and gets the
+  /// first); -1 without devices or without a GPU request. A device takes it while its shares
+  /// stay within one GPU and, when both are known, its memory promised within what it has.
+  /// When none has room the replica shares the least loaded device among those whose memory
+  /// still holds it, else the one with the most memory left.
+  int64_t place(double gpus, uint64_t memoryBytes = 0);
 
-  /// The shares placed on each device so far.
+  /// The shares placed on each device so far, and the GPU memory promised on each.
   const std::vector<double> &load() const { return load_; }
+  const std::vector<uint64_t> &memoryPromised() const { return memoryPromised_; }
 
 private:
+  bool memoryFits(size_t device, uint64_t memoryBytes) const;
+  void take(size_t device, double share, uint64_t memoryBytes);
+
   std::vector<int64_t> devices_;
+  std::vector<uint64_t> memory_;
   std::vector<double> load_;
+  std::vector<uint64_t> memoryPromised_;
 };
 
 /// The devices local worker `worker` (of `workers`) offers on a machine with `deviceCount`:

@@ -17,10 +17,11 @@ namespace orch::runtime {
 
 /// `gpuDevices`: the CUDA devices GPU replicas may use (see GpuPlacement.h); none on a machine
 /// without GPUs. `log` receives what operators report (OperatorConfig::log).
-std::unique_ptr<BatchExecutor>
-makeThreadExecutor(const OperatorRegistry &registry, unsigned threads,
-                   std::vector<int64_t> gpuDevices = {},
-                   std::function<void(const std::string &)> log = {});
+std::unique_ptr<BatchExecutor> makeThreadExecutor(const OperatorRegistry &registry,
+                                                  unsigned threads,
+                                                  std::vector<int64_t> gpuDevices = {},
+                                                  std::function<void(const std::string &)> log = {},
+                                                  std::vector<uint64_t> gpuMemory = {});
 
 /// runPlan with a thread executor of `threads` threads.
 RunSummary runOnThreads(const plan::Plan &plan, const OperatorRegistry &registry,

@@ -31,6 +31,8 @@ struct RunSettings {
   /// Usable CUDA devices on this machine (given to GPU replicas here or split between local
   /// workers; remote workers bring their own).
   int64_t gpuCount = 0;
+  /// Their memory in bytes, by device index (0 or missing: not known).
+  std::vector<uint64_t> gpuMemory;
   /// Where workers connect, their keys, liveness, pipelining and value locality (the fields
   /// about local workers are filled from the ones above).
   CoordinatorOptions coordinator;
