@@ -83,6 +83,32 @@ TEST(GpuPlacementTest, GpuMemoryIsPlacedWithTheShares) {
   GpuPlacer noFigure({0, 1}, {80 * GB, 80 * GB});
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(noFigure.place(0.25), 0);
+  // A replica of two GPUs takes its memory on each of them.
+  GpuPlacer pair({0, 1, 2}, {80 * GB, 80 * GB, 80 * GB});
+  EXPECT_EQ(pair.place(2, 70 * GB), 0);
+  EXPECT_EQ(pair.memoryPromised(), (std::vector<uint64_t>{70 * GB, 70 * GB, 0}));
+  EXPECT_EQ(pair.place(0.5, 40 * GB), 2) << "devices 0 and 1 have 10 GB left";
+}
+
+TEST(GpuPlacementTest, AReleasedReplicasShareAndMemoryGoToTheNext) {
+  // A replica that leaves a worker (moved, retired) frees its device for the next one: without
+  // that, a third 60 GB replica would join the one left on device 0 while device 1 stood empty.
+  constexpr uint64_t GB = 1000000000;
+  GpuPlacer placer({0, 1}, {80 * GB, 80 * GB});
+  EXPECT_EQ(placer.place(0.5, 60 * GB), 0);
+  EXPECT_EQ(placer.place(0.5, 60 * GB), 1);
+  placer.release(1, 0.5, 60 * GB);
+  EXPECT_EQ(placer.memoryPromised(), (std::vector<uint64_t>{60 * GB, 0}));
+  EXPECT_NEAR(placer.load()[1], 0, 1e-9);
+  EXPECT_EQ(placer.place(0.5, 60 * GB), 1);
+  // Releasing what was never placed changes nothing; a whole-GPU pair frees both devices.
+  placer.release(0, 1, 5 * GB);
+  EXPECT_EQ(placer.memoryPromised(), (std::vector<uint64_t>{60 * GB, 60 * GB}));
+  GpuPlacer pair({0, 1}, {80 * GB, 80 * GB});
+  EXPECT_EQ(pair.place(2, 10 * GB), 0);
+  pair.release(0, 2, 10 * GB);
+  EXPECT_EQ(pair.place(1), 0);
+  EXPECT_EQ(pair.place(1), 1);
 }
 
 TEST(GpuPlacementTest, NoDevicesOrNoRequestMeansNoDevice) {

@@ -341,6 +341,28 @@ TEST(ReplicaPlacementTest, AReplicasGpuMemoryGoesToAWorkerWhoseGpusHaveItLeft) {
   unknown.place();
   EXPECT_EQ(unknown.replicasOn(only).size(), 3u) << "replicas per CPU and shares alone";
   EXPECT_EQ(unknown.gpuMemoryPromised(only), 90 * GB) << "more than one 80 GB GPU, as it may be";
+  // A newcomer takes idle replicas only where its GPUs have their memory left, and the worker
+  // they leave has it back.
+  ReplicaPlacement balanced(plan);
+  const uint32_t first = balanced.addWorker(1, true, 0, 1, 141 * GB);
+  balanced.place();
+  ASSERT_EQ(balanced.replicasOn(first).size(), 4u);
+  const uint32_t tiny = balanced.addWorker(1, true, 0, 1, 16 * GB);
+  EXPECT_TRUE(balanced.rebalance(tiny).empty()) << "16 GB hold no 30 GB replica";
+  const uint32_t roomy = balanced.addWorker(1, true, 0, 1, 80 * GB);
+  EXPECT_EQ(balanced.rebalance(roomy).size(), 2u);
+  EXPECT_EQ(balanced.gpuMemoryPromised(first), 60 * GB);
+  EXPECT_EQ(balanced.gpuMemoryPromised(roomy), 60 * GB);
+  // A worker of two 40 GB GPUs has 80 GB, but no device holds a 50 GB replica.
+  plan::Plan big = planWith({{1, true}});
+  big.calls[0].options.gpus = 0.5;
+  big.calls[0].options.gpuMemoryBytes = int64_t(50 * GB);
+  ReplicaPlacement fragmented(big);
+  const uint32_t twoSmall = fragmented.addWorker(8, true, 0, 2, 80 * GB, 40 * GB);
+  const uint32_t oneLarge = fragmented.addWorker(1, true, 0, 1, 80 * GB, 80 * GB);
+  fragmented.place();
+  EXPECT_TRUE(fragmented.replicasOn(twoSmall).empty());
+  EXPECT_EQ(fragmented.replicasOn(oneLarge).size(), 1u);
   // Its memory comes back when a replica leaves: a lost worker's replicas move.
   placement.removeWorker(large);
   EXPECT_EQ(placement.gpuMemoryPromised(large), 0u);

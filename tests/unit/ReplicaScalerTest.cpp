@@ -184,6 +184,24 @@ TEST(ReplicaScalerTest, WhatTheWorkersOfferBoundsACallWithMemory) {
   EXPECT_TRUE(scaler.decide(3, 1, {window(3, 1), window(0.1, 0)}, {16, 0, 1, 16 * kGiB}).empty());
 }
 
+TEST(ReplicaScalerTest, GpuMemoryBoundsAGpuCallBeyondItsShares) {
+  // Quarter-GPU replicas of 30 GB on one 80 GB GPU: the shares would hold four, the memory two.
+  constexpr uint64_t GB = 1000000000;
+  ReplicaScalerCall embed = automaticCall("embed");
+  embed.gpus = 0.25;
+  embed.gpuMemoryBytes = 30 * GB;
+  ReplicaScaler scaler({embed});
+  std::vector<ReplicaDecision> decided =
+      scaler.decide(1, 1, {window(1, 1)}, {16, 1, 1, 0, 80 * GB});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 2u);
+  // Without a figure for the GPUs' memory, the shares alone: four.
+  ReplicaScaler unknown({embed});
+  decided = unknown.decide(1, 1, {window(1, 1)}, {16, 1, 1, 0, 0});
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].replicas, 4u);
+}
+
 TEST(ReplicaScalerTest, GpusBoundAGpuCall) {
   ReplicaScalerCall embed = automaticCall("embed");
   embed.gpus = 1;

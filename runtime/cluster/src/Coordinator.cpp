@@ -288,7 +288,8 @@ public:
 
   ReplicaCapacity replicaCapacity() const override {
     return ReplicaCapacity{placement_->liveCpus(), double(placement_->liveGpus()),
-                           std::max(1u, placement_->liveWorkers()), placement_->liveMemory()};
+                           std::max(1u, placement_->liveWorkers()), placement_->liveMemory(),
+                           placement_->liveGpuMemory()};
   }
 
   std::optional<uint32_t> setReplicas(uint32_t call, uint32_t count) override {
@@ -762,14 +763,16 @@ private:
     const uint32_t w = static_cast<uint32_t>(workers_.size());
     // The GPUs' memory counts when each of them said how much it has.
     bool gpuMemoryKnown = hello.gpuMemory.size() == hello.gpus.size();
-    uint64_t gpuMemory = 0;
+    uint64_t gpuMemory = 0, largestGpuMemory = 0;
     for (uint64_t bytes : hello.gpuMemory) {
       gpuMemoryKnown = gpuMemoryKnown && bytes > 0;
-      gpuMemory += bytes;
+      gpuMemory = bytes > UINT64_MAX - gpuMemory ? UINT64_MAX : gpuMemory + bytes;
+      largestGpuMemory = std::max(largestGpuMemory, bytes);
     }
     // Both number workers in the order they join.
     if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes,
-                              uint32_t(hello.gpus.size()), gpuMemoryKnown ? gpuMemory : 0) != w)
+                              uint32_t(hello.gpus.size()), gpuMemoryKnown ? gpuMemory : 0,
+                              gpuMemoryKnown ? largestGpuMemory : 0) != w)
       throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;

@@ -2,6 +2,8 @@
 #include "orch/runtime/cluster/ReplicaPlacement.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 namespace orch::runtime {
 
@@ -33,17 +35,21 @@ ReplicaPlacement::ReplicaPlacement(const plan::Plan &plan)
 }
 
 uint32_t ReplicaPlacement::addWorker(double cpus, bool hasGpus, uint64_t memoryBytes, uint32_t gpus,
-                                     uint64_t gpuMemoryBytes) {
-  workers_.push_back(Worker{cpus > 0 ? cpus : 1,
-                            hasGpus,
-                            true,
-                            {},
-                            memoryBytes,
-                            0,
-                            hasGpus ? std::max(1u, gpus) : 0,
-                            0,
-                            hasGpus ? gpuMemoryBytes : 0,
-                            0});
+                                     uint64_t gpuMemoryBytes, uint64_t largestGpuMemoryBytes) {
+  workers_.push_back(
+      Worker{cpus > 0 ? cpus : 1,
+             hasGpus,
+             true,
+             {},
+             memoryBytes,
+             0,
+             hasGpus ? std::max(1u, gpus) : 0,
+             0,
+             hasGpus ? gpuMemoryBytes : 0,
+             0,
+             hasGpus && gpuMemoryBytes > 0
+                 ? (largestGpuMemoryBytes > 0 ? largestGpuMemoryBytes : gpuMemoryBytes)
+                 : 0});
   return static_cast<uint32_t>(workers_.size() - 1);
 }
 
@@ -54,16 +60,27 @@ double ReplicaPlacement::gpuShare(uint32_t replica) const {
 
 uint64_t ReplicaPlacement::gpuMemoryHint(uint32_t replica) const {
   const plan::PlanCall &call = plan_.calls[replicas_[replica].call];
-  return call.gpu && call.options.gpus > 0
-             ? uint64_t(std::max<int64_t>(0, call.options.gpuMemoryBytes))
-             : 0;
+  if (!call.gpu || !(call.options.gpus > 0) || call.options.gpuMemoryBytes <= 0)
+    return 0;
+  // On each device it uses (GpuPlacement.h).
+  const uint64_t devices = uint64_t(std::max(1.0, std::ceil(call.options.gpus - 1e-9)));
+  const uint64_t perDevice = uint64_t(call.options.gpuMemoryBytes);
+  return perDevice > UINT64_MAX / devices ? UINT64_MAX : perDevice * devices;
 }
 
 bool ReplicaPlacement::hasGpuRoomFor(uint32_t w, uint32_t replica) const {
   const Worker &worker = workers_[w];
-  return worker.gpus > 0 && worker.gpusPromised + gpuShare(replica) <= worker.gpus + 1e-9 &&
-         (worker.gpuMemory == 0 ||
-          worker.gpuMemoryPromised + gpuMemoryHint(replica) <= worker.gpuMemory);
+  if (worker.gpus == 0 || worker.gpusPromised + gpuShare(replica) > worker.gpus + 1e-9)
+    return false;
+  if (worker.gpuMemory == 0)
+    return true;
+  // Memory is counted per worker, summed over its GPUs: it must also fit one device.
+  const uint64_t wanted = gpuMemoryHint(replica);
+  const uint64_t perDevice =
+      uint64_t(std::max<int64_t>(0, plan_.calls[replicas_[replica].call].options.gpuMemoryBytes));
+  return worker.gpuMemoryPromised <= worker.gpuMemory &&
+         wanted <= worker.gpuMemory - worker.gpuMemoryPromised &&
+         perDevice <= worker.largestGpuMemory;
 }
 
 bool ReplicaPlacement::hosts(uint32_t worker, uint32_t call) const {
@@ -85,6 +102,18 @@ uint32_t ReplicaPlacement::liveGpus() const {
   for (const Worker &worker : workers_)
     gpus += worker.alive ? worker.gpus : 0;
   return gpus;
+}
+
+uint64_t ReplicaPlacement::liveGpuMemory() const {
+  uint64_t memory = 0;
+  for (const Worker &worker : workers_) {
+    if (!worker.alive || worker.gpus == 0)
+      continue;
+    if (worker.gpuMemory == 0)
+      return 0;
+    memory = worker.gpuMemory > UINT64_MAX - memory ? UINT64_MAX : memory + worker.gpuMemory;
+  }
+  return memory;
 }
 
 uint64_t ReplicaPlacement::liveMemory() const {
@@ -207,7 +236,7 @@ void ReplicaPlacement::unassign(uint32_t replica) {
   std::erase(worker.replicas, replica);
   worker.memoryPromised -= memoryHint(replica);
   worker.gpusPromised = std::max(0.0, worker.gpusPromised - gpuShare(replica));
-  worker.gpuMemoryPromised -= gpuMemoryHint(replica);
+  worker.gpuMemoryPromised -= std::min(worker.gpuMemoryPromised, gpuMemoryHint(replica));
   replicas_[replica].worker = kNoIndex;
 }
 
@@ -225,7 +254,9 @@ void ReplicaPlacement::assign(uint32_t replica, uint32_t w) {
   workers_[w].replicas.push_back(replica);
   workers_[w].memoryPromised += memoryHint(replica);
   workers_[w].gpusPromised += gpuShare(replica);
-  workers_[w].gpuMemoryPromised += gpuMemoryHint(replica);
+  const uint64_t hint = gpuMemoryHint(replica);
+  uint64_t &promised = workers_[w].gpuMemoryPromised;
+  promised = hint > UINT64_MAX - promised ? UINT64_MAX : promised + hint;
 }
 
 void ReplicaPlacement::removeWorker(uint32_t w) {
@@ -325,13 +356,13 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
       return moves;
     std::vector<uint32_t> &hosted = workers_[busiest].replicas;
     auto idle = std::find_if(hosted.begin(), hosted.end(), [&](uint32_t r) {
-      return replicas_[r].queued.empty() && hasRoomFor(newcomer, r);
+      return replicas_[r].queued.empty() && hasRoomFor(newcomer, r) &&
+             (gpuShare(r) == 0 || hasGpuRoomFor(newcomer, r));
     });
     if (idle == hosted.end())
       return moves;
     const uint32_t r = *idle;
-    hosted.erase(idle);
-    workers_[busiest].memoryPromised -= memoryHint(r);
+    unassign(r);
     assign(r, newcomer);
     moves.push_back(Move{r, newcomer, busiest});
   }

@@ -216,6 +216,10 @@ private:
     sendMessage(results, started);
   }
 
+public:
+  const OperatorConfig &config() const { return config_; }
+
+private:
   uint32_t id_;
   const OperatorFactory &factory_;
   OperatorConfig config_;
@@ -496,6 +500,10 @@ private:
     } else if (auto *release = std::get_if<ReleaseMessage>(&message)) {
       // Released replicas end in the background: one may still be starting its process.
       if (auto found = replicas_.find(release->replica); found != replicas_.end()) {
+        // Its GPU's share and memory go to the next replica placed here.
+        const OperatorConfig &config = found->second->config();
+        if (config.gpuDevice() >= 0)
+          gpuPlacer_.release(config.gpuDevice(), config.gpus(), config.gpuMemoryBytes());
         found->second->close();
         released_.push_back(std::move(found->second));
         replicas_.erase(found);
@@ -539,8 +547,7 @@ private:
         .withReplica(init.callReplica)
         .withLog([this](const std::string &line) { log(line); });
     if (call.gpu && call.options.gpus > 0 && !options_.gpus.empty()) {
-      config.withGpuDevice(gpuPlacer_.place(
-          call.options.gpus, uint64_t(std::max<int64_t>(0, call.options.gpuMemoryBytes))));
+      config.withGpuDevice(gpuPlacer_.place(call.options.gpus, config.gpuMemoryBytes()));
       if (options_.verbose)
         log("replica " + std::to_string(init.callReplica) + " of '" + call.name + "' on GPU " +
             std::to_string(config.gpuDevice()));

@@ -2,6 +2,7 @@
 #include "AutomaticReplicas.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace orch::runtime {
 
@@ -18,9 +19,13 @@ AutomaticReplicas::AutomaticReplicas(const plan::Plan &plan, std::vector<CallSum
         options.replicas == plan::CallOptions::kAutomaticReplicas && options.inFlight <= 1;
     anyAutomatic = anyAutomatic || automatic;
     const uint32_t replicas = uint32_t(std::max<int64_t>(1, options.replicas));
-    scaled.push_back(ReplicaScalerCall{plan.calls[c].name, automatic, replicas, options.cpus,
-                                       plan.calls[c].gpu ? options.gpus : 0, 0,
-                                       uint64_t(std::max<int64_t>(0, options.memoryBytes))});
+    const bool onGpus = plan.calls[c].gpu && options.gpus > 0;
+    scaled.push_back(ReplicaScalerCall{
+        plan.calls[c].name, automatic, replicas, options.cpus, onGpus ? options.gpus : 0, 0,
+        uint64_t(std::max<int64_t>(0, options.memoryBytes)),
+        onGpus ? uint64_t(std::max<int64_t>(0, options.gpuMemoryBytes)) *
+                     uint64_t(std::max(1.0, std::ceil(options.gpus - 1e-9)))
+               : 0});
     summary_[c].replicas = replicas;
     summary_[c].automaticReplicas = automatic;
   }

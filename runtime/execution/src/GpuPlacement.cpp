@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace orch::runtime {
 
@@ -13,12 +14,21 @@ constexpr double kSlack = 1e-9;
 
 bool GpuPlacer::memoryFits(size_t device, uint64_t memoryBytes) const {
   return memoryBytes == 0 || memory_[device] == 0 ||
-         memoryPromised_[device] + memoryBytes <= memory_[device];
+         (memoryPromised_[device] <= memory_[device] &&
+          memoryBytes <= memory_[device] - memoryPromised_[device]);
 }
 
-void GpuPlacer::take(size_t device, double share, uint64_t memoryBytes) {
-  load_[device] += share;
-  memoryPromised_[device] += memoryBytes;
+int64_t GpuPlacer::take(std::vector<size_t> devices, double share, double gpus,
+                        uint64_t memoryBytes) {
+  for (size_t d : devices) {
+    load_[d] += share;
+    memoryPromised_[d] = memoryBytes > UINT64_MAX - memoryPromised_[d]
+                             ? UINT64_MAX
+                             : memoryPromised_[d] + memoryBytes;
+  }
+  const int64_t first = devices_[devices.front()];
+  reservations_.push_back(Reservation{gpus, memoryBytes, share, std::move(devices)});
+  return first;
 }
 
 int64_t GpuPlacer::place(double gpus, uint64_t memoryBytes) {
@@ -30,17 +40,12 @@ int64_t GpuPlacer::place(double gpus, uint64_t memoryBytes) {
     for (size_t d = 0; d < devices_.size() && empty.size() < wanted; ++d)
       if (load_[d] <= kSlack && memoryFits(d, memoryBytes))
         empty.push_back(d);
-    if (empty.size() == wanted) {
-      for (size_t d : empty)
-        take(d, 1, d == empty.front() ? memoryBytes : 0);
-      return devices_[empty.front()];
-    }
+    if (empty.size() == wanted)
+      return take(std::move(empty), 1, gpus, memoryBytes);
   } else {
     for (size_t d = 0; d < devices_.size(); ++d)
-      if (load_[d] + gpus <= 1 + kSlack && memoryFits(d, memoryBytes)) {
-        take(d, gpus, memoryBytes);
-        return devices_[d];
-      }
+      if (load_[d] + gpus <= 1 + kSlack && memoryFits(d, memoryBytes))
+        return take({d}, gpus, gpus, memoryBytes);
   }
   // No device has room: the least loaded one whose memory holds it, else the one with the most
   // memory left (an unknown memory counts as room).
@@ -49,14 +54,29 @@ int64_t GpuPlacer::place(double gpus, uint64_t memoryBytes) {
     if (memoryFits(d, memoryBytes) && (chosen == devices_.size() || load_[d] < load_[chosen]))
       chosen = d;
   if (chosen == devices_.size()) {
-    auto left = [&](size_t d) { return int64_t(memory_[d]) - int64_t(memoryPromised_[d]); };
+    auto left = [&](size_t d) {
+      return memoryPromised_[d] >= memory_[d] ? 0 : memory_[d] - memoryPromised_[d];
+    };
     chosen = 0;
     for (size_t d = 1; d < devices_.size(); ++d)
       if (left(d) > left(chosen))
         chosen = d;
   }
-  take(chosen, std::min(gpus, 1.0), memoryBytes);
-  return devices_[chosen];
+  return take({chosen}, std::min(gpus, 1.0), gpus, memoryBytes);
+}
+
+void GpuPlacer::release(int64_t device, double gpus, uint64_t memoryBytes) {
+  for (auto it = reservations_.begin(); it != reservations_.end(); ++it) {
+    if (devices_[it->devices.front()] != device || it->gpus != gpus ||
+        it->memoryBytes != memoryBytes)
+      continue;
+    for (size_t d : it->devices) {
+      load_[d] = std::max(0.0, load_[d] - it->share);
+      memoryPromised_[d] -= std::min(memoryPromised_[d], it->memoryBytes);
+    }
+    reservations_.erase(it);
+    return;
+  }
 }
 
 std::vector<int64_t> devicesOfLocalWorker(int64_t deviceCount, unsigned worker, unsigned workers) {

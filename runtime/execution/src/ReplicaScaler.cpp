@@ -40,14 +40,18 @@ uint32_t ReplicaScaler::mostReplicas(uint32_t c, const ReplicaCapacity &capacity
   double most = std::floor(capacity.cpus / std::max(call.cpus, 1e-9) + 1e-9);
   if (call.gpus > 0 && capacity.gpus > 0)
     most = std::min(most, std::floor(capacity.gpus / call.gpus + 1e-9));
-  if (call.memoryBytes > 0 && capacity.memoryBytes > 0) {
+  // Memory (and GPU memory) the other Calls' replicas were promised bounds this one's.
+  auto byMemory = [&](uint64_t ReplicaScalerCall::*need, uint64_t capacityBytes) {
+    if (call.*need == 0 || capacityBytes == 0)
+      return;
     double promised = 0;
     for (uint32_t other = 0; other < calls_.size(); ++other)
       if (other != c)
-        promised += double(calls_[other].replicas) * double(calls_[other].memoryBytes);
-    most = std::min(
-        most, std::floor((double(capacity.memoryBytes) - promised) / double(call.memoryBytes)));
-  }
+        promised += double(calls_[other].replicas) * double(calls_[other].*need);
+    most = std::min(most, std::floor((double(capacityBytes) - promised) / double(call.*need)));
+  };
+  byMemory(&ReplicaScalerCall::memoryBytes, capacity.memoryBytes);
+  byMemory(&ReplicaScalerCall::gpuMemoryBytes, capacity.gpuMemoryBytes);
   return uint32_t(std::max(1.0, most));
 }
 

@@ -199,8 +199,17 @@ public:
                  std::vector<int64_t> gpuDevices, std::function<void(const std::string &)> log,
                  std::vector<uint64_t> gpuMemory)
       : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
-        gpuPlacer_(gpuDevices_, std::move(gpuMemory)), log_(std::move(log)),
-        state_(std::make_shared<PoolState>()) {}
+        gpuPlacer_(gpuDevices_, gpuMemory), log_(std::move(log)),
+        state_(std::make_shared<PoolState>()) {
+    // The devices' memory counts for automatic replicas when each device's is known.
+    bool known = !gpuDevices_.empty() && gpuMemory.size() >= gpuDevices_.size();
+    for (size_t d = 0; known && d < gpuDevices_.size(); ++d) {
+      known = gpuMemory[d] > 0;
+      gpuMemory_ += gpuMemory[d];
+    }
+    if (!known)
+      gpuMemory_ = 0;
+  }
 
   ~ThreadExecutor() override { stop(); }
 
@@ -230,7 +239,7 @@ public:
             std::make_unique<OperatorConfig>(OperatorConfig(pool.config).withReplica(i)));
         if (onGpus)
           pool.instanceConfigs.back()->withGpuDevice(
-              gpuPlacer_.place(call.options.gpus, uint64_t(call.options.gpuMemoryBytes)));
+              gpuPlacer_.place(call.options.gpus, pool.instanceConfigs.back()->gpuMemoryBytes()));
       }
       pool.concurrent = call.options.inFlight > 1;
       for (uint32_t slot = 0; slot < (pool.concurrent ? call.options.inFlight : 1); ++slot)
@@ -295,7 +304,8 @@ public:
   ReplicaCapacity replicaCapacity() const override {
     // Replicas share this process: the machine's memory is what they may be promised.
     return ReplicaCapacity{double(threads_), double(gpuDevices_.size()), 1,
-                           uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE))};
+                           uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE)),
+                           gpuMemory_};
   }
 
   std::optional<uint32_t> replicaCount(uint32_t call) const override {
@@ -322,8 +332,8 @@ public:
             std::make_unique<OperatorConfig>(OperatorConfig(pool.config).withReplica(instance)));
         const plan::PlanCall &planCall = plan_->calls[call];
         if (planCall.gpu && planCall.options.gpus > 0 && !gpuDevices_.empty())
-          pool.instanceConfigs.back()->withGpuDevice(
-              gpuPlacer_.place(planCall.options.gpus, uint64_t(planCall.options.gpuMemoryBytes)));
+          pool.instanceConfigs.back()->withGpuDevice(gpuPlacer_.place(
+              planCall.options.gpus, pool.instanceConfigs.back()->gpuMemoryBytes()));
         if (factories_->startsEagerly(call))
           startInBackground(call, instance);
         else
@@ -334,6 +344,8 @@ public:
       while (pool.live > count && pool.live > 1 && !pool.idle.empty()) {
         const uint32_t instance = pool.idle.back();
         pool.idle.pop_back();
+        if (const OperatorConfig &config = *pool.instanceConfigs[instance]; config.gpuDevice() >= 0)
+          gpuPlacer_.release(config.gpuDevice(), config.gpus(), config.gpuMemoryBytes());
         retired.push_back(std::move(pool.instances[instance]));
         --pool.live;
       }
@@ -571,6 +583,8 @@ private:
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   GpuPlacer gpuPlacer_;
+  /// The devices' memory, summed (0: not known).
+  uint64_t gpuMemory_ = 0;
   std::function<void(const std::string &)> log_;
   std::shared_ptr<PoolState> state_;
   /// Batches handed to the pool: their Call and replica instance.

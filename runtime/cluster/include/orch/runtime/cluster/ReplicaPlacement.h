@@ -61,9 +61,10 @@ public:
   /// A worker joined; its index (workers are numbered in the order they join, as the
   /// coordinator numbers them).
   /// `memoryBytes`: what it offers replicas (0: not said, any hint fits); `gpuMemoryBytes`: its
-  /// GPUs' memory, summed (0: not said, any `gpu_memory` fits).
+  /// GPUs' memory, summed (0: not said, any `gpu_memory` fits), and its largest GPU's (0: the
+  /// sum: one GPU).
   uint32_t addWorker(double cpus, bool hasGpus, uint64_t memoryBytes = 0, uint32_t gpus = 0,
-                     uint64_t gpuMemoryBytes = 0);
+                     uint64_t gpuMemoryBytes = 0, uint64_t largestGpuMemoryBytes = 0);
   /// The `gpu_memory` of the GPU replicas on `worker`, summed.
   uint64_t gpuMemoryPromised(uint32_t worker) const { return workers_[worker].gpuMemoryPromised; }
   /// The `memory` hints of the replicas on `worker`, summed.
@@ -130,6 +131,8 @@ public:
   uint32_t liveGpus() const;
   /// The memory live workers offer replicas, summed; 0 when one of them did not say.
   uint64_t liveMemory() const;
+  /// The memory of live workers' GPUs, summed; 0 when one with GPUs did not say.
+  uint64_t liveGpuMemory() const;
   uint32_t liveWorkers() const;
 
   /// Whether a batch of `call` could be sent now, and the replica it would go to (kNoIndex).
@@ -162,9 +165,11 @@ private:
     /// Its GPUs' memory (0: not said), and the `gpu_memory` of the GPU replicas on it.
     uint64_t gpuMemory = 0;
     uint64_t gpuMemoryPromised = 0;
+    /// Its largest GPU's memory: a replica's `gpu_memory` must fit one device.
+    uint64_t largestGpuMemory = 0;
   };
   double gpuShare(uint32_t replica) const;
-  /// A GPU replica's `gpu_memory` (0 for others).
+  /// A GPU replica's `gpu_memory` on each device it uses, summed (0 for others).
   uint64_t gpuMemoryHint(uint32_t replica) const;
   /// Batches queued on `worker`'s replicas, per CPU.
   double queuedPerCpu(uint32_t worker) const;

@@ -24,13 +24,16 @@ public:
     memory_.resize(devices_.size(), 0);
   }
 
-  /// The device of the next replica asking for `gpus` and `memoryBytes` of GPU memory (a
-  /// replica asking for more than one GPU reserves that many empty devices and gets the
-  /// first); -1 without devices or without a GPU request. A device takes it while its shares
-  /// stay within one GPU and, when both are known, its memory promised within what it has.
-  /// When none has room the replica shares the least loaded device among those whose memory
-  /// still holds it, else the one with the most memory left.
+  /// The device of the next replica asking for `gpus` and `memoryBytes` of GPU memory on each
+  /// device it uses (a replica asking for more than one GPU reserves that many empty devices
+  /// and gets the first); -1 without devices or without a GPU request. A device takes it while
+  /// its shares stay within one GPU and, when both are known, its memory promised within what
+  /// it has. When none has room the replica shares the least loaded device among those whose
+  /// memory still holds it, else the one with the most memory left.
   int64_t place(double gpus, uint64_t memoryBytes = 0);
+  /// A replica placed on `device` with these `gpus` and `memoryBytes` is gone (released,
+  /// retired): what it took is free again.
+  void release(int64_t device, double gpus, uint64_t memoryBytes = 0);
 
   /// The shares placed on each device so far, and the GPU memory promised on each.
   const std::vector<double> &load() const { return load_; }
@@ -38,12 +41,21 @@ public:
 
 private:
   bool memoryFits(size_t device, uint64_t memoryBytes) const;
-  void take(size_t device, double share, uint64_t memoryBytes);
+  /// Takes `share` and `memoryBytes` on each of `devices`; the first one's id.
+  int64_t take(std::vector<size_t> devices, double share, double gpus, uint64_t memoryBytes);
 
   std::vector<int64_t> devices_;
   std::vector<uint64_t> memory_;
   std::vector<double> load_;
   std::vector<uint64_t> memoryPromised_;
+  /// What each placed replica took, for release.
+  struct Reservation {
+    double gpus;
+    uint64_t memoryBytes;
+    double share;
+    std::vector<size_t> devices;
+  };
+  std::vector<Reservation> reservations_;
 };
 
 /// The devices local worker `worker` (of `workers`) offers on a machine with `deviceCount`:

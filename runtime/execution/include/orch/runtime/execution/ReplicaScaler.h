@@ -42,6 +42,8 @@ struct ReplicaCapacity {
   uint32_t workers = 1;
   /// Memory replicas may be promised (Calls' `memory`), 0 when not known.
   uint64_t memoryBytes = 0;
+  /// GPU memory GPU replicas may be promised (Calls' `gpu_memory`), 0 when not known.
+  uint64_t gpuMemoryBytes = 0;
 };
 
 /// Why a Call should have a replica where its inputs are kept, and whether those were most of
@@ -81,6 +83,8 @@ struct ReplicaScalerCall {
   double startupSeconds = 0;
   /// Its `memory` per replica (0: none said).
   uint64_t memoryBytes = 0;
+  /// Its `gpu_memory` per replica, on every device it uses (0: none said, or a CPU Call).
+  uint64_t gpuMemoryBytes = 0;
 };
 
 struct ReplicaDecision {

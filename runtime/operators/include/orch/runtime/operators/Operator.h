@@ -6,6 +6,7 @@
 #include "orch/plan/Plan.h"
 #include "orch/runtime/engine/EngineTypes.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -117,8 +118,12 @@ public:
     options_ = &options;
     return *this;
   }
-  /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls).
+  /// GPUs per replica the Call asked for (0 for sources, sinks and CPU Calls), and GPU memory
+  /// on each device (0: none said).
   double gpus() const { return options_ ? options_->gpus : 0; }
+  uint64_t gpuMemoryBytes() const {
+    return options_ ? uint64_t(std::max<int64_t>(0, options_->gpuMemoryBytes)) : 0;
+  }
   /// CPUs per replica the Call asked for (1 without options).
   double cpus() const { return options_ ? options_->cpus : 1; }
   /// The Call's `timeout` (0: none).
