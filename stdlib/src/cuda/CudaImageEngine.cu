@@ -216,12 +216,7 @@ public:
   bool grayscale(const ImageView *images, size_t count, uint8_t *const *outputs,
                  std::string &error) override {
     auto size = [](const ImageView &image) { return size_t(image.width * image.height); };
-    ChunkLayout layout = perImage(images, size);
-    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
-                        std::vector<StagingCopy> &copies) {
-      copyOut(images, outputs, size, first, n, out, copies);
-    };
-    return run(count, layout, error,
+    return run(count, copiedOut(images, outputs, size), error,
                [&](cudaStream_t stream, size_t first, size_t n, const ImageDescriptor *d,
                    const unsigned char *pixels, unsigned char *out) {
                  cuda::launchGrayscale(stream, d, int(n), largest(images + first, n), pixels, out);
@@ -252,12 +247,7 @@ public:
   bool resize(const ImageView *images, size_t count, int64_t width, int64_t height,
               uint8_t *const *outputs, std::string &error) override {
     auto size = [=](const ImageView &image) { return size_t(width * height * image.channels); };
-    ChunkLayout layout = perImage(images, size);
-    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
-                        std::vector<StagingCopy> &copies) {
-      copyOut(images, outputs, size, first, n, out, copies);
-    };
-    return run(count, layout, error,
+    return run(count, copiedOut(images, outputs, size), error,
                [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
                    const unsigned char *pixels, unsigned char *out) {
                  cuda::launchResize(stream, d, int(n), int(width), int(height), pixels, out);
@@ -269,12 +259,7 @@ public:
     auto size = [=](const ImageView &image) {
       return size_t(width * height * image.channels) * sizeof(float);
     };
-    ChunkLayout layout = perImage(images, size, sizeof(float));
-    layout.unpack = [&](size_t first, size_t n, const unsigned char *out,
-                        std::vector<StagingCopy> &copies) {
-      copyOut(images, outputs, size, first, n, out, copies);
-    };
-    return run(count, layout, error,
+    return run(count, copiedOut(images, outputs, size, sizeof(float)), error,
                [&](cudaStream_t stream, size_t, size_t n, const ImageDescriptor *d,
                    const unsigned char *pixels, unsigned char *out) {
                  cuda::launchResizeNormalize(stream, d, int(n), int(width), int(height), pixels,
@@ -383,6 +368,18 @@ private:
         output += outputSize(image);
       }
       return descriptorBytes(n) + used;
+    };
+    return layout;
+  }
+
+  /// perImage, with each image's result copied to outputs[i].
+  template <typename Output, typename OutputSize>
+  static ChunkLayout copiedOut(const ImageView *images, Output *const *outputs, OutputSize size,
+                               size_t elementSize = 1) {
+    ChunkLayout layout = perImage(images, size, elementSize);
+    layout.unpack = [=](size_t first, size_t n, const unsigned char *out,
+                        std::vector<StagingCopy> &copies) {
+      copyOut(images, outputs, size, first, n, out, copies);
     };
     return layout;
   }
