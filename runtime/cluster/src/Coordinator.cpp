@@ -9,6 +9,7 @@
 #include "MessageSocket.h"
 #include "NetworkAddresses.h"
 #include "orch/runtime/cluster/ReplicaPlacement.h"
+#include "orch/runtime/execution/GpuPlacement.h"
 #include "orch/runtime/execution/MemorySize.h"
 
 #include "orch/plan/PlanCodec.h"
@@ -762,17 +763,12 @@ private:
     worker.peer = PeerAddress{hello.worker, hello.peerEndpoint, hello.peerKey};
     const uint32_t w = static_cast<uint32_t>(workers_.size());
     // The GPUs' memory counts when each of them said how much it has.
-    bool gpuMemoryKnown = hello.gpuMemory.size() == hello.gpus.size();
-    uint64_t gpuMemory = 0, largestGpuMemory = 0;
-    for (uint64_t bytes : hello.gpuMemory) {
-      gpuMemoryKnown = gpuMemoryKnown && bytes > 0;
-      gpuMemory = bytes > UINT64_MAX - gpuMemory ? UINT64_MAX : gpuMemory + bytes;
-      largestGpuMemory = std::max(largestGpuMemory, bytes);
-    }
+    const uint64_t gpuMemory = knownGpuMemory(hello.gpuMemory, hello.gpus.size());
+    const uint64_t largestGpuMemory =
+        gpuMemory > 0 ? *std::max_element(hello.gpuMemory.begin(), hello.gpuMemory.end()) : 0;
     // Both number workers in the order they join.
     if (placement_->addWorker(hello.cpus, !hello.gpus.empty(), hello.memoryBytes,
-                              uint32_t(hello.gpus.size()), gpuMemoryKnown ? gpuMemory : 0,
-                              gpuMemoryKnown ? largestGpuMemory : 0) != w)
+                              uint32_t(hello.gpus.size()), gpuMemory, largestGpuMemory) != w)
       throw std::logic_error("orch: the coordinator and its placement disagree on workers");
     workers_.push_back(std::move(worker));
     byIdentity_[identity] = w;

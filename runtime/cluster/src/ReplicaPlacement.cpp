@@ -1,8 +1,8 @@
 // The coordinator's placement rules (see ReplicaPlacement.h).
 #include "orch/runtime/cluster/ReplicaPlacement.h"
+#include "orch/runtime/execution/GpuPlacement.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 
 namespace orch::runtime {
@@ -60,12 +60,7 @@ double ReplicaPlacement::gpuShare(uint32_t replica) const {
 
 uint64_t ReplicaPlacement::gpuMemoryHint(uint32_t replica) const {
   const plan::PlanCall &call = plan_.calls[replicas_[replica].call];
-  if (!call.gpu || !(call.options.gpus > 0) || call.options.gpuMemoryBytes <= 0)
-    return 0;
-  // On each device it uses (GpuPlacement.h).
-  const uint64_t devices = uint64_t(std::max(1.0, std::ceil(call.options.gpus - 1e-9)));
-  const uint64_t perDevice = uint64_t(call.options.gpuMemoryBytes);
-  return perDevice > UINT64_MAX / devices ? UINT64_MAX : perDevice * devices;
+  return call.gpu ? gpuMemoryPerReplica(call.options.gpus, call.options.gpuMemoryBytes) : 0;
 }
 
 bool ReplicaPlacement::hasGpuRoomFor(uint32_t w, uint32_t replica) const {

@@ -93,6 +93,8 @@ public:
       answerer_.join();
   }
 
+  const OperatorConfig &config() const { return config_; }
+
   void enqueue(QueuedBatch batch) {
     // A batch with nothing to fetch goes straight to the replica when no batch is ahead of it
     // with the resolver: a hop between threads costs more than a batch of cheap grains.
@@ -216,10 +218,6 @@ private:
     sendMessage(results, started);
   }
 
-public:
-  const OperatorConfig &config() const { return config_; }
-
-private:
   uint32_t id_;
   const OperatorFactory &factory_;
   OperatorConfig config_;

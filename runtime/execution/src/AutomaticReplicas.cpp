@@ -1,8 +1,8 @@
 // Measures, asks the scaler, applies, keeps the account (see AutomaticReplicas.h).
 #include "AutomaticReplicas.h"
+#include "orch/runtime/execution/GpuPlacement.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace orch::runtime {
 
@@ -23,9 +23,7 @@ AutomaticReplicas::AutomaticReplicas(const plan::Plan &plan, std::vector<CallSum
     scaled.push_back(ReplicaScalerCall{
         plan.calls[c].name, automatic, replicas, options.cpus, onGpus ? options.gpus : 0, 0,
         uint64_t(std::max<int64_t>(0, options.memoryBytes)),
-        onGpus ? uint64_t(std::max<int64_t>(0, options.gpuMemoryBytes)) *
-                     uint64_t(std::max(1.0, std::ceil(options.gpus - 1e-9)))
-               : 0});
+        onGpus ? gpuMemoryPerReplica(options.gpus, options.gpuMemoryBytes) : 0});
     summary_[c].replicas = replicas;
     summary_[c].automaticReplicas = automatic;
   }

@@ -79,6 +79,26 @@ void GpuPlacer::release(int64_t device, double gpus, uint64_t memoryBytes) {
   }
 }
 
+uint64_t gpuMemoryPerReplica(double gpus, int64_t gpuMemoryBytes) {
+  if (!(gpus > 0) || gpuMemoryBytes <= 0)
+    return 0;
+  const uint64_t devices = uint64_t(std::max(1.0, std::ceil(gpus - kSlack)));
+  const uint64_t perDevice = uint64_t(gpuMemoryBytes);
+  return perDevice > UINT64_MAX / devices ? UINT64_MAX : perDevice * devices;
+}
+
+uint64_t knownGpuMemory(const std::vector<uint64_t> &memory, size_t devices) {
+  if (devices == 0 || memory.size() != devices)
+    return 0;
+  uint64_t total = 0;
+  for (uint64_t bytes : memory) {
+    if (bytes == 0)
+      return 0;
+    total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
+  }
+  return total;
+}
+
 std::vector<int64_t> devicesOfLocalWorker(int64_t deviceCount, unsigned worker, unsigned workers) {
   std::vector<int64_t> devices;
   if (workers == 0)

@@ -199,17 +199,9 @@ public:
                  std::vector<int64_t> gpuDevices, std::function<void(const std::string &)> log,
                  std::vector<uint64_t> gpuMemory)
       : registry_(registry), threads_(std::max(1u, threads)), gpuDevices_(std::move(gpuDevices)),
-        gpuPlacer_(gpuDevices_, gpuMemory), log_(std::move(log)),
-        state_(std::make_shared<PoolState>()) {
-    // The devices' memory counts for automatic replicas when each device's is known.
-    bool known = !gpuDevices_.empty() && gpuMemory.size() >= gpuDevices_.size();
-    for (size_t d = 0; known && d < gpuDevices_.size(); ++d) {
-      known = gpuMemory[d] > 0;
-      gpuMemory_ += gpuMemory[d];
-    }
-    if (!known)
-      gpuMemory_ = 0;
-  }
+        gpuPlacer_(gpuDevices_, gpuMemory),
+        gpuMemory_(knownGpuMemory(gpuMemory, gpuDevices_.size())), log_(std::move(log)),
+        state_(std::make_shared<PoolState>()) {}
 
   ~ThreadExecutor() override { stop(); }
 
@@ -583,7 +575,7 @@ private:
   unsigned threads_;
   std::vector<int64_t> gpuDevices_;
   GpuPlacer gpuPlacer_;
-  /// The devices' memory, summed (0: not known).
+  /// The devices' memory, summed, for automatic replicas (0: not known).
   uint64_t gpuMemory_ = 0;
   std::function<void(const std::string &)> log_;
   std::shared_ptr<PoolState> state_;

@@ -58,6 +58,14 @@ private:
   std::vector<Reservation> reservations_;
 };
 
+/// The GPU memory one replica asking for `gpus` promises: `gpuMemoryBytes` on each device it
+/// uses (one for a share, ceil(gpus) for more); 0 without either. Saturates.
+uint64_t gpuMemoryPerReplica(double gpus, int64_t gpuMemoryBytes);
+
+/// The memory of `devices` devices, summed, when `memory` says each one's (none 0); else 0,
+/// not known. Saturates.
+uint64_t knownGpuMemory(const std::vector<uint64_t> &memory, size_t devices);
+
 /// The devices local worker `worker` (of `workers`) offers on a machine with `deviceCount`:
 /// worker i takes devices i, i + workers, ...; workers beyond the devices get none.
 std::vector<int64_t> devicesOfLocalWorker(int64_t deviceCount, unsigned worker, unsigned workers);
