@@ -93,9 +93,12 @@ check "a run after a finished one starts afresh" test "$(sort out/docs.jsonl)" =
 check "... skipping nothing" test -z "$(grep resumed again.log || true)"
 
 # --- Ctrl-C, then the same command again -------------------------------------------------------
+# Interrupted once a row is committed (not after a fixed time: on a loaded machine the workers
+# may not have finished a row by then, and a run that committed nothing has nothing to resume).
+rm -rf pages.run
 "$ORCH_BIN/orch" run pages.orch --workers 3 --quiet 2>/dev/null &
 run=$!
-sleep 0.8
+for _ in $(seq 400); do [ -s pages.run/commits ] && break; sleep 0.05; done
 kill -INT "$run"
 status=0; wait "$run" || status=$?
 check "SIGINT stops the run (exit 130)" test "$status" = 130
