@@ -128,18 +128,20 @@ pipeline slow;
 source rows = jsonl("rows.jsonl") as Doc;
 sink jsonl(path: "out/slow.jsonl", record: { id: rows.id, s: test.sleep(rows.id, ms: 10) { replicas: 1 } });
 ORCH
+rm -rf slow.run
 "$ORCH_BIN/orch" run slow.orch --in-process --quiet 2>/dev/null &
 first=$!
-sleep 0.5
+await_commit slow.run
 status=0; orch run slow.orch --in-process --quiet 2>second.log || status=$?
 wait "$first"
 check "a second run of the same pipeline is refused (exit 1)" test "$status" = 1
 check "... saying another run writes its outputs" grep -q "another orch run (pid [0-9]*) is writing the outputs of pipeline 'slow'" second.log
 check "... and the first run's output is whole and complete" test "$(wc -l <out/slow.jsonl)" = 450
 sed 's/pipeline slow/pipeline other/' slow.orch >other.orch
+rm -rf slow.run
 "$ORCH_BIN/orch" run slow.orch --in-process --quiet 2>/dev/null &
 first=$!
-sleep 0.5
+await_commit slow.run
 status=0; orch run other.orch --in-process --quiet 2>other.log || status=$?
 wait "$first"
 check "another pipeline writing the same file is refused" grep -q '"out/slow.jsonl" is being written by another orch run' other.log
@@ -211,9 +213,10 @@ if $python -c 'import msgpack' 2>/dev/null; then
 fi
 
 # --- outputs removed under an unfinished run ---------------------------------------------------
+rm -rf slow.run
 "$ORCH_BIN/orch" run slow.orch --in-process --quiet 2>/dev/null &
 first=$!
-sleep 0.5
+await_commit slow.run
 kill -9 "$first" 2>/dev/null || true
 wait "$first" 2>/dev/null || true
 rm -rf out
@@ -222,9 +225,10 @@ check "an unfinished run whose outputs were removed is not resumed (exit 1)" tes
 check "... saying so" grep -q 'cannot resume: "out/slow.jsonl" has 0 bytes where the run journal counts [0-9]* (it was removed or changed); run with --restart' removed.log
 
 # --- a journal of another plan or other inputs --------------------------------------------------
+rm -rf slow.run
 "$ORCH_BIN/orch" run slow.orch --in-process --restart --quiet 2>/dev/null &
 first=$!
-sleep 0.5
+await_commit slow.run
 kill -9 "$first" 2>/dev/null || true
 wait "$first" 2>/dev/null || true
 echo '{"id": 450, "n": 1}' >>rows.jsonl

@@ -98,7 +98,7 @@ for signal in INT TERM KILL; do
   rm -rf out/wds out/wds.jsonl wds.run
   "$ORCH_BIN/orch" run wds.orch --in-process --quiet 2>/dev/null &
   run=$!
-  sleep 1
+  await_commit wds.run
   kill -"$signal" "$run"
   wait "$run" 2>/dev/null || true
   status=0; orch run wds.orch --in-process 2>"wds-resume-$signal.log" || status=$?
@@ -391,9 +391,10 @@ pipeline edit;
 source rows = jsonl("edit.jsonl") as Doc;
 sink jsonl(path: "out/edit.jsonl", record: { id: rows.id, t: text.len(format("{}", test.sleep(rows.id, ms: 50) { batch: 8 })) });
 ORCH
+rm -rf edit.run
 "$ORCH_BIN/orch" run edit.orch --in-process --quiet 2>/dev/null &
 run=$!
-sleep 1
+await_commit edit.run
 kill -9 "$run"; wait "$run" 2>/dev/null || true
 { echo "// a comment added before resuming"; echo; cat edit.orch; } >edited.orch && mv edited.orch edit.orch
 "$ORCH_BIN/orchc" fmt edit.orch >/dev/null
@@ -402,9 +403,10 @@ check "a comment and orchc fmt between a killed run and its resume: it resumes (
 check "... skipping what was done" grep -qE "resumed: [1-9][0-9]* source rows done by an earlier run" edit.log
 check "... with every row once" test "$(sort -u out/edit.jsonl | wc -l)" = 40 -a "$(wc -l <out/edit.jsonl)" = 40
 
+rm -rf edit.run
 "$ORCH_BIN/orch" run edit.orch --in-process --restart --quiet 2>/dev/null &
 run=$!
-sleep 1
+await_commit edit.run
 kill -9 "$run"; wait "$run" 2>/dev/null || true
 sed -i 's/batch: 8/batch: 16/' edit.orch
 status=0; orch run edit.orch --in-process 2>edit2.log || status=$?

@@ -20,3 +20,9 @@ signal_once_running() { # signal_once_running SIGNAL PID LOG SECONDS: once LOG s
   sleep "$4"
   kill -"$1" "$2"
 }
+await_commit() { # await_commit JOURNAL_DIR: waits (at most 20 s) until the run journaled there has
+  # committed a row. A test that kills a run and expects its resume to skip something waits for
+  # this, not a fixed time: on a loaded machine a run may have committed nothing by then.
+  for _ in $(seq 400); do [ -s "$1/commits" ] && return 0; sleep 0.05; done
+  echo "note: no row committed in $1 after 20 s"
+}
