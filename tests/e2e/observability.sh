@@ -123,6 +123,12 @@ expect(failures["errors_journal"] == "troubled.errors.jsonl", "errors journal")
 lost = [w for w in m["workers"] if "lost" in w]
 expect(len(lost) == 1 and "killed by signal 9" in lost[0]["lost_reason"], "the lost worker")
 expect(len(m["workers"]) == 3 and max(w["joined"] for w in m["workers"]) >= lost[0]["lost"], "replacement")
+# The replacement takes a share of the bottleneck (it ran no batch when it got only the idle
+# replicas of finished Calls), unless it joined when slow had little work left.
+replacement = max(m["workers"], key=lambda w: w["joined"])
+slow_index = [c["name"] for c in m["calls"]].index("slow")
+later = [b for b in m["batches"] if b["call"] == slow_index and b["dispatched"] > replacement["joined"] + 0.2]
+expect(replacement["batches"] > 0 or len(later) < 6, "the replacement runs batches (%d slow batches after it joined)" % len(later))
 expect(sum(w["batches"] for w in m["workers"]) == len([b for b in m["batches"] if b["place"]]), "batches per worker")
 calls = {c["name"]: c for c in m["calls"]}
 lost_grains = sum(b["grains"] for b in m["batches"] if b["outcome"] == "lost")

@@ -165,6 +165,35 @@ TEST(ReplicaPlacementTest, ANewcomerWhileEveryReplicaIsBusyIsHandedSomeOfThem) {
   EXPECT_EQ(placement.replicasOf(0) + placement.replicasOf(1), 5u) << "no replica more or less";
 }
 
+TEST(ReplicaPlacementTest, AReplacementTakesAShareOfTheBottleneckNotOnlyIdleReplicas) {
+  // Found with a worker killed mid-run: its replicas moved to the one left, and the replacement
+  // took the idle replicas of Calls that were done; by replica count the two were even, so the
+  // bottleneck's two busy replicas stayed together and the replacement ran no batch.
+  plan::Plan plan = planWith({{4, false}, {2, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t survivor = placement.addWorker(1, false);
+  placement.place();
+  for (uint32_t r : placement.replicasOn(survivor))
+    if (placement.replica(r).call == 1)
+      placement.replica(r).queued.push_back(r + 1);
+  const uint32_t replacement = placement.addWorker(1, false);
+  const std::vector<ReplicaPlacement::Move> moves = placement.rebalance(replacement);
+  ASSERT_EQ(moves.size(), 3u) << "idle replicas move until the counts are even";
+  for (const ReplicaPlacement::Move &move : moves)
+    EXPECT_EQ(placement.replica(move.replica).call, 0u);
+  const std::vector<ReplicaPlacement::HandOver> handed = placement.handOverBusy(replacement);
+  ASSERT_EQ(handed.size(), 1u) << "one of the two busy replicas of the Call with work";
+  EXPECT_EQ(placement.replica(handed[0].leaving).call, 1u);
+  EXPECT_EQ(placement.replica(handed[0].successor.replica).worker, replacement);
+  EXPECT_TRUE(placement.handOverBusy(replacement).empty()) << "one each now";
+  // A Call with no batch queued anywhere loads no one: nothing is handed over for it.
+  plan::Plan idle = planWith({{4, false}});
+  ReplicaPlacement idlePlacement(idle);
+  idlePlacement.addWorker(1, false);
+  idlePlacement.place();
+  EXPECT_TRUE(idlePlacement.handOverBusy(idlePlacement.addWorker(1, false)).empty());
+}
+
 TEST(ReplicaPlacementTest, AHandOverRespectsWhatTheNewcomerOffers) {
   constexpr uint64_t kGiB = uint64_t(1) << 30;
   plan::Plan plan = planWith({{4, false}});

@@ -364,28 +364,38 @@ std::vector<ReplicaPlacement::Move> ReplicaPlacement::rebalance(uint32_t newcome
 }
 
 std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t newcomer) {
-  // Replicas that stay where they are: not leaving (drained or handed over).
-  auto staying = [&](uint32_t w) {
-    return size_t(
-        std::count_if(workers_[w].replicas.begin(), workers_[w].replicas.end(), [&](uint32_t r) {
-          return !replicas_[r].draining && !replicas_[r].handedOver;
-        }));
-  };
   std::vector<HandOver> handed;
   if (!workers_[newcomer].alive)
     return handed;
+  // Only replicas of Calls with work count (a batch queued on one of their replicas): a Call
+  // that is done, or waits for its inputs, loads no one. A replacement that rebalance gave the
+  // idle replicas of finished Calls would otherwise count as even with the worker that runs
+  // every replica of the bottleneck, and take no batch for the rest of the run.
+  std::vector<bool> callHasWork(plan_.calls.size(), false);
+  for (const Replica &replica : replicas_)
+    if (!replica.retired && !replica.queued.empty())
+      callHasWork[replica.call] = true;
+  // Replicas that stay where they are (not leaving: drained or handed over) and whose Call has
+  // work; a successor just handed to the newcomer counts there.
+  auto working = [&](uint32_t w) {
+    return size_t(
+        std::count_if(workers_[w].replicas.begin(), workers_[w].replicas.end(), [&](uint32_t r) {
+          return !replicas_[r].draining && !replicas_[r].handedOver &&
+                 callHasWork[replicas_[r].call];
+        }));
+  };
   for (;;) {
-    // Replicas per CPU (place()'s measure); a hand-over only while it evens them out: with
-    // equal CPUs, while the counts differ by two or more.
+    // Working replicas per CPU (place()'s measure); a hand-over only while it evens them out:
+    // with equal CPUs, while the counts differ by two or more.
     auto perCpu = [&](uint32_t w, double more) {
-      return (double(staying(w)) + more) / std::max(workers_[w].cpus, 1e-9);
+      return (double(working(w)) + more) / std::max(workers_[w].cpus, 1e-9);
     };
     uint32_t busiest = kNoIndex;
     for (uint32_t w = 0; w < workers_.size(); ++w)
       if (workers_[w].alive && w != newcomer &&
           (busiest == kNoIndex || perCpu(w, 0) > perCpu(busiest, 0)))
         busiest = w;
-    if (busiest == kNoIndex || staying(busiest) == 0 || perCpu(busiest, -1) < perCpu(newcomer, 1))
+    if (busiest == kNoIndex || working(busiest) == 0 || perCpu(busiest, -1) < perCpu(newcomer, 1))
       return handed;
     const std::vector<uint32_t> &hosted = workers_[busiest].replicas;
     auto chosen = std::find_if(hosted.begin(), hosted.end(), [&](uint32_t r) {
@@ -393,7 +403,8 @@ std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t 
       // A successor still starting is not handed on (the replica it replaces would never
       // drain); nor is one that is going.
       return replicas_[r].ready && !replicas_[r].draining && !replicas_[r].handedOver &&
-             hasRoomFor(newcomer, r) && (!call.options.requireGpu || hasGpuRoomFor(newcomer, r));
+             callHasWork[replicas_[r].call] && hasRoomFor(newcomer, r) &&
+             (!call.options.requireGpu || hasGpuRoomFor(newcomer, r));
     });
     if (chosen == hosted.end())
       return handed;

@@ -79,9 +79,11 @@ public:
   std::vector<Move> place(uint32_t *waitingForGpu = nullptr);
   /// Moves idle replicas from the busiest workers to `newcomer` until the load is even.
   std::vector<Move> rebalance(uint32_t newcomer);
-  /// After rebalance, while moving a replica from the busiest worker (replicas per CPU) to
-  /// `newcomer` evens them out (with equal CPUs: while the counts differ by two or more), one
-  /// of its replicas is handed over, busy or not (not a successor still starting). Its successor
+  /// After rebalance, while moving a replica from the busiest worker to `newcomer` evens them
+  /// out, one of its replicas is handed over, busy or not (not a successor still starting).
+  /// Both are measured in replicas per CPU of Calls with work (a batch queued on one of their
+  /// replicas; with equal CPUs: while the counts differ by two or more), so a newcomer that
+  /// took idle replicas of finished Calls still takes a share of the bottleneck's. Its successor
   /// (the same Call and number) is placed on `newcomer` (the Move to send); the replica it replaces
   /// (`leaving`) finishes what it queued and is to be drained once the successor started.
   struct HandOver {
