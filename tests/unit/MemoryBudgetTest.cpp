@@ -99,6 +99,15 @@ TEST_F(MemoryBudgetTest, ABudgetSmallerThanOneBatchStillFinishes) {
   EXPECT_EQ(tiny.written, 2u);
   EXPECT_EQ(outputs(), expected);
   EXPECT_EQ(unbounded.written, 2u);
+  // The summary can say why the budget did not hold: batches went past it to go on, and one
+  // row held more than the budget; a budget that holds the program sends none past it.
+  EXPECT_GT(tiny.batchesPastBudget, 0u);
+  EXPECT_GE(tiny.largestRowBytes, kMiB);
+  EXPECT_EQ(unbounded.batchesPastBudget, 0u) << "no budget, nothing past it";
+  RunSummary roomy = run(plan, 64 * kMiB);
+  EXPECT_EQ(outputs(), expected);
+  EXPECT_EQ(roomy.batchesPastBudget, 0u);
+  EXPECT_LE(roomy.largestRowBytes, roomy.peakBytesHeld);
 }
 
 } // namespace

@@ -199,6 +199,29 @@ std::string rescuedBySplittingWarning(const runtime::CallSummary &call) {
          "lower `batch`";
 }
 
+/// Why the values held went more than a tenth over the budget (docs/runtime.md, "The value
+/// budget"), or "" when they did not.
+std::string overBudgetWarning(const runtime::RunSummary &summary) {
+  const double budget = double(summary.valueBudget);
+  if (summary.valueBudget == 0 || double(summary.peakBytesHeld) <= 1.1 * budget)
+    return "";
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  out << "values held reached " << runtime::formatMemory(summary.peakBytesHeld) << ", "
+      << llvm::format("%.1f", double(summary.peakBytesHeld) / budget) << " times the budget: ";
+  if (summary.batchesPastBudget > 0)
+    out << summary.batchesPastBudget
+        << " batch(es) went past it, each when nothing else was out, so that the run could go on "
+           "(one source row held up to "
+        << runtime::formatMemory(summary.largestRowBytes)
+        << ", and a row with its batches' inputs needs more than the budget); ";
+  else
+    out << "values that expressions made (which the budget does not hold back) took it over; ";
+  out << "this program needs a --value-budget of at least "
+      << runtime::formatMemory(summary.peakBytesHeld);
+  return out.str();
+}
+
 void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
                   const runtime::RunRecorder &recorder, const ErrorsJournal &errors, bool quiet,
                   bool journaled) {
@@ -321,6 +344,8 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
   if (summary.valueBudget > 0)
     out << " (budget " << runtime::formatMemory(summary.valueBudget) << ")";
   out << "\n";
+  if (const std::string over = overBudgetWarning(summary); !over.empty())
+    out << "orch:   warning: " << over << "\n";
   if (summary.reorderPeakRows > 0)
     out << "orch:   source order: at most " << summary.reorderPeakRows
         << " finished source rows waited for an earlier one (about "

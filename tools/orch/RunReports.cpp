@@ -305,7 +305,9 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["row_finish_seconds"] = {
       {"first", finish.first}, {"median", finish.median}, {"last", finish.last}};
   json["values_held"] = {{"budget_bytes", summary.valueBudget},
-                         {"peak_bytes", summary.peakBytesHeld}};
+                         {"peak_bytes", summary.peakBytesHeld},
+                         {"largest_row_bytes", summary.largestRowBytes},
+                         {"batches_past_budget", summary.batchesPastBudget}};
   json["bytes_held"] = Json::array();
   for (const auto &[seconds, bytes] : summary.bytesHeld)
     json["bytes_held"].push_back({seconds, bytes});

@@ -113,6 +113,8 @@ std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
     // Reserved as estimated for the batch chosen (at most as many grains as it took).
     outstanding.at(batch->id).reservedBytes = bestVerdict.growth;
     memory.reserved += bestVerdict.growth;
+    if (memory.limit > 0 && memory.held() + memory.reserved > memory.limit)
+      ++memory.batchesPastBudget;
     return batch;
   }
 }

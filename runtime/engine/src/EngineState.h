@@ -619,6 +619,7 @@ inline void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
   if (owner.heldBytes > owner.peakHeldBytes) {
     owner.peakHeldBytes = owner.heldBytes;
     rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
+    memory.largestRow = rowBytes.largestPeak;
   }
 }
 

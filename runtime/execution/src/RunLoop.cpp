@@ -848,6 +848,8 @@ private:
     const LineageEngine &engine = *engine_;
     summary_.valueBudget = engine.memory().limit;
     summary_.peakBytesHeld = engine.memory().peak;
+    summary_.largestRowBytes = engine.memory().largestRow;
+    summary_.batchesPastBudget = engine.memory().batchesPastBudget;
     if (engine.abortReason() && !summary_.error)
       summary_.error = "run aborted: " + *engine.abortReason();
     summary_.engine = engine.stats();

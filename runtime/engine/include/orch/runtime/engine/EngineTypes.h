@@ -478,6 +478,12 @@ struct MemoryAccount {
   uint64_t reserved = 0;
   /// The most `held()` has been.
   uint64_t peak = 0;
+  /// The most one source row's items have held (its values, not the copies of its batches).
+  uint64_t largestRow = 0;
+  /// Batches sent while the bytes held (with their inputs' copies and growth) were over the
+  /// budget: each when nothing else was out, so that the run went on (a row, or one grain,
+  /// needs more than the budget).
+  uint64_t batchesPastBudget = 0;
   uint64_t held() const { return items + inFlight + external + indexes; }
 };
 

@@ -180,6 +180,10 @@ struct RunSummary {
   uint64_t valueBudget = 0;
   uint64_t peakBytesHeld = 0;
   std::vector<std::pair<double, uint64_t>> bytesHeld;
+  /// Under a budget: the most one source row held, and the batches sent past the budget so
+  /// that the run went on (MemoryAccount::batchesPastBudget).
+  uint64_t largestRowBytes = 0;
+  uint64_t batchesPastBudget = 0;
   /// Source rows an earlier run of this journal had finished, not run again.
   uint64_t resumedRows = 0;
   /// Of those, rows that had failed: still failed (--retry-failed runs them again).
