@@ -225,6 +225,17 @@ void GrainCheckpoints::load(const std::string &path,
 }
 
 bool GrainCheckpoints::replaceStore(const std::string &path) {
+  if (loaded_.empty()) {
+    // Nothing to carry over (a fresh run, or a resume that needs no kept value): the store
+    // is emptied in place, without a copy to sync and rename.
+    const int out =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (out < 0)
+      return false;
+    ::close(out);
+    readFd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    return readFd_ >= 0;
+  }
   const std::string temporary = path + ".new";
   ::unlink(temporary.c_str());
   const int out =
@@ -390,6 +401,7 @@ void GrainCheckpoints::writeBuffered() {
   buffer_.clear();
   if (buffer_.capacity() > 4 * kKeptBufferBytes)
     std::string().swap(buffer_); // what a `checkpoint: true` image took
+  decisionsUnsynced_ = decisionsUnsynced_ || decisionsBuffered_;
   decisionsBuffered_ = false;
 }
 
@@ -398,15 +410,20 @@ void GrainCheckpoints::discard() {
   lastRow_ = nullptr;
   waitingBytes_ = 0;
   buffer_.clear();
-  decisionsBuffered_ = false;
-  if (fd_ >= 0 && ::ftruncate(fd_, 0) == 0)
-    ::fdatasync(fd_);
+  decisionsBuffered_ = decisionsUnsynced_ = false;
+  // Not synced: a finished run's store serves no one, emptied on disk now or not.
+  if (fd_ >= 0)
+    (void)::ftruncate(fd_, 0);
 }
 
 void GrainCheckpoints::sync() {
   flush();
-  if (fd_ >= 0)
+  // Kept values are work to skip: one lost to a power cut is computed again. Dedup decisions
+  // are not: a committed row's survivors must be indexed by a resumed run, so they are on
+  // disk before the commits that follow them are.
+  if (fd_ >= 0 && decisionsUnsynced_)
     ::fdatasync(fd_);
+  decisionsUnsynced_ = false;
 }
 
 } // namespace orch::runtime

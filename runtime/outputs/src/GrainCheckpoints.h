@@ -81,6 +81,8 @@ public:
   static constexpr size_t kKeptBufferBytes = 1024 * 1024;
   /// Writes what is buffered, the values waiting encoded first.
   void flush();
+  /// Writes what is buffered and, when Dedup decisions are among what was written since the
+  /// last sync, makes the store durable (kept values alone are work to skip: not synced).
   void sync();
   /// Empties the store: a run that finished with no failed row needs none of it (nothing will
   /// resume it, and --retry-failed has nothing to run).
@@ -101,6 +103,8 @@ private:
   std::vector<bool> dedupNode_;
   std::vector<DedupDecision> decisions_;
   bool decisionsBuffered_ = false;
+  /// Decisions written since the store was last synced (sync).
+  bool decisionsUnsynced_ = false;
   /// A kept value: in memory when small (below kValueLimit), else where its record's payload
   /// is in the store, read when recalled.
   struct Location {
