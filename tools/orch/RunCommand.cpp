@@ -203,22 +203,34 @@ std::string rescuedBySplittingWarning(const runtime::CallSummary &call) {
 /// budget"), or "" when they did not.
 std::string overBudgetWarning(const runtime::RunSummary &summary) {
   const double budget = double(summary.valueBudget);
-  if (summary.valueBudget == 0 || double(summary.peakBytesHeld) <= 1.1 * budget)
+  const double peak = double(summary.peakBytesHeld);
+  if (summary.valueBudget == 0 || peak <= 1.1 * budget)
     return "";
+  using runtime::formatMemory;
   std::string text;
   llvm::raw_string_ostream out(text);
-  out << "values held reached " << runtime::formatMemory(summary.peakBytesHeld) << ", "
-      << llvm::format("%.1f", double(summary.peakBytesHeld) / budget) << " times the budget: ";
-  if (summary.batchesPastBudget > 0)
+  out << "values held reached " << formatMemory(summary.peakBytesHeld) << ", "
+      << llvm::format("%.1f", peak / budget) << " times the budget: ";
+  if (peak - double(summary.computedBytesAtPeak) <= 1.1 * budget) {
+    // Without what expressions had made, the peak was within the budget.
+    out << "values that expressions made (which the budget does not hold back) were "
+        << formatMemory(summary.computedBytesAtPeak)
+        << " of it; --max-live-roots bounds the rows that make them at once";
+  } else if (summary.batchesPastBudget > 0) {
+    // The promise holds where the budget has room for a row and a batch's copies, and a
+    // batch's copies are at most a tenth of it (one may go past it).
+    const uint64_t needed = std::max(summary.largestRowBytes + summary.largestBatchCopies,
+                                     10 * summary.largestBatchCopies);
     out << summary.batchesPastBudget
-        << " batch(es) went past it, each when nothing else was out, so that the run could go on "
-           "(one source row held up to "
-        << runtime::formatMemory(summary.largestRowBytes)
-        << ", and a row with its batches' inputs needs more than the budget); ";
-  else
-    out << "values that expressions made (which the budget does not hold back) took it over; ";
-  out << "this program needs a --value-budget of at least "
-      << runtime::formatMemory(summary.peakBytesHeld);
+        << " batch(es) went past it so that the run could go on (nothing else could): one source "
+           "row held up to "
+        << formatMemory(summary.largestRowBytes) << " and one batch's inputs took "
+        << formatMemory(summary.largestBatchCopies) << " in copies; a budget of about "
+        << formatMemory(needed) << " holds a row and keeps a batch's copies within a tenth of it";
+  } else {
+    out << "batches sent before their results' sizes were known, and the rows admitted before "
+           "any row's size was, held more than it; --max-live-roots bounds those rows";
+  }
   return out.str();
 }
 

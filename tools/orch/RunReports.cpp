@@ -307,6 +307,8 @@ bool writeMetrics(const std::string &path, const plan::Plan &plan,
   json["values_held"] = {{"budget_bytes", summary.valueBudget},
                          {"peak_bytes", summary.peakBytesHeld},
                          {"largest_row_bytes", summary.largestRowBytes},
+                         {"largest_batch_copies_bytes", summary.largestBatchCopies},
+                         {"computed_bytes_at_peak", summary.computedBytesAtPeak},
                          {"batches_past_budget", summary.batchesPastBudget}};
   json["bytes_held"] = Json::array();
   for (const auto &[seconds, bytes] : summary.bytesHeld)

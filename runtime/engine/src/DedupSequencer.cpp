@@ -369,7 +369,7 @@ uint32_t LineageEngine::State::indexSurvivor(DedupSequencer &sequencer,
                                      : sequencer.nearIndex  ? sequencer.nearIndex->bytes()
                                                             : sequencer.exact.bytes());
   memory.indexes += bytes - sequencer.countedBytes;
-  memory.peak = std::max(memory.peak, memory.held());
+  memory.notePeak();
   sequencer.countedBytes = bytes;
   sequencer.progress.indexed = sequencer.survivors.size();
   sequencer.progress.indexBytes = bytes;

@@ -113,8 +113,7 @@ std::optional<Batch> LineageEngine::State::reserve(const ExecutorRoom &room) {
     // Reserved as estimated for the batch chosen (at most as many grains as it took).
     outstanding.at(batch->id).reservedBytes = bestVerdict.growth;
     memory.reserved += bestVerdict.growth;
-    if (memory.limit > 0 && memory.held() + memory.reserved > memory.limit)
-      ++memory.batchesPastBudget;
+    memory.batchesPastBudget += bestVerdict.pastBudget;
     return batch;
   }
 }
@@ -160,7 +159,8 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
                       std::max<uint64_t>(1, withRoom - std::min(withRoom, load.inFlight)))};
       }
     }
-    return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack, 0, 1};
+    return {idle ? BudgetRank::Unmeasured : BudgetRank::HeldBack, 0, 1,
+            committed + keepRoomForCopies(executor, room).ofReadyInputs >= memory.limit};
   }
   // While out, its inputs' copies (where they travel); once back, its growth.
   const double in = copied ? double(load.inputBytes) / double(load.measuredGrains) : 0.0;
@@ -175,7 +175,8 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     if (load.inFlight > 0)
       return {BudgetRank::HeldBack};
     const double left = double(memory.limit - std::min(memory.limit, committed));
-    return {BudgetRank::Fits, 0, std::max<size_t>(1, static_cast<size_t>(left / in))};
+    const size_t fit = static_cast<size_t>(left / in);
+    return {BudgetRank::Fits, 0, std::max<size_t>(1, fit), fit == 0};
   }
   const uint64_t growth = static_cast<uint64_t>(perGrain * double(grainCount));
   if (committed + copies + growth > memory.limit) {
@@ -185,7 +186,7 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     const double left = double(memory.limit - std::min(memory.limit, committed));
     const size_t fit = std::max<size_t>(1, static_cast<size_t>(left / (perGrain + in)));
     return {BudgetRank::Grows, static_cast<uint64_t>(perGrain * double(std::min(fit, grainCount))),
-            fit};
+            fit, committed + perGrain + in > double(memory.limit)};
   }
   // It leaves room for the ready inputs that consumers have free slots for, and for what it
   // makes itself, when its readers have slots free for that too (a render and the OCR
@@ -203,10 +204,9 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
   const bool keptFull = layout.calls[call].keepsResults &&
                         memory.kept + memory.reserved + growth > memory.limit / 2 &&
                         !liveByAdmission.empty() && admission != liveByAdmission.begin()->first;
-  return {committed + kept + copies + growth <= memory.limit && !keptFull ? BudgetRank::Fits
-          : idle                                                          ? BudgetRank::Grows
-                                                                          : BudgetRank::HeldBack,
-          growth};
+  const bool fits = committed + kept + copies + growth <= memory.limit && !keptFull;
+  return {fits ? BudgetRank::Fits : idle ? BudgetRank::Grows : BudgetRank::HeldBack, growth,
+          SIZE_MAX, !fits && committed + copies + growth > memory.limit};
 }
 
 uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t committed) const {
@@ -317,7 +317,8 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
     if (copied) {
       record.copiedBytes = record.inputBytes;
       memory.inFlight += record.copiedBytes;
-      memory.peak = std::max(memory.peak, memory.held());
+      memory.largestBatchCopies = std::max(memory.largestBatchCopies, record.copiedBytes);
+      memory.notePeak();
     }
   }
   record.grains = std::move(queued);

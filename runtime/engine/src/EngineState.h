@@ -203,6 +203,9 @@ struct BudgetVerdict {
   uint64_t growth = 0;
   /// The most grains it may take (fewer than a batch when only that many fit).
   size_t grains = SIZE_MAX;
+  /// It goes although the budget has no room for it, so that the run goes on
+  /// (MemoryAccount::batchesPastBudget).
+  bool pastBudget = false;
 };
 
 struct OutstandingBatch {
@@ -453,6 +456,8 @@ struct LineageEngine::State {
   void releaseExpandedList(EntityId entity, NodeId expandNode);
   void holdBytes(RootId root, uint64_t bytes);
   void releaseBytes(RootId root, uint64_t bytes);
+  /// releaseBytes for an item of `node`, out of MemoryAccount::computed when it counted there.
+  void releaseItemBytes(RootId root, NodeId node, uint64_t bytes);
   /// What `node`'s item counts for in the byte budget: nothing when its input's item counts
   /// its value (Item::countedByInput); a reduce's list without its members' payloads.
   uint64_t countedBytes(NodeId node, const Item &item) const;
@@ -613,13 +618,27 @@ struct LineageEngine::State {
 // Once or twice for every item set: here, where the compiler inlines them.
 inline void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
   memory.items += bytes;
-  memory.peak = std::max(memory.peak, memory.held());
+  memory.notePeak();
   Root &owner = roots[root];
   owner.heldBytes += bytes;
   if (owner.heldBytes > owner.peakHeldBytes) {
     owner.peakHeldBytes = owner.heldBytes;
     rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
     memory.largestRow = rowBytes.largestPeak;
+  }
+}
+
+/// Values the engine makes itself (MemoryAccount::computed): the budget does not hold them back.
+inline bool madeByExpression(plan::NodeKind kind) {
+  return kind == plan::NodeKind::Compute || kind == plan::NodeKind::Record;
+}
+
+inline void LineageEngine::State::releaseItemBytes(RootId root, NodeId node, uint64_t bytes) {
+  releaseBytes(root, bytes);
+  if (madeByExpression(planNode(node).kind)) {
+    if (bytes > memory.computed)
+      engineInvariantFailed("more computed bytes released than held");
+    memory.computed -= bytes;
   }
 }
 

@@ -250,6 +250,8 @@ void LineageEngine::State::setItem(EntityId entity, NodeId node, ItemOutcome out
                            : planned.kind == NodeKind::Reduce ? reducedListBytes(item.value)
                                                               : bytes;
   holdBytes(entities[entity].root, counted);
+  if (madeByExpression(planned.kind))
+    memory.computed += counted;
   if (nodeLayout(node).readers == 0)
     memory.kept += counted;
   // The event keeps the root unresolved until its consumers have been visited.
@@ -307,7 +309,7 @@ void LineageEngine::State::forEachDistinctInput(NodeId node, Visit &&visit) {
 void LineageEngine::State::dropValue(EntityId entity, NodeId node) {
   Item &item = itemOf(entity, node);
   const uint64_t bytes = countedBytes(node, item);
-  releaseBytes(entities[entity].root, bytes);
+  releaseItemBytes(entities[entity].root, node, bytes);
   bytesReleasedByGrains += bytes;
   // The values it passed on let go of it, back along a chain of filters and choices.
   if (item.countedByInput)
@@ -324,7 +326,7 @@ void LineageEngine::State::releaseExpandedList(EntityId entity, NodeId expandNod
     return;
   Item &item = itemOf(entity, list);
   const uint64_t bytes = countedBytes(list, item);
-  releaseBytes(entities[entity].root, bytes);
+  releaseItemBytes(entities[entity].root, list, bytes);
   forgetKept(list, bytes);
   item.value = Value();
 }
@@ -1001,7 +1003,7 @@ void LineageEngine::State::releaseEntityTree(EntityId rootEntity) {
     for (uint32_t i = 0; i < itemsPerDomain[domain]; ++i) {
       Item &item = items[entity.items + i];
       const uint64_t bytes = countedBytes(shape.nodes[i], item);
-      releaseBytes(entity.root, bytes);
+      releaseItemBytes(entity.root, shape.nodes[i], bytes);
       forgetKept(shape.nodes[i], bytes);
       item.value = Value();
     }
@@ -1153,7 +1155,7 @@ const MemoryAccount &LineageEngine::memory() const { return state_->memory; }
 void LineageEngine::setExternalBytes(uint64_t bytes) {
   State &s = *state_;
   s.memory.external = bytes;
-  s.memory.peak = std::max(s.memory.peak, s.memory.held());
+  s.memory.notePeak();
 }
 
 uint64_t LineageEngine::admitRoot(uint32_t source, Value row) {

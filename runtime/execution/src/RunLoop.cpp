@@ -849,6 +849,8 @@ private:
     summary_.valueBudget = engine.memory().limit;
     summary_.peakBytesHeld = engine.memory().peak;
     summary_.largestRowBytes = engine.memory().largestRow;
+    summary_.largestBatchCopies = engine.memory().largestBatchCopies;
+    summary_.computedBytesAtPeak = engine.memory().computedAtPeak;
     summary_.batchesPastBudget = engine.memory().batchesPastBudget;
     if (engine.abortReason() && !summary_.error)
       summary_.error = "run aborted: " + *engine.abortReason();

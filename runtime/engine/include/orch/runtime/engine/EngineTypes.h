@@ -476,15 +476,27 @@ struct MemoryAccount {
   uint64_t indexes = 0;
   /// Expected growth of the batches in flight, reserved when they were dispatched.
   uint64_t reserved = 0;
-  /// The most `held()` has been.
+  /// The part of `items` that expressions made (computed and record nodes): the budget does
+  /// not hold them back.
+  uint64_t computed = 0;
+  /// The most `held()` has been, and `computed` then.
   uint64_t peak = 0;
-  /// The most one source row's items have held (its values, not the copies of its batches).
+  uint64_t computedAtPeak = 0;
+  /// The most one source row's items have held (its values, not the copies of its batches),
+  /// and the most one batch's inputs took in copies.
   uint64_t largestRow = 0;
-  /// Batches sent while the bytes held (with their inputs' copies and growth) were over the
-  /// budget: each when nothing else was out, so that the run went on (a row, or one grain,
-  /// needs more than the budget).
+  uint64_t largestBatchCopies = 0;
+  /// Batches sent although the budget had no room for them, so that the run went on: when
+  /// nothing else was out, or a consumer with none of its own out (a row, or one grain with its
+  /// inputs' copies, needs more than the budget).
   uint64_t batchesPastBudget = 0;
   uint64_t held() const { return items + inFlight + external + indexes; }
+  void notePeak() {
+    if (held() > peak) {
+      peak = held();
+      computedAtPeak = computed;
+    }
+  }
 };
 
 } // namespace orch::runtime

@@ -180,9 +180,12 @@ struct RunSummary {
   uint64_t valueBudget = 0;
   uint64_t peakBytesHeld = 0;
   std::vector<std::pair<double, uint64_t>> bytesHeld;
-  /// Under a budget: the most one source row held, and the batches sent past the budget so
-  /// that the run went on (MemoryAccount::batchesPastBudget).
+  /// Under a budget: the most one source row held, the most one batch's inputs took in copies,
+  /// what expressions had made at the peak, and the batches sent past the budget so that the
+  /// run went on (MemoryAccount).
   uint64_t largestRowBytes = 0;
+  uint64_t largestBatchCopies = 0;
+  uint64_t computedBytesAtPeak = 0;
   uint64_t batchesPastBudget = 0;
   /// Source rows an earlier run of this journal had finished, not run again.
   uint64_t resumedRows = 0;
