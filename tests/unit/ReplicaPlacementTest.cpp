@@ -194,6 +194,35 @@ TEST(ReplicaPlacementTest, AReplacementTakesAShareOfTheBottleneckNotOnlyIdleRepl
   EXPECT_TRUE(idlePlacement.handOverBusy(idlePlacement.addWorker(1, false)).empty());
 }
 
+TEST(ReplicaPlacementTest, AWorkerThatJoinedWhileNoCallHadWorkIsOfferedAShareLater) {
+  // Found by a hostile review: under a tight value budget no batch was queued when a
+  // replacement joined, so it was handed nothing, and it ran no batch while ~600 were sent.
+  // The coordinator offers such a worker a share again every second (idleOfWork).
+  plan::Plan plan = planWith({{2, false}, {2, false}});
+  ReplicaPlacement placement(plan);
+  const uint32_t first = placement.addWorker(1, false);
+  placement.place();
+  const uint32_t late = placement.addWorker(1, false);
+  EXPECT_EQ(placement.rebalance(late).size(), 2u) << "idle replicas even the counts";
+  EXPECT_TRUE(placement.handOverBusy(late).empty()) << "no Call has work: nothing to share";
+  EXPECT_TRUE(placement.idleOfWork(late));
+  EXPECT_TRUE(placement.idleOfWork(first)) << "no Call has work anywhere";
+  // Later one Call has work, on the first worker only (the late one took the other's).
+  uint32_t busyCall = kNoIndex;
+  for (uint32_t r : placement.replicasOn(first)) {
+    placement.replica(r).queued.push_back(r + 1);
+    busyCall = placement.replica(r).call;
+  }
+  for (uint32_t r : placement.replicasOn(late))
+    ASSERT_NE(placement.replica(r).call, busyCall) << "the setting: the late worker has none";
+  EXPECT_FALSE(placement.idleOfWork(first));
+  ASSERT_TRUE(placement.idleOfWork(late));
+  const std::vector<ReplicaPlacement::HandOver> handed = placement.handOverBusy(late);
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_EQ(placement.replica(handed[0].successor.replica).call, busyCall);
+  EXPECT_FALSE(placement.idleOfWork(late)) << "its successor is a replica of a Call with work";
+}
+
 TEST(ReplicaPlacementTest, AHandOverRespectsWhatTheNewcomerOffers) {
   constexpr uint64_t kGiB = uint64_t(1) << 30;
   plan::Plan plan = planWith({{4, false}});

@@ -1115,6 +1115,14 @@ private:
       placingFrom_ = now;
       place();
     }
+    // A worker that joined when no Call had a batch queued (the value budget holding them
+    // back) was handed nothing: it is offered a share again once a second while it idles.
+    if (placement_ && placing() && !stopped_ && now - idleWorkersOfferedAt_ >= std::chrono::seconds(1)) {
+      idleWorkersOfferedAt_ = now;
+      for (uint32_t w = 0; w < workers_.size(); ++w)
+        if (workers_[w].alive && placement_->idleOfWork(w))
+          handOverBusyReplicas(w);
+    }
     const auto interval = std::chrono::milliseconds(options_.heartbeatMs);
     for (uint32_t w = 0; w < workers_.size(); ++w) {
       Worker &worker = workers_[w];
@@ -1184,6 +1192,8 @@ private:
   /// Calls a replica of which could not start during the run: they get no new replicas.
   std::set<uint32_t> startFailedCalls_;
   Clock::time_point startedAt_ = Clock::now();
+  /// When idle workers were last offered a share of the Calls with work (tick).
+  Clock::time_point idleWorkersOfferedAt_ = Clock::now();
   /// When replicas began to be placed (the far future until then, with local workers).
   Clock::time_point placingFrom_ = Clock::time_point::max();
   static constexpr std::chrono::seconds kLocalWorkersGrace{3};

@@ -367,23 +367,12 @@ std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t 
   std::vector<HandOver> handed;
   if (!workers_[newcomer].alive)
     return handed;
-  // Only replicas of Calls with work count (a batch queued on one of their replicas): a Call
-  // that is done, or waits for its inputs, loads no one. A replacement that rebalance gave the
-  // idle replicas of finished Calls would otherwise count as even with the worker that runs
-  // every replica of the bottleneck, and take no batch for the rest of the run.
-  std::vector<bool> callHasWork(plan_.calls.size(), false);
-  for (const Replica &replica : replicas_)
-    if (!replica.retired && !replica.queued.empty())
-      callHasWork[replica.call] = true;
-  // Replicas that stay where they are (not leaving: drained or handed over) and whose Call has
-  // work; a successor just handed to the newcomer counts there.
-  auto working = [&](uint32_t w) {
-    return size_t(
-        std::count_if(workers_[w].replicas.begin(), workers_[w].replicas.end(), [&](uint32_t r) {
-          return !replicas_[r].draining && !replicas_[r].handedOver &&
-                 callHasWork[replicas_[r].call];
-        }));
-  };
+  // Only replicas of Calls with work count: a Call that is done, or waits for its inputs,
+  // loads no one. A replacement that rebalance gave the idle replicas of finished Calls would
+  // otherwise count as even with the worker that runs every replica of the bottleneck, and take
+  // no batch for the rest of the run.
+  const std::vector<bool> callHasWork = callsWithWork();
+  auto working = [&](uint32_t w) { return workingReplicas(w, callHasWork); };
   for (;;) {
     // Working replicas per CPU (place()'s measure); a hand-over only while it evens them out:
     // with equal CPUs, while the counts differ by two or more.
@@ -414,6 +403,26 @@ std::vector<ReplicaPlacement::HandOver> ReplicaPlacement::handOverBusy(uint32_t 
     assign(successor, newcomer);
     handed.push_back(HandOver{Move{successor, newcomer}, leaving});
   }
+}
+
+std::vector<bool> ReplicaPlacement::callsWithWork() const {
+  std::vector<bool> callHasWork(plan_.calls.size(), false);
+  for (const Replica &replica : replicas_)
+    if (!replica.retired && !replica.queued.empty())
+      callHasWork[replica.call] = true;
+  return callHasWork;
+}
+
+size_t ReplicaPlacement::workingReplicas(uint32_t worker,
+                                         const std::vector<bool> &callHasWork) const {
+  const std::vector<uint32_t> &hosted = workers_[worker].replicas;
+  return size_t(std::count_if(hosted.begin(), hosted.end(), [&](uint32_t r) {
+    return !replicas_[r].draining && !replicas_[r].handedOver && callHasWork[replicas_[r].call];
+  }));
+}
+
+bool ReplicaPlacement::idleOfWork(uint32_t worker) const {
+  return workers_[worker].alive && workingReplicas(worker, callsWithWork()) == 0;
 }
 
 void ReplicaPlacement::abandonSuccessor(uint32_t successor, uint32_t leaving) {

@@ -91,6 +91,10 @@ public:
     uint32_t leaving;
   };
   std::vector<HandOver> handOverBusy(uint32_t newcomer);
+  /// Whether live `worker` hosts no replica of a Call with work (it stays: not leaving): one
+  /// that joined while the value budget held every Call back had nothing to be handed then,
+  /// and is offered a share again (the coordinator asks every second).
+  bool idleOfWork(uint32_t worker) const;
   /// A successor that will not start (its worker was lost, or it failed to start): it is
   /// retired, and the replica it was to replace stays (no longer handed over).
   void abandonSuccessor(uint32_t successor, uint32_t leaving);
@@ -154,6 +158,10 @@ public:
   }
 
 private:
+  /// Per Call, whether a batch is queued on one of its replicas (it has work).
+  std::vector<bool> callsWithWork() const;
+  /// Replicas on `worker` that stay (not draining, not handed over) of Calls with work.
+  size_t workingReplicas(uint32_t worker, const std::vector<bool> &callHasWork) const;
   struct Worker {
     double cpus = 1;
     bool hasGpus = false;
