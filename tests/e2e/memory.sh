@@ -80,23 +80,9 @@ PY
 
 # Recovery: a worker killed mid-run under the budget; its batches run again (on the one left and
 # on its replacement) and the bytes held stay within a tenth over the budget all along.
-for attempt in 1 2 3; do
-  rm -rf out/sums.jsonl recovery.json
-  "$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal --value-budget 3MiB \
-    --metrics recovery.json 2>recovery.log &
-  run=$!
-  for _ in $(seq 500); do
-    [ -s out/sums.jsonl ] && break
-    kill -0 "$run" 2>/dev/null || break
-    sleep 0.01
-  done
-  # Only this run's worker (its child): tests run side by side under ctest -j.
-  pkill -9 -P "$run" -f "orch-worker --connect .*--name local-0 " || true
-  wait "$run" || true
-  $python -c 'import json, sys; m = json.load(open("recovery.json"))
-sys.exit(0 if any(b["outcome"] == "lost" for b in m["batches"]) else 1)' && break
-  echo "attempt $attempt: the killed worker held no batch; again"
-done
+run_killing_worker "rm -rf out/sums.jsonl recovery.json" "[ -s out/sums.jsonl ]" \
+  recovery.json recovery.log "$ORCH_BIN/orch" run blobs.orch --workers 2 --no-journal \
+  --value-budget 3MiB --metrics recovery.json
 sort out/sums.jsonl >recovery.jsonl
 check "a worker killed under the budget: the same outputs" cmp unbounded.jsonl recovery.jsonl
 check "... the bytes held within a tenth over the budget, recovery included" $python - <<'PY'

@@ -84,26 +84,11 @@ slow = test.sleep(checked, ms: 15) { batch: 4, replicas: 2 };
 sink jsonl(path: "out/troubled.jsonl", record: { id: rows.id, pages: reduce(slow) });
 sink files(dir: "out/pages", name: format("row-{}", rows.id), ext: ".json", content: { pages: reduce(slow) });
 ORCH
-# Kill a worker once batches flow; the run replaces it and re-runs what it held. The checks below
-# need the killed worker to have held batches: under a loaded ctest -j, the worker may have joined
-# late and held none when it was killed, so the run is tried again (at most three times).
-for attempt in 1 2 3; do
-  rm -rf out/pages out/troubled.jsonl troubled.json troubled.errors.jsonl
-  "$ORCH_BIN/orch" run troubled.orch --workers 2 --no-journal --metrics troubled.json 2>troubled.log &
-  run=$!
-  # Rows written (one file each) mean replicas run on the workers; kill local-0 then.
-  for _ in $(seq 500); do
-    test "$(ls out/pages 2>/dev/null | wc -l)" -ge 3 && break
-    kill -0 "$run" 2>/dev/null || break
-    sleep 0.01
-  done
-  # Only this run's worker (its child): tests run side by side under ctest -j.
-  pkill -9 -P "$run" -f "orch-worker --connect .*--name local-0 " || true
-  wait "$run" || true
-  $python -c 'import json, sys; m = json.load(open("troubled.json"))
-sys.exit(0 if any(b["outcome"] == "lost" for b in m["batches"]) else 1)' && break
-  echo "attempt $attempt: the killed worker held no batch; again"
-done
+# Kill a worker once rows are written (one file each): the run replaces it and re-runs what it
+# held.
+run_killing_worker "rm -rf out/pages out/troubled.jsonl troubled.json troubled.errors.jsonl" \
+  'test "$(ls out/pages 2>/dev/null | wc -l)" -ge 3' troubled.json troubled.log \
+  "$ORCH_BIN/orch" run troubled.orch --workers 2 --no-journal --metrics troubled.json
 "$ORCH_BIN/orch" report troubled.json -o troubled.html 2>/dev/null
 check "metrics account for failures, workers, outputs and time" $python - <<'PY'
 import json, os, re, sys

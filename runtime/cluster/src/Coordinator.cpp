@@ -1117,7 +1117,8 @@ private:
     }
     // A worker that joined when no Call had a batch queued (the value budget holding them
     // back) was handed nothing: it is offered a share again once a second while it idles.
-    if (placement_ && placing() && !stopped_ && now - idleWorkersOfferedAt_ >= std::chrono::seconds(1)) {
+    if (placement_ && placing() && !stopped_ &&
+        now - idleWorkersOfferedAt_ >= std::chrono::seconds(1)) {
       idleWorkersOfferedAt_ = now;
       for (uint32_t w = 0; w < workers_.size(); ++w)
         if (workers_[w].alive && placement_->idleOfWork(w))

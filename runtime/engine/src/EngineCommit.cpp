@@ -205,8 +205,10 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
                         memory.kept + memory.reserved + growth > memory.limit / 2 &&
                         !liveByAdmission.empty() && admission != liveByAdmission.begin()->first;
   const bool fits = committed + kept + copies + growth <= memory.limit && !keptFull;
-  return {fits ? BudgetRank::Fits : idle ? BudgetRank::Grows : BudgetRank::HeldBack, growth,
-          SIZE_MAX, !fits && committed + copies + growth > memory.limit};
+  return {fits   ? BudgetRank::Fits
+          : idle ? BudgetRank::Grows
+                 : BudgetRank::HeldBack,
+          growth, SIZE_MAX, !fits && committed + copies + growth > memory.limit};
 }
 
 uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t committed) const {

@@ -26,3 +26,27 @@ await_commit() { # await_commit JOURNAL_DIR: waits (at most 20 s) until the run 
   for _ in $(seq 400); do [ -s "$1/commits" ] && return 0; sleep 0.05; done
   echo "note: no row committed in $1 after 20 s"
 }
+run_killing_worker() { # run_killing_worker CLEAN READY METRICS LOG COMMAND...: runs COMMAND (an
+  # orch run with --workers and --metrics METRICS, its stderr to LOG) after `eval CLEAN`, and
+  # SIGKILLs its worker local-0 once `eval READY` holds (batches flow). Checks of a lost worker's
+  # recovery need the killed worker to have held batches: under a loaded ctest -j it may have
+  # joined late and held none, so the run is tried again (at most three times).
+  local clean=$1 ready=$2 metrics=$3 log=$4 attempt run
+  shift 4
+  for attempt in 1 2 3; do
+    eval "$clean"
+    "$@" 2>"$log" &
+    run=$!
+    for _ in $(seq 500); do
+      eval "$ready" && break
+      kill -0 "$run" 2>/dev/null || break
+      sleep 0.01
+    done
+    # Only this run's worker (its child): tests run side by side under ctest -j.
+    pkill -9 -P "$run" -f "orch-worker --connect .*--name local-0 " || true
+    wait "$run" || true
+    /usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))
+sys.exit(0 if any(b["outcome"] == "lost" for b in m["batches"]) else 1)' "$metrics" && return 0
+    echo "attempt $attempt: the killed worker held no batch; again"
+  done
+}
