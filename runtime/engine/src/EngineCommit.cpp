@@ -471,7 +471,13 @@ CommitResult LineageEngine::State::commit(const BatchReport &report) {
   if (memory.limit > 0)
     loads[batch.call].releasedBytes += bytesReleasedByGrains - releasedBefore;
   ++stats.batchesCommitted;
+  // What expressions make from these results (a page's text joined to its document's, the
+  // records of the children an expansion makes) is growth of this Call's grains: the budget
+  // holds them back for it, as it cannot hold back the expressions themselves.
+  const uint64_t computedBefore = memory.computed;
   propagate();
+  if (memory.limit > 0 && memory.computed > computedBefore)
+    loads[batch.call].outputBytes += memory.computed - computedBefore;
   return {CommitStatus::Committed, ""};
 }
 
