@@ -210,26 +210,37 @@ std::string overBudgetWarning(const runtime::RunSummary &summary) {
   std::string text;
   llvm::raw_string_ostream out(text);
   out << "values held reached " << formatMemory(summary.peakBytesHeld) << ", "
-      << llvm::format("%.1f", peak / budget) << " times the budget: ";
-  if (peak - double(summary.computedBytesAtPeak) <= 1.1 * budget) {
-    // Without what expressions had made, the peak was within the budget.
+      << llvm::format("%.2f", peak / budget) << " times the budget: ";
+  // Each cause that took a large part of the excess is named.
+  const double computed = double(summary.computedBytesAtPeak);
+  const bool expressions = computed > 0 && computed >= (peak - budget) / 2;
+  const bool batches = summary.batchesPastBudget > 0 && peak - computed > 1.1 * budget;
+  const bool rowOverBudget = summary.largestRowBytes > summary.valueBudget;
+  if (expressions)
     out << "values that expressions made (which the budget does not hold back) were "
-        << formatMemory(summary.computedBytesAtPeak)
-        << " of it; --max-live-roots bounds the rows that make them at once";
-  } else if (summary.batchesPastBudget > 0) {
+        << formatMemory(summary.computedBytesAtPeak) << " of it";
+  if (batches) {
+    out << (expressions ? "; " : "") << summary.batchesPastBudget
+        << " batch(es) went past it so that the run could go on (nothing else could): one source "
+           "row held up to "
+        << formatMemory(summary.largestRowBytes) << " and one batch's inputs took "
+        << formatMemory(summary.largestBatchCopies) << " in copies";
+  }
+  if (!expressions && !batches)
+    out << "batches sent before their results' sizes were known, and the rows admitted before "
+           "any row's size was, held more than it";
+  if (rowOverBudget && !batches) {
+    out << "; one source row alone held " << formatMemory(summary.largestRowBytes)
+        << ", more than the budget";
+  } else if (!batches) {
+    out << "; --max-live-roots bounds the rows that hold such values at once";
+  } else if (!expressions) {
     // The promise holds where the budget has room for a row and a batch's copies, and a
     // batch's copies are at most a tenth of it (one may go past it).
     const uint64_t needed = std::max(summary.largestRowBytes + summary.largestBatchCopies,
                                      10 * summary.largestBatchCopies);
-    out << summary.batchesPastBudget
-        << " batch(es) went past it so that the run could go on (nothing else could): one source "
-           "row held up to "
-        << formatMemory(summary.largestRowBytes) << " and one batch's inputs took "
-        << formatMemory(summary.largestBatchCopies) << " in copies; a budget of about "
-        << formatMemory(needed) << " holds a row and keeps a batch's copies within a tenth of it";
-  } else {
-    out << "batches sent before their results' sizes were known, and the rows admitted before "
-           "any row's size was, held more than it; --max-live-roots bounds those rows";
+    out << "; a budget of about " << formatMemory(needed)
+        << " holds a row and keeps a batch's copies within a tenth of it";
   }
   return out.str();
 }
