@@ -216,7 +216,7 @@ uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t com
     return 0;
   // The oldest rows are the ones looked at; past a few dozen the estimate is rough anyway.
   constexpr size_t kRowsLookedAt = 64;
-  const uint64_t perRow = rowBytes.perRow();
+  const uint64_t perRow = rowBytes.perRow(memory.largestRow);
   uint64_t room = 0;
   size_t looked = 0;
   for (auto it = liveByAdmission.begin();

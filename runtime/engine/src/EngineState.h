@@ -114,11 +114,12 @@ struct Root {
 struct RowBytes {
   uint64_t finishedPeaks = 0;
   uint64_t finishedRows = 0;
-  /// The most any row has held so far, finished or not.
-  uint64_t largestPeak = 0;
   /// What a row is expected to hold at its most: the mean over finished rows; before one
   /// finished, the most a row has held yet.
-  uint64_t perRow() const { return finishedRows ? finishedPeaks / finishedRows : largestPeak; }
+  /// (`largestRow`: the most any row has held so far, finished or not: MemoryAccount::largestRow.)
+  uint64_t perRow(uint64_t largestRow) const {
+    return finishedRows ? finishedPeaks / finishedRows : largestRow;
+  }
 };
 
 /// One Dedup node's decisions (DedupSequencer.cpp): its index of survivors and, in source
@@ -623,8 +624,7 @@ inline void LineageEngine::State::holdBytes(RootId root, uint64_t bytes) {
   owner.heldBytes += bytes;
   if (owner.heldBytes > owner.peakHeldBytes) {
     owner.peakHeldBytes = owner.heldBytes;
-    rowBytes.largestPeak = std::max(rowBytes.largestPeak, owner.peakHeldBytes);
-    memory.largestRow = rowBytes.largestPeak;
+    memory.largestRow = std::max(memory.largestRow, owner.peakHeldBytes);
   }
 }
 

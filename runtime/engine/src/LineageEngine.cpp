@@ -1145,7 +1145,7 @@ bool LineageEngine::canAdmit() const {
   const uint64_t committed = memory.held() + memory.reserved;
   if (committed >= memory.limit)
     return false;
-  const uint64_t perRow = s.rowBytes.perRow();
+  const uint64_t perRow = s.rowBytes.perRow(s.memory.largestRow);
   const uint64_t expected = std::max(memory.items, perRow * s.liveRootCount) + perRow;
   return committed - memory.items + expected <= memory.limit;
 }
