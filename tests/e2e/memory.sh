@@ -60,6 +60,17 @@ ok = ok and all(t1 <= t2 for (t1, _), (t2, _) in zip(series, series[1:]))
 ok = ok and images["held_back_seconds"] > 0
 sys.exit(0 if ok else 1)
 PY
+check "the budget letting few batches out at a time, each replica of the producer takes turns" \
+  $python - <<'PY'
+import json, sys
+images = next(c for c in json.load(open("bounded.json"))["calls"] if c["name"] == "images")
+places = [(p["place"], p["batches"]) for p in images["replica_places"]]
+print(places)
+# Before, every replica was idle each time one was sent a batch, and the first took it: one of
+# the three ran 1 batch of 91 (with 1 MiB values, two of them ran none).
+ok = len(places) == 3 and all(n >= images["batches"] / 9 for _, n in places)
+sys.exit(0 if ok else 1)
+PY
 "$ORCH_BIN/orch" report bounded.json -o report.html
 check "the report plots the bytes held and the time held back" \
   grep -q "held back (value budget)" report.html

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 namespace orch::runtime {
 namespace {
@@ -336,6 +337,28 @@ TEST(ReplicaPlacementTest, BatchesGoToTheLeastBusyReplicaWithinTheDepth) {
   placement.replica(placement.pick(0, 2)).queued.push_back(batch++);
   EXPECT_FALSE(placement.canRun(0, 2)) << "two replicas, two batches each";
   EXPECT_TRUE(placement.canRun(0, 3));
+}
+
+TEST(ReplicaPlacementTest, OneBatchAtATimeTakesTurnsBetweenIdleReplicas) {
+  // The value budget lets one batch of a Call out at a time: every replica is idle when it is
+  // sent. The first one alone would run them all, and a replacement worker that took a replica
+  // of it would run none.
+  plan::Plan plan = planWith({{2, false}});
+  ReplicaPlacement placement(plan);
+  placement.addWorker(1, false);
+  const uint32_t replacement = placement.addWorker(1, false);
+  placement.place();
+  ASSERT_EQ(placement.replicasOn(replacement).size(), 1u);
+  std::map<uint32_t, int> batchesOn;
+  for (uint64_t batch = 0; batch < 6; ++batch) {
+    const uint32_t picked = placement.pick(0, 2);
+    ASSERT_NE(picked, kNoIndex);
+    placement.queue(picked, batch);
+    ++batchesOn[placement.replica(picked).worker];
+    placement.replica(picked).queued.clear(); // its result came back
+  }
+  EXPECT_EQ(batchesOn[0], 3);
+  EXPECT_EQ(batchesOn[replacement], 3);
 }
 
 TEST(ReplicaPlacementTest, ABatchPrefersAReplicaWhereItsInputsAreKeptWhileThatHasRoom) {

@@ -1062,7 +1062,7 @@ private:
       sent.grains = batch.grains;
       sent.inputs = batch.inputs;
     }
-    replica.queued.push_back(batch.id);
+    placement_->queue(r, batch.id);
     outstanding_[batch.id] = std::move(sent);
     if (recomputes)
       ++recomputesOut_;

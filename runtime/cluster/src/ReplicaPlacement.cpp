@@ -438,6 +438,11 @@ double ReplicaPlacement::queuedPerCpu(uint32_t worker) const {
   return double(queued) / std::max(workers_[worker].cpus, 1e-9);
 }
 
+void ReplicaPlacement::queue(uint32_t replica, uint64_t batch) {
+  replicas_[replica].queued.push_back(batch);
+  replicas_[replica].lastQueued = ++batchesQueued_;
+}
+
 uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferredWorker,
                                 const std::function<bool(uint32_t worker)> &allowed) const {
   uint32_t best = kNoIndex;
@@ -449,12 +454,19 @@ uint32_t ReplicaPlacement::pick(uint32_t call, uint32_t depth, uint32_t preferre
     const bool preferred = replicas_[r].worker == preferredWorker;
     const size_t queued = replicas_[r].queued.size();
     // Between replicas as free, the less busy worker's (a replacement that took idle replicas
-    // would otherwise wait behind the first one's).
+    // would otherwise wait behind the first one's); between those, the one sent a batch longest
+    // ago (when the value budget lets one batch out at a time, every replica is idle each time).
+    auto lessBusy = [&] {
+      if (queued != replicas_[best].queued.size())
+        return queued < replicas_[best].queued.size();
+      const double here = queuedPerCpu(replicas_[r].worker);
+      const double there = queuedPerCpu(replicas_[best].worker);
+      if (here != there)
+        return here < there;
+      return replicas_[r].lastQueued < replicas_[best].lastQueued;
+    };
     if (best == kNoIndex || (preferred && !bestPreferred) ||
-        (preferred == bestPreferred &&
-         (queued < replicas_[best].queued.size() ||
-          (queued == replicas_[best].queued.size() &&
-           queuedPerCpu(replicas_[r].worker) < queuedPerCpu(replicas_[best].worker))))) {
+        (preferred == bestPreferred && lessBusy())) {
       best = r;
       bestPreferred = preferred;
     }

@@ -46,6 +46,9 @@ public:
     /// Its number among its Call's replicas, for people ("local-1/replica 1" of a Call with
     /// two): the lowest one free when it was added; a moved replica's successor keeps it.
     uint32_t number = 0;
+    /// When it was last sent a batch (queue()'s count; 0: never): between replicas as free,
+    /// the one sent a batch longest ago takes the next.
+    uint64_t lastQueued = 0;
   };
   /// Replica `replica` now lives on `worker` (the coordinator sends it an INIT), and no longer
   /// on `from` (which is told to release it), if it lived anywhere.
@@ -141,10 +144,14 @@ public:
   uint64_t liveGpuMemory() const;
   uint32_t liveWorkers() const;
 
+  /// Batch `batch` was sent to `replica`: it queues there.
+  void queue(uint32_t replica, uint64_t batch);
   /// Whether a batch of `call` could be sent now, and the replica it would go to (kNoIndex).
   bool canRun(uint32_t call, uint32_t depth) const { return pick(call, depth) != kNoIndex; }
   /// The replica of `call` with room (fewer than `depth` batches queued) and the fewest
-  /// queued; one on `preferredWorker` when that has room (the batch's inputs are kept there),
+  /// queued (then: on the worker with the fewest queued per CPU; then: sent a batch longest
+  /// ago, so that one batch at a time takes turns between replicas and workers); one on
+  /// `preferredWorker` when that has room (the batch's inputs are kept there),
   /// or when no other is idle (then it queues one past the depth rather than send the inputs
   /// across). Only replicas on workers `allowed` takes, when given.
   uint32_t pick(uint32_t call, uint32_t depth, uint32_t preferredWorker = kNoIndex,
@@ -212,6 +219,8 @@ private:
     std::map<uint32_t, uint64_t> feeding;
   };
   std::vector<SinceAsked> sinceAsked_;
+  /// Batches queued so far (Replica::lastQueued).
+  uint64_t batchesQueued_ = 0;
 };
 
 } // namespace orch::runtime
