@@ -9,9 +9,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace orch::runtime {
 namespace {
@@ -315,6 +322,64 @@ sink jsonl(path: "a.jsonl", record: { v: test.identity(rows.id) });
   const Value *kept = retry->recall(node, 70);
   ASSERT_TRUE(kept) << "the failed row's finished grain is reused by the retry";
   EXPECT_EQ(*kept, Value::integer(7));
+}
+
+/// A process that holds `lockPath`'s lock for `holdMs` and writes `holderPid` into it as its
+/// holder (as a run's process that forked a child before it was killed leaves it: the child
+/// holds the lock until it execs or exits); its pid.
+pid_t holdLock(const fs::path &lockPath, pid_t holderPid, int holdMs) {
+  int ready[2];
+  EXPECT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0)
+      ::_exit(1);
+    const std::string pid = std::to_string(holderPid ? holderPid : ::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::write(fd, pid.data(), pid.size()) != ssize_t(pid.size()))
+      ::_exit(1);
+    (void)!::write(ready[1], "x", 1);
+    ::usleep(useconds_t(holdMs) * 1000);
+    ::_exit(0);
+  }
+  char byte;
+  EXPECT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  return child;
+}
+
+pid_t deadPid() {
+  const pid_t child = ::fork();
+  if (child == 0)
+    ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+TEST(RunJournalTest, ALockLeftToAKilledRunsChildrenIsWaitedForAndALiveRunsRefused) {
+  Journaled at = freshDirectory("lock_of_a_killed_run");
+  fs::create_directories(at.dir);
+  const fs::path lockPath = fs::path(at.dir) / "lock";
+  // The run that wrote its pid is gone; what it forked still holds the lock for a moment.
+  pid_t holder = holdLock(lockPath, deadPid(), 300);
+  {
+    std::unique_ptr<RunJournal> journal = openJournal(at);
+    EXPECT_TRUE(journal) << "the killed run's children exit: the lock is waited for";
+  }
+  ::waitpid(holder, nullptr, 0);
+  // A run that is alive holds it: refused at once, naming it.
+  holder = holdLock(lockPath, 0, 3000);
+  JournalOptions options;
+  options.dir = at.dir;
+  std::string error;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(RunJournal::open(options, at.plan, "inputs", error));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  EXPECT_NE(error.find("another orch run (pid " + std::to_string(holder) + ")"), std::string::npos)
+      << error;
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
 }
 
 TEST(SinkExtentsTest, RecordsAreTextThatDecodesToWhatWasEncoded) {

@@ -22,8 +22,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <signal.h>
 #include <sstream>
 #include <sys/file.h>
+#include <thread>
 #include <unistd.h>
 
 namespace orch::runtime {
@@ -239,6 +241,31 @@ private:
 
 } // namespace
 
+namespace {
+
+/// Whether the run whose pid `lockPath` names is gone. The lock is released when the last
+/// process that holds it exits or execs; a run killed as it forked a worker or an operator
+/// leaves a child that holds it a moment longer (`kill -9` then an immediate resume).
+bool holderIsGone(const fs::path &lockPath) {
+  long pid = 0;
+  std::ifstream(lockPath) >> pid;
+  return pid > 0 && pid != long(::getpid()) && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+}
+
+/// Takes the lock, waiting up to two seconds while the run that held it is gone (its children
+/// are exiting); false when another run holds it.
+bool lockUnlessAnotherRunHoldsIt(int fd, const fs::path &lockPath) {
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= giveUp || !holderIsGone(lockPath))
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+} // namespace
+
 std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, const plan::Plan &plan,
                                              const std::string &inputs, std::string &error) {
   std::unique_ptr<RunJournal> journal(new RunJournal);
@@ -257,7 +284,7 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
     error = "cannot open \"" + lockPath.string() + "\": " + std::strerror(errno);
     return nullptr;
   }
-  if (::flock(journal->lockFd_, LOCK_EX | LOCK_NB) != 0) {
+  if (!lockUnlessAnotherRunHoldsIt(journal->lockFd_, lockPath)) {
     std::string holder;
     std::ifstream(lockPath) >> holder;
     error = "another orch run (pid " + (holder.empty() ? std::string("?") : holder) +
