@@ -146,7 +146,8 @@ const std::vector<CallOptionSpec> &callOptionSpecs() {
        {},
        "keep the results in the run journal, so that a resumed run does not run the grains "
        "that finished again: true keeps every result, false none (for an operator whose "
-       "results must not be reused; default: those below 64 KiB)",
+       "results must not be reused; default: those below 64 KiB of batches that took at "
+       "least 10 us per grain)",
        false,
        [](const CallOptions &o) -> StaticValue { return o.checkpoint != CheckpointPolicy::Never; },
        [](CallOptions &o, const StaticValue &v) {

@@ -645,9 +645,20 @@ private:
         engineOptions.recall = [journal](uint32_t node, uint64_t key) {
           return journal->recall(node, key);
         };
-      engineOptions.onGrainValue = [journal](uint32_t node, uint64_t key, uint32_t source,
-                                             uint64_t sourceRow, const Value &value) {
-        journal->keep(node, key, source, sourceRow, value);
+      // A grain whose batch took less per grain than keeping its value costs (a reference
+      // held, a record encoded, written and read back by a resume) is computed again by a
+      // resume instead, unless its Call says `checkpoint: true`.
+      std::vector<bool> keepsEvery(plan_.nodes.size(), false);
+      for (size_t n = 0; n < plan_.nodes.size(); ++n)
+        keepsEvery[n] =
+            plan_.nodes[n].kind == plan::NodeKind::Invoke &&
+            plan_.nodes[n].index < plan_.calls.size() &&
+            plan_.calls[plan_.nodes[n].index].options.checkpoint == plan::CheckpointPolicy::Always;
+      engineOptions.onGrainValue = [this, journal, keepsEvery = std::move(keepsEvery)](
+                                       uint32_t node, uint64_t key, uint32_t source,
+                                       uint64_t sourceRow, const Value &value) {
+        if (batchWorthKeeping_ || keepsEvery[node])
+          journal->keep(node, key, source, sourceRow, value);
       };
       // Dedup decisions: a resumed run indexes the earlier run's survivors first.
       engineOptions.dedupHistory = journal->takeDedupHistory();
@@ -803,6 +814,8 @@ private:
                                              event.place, lossOutcome(event.report.loss));
           break;
         }
+        batchWorthKeeping_ =
+            event.seconds >= kKeepingCostPerGrain * double(event.report.grains.size());
         const CommitResult committed = engine_->commit(event.report);
         if (options_.recorder)
           options_.recorder->batchFinished(event.report.batchId, elapsed(), event.seconds,
@@ -918,6 +931,11 @@ private:
   std::optional<Outputs> outputs_;
   CallDeadlines deadlines_;
   std::optional<AutomaticReplicas> replicas_;
+  /// Whether the values of the batch being committed are kept for a resume: its grains took
+  /// at least kKeepingCostPerGrain seconds each (a reference, an encoding, a write and a read
+  /// cost a few microseconds; a resume computes only the rows in flight at the stop again).
+  bool batchWorthKeeping_ = true;
+  static constexpr double kKeepingCostPerGrain = 10e-6;
   static constexpr size_t kBytesHeldPoints = 2000;
   double bytesInterval_ = 0.1;
 };
