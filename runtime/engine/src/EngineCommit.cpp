@@ -303,11 +303,18 @@ Batch LineageEngine::State::dispatch(CallId call, std::vector<QueuedGrain> queue
     Grain &grain = grainOf(entry.entity, entry.node);
     setPhase(grain, entry.node, GrainPhase::InFlight);
     const Entity &entity = entities[entry.entity];
-    batch.grains.push_back(
-        BatchGrain{GrainRef{entry.node, entry.entity}, grain.generation,
-                   GrainLineage{roots[entity.root].admission, entity.ordinal,
-                                domainLayout(entity.domain).depth, entity.key,
-                                roots[entity.root].sourceRow, roots[entity.root].source}});
+    const Root &root = roots[entity.root];
+    // Written in place, field by field: a BatchGrain built on the stack and copied in was
+    // stored and loaded back in pieces of other widths (stalls that showed in the profile).
+    BatchGrain &out = batch.grains.emplace_back();
+    out.grain = GrainRef{entry.node, entry.entity};
+    out.generation = grain.generation;
+    out.lineage.root = root.admission;
+    out.lineage.ordinal = entity.ordinal;
+    out.lineage.depth = domainLayout(entity.domain).depth;
+    out.lineage.key = entity.key;
+    out.lineage.sourceRow = root.sourceRow;
+    out.lineage.source = root.source;
     const plan::PlanNode &node = planNode(entry.node);
     for (uint32_t position : nodeLayout(entry.node).inputOrder)
       batch.inputs.push_back(inputItem(entry.entity, NodeId(node.inputs[position])).value);
