@@ -272,11 +272,13 @@ TEST_F(RuntimeDifferentialTest,
        RandomProgramsUnderRandomExecutorsPoliciesAndKillsMatchTheReference) {
   const char *seconds = std::getenv("ORCH_DIFFERENTIAL_SECONDS");
   const char *only = std::getenv("ORCH_DIFFERENTIAL_SEED");
+  // Where a time-bounded run starts: a second run from another seed tries other trials.
+  const char *first = std::getenv("ORCH_DIFFERENTIAL_FIRST_SEED");
   const auto budget = std::chrono::seconds(seconds ? std::atoi(seconds) : 60);
   const Clock::time_point start = Clock::now();
   int trials = 0, killed = 0, edited = 0, retried = 0, withWorkers = 0, withHangs = 0,
       divergences = 0;
-  for (uint64_t seed = only ? std::strtoull(only, nullptr, 10) : 1;; ++seed) {
+  for (uint64_t seed = std::strtoull(only ? only : first ? first : "1", nullptr, 10);; ++seed) {
     if (only ? trials == 1 : Clock::now() - start >= budget)
       break;
     const fs::path dir = root_ / std::to_string(seed);
