@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <unistd.h>
 
 namespace orch::runtime {
@@ -93,6 +94,46 @@ sink jsonl(path: "out.jsonl", record: { v: small });
   }
   EXPECT_FALSE(reader.recall(bigNode, 100)) << "row 0 was done";
   EXPECT_FALSE(reader.recall(smallNode, 202));
+}
+
+TEST(GrainCheckpointsTest, ACheapValueIsKeptOnlyWhereAKeptValueAfterItWasMadeFromIt) {
+  // `quick` feeds `slow`, whose kept value a resume reuses: were quick's value computed again
+  // (an operator that is not deterministic), the row would mix the two runs. `leaf` feeds only
+  // the sink; `pinned` says checkpoint: true.
+  const plan::Plan plan = orch::testing::compileRunnable(R"(pipeline cheap;
+source rows = jsonl("in.jsonl") as Doc;
+quick = test.identity(rows.id);
+slow = test.sleep(quick, ms: 1);
+leaf = test.identity(rows.id);
+pinned = test.identity(rows.id) { checkpoint: true };
+sink jsonl(path: "out.jsonl", record: { a: slow, b: leaf, c: pinned });
+)");
+  std::map<std::string, uint32_t> nodeOf;
+  for (uint32_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == plan::NodeKind::Invoke)
+      nodeOf[plan.calls[plan.nodes[n].index].name] = n;
+  ASSERT_EQ(nodeOf.size(), 4u);
+  const std::string path = freshStore("grain-checkpoints-cheap");
+  {
+    GrainCheckpoints writer(plan);
+    writer.attach(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+    uint64_t key = 1;
+    for (const auto &[name, node] : nodeOf)
+      writer.keep(node, key++, 0, 0, Value::integer(7), /*cheap=*/true);
+    writer.keep(nodeOf["leaf"], key++, 0, 0, Value::integer(8), /*cheap=*/false);
+  }
+  GrainCheckpoints reader(plan);
+  reader.load(path, every(), none());
+  ASSERT_TRUE(reader.replaceStore(path));
+  std::map<std::string, bool> kept;
+  uint64_t key = 1;
+  for (const auto &[name, node] : nodeOf)
+    kept[name] = reader.recall(node, key++) != nullptr;
+  EXPECT_TRUE(kept["quick"]) << "slow's kept value was made from it";
+  EXPECT_FALSE(kept["slow"]) << "cheap, and nothing after it keeps";
+  EXPECT_FALSE(kept["leaf"]) << "cheap, and nothing after it keeps";
+  EXPECT_TRUE(kept["pinned"]) << "checkpoint: true";
+  EXPECT_TRUE(reader.recall(nodeOf["leaf"], key)) << "a value worth keeping is kept";
 }
 
 TEST(GrainCheckpointsTest, ARecordThatClaimsMoreThanTheStoreEndsIt) {

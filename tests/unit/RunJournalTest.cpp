@@ -368,6 +368,34 @@ TEST(RunJournalTest, ALockLeftToAKilledRunsChildrenIsWaitedForAndALiveRunsRefuse
     EXPECT_TRUE(journal) << "the killed run's children exit: the lock is waited for";
   }
   ::waitpid(holder, nullptr, 0);
+  // Killed and not reaped yet (a zombie: a harness that did not wait for it) is gone too.
+  const pid_t zombie = ::fork();
+  if (zombie == 0)
+    ::_exit(0);
+  ::usleep(100000);
+  holder = holdLock(lockPath, zombie, 300);
+  {
+    std::unique_ptr<RunJournal> journal = openJournal(at);
+    EXPECT_TRUE(journal) << "the run that wrote its pid exited, unreaped";
+  }
+  ::waitpid(holder, nullptr, 0);
+  ::waitpid(zombie, nullptr, 0);
+  // What a gone run started holds it longer than two seconds: the message says so, not
+  // "another orch run" that could be stopped.
+  const pid_t gone = deadPid();
+  holder = holdLock(lockPath, gone, 4000);
+  {
+    JournalOptions options;
+    options.dir = at.dir;
+    std::string error;
+    EXPECT_FALSE(RunJournal::open(options, at.plan, "inputs", error));
+    EXPECT_NE(error.find("is locked by a process that a run now gone (pid " + std::to_string(gone) +
+                         ") started"),
+              std::string::npos)
+        << error;
+  }
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
   // A run that is alive holds it: refused at once, naming it.
   holder = holdLock(lockPath, 0, 3000);
   JournalOptions options;

@@ -646,19 +646,11 @@ private:
           return journal->recall(node, key);
         };
       // A grain whose batch took less per grain than keeping its value costs (a reference
-      // held, a record encoded, written and read back by a resume) is computed again by a
-      // resume instead, unless its Call says `checkpoint: true`.
-      std::vector<bool> keepsEvery(plan_.nodes.size(), false);
-      for (size_t n = 0; n < plan_.nodes.size(); ++n)
-        keepsEvery[n] =
-            plan_.nodes[n].kind == plan::NodeKind::Invoke &&
-            plan_.nodes[n].index < plan_.calls.size() &&
-            plan_.calls[plan_.nodes[n].index].options.checkpoint == plan::CheckpointPolicy::Always;
-      engineOptions.onGrainValue = [this, journal, keepsEvery = std::move(keepsEvery)](
-                                       uint32_t node, uint64_t key, uint32_t source,
-                                       uint64_t sourceRow, const Value &value) {
-        if (batchWorthKeeping_ || keepsEvery[node])
-          journal->keep(node, key, source, sourceRow, value);
+      // held, a record encoded, written and read back by a resume) is cheap: the journal keeps
+      // it only where it must (GrainCheckpoints::keep).
+      engineOptions.onGrainValue = [this, journal](uint32_t node, uint64_t key, uint32_t source,
+                                                   uint64_t sourceRow, const Value &value) {
+        journal->keep(node, key, source, sourceRow, value, !batchWorthKeeping_);
       };
       // Dedup decisions: a resumed run indexes the earlier run's survivors first.
       engineOptions.dedupHistory = journal->takeDedupHistory();

@@ -168,6 +168,12 @@ GrainCheckpoints::GrainCheckpoints(const plan::Plan &plan)
     keepsAnySize_.push_back(invoke && policy == plan::CheckpointPolicy::Always);
     dedupNode_.push_back(node.kind == plan::NodeKind::Dedup);
   }
+  // Inputs come before the nodes that read them: one pass from the end.
+  feedsKept_.assign(plan.nodes.size(), false);
+  for (size_t n = plan.nodes.size(); n-- > 0;)
+    for (uint32_t input : plan.nodes[n].inputs)
+      if (input < n)
+        feedsKept_[input] = feedsKept_[input] || keepsNode_[n] || dedupNode_[n] || feedsKept_[n];
 }
 
 GrainCheckpoints::~GrainCheckpoints() {
@@ -296,9 +302,11 @@ const Value *GrainCheckpoints::recall(uint32_t node, uint64_t key) const {
 }
 
 void GrainCheckpoints::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
-                            const Value &value) {
+                            const Value &value, bool cheap) {
   if (node >= keepsNode_.size() || !(keepsNode_[node] || dedupNode_[node]) || fd_ < 0 ||
       value.kind() == Value::Kind::Ref)
+    return;
+  if (cheap && keepsNode_[node] && !keepsAnySize_[node] && !feedsKept_[node])
     return;
   if (dedupNode_[node]) {
     // Decisions are written in the order they were made (a resumed run decides alike).

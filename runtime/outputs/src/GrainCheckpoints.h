@@ -50,11 +50,15 @@ public:
   const Value *recall(uint32_t node, uint64_t key) const;
   size_t recallable() const { return kept_.size(); }
   /// Keeps a grain's value when its node keeps values and it is below kValueLimit encoded (any
-  /// size below kRecordLimit for a `checkpoint: true` Call).
+  /// size below kRecordLimit for a `checkpoint: true` Call). A `cheap` one (its batch took less
+  /// per grain than keeping costs) is not kept unless its Call says `checkpoint: true` or
+  /// something after it keeps values: a resume computes it again, and what was kept from its
+  /// old value would not match a new one (an operator that is not deterministic).
   /// Buffered until 1 MiB waits or flushIfDue finds it a tenth of a second old (a process
   /// killed loses at most that). It is encoded when written: the value of a row committed
   /// meanwhile is never encoded (see rowCommitted).
-  void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value,
+            bool cheap = false);
   /// Writes what waits when the last write is a tenth of a second old: the run loop calls it
   /// with its clock once a round, so that keeping a grain's value reads no clock.
   void flushIfDue(std::chrono::steady_clock::time_point now);
@@ -101,6 +105,9 @@ private:
   /// Nodes of `checkpoint: true` Calls: their values are kept whatever their size.
   std::vector<bool> keepsAnySize_;
   std::vector<bool> dedupNode_;
+  /// Nodes whose values something after them keeps (a Call's kept results, a Dedup decision):
+  /// kept even when cheap.
+  std::vector<bool> feedsKept_;
   std::vector<DedupDecision> decisions_;
   bool decisionsBuffered_ = false;
   /// Decisions written since the store was last synced (sync).

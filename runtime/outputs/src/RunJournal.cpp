@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <signal.h>
 #include <sstream>
@@ -243,21 +244,35 @@ private:
 
 namespace {
 
-/// Whether the run whose pid `lockPath` names is gone. The lock is released when the last
-/// process that holds it exits or execs; a run killed as it forked a worker or an operator
-/// leaves a child that holds it a moment longer (`kill -9` then an immediate resume).
+/// Whether the run whose pid `lockPath` names is gone: no such process, or one that exited and
+/// was not reaped yet (a zombie: a harness that killed it without waiting). The lock is
+/// released when the last process that holds it exits or execs; a run killed as it forked a
+/// worker or an operator leaves a child that holds it a moment longer (`kill -9` then an
+/// immediate resume).
 bool holderIsGone(const fs::path &lockPath) {
   long pid = 0;
   std::ifstream(lockPath) >> pid;
-  return pid > 0 && pid != long(::getpid()) && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || pid == long(::getpid()))
+    return false;
+  if (::kill(pid_t(pid), 0) != 0)
+    return errno == ESRCH;
+  // The state follows the command's closing parenthesis in /proc/<pid>/stat.
+  std::string stat;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() &&
+         (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
 }
 
 /// Takes the lock, waiting up to two seconds while the run that held it is gone (its children
-/// are exiting); false when another run holds it.
-bool lockUnlessAnotherRunHoldsIt(int fd, const fs::path &lockPath) {
+/// are exiting); false when another run holds it (`holderGone`: the run whose pid the lock
+/// names is gone, and a process it started holds it).
+bool lockUnlessAnotherRunHoldsIt(int fd, const fs::path &lockPath, bool &holderGone) {
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  holderGone = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (std::chrono::steady_clock::now() >= giveUp || !holderIsGone(lockPath))
+    holderGone = holderIsGone(lockPath);
+    if (std::chrono::steady_clock::now() >= giveUp || !holderGone)
       return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -284,12 +299,17 @@ std::unique_ptr<RunJournal> RunJournal::open(const JournalOptions &options, cons
     error = "cannot open \"" + lockPath.string() + "\": " + std::strerror(errno);
     return nullptr;
   }
-  if (!lockUnlessAnotherRunHoldsIt(journal->lockFd_, lockPath)) {
+  if (bool holderGone; !lockUnlessAnotherRunHoldsIt(journal->lockFd_, lockPath, holderGone)) {
     std::string holder;
     std::ifstream(lockPath) >> holder;
-    error = "another orch run (pid " + (holder.empty() ? std::string("?") : holder) +
-            ") is writing the outputs of pipeline '" + plan.pipelineName + "' (its journal \"" +
-            options.dir + "\" is locked); wait for it, or stop it";
+    error = holderGone
+                ? "the run journal \"" + options.dir + "\" of pipeline '" + plan.pipelineName +
+                      "' is locked by a process that a run now gone (pid " + holder +
+                      ") started; stop it (`fuser -v " + lockPath.string() +
+                      "` names it), or wait for it"
+                : "another orch run (pid " + (holder.empty() ? std::string("?") : holder) +
+                      ") is writing the outputs of pipeline '" + plan.pipelineName +
+                      "' (its journal \"" + options.dir + "\" is locked); wait for it, or stop it";
     return nullptr;
   }
   if (::ftruncate(journal->lockFd_, 0) == 0)
@@ -529,8 +549,8 @@ const Value *RunJournal::recall(uint32_t node, uint64_t key) const {
 size_t RunJournal::recallable() const { return checkpoints_->recallable(); }
 
 void RunJournal::keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow,
-                      const Value &value) {
-  checkpoints_->keep(node, key, source, sourceRow, value);
+                      const Value &value, bool cheap) {
+  checkpoints_->keep(node, key, source, sourceRow, value, cheap);
 }
 
 void RunJournal::flushKeptValuesIfDue(std::chrono::steady_clock::time_point now) {

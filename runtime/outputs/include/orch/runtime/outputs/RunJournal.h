@@ -83,10 +83,11 @@ public:
   /// Resume down to the child (GrainCheckpoints): the value a grain (its invoke node, its
   /// entity's key) had in an earlier run of this plan and inputs, or nullptr; how many there
   /// are; and keeping a finished grain's value (its root: `source`, `sourceRow`) for a later
-  /// resume.
+  /// resume (`cheap`: its batch took less per grain than keeping costs; GrainCheckpoints::keep).
   const Value *recall(uint32_t node, uint64_t key) const;
   size_t recallable() const;
-  void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value);
+  void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value,
+            bool cheap = false);
   /// Writes the kept values waiting when the last write is a tenth of a second old (the run
   /// loop's clock, once a round).
   void flushKeptValuesIfDue(std::chrono::steady_clock::time_point now);
