@@ -354,19 +354,21 @@ call keptQuick = test.identity() { batch: 4, checkpoint: true };
 done = work(pages);
 sink jsonl(path: "out/cheap.jsonl", record: { id: docs.id, a: reduce(quick(done)), b: reduce(keptQuick(done)) });
 ORCH
-killed_then_resumed cheap
-quick=$(sed -nE "s/.*call 'quick': ([0-9]+) grains in.*/\1/p" cheap.log)
-keptQuick=$(sed -nE "s/.*call 'keptQuick': ([0-9]+) grains in.*/\1/p" cheap.log)
-echo "resumed: quick ran ${quick:-?} grains, keptQuick ${keptQuick:-?}"
-# keptQuick reused what was kept of it; quick, less than half as much (a batch preempted on a
-# loaded machine may take long enough to be kept). Before, both reused the same.
-check "a Call cheaper per grain than keeping its values is not kept: the resume runs it again" \
-  test "$status" = 0 -a $((200 - ${quick:-0})) -le $(((200 - ${keptQuick:-200}) / 2))
-check "... unless it says checkpoint: true" test "${keptQuick:-200}" -le 180
-check "... and the document is whole" $python -c '
+for executor in --in-process --workers; do
+  killed_then_resumed cheap "$executor" 2
+  quick=$(sed -nE "s/.*call 'quick': ([0-9]+) grains in.*/\1/p" cheap.log)
+  keptQuick=$(sed -nE "s/.*call 'keptQuick': ([0-9]+) grains in.*/\1/p" cheap.log)
+  echo "resumed ($executor): quick ran ${quick:-?} grains, keptQuick ${keptQuick:-?}"
+  # keptQuick reused what was kept of it; quick, less than half as much (a batch preempted on a
+  # loaded machine may take long enough to be kept). Before, both reused the same.
+  check "a Call cheaper per grain than keeping its values is not kept: the resume runs it again ($executor)" \
+    test "$status" = 0 -a $((200 - ${quick:-0})) -le $(((200 - ${keptQuick:-200}) / 2))
+  check "... unless it says checkpoint: true ($executor)" test "${keptQuick:-200}" -le 180
+  check "... and the document is whole ($executor)" $python -c '
 import json
 rows = [json.loads(line) for line in open("out/cheap.jsonl")]
 assert len(rows) == 1 and rows[0]["a"] == rows[0]["b"] == list(range(200)), rows'
+done
 cat >nocheck.orch <<'ORCH'
 pipeline nocheck;
 source docs = jsonl("big-doc.jsonl") as Doc;
