@@ -147,6 +147,25 @@ wait "$first"
 check "another pipeline writing the same file is refused" grep -q '"out/slow.jsonl" is being written by another orch run' other.log
 check "... and the file is not interleaved" test "$(sort -u out/slow.jsonl | wc -l)" = 450
 
+# --- streaming: a row is in its file while the run goes on ---------------------------------
+# Lines are written a round's roots at a time (group commit), within a hundredth of a second of
+# the first, not at the end: a slow run's first row is readable while the others run.
+printf '{"id": 1}\n{"id": 2}\n{"id": 3}\n{"id": 4}\n' >four.jsonl
+cat >streaming.orch <<'ORCH'
+pipeline streaming;
+source rows = jsonl("four.jsonl") as Doc;
+sink jsonl(path: "out/streaming.jsonl", record: { id: rows.id, s: test.sleep(rows.id, ms: 400) { replicas: 1 } });
+ORCH
+"$ORCH_BIN/orch" run streaming.orch --in-process --quiet 2>/dev/null &
+run=$!
+for _ in $(seq 200); do [ -s out/streaming.jsonl ] && break; sleep 0.02; done
+still=no
+kill -0 "$run" 2>/dev/null && still=yes
+lines=$(wc -l <out/streaming.jsonl 2>/dev/null || echo 0)
+wait "$run"
+check "a finished row is in its file while the run goes on" test "$still" = yes -a "$lines" -ge 1 -a "$lines" -lt 4
+check "... and every row at the end" test "$(wc -l <out/streaming.jsonl)" = 4
+
 # --- inputs that are not there ----------------------------------------------------------------
 cat >glob.orch <<'ORCH'
 pipeline glob;

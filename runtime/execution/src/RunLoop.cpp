@@ -178,6 +178,12 @@ public:
 
   void deliver(std::vector<RootResult> roots, double now) {
     if (!ordered_) {
+      // Roots the run stopped (interrupted) after those that finished: a committed root's
+      // record keeps the errors journal's lines up to its own, and an unfinished row's line
+      // before it would stay when the run is resumed (which runs that row again).
+      if (std::any_of(roots.begin(), roots.end(), stoppedByTheRun))
+        std::stable_partition(roots.begin(), roots.end(),
+                              [](const RootResult &root) { return !stoppedByTheRun(root); });
       for (RootResult &root : roots)
         deliverOne(root, now);
     } else {
@@ -196,14 +202,23 @@ public:
         ++nextInOrder_;
       }
     }
+    // One clock read a round: what the sinks hold and the journal's records are written a
+    // hundredth of a second after the last write, kept values a tenth, and everything is
+    // synced every kSyncInterval.
+    const SteadyClock::time_point clock = SteadyClock::now();
+    if (clock >= writeDueAt())
+      writeHeld(clock);
     if (journal_) {
-      // One clock read a round for the journal: kept values are written a tenth of a second
-      // after the last write, everything is synced every kSyncInterval.
-      const SteadyClock::time_point clock = SteadyClock::now();
       journal_->flushKeptValuesIfDue(clock);
       if (clock - lastSync_ > kSyncInterval)
         sync();
     }
+  }
+
+  /// When what the sinks hold and the journal's waiting records are to be written (group
+  /// commit): a hundredth of a second after the last write; never when nothing waits.
+  SteadyClock::time_point writeDueAt() const {
+    return holding() ? writtenAt_ + kGroupDelay : SteadyClock::time_point::max();
   }
 
   /// Delivers the roots still waiting, in order, whatever they wait for.
@@ -224,10 +239,27 @@ public:
   /// What was committed becomes durable: the sinks first, then the journal that points at it.
   void sync() {
     lastSync_ = SteadyClock::now();
+    writeHeld(lastSync_);
     for (auto &sink : sinks_)
       sink->sync();
     if (journal_)
       journal_->sync();
+  }
+
+  /// Why committed roots could not be written or recorded, if so (the run's error).
+  const std::optional<std::string> &fatal() const { return fatal_; }
+
+  ~Outputs() {
+    // A run that ended by an exception: what was committed is written still, but not a root
+    // it was writing (taken back, with every record not written yet: a resumed run cuts the
+    // outputs back to the last record written).
+    if (delivering_) {
+      for (auto &sink : sinks_)
+        sink->rollback();
+      if (journal_)
+        journal_->dropWaiting();
+    }
+    writeHeld(SteadyClock::now());
   }
 
   /// Why the run must stop now: roots whose rows could not be written one after the other
@@ -255,6 +287,10 @@ public:
   }
 
   static constexpr uint64_t kConsecutiveOutputFailures = 10;
+  /// Group commit: what the sinks hold and the journal's records are written together this
+  /// long after the last write, or once this many bytes wait.
+  static constexpr std::chrono::milliseconds kGroupDelay{10};
+  static constexpr uint64_t kGroupBytes = 64 * 1024;
 
 private:
   /// Writes one finished root, keeps the account and commits it: every sink prepares the
@@ -264,6 +300,7 @@ private:
     // not committed (a resumed run runs them again).
     if (fatal_)
       return;
+    delivering_ = true;
     ++summary_.rows;
     // A failed root's rows that did not fail are written too (a page that worked).
     const bool prepared = prepareRows(root);
@@ -285,13 +322,14 @@ private:
     // Committed: a resumed run will not run this source row again, unless the run, not
     // the row, stopped it (interrupted, aborted).
     const bool stoppedByRun = stoppedByTheRun(root);
-    if (journal_ && !stoppedByRun) {
-      std::string problem;
+    const bool journaled = journal_ && !stoppedByRun;
+    if (journaled) {
       // After prepareRows (or its rollback): where each sink stands with the root's rows.
       std::vector<std::string> records;
       records.reserve(sinks_.size());
       for (const auto &sink : sinks_)
         records.push_back(sink->resumeRecord());
+      std::string problem;
       if (!journal_->commit(root, std::move(records),
                             options_.errorsJournalSize ? options_.errorsJournalSize() : 0,
                             problem)) {
@@ -299,12 +337,63 @@ private:
         // again (its errors journal lines are cut back to the last record).
         for (auto &sink : sinks_)
           sink->rollback();
-        stopWith(problem);
+        stopWith(std::move(problem));
+        delivering_ = false;
         return;
       }
     }
+    // A sink that publishes now (a rename) must find the root recorded, and a journal that
+    // cannot hold records back writes each at once: what is held, then the records, are
+    // written first. When they cannot be, the root is not committed either.
+    if (((prepared && publishing()) || (journaled && !journal_->groupsRecords())) &&
+        !writeHeld(SteadyClock::now())) {
+      for (auto &sink : sinks_)
+        sink->rollback();
+      delivering_ = false;
+      return;
+    }
     if (prepared)
       publish();
+    delivering_ = false;
+    if (heldBytes() >= kGroupBytes)
+      writeHeld(SteadyClock::now());
+  }
+
+  bool publishing() const {
+    return std::any_of(sinks_.begin(), sinks_.end(),
+                       [](const auto &sink) { return sink->publishes(); });
+  }
+
+  uint64_t heldBytes() const {
+    uint64_t bytes = journal_ ? journal_->waitingBytes() : 0;
+    for (const auto &sink : sinks_)
+      bytes += sink->heldBytes();
+    return bytes;
+  }
+  bool holding() const { return heldBytes() > 0; }
+
+  /// Group commit: writes the rows the sinks hold, then the journal's records that point at
+  /// them (never the other way round: a resumed run cuts outputs back to the records, and
+  /// refuses an output shorter than they say). False (the run stops) when one cannot.
+  bool writeHeld(SteadyClock::time_point now) {
+    writtenAt_ = now;
+    std::string problem;
+    for (size_t s = 0; s < sinks_.size() && problem.empty(); ++s) {
+      try {
+        sinks_[s]->writeHeld();
+      } catch (const std::exception &error) {
+        problem = describeSink(plan_.sinks[s], s) + ": " + error.what();
+      }
+    }
+    if (problem.empty() && (!journal_ || journal_->writeCommits(problem)))
+      return true;
+    if (journal_ && journal_->waitingBytes() > 0) {
+      const uint64_t rows = journal_->dropWaiting();
+      problem += " (" + std::to_string(rows) + (rows == 1 ? " source row" : " source rows") +
+                 " not recorded: a resumed run runs them again)";
+    }
+    stopWith(std::move(problem));
+    return false;
   }
 
   /// The recorded root's rows become visible. A sink that fails now (a rename the file
@@ -415,6 +504,10 @@ private:
   std::optional<std::string> fatal_;
   RunJournal *journal_;
   SteadyClock::time_point lastSync_;
+  /// When the sinks' held rows and the journal's records were last written (group commit).
+  SteadyClock::time_point writtenAt_{};
+  /// A root is being written (deliverOne): an exception now leaves it half done.
+  bool delivering_ = false;
   static constexpr std::chrono::seconds kSyncInterval{1};
   bool ordered_ = false;
   std::map<uint64_t, RootResult> waiting_;
@@ -548,6 +641,8 @@ public:
     if (options_.onProgress)
       options_.onProgress(progress());
     outputs_->sync();
+    if (outputs_->fatal() && !summary_.error)
+      summary_.error = *outputs_->fatal();
     outputs_->close();
     account();
     // A run that ended without an error is finished: the next one starts afresh.
@@ -740,10 +835,12 @@ private:
         return;
       }
       // While an expansion has children to make, the loop does not block: it makes them.
+      // Rows held for a group write wait for it no longer than it is due.
       commit(executor_.wait(
           engine.makingChildren()
               ? SteadyClock::now()
-              : deadlines_.nearest(SteadyClock::now() + std::chrono::milliseconds(200))));
+              : std::min(outputs_->writeDueAt(),
+                         deadlines_.nearest(SteadyClock::now() + std::chrono::milliseconds(200)))));
       stopTimedOut();
     }
   }

@@ -69,6 +69,9 @@ struct Replicas {
 struct PoolState {
   std::mutex mutex;
   std::condition_variable eventReady;
+  /// Set (under `mutex`) when a batch started or finished, cleared when the run loop takes
+  /// them: what the loop looks at for a moment before it sleeps (WorkerPool::wait).
+  std::atomic<bool> eventsPosted{false};
   JobQueue<Job> jobs;
   std::vector<Finished> finished;
   std::vector<Started> started;
@@ -122,14 +125,23 @@ public:
 
   void submit(Job job) { state_->jobs.push(std::move(job)); }
 
+  static constexpr std::chrono::microseconds kLookBeforeSleeping{50};
+
   /// Waits until a batch started or finished, or `deadline` passed.
   void wait(Clock::time_point deadline, std::vector<Started> &started,
             std::vector<Finished> &finished) {
+    // A batch of a trivial operator comes back in microseconds: sooner than the loop's thread
+    // could sleep and be woken again (two system calls here and one on the thread that woke
+    // it, per batch). It looks for a moment first, giving its core away meanwhile.
+    const Clock::time_point lookUntil = std::min(deadline, Clock::now() + kLookBeforeSleeping);
+    while (!state_->eventsPosted.load(std::memory_order_acquire) && Clock::now() < lookUntil)
+      std::this_thread::yield();
     std::unique_lock<std::mutex> lock(state_->mutex);
     state_->eventReady.wait_until(
         lock, deadline, [this] { return !state_->finished.empty() || !state_->started.empty(); });
     started.swap(state_->started);
     finished.swap(state_->finished);
+    state_->eventsPosted.store(false, std::memory_order_relaxed);
   }
 
   /// Leaves the thread running `batchId` to its operator and starts another in its place.
@@ -163,6 +175,7 @@ private:
           return;
         state->running[job.batch.id] = PoolState::Running{self, false};
         state->started.push_back(Started{job.batch.id, Clock::now()});
+        state->eventsPosted.store(true, std::memory_order_release);
         replicas = &state->replicas[job.batch.call];
         instance = std::move(replicas->instances[job.instance]);
         config = replicas->instanceConfigs[job.instance].get();
@@ -183,6 +196,7 @@ private:
           return;
         replicas->instances[job.instance] = std::move(instance);
         state->finished.push_back(std::move(finished));
+        state->eventsPosted.store(true, std::memory_order_release);
       }
       state->eventReady.notify_one();
     }
@@ -444,6 +458,7 @@ private:
                            state->finished.push_back(Finished{
                                call, instance, std::move(report),
                                std::chrono::duration<double>(Clock::now() - start).count()});
+                           state->eventsPosted.store(true, std::memory_order_release);
                          }
                          state->eventReady.notify_one();
                        });

@@ -1,8 +1,8 @@
 // The run journal's files: `lock` (held with flock while a run writes), `run` (the fingerprint
 // of the plan and its inputs, and whether the run finished) and `commits` (one line per
 // committed source row: its outcome and each sink's resume record, kept as the sink wrote it).
-// Lines are written whole with one write each; a line cut short by a crash is ignored and cut
-// off when the run resumes.
+// Lines are written whole, those of a round's roots with one write (group commit); a line cut
+// short by a crash is ignored and cut off when the run resumes.
 #include "orch/runtime/outputs/RunJournal.h"
 
 #include "orch/plan/PlanCodec.h"
@@ -10,6 +10,7 @@
 #include "orch/plan/Sha256.h"
 #include "orch/runtime/outputs/CrashQuarantine.h"
 #include "orch/runtime/outputs/OutputFiles.h"
+#include "orch/runtime/outputs/ReservedSpace.h"
 #include "orch/runtime/outputs/SinkExtents.h"
 
 #include "GrainCheckpoints.h"
@@ -476,6 +477,9 @@ bool RunJournal::start(std::string &error) {
   }
   // Where the next commit goes (the file is written by this run only: it holds the lock).
   commitsEnd_ = uint64_t(std::max<off_t>(::lseek(commitsFd_, 0, SEEK_END), 0));
+  // Records wait for a group write where their space can be reserved first (a full disk then
+  // refuses the record that does not fit, when it is made); elsewhere each is written at once.
+  groupsRecords_ = reserved_.begin(commitsFd_, commitsEnd_);
   retryCommits_.clear();
   // The kept values: those of the rows that run again only (a fresh run: none).
   const fs::path valuesPath = dir / "values";
@@ -500,8 +504,14 @@ bool RunJournal::start(std::string &error) {
 }
 
 RunJournal::~RunJournal() {
-  if (commitsFd_ >= 0)
+  if (commitsFd_ >= 0) {
+    // Records still waiting (the run's Outputs wrote their rows and records already, unless
+    // the journal is used on its own).
+    std::string unwritten;
+    writeCommits(unwritten);
+    reserved_.release(commitsFd_, commitsEnd_);
     ::close(commitsFd_);
+  }
   if (lockFd_ >= 0)
     ::close(lockFd_); // releases the lock
 }
@@ -524,22 +534,49 @@ bool RunJournal::commit(const RootResult &root, std::vector<std::string> records
   const char status = root.status == RootStatus::Written   ? 'w'
                       : root.status == RootStatus::Dropped ? 'd'
                                                            : 'f';
+  const std::string line =
+      formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, std::move(records)});
+  if (groupsRecords_ &&
+      !reserved_.reserve(commitsFd_, commitsEnd_ + waitingCommits_.size() + line.size())) {
+    error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
+    return false;
+  }
   committedFailures_ += status == 'f';
   // The Dedup decisions the row was decided with go first (a killed run's resume indexes them).
   checkpoints_->flushDecisions();
-  const uint64_t before = commitsEnd_;
-  const std::string line =
-      formatCommit(Commit{root.source, root.sourceRow, status, errorsSize, std::move(records)});
-  if (writeAll(commitsFd_, line)) {
-    commitsEnd_ += line.size();
-    checkpoints_->rowCommitted(root.source, root.sourceRow, status == 'f');
+  waitingCommits_ += line;
+  ++waitingRows_;
+  checkpoints_->rowCommitted(root.source, root.sourceRow, status == 'f');
+  return true;
+}
+
+bool RunJournal::writeCommits(std::string &error) {
+  if (waitingCommits_.empty())
+    return true;
+  // One write: a crash leaves whole records and at most one cut short (ignored when resumed).
+  const bool written = writeAll(commitsFd_, waitingCommits_);
+  const int cause = errno;
+  if (written) {
+    commitsEnd_ += waitingCommits_.size();
+    waitingCommits_.clear();
+    waitingRows_ = 0;
     return true;
   }
-  error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(errno);
+  const uint64_t rows = dropWaiting();
+  error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(cause) + " (" +
+          std::to_string(rows) + (rows == 1 ? " source row" : " source rows") +
+          " not recorded: a resumed run runs them again)";
   // A record cut short is no record.
-  if (::ftruncate(commitsFd_, off_t(before)) != 0)
+  if (::ftruncate(commitsFd_, off_t(commitsEnd_)) != 0)
     error += " (and a line cut short remains; resuming ignores it)";
   return false;
+}
+
+uint64_t RunJournal::dropWaiting() {
+  const uint64_t rows = waitingRows_;
+  waitingCommits_.clear();
+  waitingRows_ = 0;
+  return rows;
 }
 
 const Value *RunJournal::recall(uint32_t node, uint64_t key) const {
@@ -569,6 +606,10 @@ void RunJournal::sync() {
 }
 
 void RunJournal::complete() {
+  std::string unwritten;
+  if (!writeCommits(unwritten))
+    return; // not complete: a later run resumes
+  reserved_.release(commitsFd_, commitsEnd_);
   std::string header = header_;
   const std::string running = "state running\n";
   header.replace(header.find(running), running.size(), "state complete\n");

@@ -8,6 +8,7 @@
 #include "OperatorGroups.h"
 #include "SinkSupport.h"
 
+#include "orch/runtime/outputs/ReservedSpace.h"
 #include "orch/runtime/outputs/SinkExtents.h"
 
 #include <algorithm>
@@ -73,15 +74,26 @@ public:
       throw OperatorError(name_ + ": cannot write \"" + path_ + "\": " + std::strerror(errno));
     size_ = committed_;
     resumedAt_ = committed_;
+    writtenTo_ = committed_;
+    // Rows are held back and written a round's roots at a time only where space can be
+    // reserved for them first, so that a full disk still fails the root that filled it.
+    holding_ = !stream_ && isRegular() && reserved_.begin(fd_, committed_);
   }
 
   ~JsonlSink() override {
-    if (fd_ >= 0)
-      ::close(fd_);
+    if (fd_ < 0)
+      return;
+    try {
+      // (The run wrote them already, unless it ended by an exception: not a root half written.)
+      rollback();
+      writeHeld();
+    } catch (const std::exception &) {
+    }
+    reserved_.release(fd_, writtenTo_);
+    ::close(fd_);
   }
 
   void write(std::span<const Value> values) override {
-    // One write per line: rows become visible as their root finishes, never half a line.
     const std::string line = jsonFromValue(values[record_], nonFinite_).dump() + '\n';
     if (stream_) {
       // A stream cannot be cut back: the root's lines wait until it commits.
@@ -89,6 +101,17 @@ public:
       size_ += line.size();
       return;
     }
+    if (holding_) {
+      // Held with the lines of the roots committed since the last write (writeHeld).
+      held_ += line;
+      size_ += line.size();
+      // A root of many rows is not held whole: past a step, what is held goes to the file.
+      if (size_ - committed_ > kHeldRootBytes)
+        writeThrough();
+      return;
+    }
+    // Otherwise one write per line: rows become visible as their root finishes, never half a
+    // line.
     if (!writeAll(fd_, line)) {
       const std::string cause = std::strerror(errno);
       // Part of the line may have been written: cut it off (the rest of the root's rows go
@@ -100,7 +123,15 @@ public:
     size_ += line.size();
   }
 
-  // The lines are in the file once written; committing makes them the point to roll back to.
+  /// Space for the root's lines, so that writing them with the next roots' cannot find the
+  /// disk full.
+  void prepare() override {
+    if (holding_)
+      reserve(size_);
+  }
+
+  // The lines are in the file (or held, with their space reserved) once prepared; committing
+  // makes them the point to roll back to.
   void commit() override {
     if (stream_ && !pending_.empty()) {
       const bool written = writeAll(fd_, pending_);
@@ -111,13 +142,36 @@ public:
     committed_ = size_;
   }
 
+  bool publishes() const override { return stream_; }
+
   void rollback() override {
     pending_.clear();
     if (size_ == committed_)
       return;
+    if (holding_ && writtenTo_ <= committed_) {
+      held_.resize(committed_ - writtenTo_); // (written through: cut from the file below)
+      size_ = committed_;
+      return;
+    }
     if (!stream_ && ::ftruncate(fd_, off_t(committed_)) == 0)
       ::lseek(fd_, off_t(committed_), SEEK_SET);
     size_ = committed_;
+    held_.clear();
+    writtenTo_ = committed_;
+    reserved_.cutTo(committed_); // cut off with the file's end
+  }
+
+  uint64_t heldBytes() const override { return held_.size(); }
+
+  void writeHeld() override {
+    if (!broken_.empty())
+      throw OperatorError(broken_);
+    if (held_.empty())
+      return;
+    if (!writeAll(fd_, held_))
+      breakOff(std::strerror(errno));
+    held_.clear();
+    writtenTo_ = size_;
   }
 
   /// After prepare: where the root's lines begin and end (an extent record, SinkExtents.h).
@@ -134,6 +188,8 @@ public:
   void close() override {
     if (fd_ < 0)
       return;
+    writeHeld();
+    reserved_.release(fd_, writtenTo_);
     const int status = ::close(fd_);
     fd_ = -1;
     if (status != 0)
@@ -155,6 +211,31 @@ private:
   bool isRegular() const {
     struct stat info {};
     return ::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode);
+  }
+
+  /// Space for the lines held up to `end`: OperatorError (the root fails) when there is no room.
+  void reserve(uint64_t end) {
+    if (!reserved_.reserve(fd_, end))
+      throw OperatorError("cannot write \"" + path_ + "\": " + std::strerror(errno));
+  }
+
+  /// Writes what is held, the root's lines so far included, into reserved space.
+  void writeThrough() {
+    reserve(size_);
+    writeHeld();
+  }
+
+  /// Held lines could not be written to reserved space (an I/O error): what was written of
+  /// them is cut off, and the committed ones with them are lost, so the run must stop before
+  /// the journal records them (writeHeld throws from now on).
+  [[noreturn]] void breakOff(const std::string &cause) {
+    if (::ftruncate(fd_, off_t(writtenTo_)) == 0)
+      ::lseek(fd_, off_t(writtenTo_), SEEK_SET);
+    held_.clear();
+    committed_ = size_ = writtenTo_;
+    reserved_.cutTo(writtenTo_);
+    broken_ = "cannot write \"" + path_ + "\": " + cause;
+    throw OperatorError(broken_);
   }
 
   uint64_t fileSize() const {
@@ -219,6 +300,16 @@ private:
   uint64_t size_ = 0;
   /// Where this run started writing (after a resumed run's rows).
   uint64_t resumedAt_ = 0;
+  /// Group commit (a regular file whose space can be reserved): the lines from `writtenTo_` to
+  /// `size_` are held in `held_` (those of committed roots, then the root being written), with
+  /// their space reserved. `broken_`: held lines were lost.
+  bool holding_ = false;
+  std::string held_;
+  uint64_t writtenTo_ = 0;
+  runtime::ReservedSpace reserved_;
+  std::string broken_;
+  /// A root of more lines than this is not held whole: they go to the file as they come.
+  static constexpr uint64_t kHeldRootBytes = 1 << 20;
 };
 
 class FilesSink : public runtime::RowSink {
@@ -323,6 +414,8 @@ public:
                             "\": " + std::strerror(errno));
     }
   }
+
+  bool publishes() const override { return !pending_.empty(); }
 
   void rollback() override {
     for (const Pending &file : pending_)

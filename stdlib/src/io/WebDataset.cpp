@@ -196,6 +196,8 @@ public:
     publishShard();
   }
 
+  bool publishes() const override { return ended_; }
+
   void rollback() override {
     pending_.clear();
     preparedNames_.clear();

@@ -270,6 +270,21 @@ public:
   /// Publishes the prepared rows (files: renamed into place). OperatorError only when the file
   /// system refuses a rename it allowed in `prepare`: the run stops, and resuming finishes it.
   virtual void commit() {}
+  /// After `prepare`: whether `commit` makes visible what only the journal's record of the root
+  /// may make permanent (a rename, a stream's lines), so the journal writes its waiting
+  /// records first. False where the rows are in place once prepared and `commit` only moves
+  /// the point to roll back to (a resumed run cuts back what no record covers).
+  virtual bool publishes() const { return true; }
+  /// Bytes of rows the sink holds in memory to write with the next roots' (group commit: one
+  /// write for a round's roots, not one each), written by `writeHeld`.
+  virtual uint64_t heldBytes() const { return 0; }
+  /// Writes the rows held in memory: those of committed roots, and of a root prepared and not
+  /// committed yet (before the journal records it: the journal's records never point past
+  /// what is written). OperatorError when it cannot: the run stops, and the roots they belong
+  /// to are not recorded (a resumed run runs them again). A sink that holds rows back makes
+  /// sure in `prepare` that writing them can fail only on a broken disk, not a full one (it
+  /// reserves their space): a full disk fails the root that filled it.
+  virtual void writeHeld() {}
   /// Takes back the rows staged or prepared since the last commit; never leaves a partial row.
   virtual void rollback() {}
   /// After `prepare`: what the run journal keeps for the root in this sink, to take the output

@@ -8,6 +8,7 @@
 #include "orch/plan/Plan.h"
 #include "orch/runtime/engine/EngineTypes.h"
 #include "orch/runtime/operators/Operator.h"
+#include "orch/runtime/outputs/ReservedSpace.h"
 
 #include <chrono>
 #include <cstdint>
@@ -76,10 +77,23 @@ public:
   /// was. False with `error` when it cannot write.
   bool start(std::string &error);
   /// Records that the source row's rows are committed in every sink (they are prepared there;
-  /// published after), with each sink's resume record. False with `error` when the record
-  /// cannot be written: nothing was committed.
+  /// published after), with each sink's resume record. The record waits in memory until
+  /// `writeCommits`: the run writes a round's records with one write (group commit), after the
+  /// sinks wrote the rows they point at, and before a sink publishes (Outputs, RunLoop.cpp);
+  /// its space is reserved now. False with `error` when there is no room for it: the root is
+  /// not committed.
   bool commit(const RootResult &root, std::vector<std::string> records, uint64_t errorsSize,
               std::string &error);
+  /// Whether records wait for a group write; false where the journal's file system cannot
+  /// reserve their space (each must then be written at once, after its rows).
+  bool groupsRecords() const { return groupsRecords_; }
+  /// Bytes of records waiting to be written.
+  uint64_t waitingBytes() const { return waitingCommits_.size(); }
+  /// Writes the records waiting. False with `error` when it cannot: none of them was recorded
+  /// (`error` says how many source rows), and a resumed run runs those rows again.
+  bool writeCommits(std::string &error);
+  /// Forgets the records waiting (the rows they point at could not be written); how many.
+  uint64_t dropWaiting();
   /// Resume down to the child (GrainCheckpoints): the value a grain (its invoke node, its
   /// entity's key) had in an earlier run of this plan and inputs, or nullptr; how many there
   /// are; and keeping a finished grain's value (its root: `source`, `sourceRow`) for a later
@@ -88,15 +102,15 @@ public:
   size_t recallable() const;
   void keep(uint32_t node, uint64_t key, uint32_t source, uint64_t sourceRow, const Value &value,
             bool cheap = false);
-  /// Writes the kept values waiting when the last write is a tenth of a second old (the run
-  /// loop's clock, once a round).
-  void flushKeptValuesIfDue(std::chrono::steady_clock::time_point now);
   /// Dedup decisions (docs/runtime.md, "Deduplication"): those an earlier run of this plan and
   /// inputs made (all of them but failed rows', handed over once), and keeping one made now.
   std::vector<DedupDecision> takeDedupHistory();
   void keepDedupDecision(const DedupDecision &decision);
 
-  /// Makes the records durable (after the sinks synced theirs).
+  /// Writes the kept values waiting when the last write is a tenth of a second old (the run
+  /// loop's clock, once a round).
+  void flushKeptValuesIfDue(std::chrono::steady_clock::time_point now);
+  /// Makes the written records durable (after the sinks synced theirs).
   void sync();
   /// The run ended without an error: a later run starts afresh.
   void complete();
@@ -109,6 +123,12 @@ private:
   int commitsFd_ = -1;
   /// The commits file's size: where a commit cut short is cut back to.
   uint64_t commitsEnd_ = 0;
+  /// Records committed but not written yet (group commit), and of how many source rows.
+  std::string waitingCommits_;
+  uint64_t waitingRows_ = 0;
+  /// The space the waiting records will take, reserved in `commits`.
+  ReservedSpace reserved_;
+  bool groupsRecords_ = false;
   bool resuming_ = false;
   std::unordered_set<uint64_t> done_;
   /// Source rows whose last record says they failed: their Dedup decisions are not loaded.
