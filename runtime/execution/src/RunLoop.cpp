@@ -387,6 +387,7 @@ private:
     }
     if (problem.empty() && (!journal_ || journal_->writeCommits(problem)))
       return true;
+    // The rows were not written, or their records were not: neither is recorded.
     if (journal_ && journal_->waitingBytes() > 0) {
       const uint64_t rows = journal_->dropWaiting();
       problem += " (" + std::to_string(rows) + (rows == 1 ? " source row" : " source rows") +

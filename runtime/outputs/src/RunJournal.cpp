@@ -10,7 +10,6 @@
 #include "orch/plan/Sha256.h"
 #include "orch/runtime/outputs/CrashQuarantine.h"
 #include "orch/runtime/outputs/OutputFiles.h"
-#include "orch/runtime/outputs/ReservedSpace.h"
 #include "orch/runtime/outputs/SinkExtents.h"
 
 #include "GrainCheckpoints.h"
@@ -562,13 +561,11 @@ bool RunJournal::writeCommits(std::string &error) {
     waitingRows_ = 0;
     return true;
   }
-  const uint64_t rows = dropWaiting();
-  error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(cause) + " (" +
-          std::to_string(rows) + (rows == 1 ? " source row" : " source rows") +
-          " not recorded: a resumed run runs them again)";
-  // A record cut short is no record.
+  error = "cannot write the run journal \"" + dir_ + "/commits\": " + std::strerror(cause);
+  // A record cut short is no record (and the space reserved past it goes with it).
   if (::ftruncate(commitsFd_, off_t(commitsEnd_)) != 0)
     error += " (and a line cut short remains; resuming ignores it)";
+  reserved_.cutTo(commitsEnd_);
   return false;
 }
 

@@ -74,7 +74,6 @@ public:
       throw OperatorError(name_ + ": cannot write \"" + path_ + "\": " + std::strerror(errno));
     size_ = committed_;
     resumedAt_ = committed_;
-    writtenTo_ = committed_;
     // Rows are held back and written a round's roots at a time only where space can be
     // reserved for them first, so that a full disk still fails the root that filled it.
     holding_ = !stream_ && isRegular() && reserved_.begin(fd_, committed_);
@@ -89,7 +88,7 @@ public:
       writeHeld();
     } catch (const std::exception &) {
     }
-    reserved_.release(fd_, writtenTo_);
+    reserved_.release(fd_, writtenTo());
     ::close(fd_);
   }
 
@@ -105,7 +104,7 @@ public:
       // Held with the lines of the roots committed since the last write (writeHeld).
       held_ += line;
       size_ += line.size();
-      // A root of many rows is not held whole: past a step, what is held goes to the file.
+      // A root of many rows is not held whole: past a megabyte, what is held goes to the file.
       if (size_ - committed_ > kHeldRootBytes)
         writeThrough();
       return;
@@ -148,8 +147,8 @@ public:
     pending_.clear();
     if (size_ == committed_)
       return;
-    if (holding_ && writtenTo_ <= committed_) {
-      held_.resize(committed_ - writtenTo_); // (written through: cut from the file below)
+    if (writtenTo() <= committed_) { // (else written through: cut from the file below)
+      held_.resize(committed_ - writtenTo());
       size_ = committed_;
       return;
     }
@@ -157,7 +156,6 @@ public:
       ::lseek(fd_, off_t(committed_), SEEK_SET);
     size_ = committed_;
     held_.clear();
-    writtenTo_ = committed_;
     reserved_.cutTo(committed_); // cut off with the file's end
   }
 
@@ -171,7 +169,6 @@ public:
     if (!writeAll(fd_, held_))
       breakOff(std::strerror(errno));
     held_.clear();
-    writtenTo_ = size_;
   }
 
   /// After prepare: where the root's lines begin and end (an extent record, SinkExtents.h).
@@ -189,7 +186,7 @@ public:
     if (fd_ < 0)
       return;
     writeHeld();
-    reserved_.release(fd_, writtenTo_);
+    reserved_.release(fd_, writtenTo());
     const int status = ::close(fd_);
     fd_ = -1;
     if (status != 0)
@@ -229,11 +226,12 @@ private:
   /// them is cut off, and the committed ones with them are lost, so the run must stop before
   /// the journal records them (writeHeld throws from now on).
   [[noreturn]] void breakOff(const std::string &cause) {
-    if (::ftruncate(fd_, off_t(writtenTo_)) == 0)
-      ::lseek(fd_, off_t(writtenTo_), SEEK_SET);
+    const uint64_t written = writtenTo();
+    if (::ftruncate(fd_, off_t(written)) == 0)
+      ::lseek(fd_, off_t(written), SEEK_SET);
     held_.clear();
-    committed_ = size_ = writtenTo_;
-    reserved_.cutTo(writtenTo_);
+    committed_ = size_ = written;
+    reserved_.cutTo(written);
     broken_ = "cannot write \"" + path_ + "\": " + cause;
     throw OperatorError(broken_);
   }
@@ -300,12 +298,13 @@ private:
   uint64_t size_ = 0;
   /// Where this run started writing (after a resumed run's rows).
   uint64_t resumedAt_ = 0;
-  /// Group commit (a regular file whose space can be reserved): the lines from `writtenTo_` to
-  /// `size_` are held in `held_` (those of committed roots, then the root being written), with
-  /// their space reserved. `broken_`: held lines were lost.
+  /// Group commit (a regular file whose space can be reserved): the last lines, up to `size_`,
+  /// are held in `held_` (those of committed roots, then the root being written), with their
+  /// space reserved. `broken_`: held lines were lost.
   bool holding_ = false;
   std::string held_;
-  uint64_t writtenTo_ = 0;
+  /// The file's end: where the held lines go.
+  uint64_t writtenTo() const { return size_ - held_.size(); }
   runtime::ReservedSpace reserved_;
   std::string broken_;
   /// A root of more lines than this is not held whole: they go to the file as they come.

@@ -90,7 +90,7 @@ public:
   /// Bytes of records waiting to be written.
   uint64_t waitingBytes() const { return waitingCommits_.size(); }
   /// Writes the records waiting. False with `error` when it cannot: none of them was recorded
-  /// (`error` says how many source rows), and a resumed run runs those rows again.
+  /// (they still wait; the caller drops them), and a resumed run runs those rows again.
   bool writeCommits(std::string &error);
   /// Forgets the records waiting (the rows they point at could not be written); how many.
   uint64_t dropWaiting();
