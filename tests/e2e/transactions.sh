@@ -303,6 +303,8 @@ import json, sys
 lines = [l for l in open("errors-on-stderr.txt") if l.startswith("{")]
 assert sorted(json.loads(l)["row"] for l in lines) == list(range(7)), lines
 assert any(l.startswith("orch: pipeline") for l in open("errors-on-stderr.txt"))'
+status=0; orch run errs.orch --in-process --no-journal --errors /dev/null 2>/dev/null || status=$?
+check "an errors journal on /dev/null discards its lines (exit 2: rows failed, not 1)" test "$status" = 2
 mkdir -p out/probe && touch out/probe/.orch-probe-99999
 cat >probe.orch <<'ORCH'
 pipeline probe;

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace orch {
@@ -41,6 +43,57 @@ sink jsonl(path: "out.jsonl", record: { id: rows.id, pages: reduce(pages) });
     count += line.find("\"duplicate\"") != std::string::npos;
   EXPECT_EQ(count, 20000u);
   std::filesystem::remove(path);
+}
+
+runtime::RootResult failedRoot(uint64_t row) {
+  runtime::RootResult root;
+  root.status = runtime::RootStatus::Failed;
+  root.sourceRow = row;
+  root.failures.push_back(
+      runtime::Failure{runtime::FailureKind::OperatorError, "test.fail", {0}, "failed on purpose"});
+  return root;
+}
+
+TEST(ErrorsJournalTest, DiscardsItsLinesInDevNull) {
+  // `--errors /dev/null` stopped the run: "cannot write the errors journal: Invalid argument"
+  // (a device cannot be cut to length).
+  const plan::Plan plan =
+      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
+                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  for (const bool retry : {false, true}) {
+    ErrorsJournal journal(plan, "/dev/null");
+    std::string error;
+    ASSERT_TRUE(journal.open(retry ? 0 : 128, retry, error)) << error;
+    journal.record(failedRoot(3));
+    EXPECT_EQ(journal.recorded(), 1u);
+  }
+}
+
+TEST(ErrorsJournalTest, WritesWholeLinesToAPipeItNeverReads) {
+  // A named pipe is written as it is: not cut, and never read for the lines a retry keeps
+  // (opening it to read would wait for a writer that is this process).
+  const plan::Plan plan =
+      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
+                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  const std::filesystem::path fifo =
+      std::filesystem::temp_directory_path() / ("orch-errors-fifo-" + std::to_string(::getpid()));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string read;
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    read.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  {
+    ErrorsJournal journal(plan, fifo.string());
+    std::string error;
+    EXPECT_TRUE(journal.open(0, true, error)) << error;
+    journal.record(failedRoot(5));
+    journal.record(failedRoot(6));
+  }
+  reader.join();
+  std::filesystem::remove(fifo);
+  EXPECT_EQ(std::count(read.begin(), read.end(), '\n'), 2) << read;
+  EXPECT_NE(read.find("\"row\": 5"), std::string::npos) << read;
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace orch {
@@ -113,9 +114,14 @@ ErrorsJournal::~ErrorsJournal() {
 }
 
 bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &error) {
+  // The process's own streams, a device (/dev/null) or a named pipe are written as they are:
+  // never cut, never read back.
+  struct stat existing {};
+  const bool asItIs = runtime::isStandardStream(path_) ||
+                      (::stat(path_.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode));
   // Read before the file is cut: the lines a retry keeps (rows that were written or dropped).
   std::string kept;
-  if (keepSkippedMembers && keep == 0 && !runtime::isStandardStream(path_)) {
+  if (keepSkippedMembers && keep == 0 && !asItIs) {
     std::ifstream previous(path_);
     for (std::string line; std::getline(previous, line);)
       if (line.find("\"kind\": \"skipped-member\"") != std::string::npos ||
@@ -124,18 +130,18 @@ bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &er
   }
   // Never written through a link planted at its name; the process's own streams are written
   // through its descriptor (its offset shared with the summary's lines, not overwriting them).
-  const bool device = runtime::isStandardStream(path_);
-  fd_ = device ? runtime::duplicateStandardStream(path_)
-               : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  fd_ = runtime::isStandardStream(path_)
+            ? runtime::duplicateStandardStream(path_)
+            : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0 && errno == ELOOP) {
     error = "the errors journal \"" + path_ +
             "\" is a symbolic link; orch writes no output through a link: name the file it "
             "points to with --errors, or remove the link";
     return false;
   }
-  if (fd_ >= 0 && device)
+  if (fd_ >= 0 && asItIs)
     keep = 0;
-  if (fd_ < 0 || (!device && (::ftruncate(fd_, off_t(keep)) != 0 ||
+  if (fd_ < 0 || (!asItIs && (::ftruncate(fd_, off_t(keep)) != 0 ||
                               ::lseek(fd_, off_t(keep), SEEK_SET) < 0))) {
     error = "cannot write the errors journal \"" + path_ + "\": " + std::strerror(errno);
     return false;
