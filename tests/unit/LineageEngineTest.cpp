@@ -134,6 +134,59 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(test.checksum(
   EXPECT_EQ(more, 7u);
 }
 
+TEST(LineageEngineTest, ACallNotMeasuredYetThatTheRoomHoldsBackIsMeasuredOnOneGrainFirst) {
+  // 32 replicas of a 10 ms kernel in batches of 64, under the default budget (room for 94
+  // grains not measured yet): a batch of 64 and one of 30 went, and 30 replicas idled until
+  // the batch of 30 came back, 0.3 s. A first batch of one grain is back after 10 ms.
+  plan::Plan plan = compile(R"(
+pipeline pages;
+source docs = jsonl("in.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n") { batch: 64 }) as Page;
+done = test.sleep(pages, ms: 10) { batch: 64, replicas: 32 };
+sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(done)) });
+)");
+  for (const bool roomForAWave : {false, true}) {
+    EngineOptions options;
+    // Room for 4 grains not measured yet, or for a whole wave of 32 batches of 64.
+    options.valueBudgetBytes = (roomForAWave ? 32 * 64 + 1 : 5) * (uint64_t(128) << 20);
+    LineageEngine engine(plan, options);
+    for (uint32_t r = 0; r < 4; ++r)
+      engine.admitRoot(0, row(r, 500));
+    engine.closeAdmission();
+    std::map<uint32_t, uint32_t> out;
+    ExecutorRoom room;
+    room.canRun = [&](uint32_t call) { return out[call] < 32; };
+    room.batchSlots = [](uint32_t) { return 32u; };
+    std::vector<Batch> firstWave;
+    while (std::optional<Batch> batch = engine.reserveBatch(room)) {
+      ++out[batch->call];
+      if (plan.calls[batch->call].name.starts_with("test.split"))
+        engine.commit(splitReport(*batch, 500));
+      else
+        firstWave.push_back(std::move(*batch));
+    }
+    ASSERT_FALSE(firstWave.empty());
+    if (roomForAWave) {
+      // Nothing is held back: whole batches from the first.
+      EXPECT_EQ(firstWave.size(), 32u); // 2,000 pages
+      EXPECT_EQ(firstWave.front().grains.size(), 64u);
+      continue;
+    }
+    EXPECT_EQ(firstWave.front().grains.size(), 1u) << "the first batch is one grain";
+    size_t grains = 0;
+    for (const Batch &batch : firstWave)
+      grains += batch.grains.size();
+    EXPECT_GE(grains, 4u) << "the rest of the room still goes at once";
+    EXPECT_LE(grains, 5u);
+    // Back, it measures the Call (a few bytes a grain): whole batches go.
+    ASSERT_EQ(engine.commit(identityReport(firstWave.front())).status, CommitStatus::Committed);
+    --out[firstWave.front().call];
+    std::optional<Batch> next = engine.reserveBatch(room);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->grains.size(), 64u);
+  }
+}
+
 TEST(LineageEngineTest, ValuesAreHeldOnlyUntilTheirOnlyReaderIsDone) {
   plan::Plan plan = compile(R"(
 pipeline pages;

@@ -153,6 +153,11 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
       const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
       if (committed + copies < memory.limit) {
         const uint64_t withRoom = (memory.limit - committed - copies) / kFirstGrainRoom;
+        if (load.inFlight == 0 && withRoom < firstWave(call, executor))
+          // The room holds part of the first wave back until a batch is measured: the first
+          // batch is one grain, back after a grain's time, not a whole batch's (32 replicas of
+          // a 10 ms kernel in batches of 64 idled 0.3 s for a first batch of 30 pages).
+          return {BudgetRank::Fits, 0, 1};
         if (load.inFlight == 0 || load.inFlight < withRoom)
           return {BudgetRank::Fits, 0,
                   static_cast<size_t>(
@@ -209,6 +214,15 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
           : idle ? BudgetRank::Grows
                  : BudgetRank::HeldBack,
           growth, SIZE_MAX, !fits && committed + copies + growth > memory.limit};
+}
+
+uint64_t LineageEngine::State::firstWave(CallId call, const ExecutorRoom &executor) const {
+  // By its slots, not by the grains known now: the first row's 14 pages went as one batch
+  // that fit, then the room held the rest back while it ran.
+  const uint32_t slots = executor.batchSlots ? executor.batchSlots(call.index) : 0;
+  if (slots == 0)
+    return loads[call].ready + loads[call].waiting;
+  return uint64_t(slots) * uint64_t(std::max<int64_t>(1, planCall(call).options.batch));
 }
 
 uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t committed) const {
