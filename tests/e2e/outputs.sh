@@ -122,6 +122,34 @@ import json
 print("\n".join(sorted(json.dumps({"id": r["id"], "pages": r["pages"]}, separators=(",", ":")) for r in map(json.loads, open("out/ordered.jsonl")))))')" = "$(cat clean.rows)"
 check "... and the summary says how many rows waited" grep -qE "source order: at most [0-9]+ finished source rows waited" ordered.log
 
+# Ctrl-C while the first row hangs and the rows after it are finished: in source order, they
+# wait for it and are not written; the same command again runs all three and writes them in
+# order. (They were written at the Ctrl-C: the resumed run appended row 0 after rows 1 and 2,
+# and its errors journal kept row 0's "interrupted" line.)
+mkdir -p hang-marks
+printf '{"id": 0, "slow": true}\n{"id": 1, "slow": false}\n{"id": 2, "slow": false}\n' >hang.jsonl
+cat >hang.orch <<'ORCH'
+pipeline hang;
+source rows = jsonl("hang.jsonl") as Doc;
+slowed = test.fail(rows, kind: "hang", when: "slow", ordinals: "0", attempts: 1, marks: "hang-marks") { batch: 1, replicas: 2 };
+sink jsonl(path: "out/hang.jsonl", record: { id: slowed.id }, order: "source");
+ORCH
+"$ORCH_BIN/orch" run hang.orch --in-process --quiet 2>/dev/null &
+run=$!
+for _ in $(seq 400); do [ -n "$(ls hang-marks)" ] && break; sleep 0.05; done
+sleep 0.5
+kill -INT "$run"
+status=0; wait "$run" || status=$?
+check "source order, Ctrl-C while the first row hangs (exit 130)" test "$status" = 130
+check "... writes none of the rows that wait for it" test ! -s out/hang.jsonl
+check "... and lists all three as unfinished" test "$($python -c '
+import json
+print(sorted(r["row"] for r in map(json.loads, open("hang.errors.jsonl")) if r.get("status") == "unfinished"))')" = "[0, 1, 2]"
+status=0; orch run hang.orch --in-process 2>hang.log || status=$?
+check "the same command again writes the three rows in source order (exit 0)" \
+  test "$status" = 0 -a "$(tr -d ' \n' <out/hang.jsonl)" = '{"id":0}{"id":1}{"id":2}'
+check "... and its errors journal is empty" test ! -s hang.errors.jsonl
+
 # --- one writer per output ------------------------------------------------------------------
 cat >slow.orch <<'ORCH'
 pipeline slow;

@@ -197,7 +197,7 @@ public:
       summary_.reorderPeakBytes = std::max(summary_.reorderPeakBytes, waitingBytes_);
       while (!waiting_.empty() && waiting_.begin()->first == nextInOrder_) {
         waitingBytes_ -= rootBytes(waiting_.begin()->second);
-        deliverOne(waiting_.begin()->second, now);
+        deliverInOrder(waiting_.begin()->second, now);
         waiting_.erase(waiting_.begin());
         ++nextInOrder_;
       }
@@ -221,10 +221,17 @@ public:
     return holding() ? writtenAt_ + kGroupDelay : SteadyClock::time_point::max();
   }
 
-  /// Delivers the roots still waiting, in order, whatever they wait for.
+  /// Delivers the roots still waiting, in order, whatever they wait for: as stopped by the
+  /// run, since an earlier root was not written (a resumed run runs them again, in order).
   void flushWaiting(double now) {
+    if (!waiting_.empty() && !stoppedInOrder_)
+      stoppedInOrder_ = Failure{FailureKind::Aborted,
+                                "",
+                                {},
+                                "the run stopped before an earlier source row was written "
+                                "(order: \"source\")"};
     for (auto &[admission, root] : waiting_)
-      deliverOne(root, now);
+      deliverInOrder(root, now);
     waiting_.clear();
     waitingBytes_ = 0;
   }
@@ -295,6 +302,23 @@ public:
 private:
   /// Writes one finished root, keeps the account and commits it: every sink prepares the
   /// root's rows, the journal records them, then every sink publishes them (RowSink).
+  /// In source order, once the run stopped a root (interrupted, aborted) the roots after it
+  /// are not written either: they are delivered as stopped, so that a resumed run writes them
+  /// after it, in order, and no commit record counts an unfinished row's errors-journal line.
+  void deliverInOrder(RootResult &root, double now) {
+    if (stoppedInOrder_ && !stoppedByTheRun(root)) {
+      RootResult stopped;
+      stopped.admission = root.admission;
+      stopped.source = root.source;
+      stopped.sourceRow = root.sourceRow;
+      stopped.status = RootStatus::Failed;
+      stopped.failures.push_back(*stoppedInOrder_);
+      root = std::move(stopped);
+    } else if (!stoppedInOrder_ && stoppedByTheRun(root))
+      stoppedInOrder_ = root.failures.front();
+    deliverOne(root, now);
+  }
+
   void deliverOne(RootResult &root, double now) {
     // A transaction could not be completed: the run stops, and the roots still arriving are
     // not committed (a resumed run runs them again).
@@ -514,6 +538,8 @@ private:
   std::map<uint64_t, RootResult> waiting_;
   uint64_t waitingBytes_ = 0;
   uint64_t nextInOrder_ = 0;
+  /// In source order: why the run stopped the first root it stopped (deliverInOrder).
+  std::optional<Failure> stoppedInOrder_;
 };
 
 /// Timeouts of outstanding batches of Calls with a `timeout`: each counts from the moment its
