@@ -306,17 +306,22 @@ private:
   /// are not written either: they are delivered as stopped, so that a resumed run writes them
   /// after it, in order, and no commit record counts an unfinished row's errors-journal line.
   void deliverInOrder(RootResult &root, double now) {
-    if (stoppedInOrder_ && !stoppedByTheRun(root)) {
-      RootResult stopped;
-      stopped.admission = root.admission;
-      stopped.source = root.source;
-      stopped.sourceRow = root.sourceRow;
-      stopped.status = RootStatus::Failed;
-      stopped.failures.push_back(*stoppedInOrder_);
-      root = std::move(stopped);
-    } else if (!stoppedInOrder_ && stoppedByTheRun(root))
+    if (stoppedInOrder_ && !stoppedByTheRun(root))
+      markStopped(root, *stoppedInOrder_);
+    else if (!stoppedInOrder_ && stoppedByTheRun(root))
       stoppedInOrder_ = root.failures.front();
     deliverOne(root, now);
+  }
+
+  /// `root` as the run's stop leaves it: unfinished for `why`, nothing of it written.
+  static void markStopped(RootResult &root, const Failure &why) {
+    RootResult stopped;
+    stopped.admission = root.admission;
+    stopped.source = root.source;
+    stopped.sourceRow = root.sourceRow;
+    stopped.status = RootStatus::Failed;
+    stopped.failures.push_back(why);
+    root = std::move(stopped);
   }
 
   void deliverOne(RootResult &root, double now) {
@@ -324,6 +329,11 @@ private:
     // not committed (a resumed run runs them again).
     if (fatal_)
       return;
+    // Rows could not be written, one after the other: the run stops, and the roots that
+    // finished in the same round are left unfinished, as those still running are (a disk
+    // that is always full failed 1,024 rows, the whole round, not 10).
+    if (consecutiveFailures_ >= kConsecutiveOutputFailures && !stoppedByTheRun(root))
+      markStopped(root, Failure{FailureKind::Interrupted, "", {}, *mustStop()});
     delivering_ = true;
     ++summary_.rows;
     // A failed root's rows that did not fail are written too (a page that worked).
