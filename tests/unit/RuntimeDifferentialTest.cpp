@@ -1,9 +1,10 @@
 // The runtime's differential tester: random programs (the property test's generator, with
 // filters, record and batch failures, and hangs stopped by timeouts) run through the real
-// `orch run` with random executors (threads, worker processes) and policies, SIGKILLed at
-// random moments and resumed (some after a comment was added to the program), some then run
-// again with --retry-failed, must write exactly the rows the sequential reference interpreter
-// computes, each once, and fail exactly its failed source rows.
+// `orch run` with random executors (threads, worker processes) and policies, stopped at random
+// moments (SIGKILL, or Ctrl-C and SIGTERM) and resumed (some after a comment was added to the
+// program), some then run again with --retry-failed, must write exactly the rows the
+// sequential reference interpreter computes, each once (in source order where a sink says
+// `order: "source"`), and fail exactly its failed source rows.
 //
 // It runs for ORCH_DIFFERENTIAL_SECONDS (default 60; `make fuzz-runtime` runs it longer) and
 // prints the trials it ran. A divergence prints the seed, the program, the command and both
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -69,9 +71,12 @@ struct Trial {
   std::string program;
   std::vector<Value> rows;
   std::vector<std::string> flags;
-  /// Moments (ms after a start) at which the coordinator is SIGKILLed, one run each; then a
-  /// run to the end.
+  /// Moments (ms after a start) at which the coordinator is stopped, one run each, and with
+  /// which signal (SIGKILL, SIGINT, SIGTERM); then a run to the end.
   std::vector<int> kills;
+  std::vector<int> signals;
+  /// The first sink writes in source order (so every sink does).
+  bool sourceOrder = false;
   /// Then once more with --retry-failed: the failed rows run again and fail again.
   bool retryFailed = false;
   /// After each kill, a comment and blank lines are added to the program: the resume must
@@ -142,12 +147,25 @@ protected:
       trial.kills.push_back(pick(random, 20, 600));
     trial.retryFailed = retryFailed_ && chance(random, 0.3);
     trial.editAfterKills = !trial.kills.empty() && chance(random, 0.5);
+    // Drawn last, so that the trials above stay what they were for their seeds.
+    for (size_t k = 0; k < trial.kills.size(); ++k)
+      trial.signals.push_back(chance(random, 0.3) ? (chance(random, 0.7) ? SIGINT : SIGTERM)
+                                                  : SIGKILL);
+    if (chance(random, 0.25)) {
+      const size_t sink = trial.program.find("sink jsonl(");
+      const size_t end = sink == std::string::npos ? sink : trial.program.find(" });\n", sink);
+      if (end != std::string::npos) {
+        trial.program.insert(end + 2, ", order: \"source\"");
+        trial.sourceOrder = true;
+      }
+    }
     return trial;
   }
 
-  /// Runs `orch run` in `dir`; SIGKILLs it after `killAfterMs` (when >= 0). Its exit status,
-  /// or -9 when it was killed.
-  static int runOrch(const fs::path &dir, const std::vector<std::string> &flags, int killAfterMs) {
+  /// Runs `orch run` in `dir`; sends it `signal` after `killAfterMs` (when >= 0), and SIGKILL
+  /// if it has not stopped 30 s later. Its exit status, or minus the signal that ended it.
+  static int runOrch(const fs::path &dir, const std::vector<std::string> &flags, int killAfterMs,
+                     int signal = SIGKILL) {
     std::vector<std::string> argv = {ORCH_BINARY, "run", "prog.orch", "--quiet"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     const pid_t pid = ::fork();
@@ -165,13 +183,19 @@ protected:
       ::_exit(127);
     }
     const Clock::time_point killAt = Clock::now() + std::chrono::milliseconds(killAfterMs);
-    const Clock::time_point giveUp = Clock::now() + std::chrono::seconds(120);
+    Clock::time_point giveUp = Clock::now() + std::chrono::seconds(120);
+    bool signalled = false;
     for (;;) {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) == pid)
         return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
       const Clock::time_point now = Clock::now();
-      if ((killAfterMs >= 0 && now >= killAt) || now >= giveUp)
+      if (killAfterMs >= 0 && now >= killAt && !signalled) {
+        ::kill(pid, signal);
+        signalled = true;
+        giveUp = std::min(giveUp, now + std::chrono::seconds(30));
+      }
+      if (now >= giveUp)
         ::kill(pid, SIGKILL);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -190,8 +214,10 @@ protected:
         in << toJson(row).dump() << "\n";
     }
     std::string program = trial.program;
-    for (int killAfter : trial.kills) {
-      if (int status = runOrch(dir, trial.flags, killAfter); status != -9 && status > 2)
+    for (size_t k = 0; k < trial.kills.size(); ++k) {
+      // SIGKILLed, stopped by Ctrl-C or SIGTERM (exit 130 for both), or finished first.
+      const int status = runOrch(dir, trial.flags, trial.kills[k], trial.signals[k]);
+      if (status != -SIGKILL && status > 2 && !(status == 130 && trial.signals[k] != SIGKILL))
         return "a run before a kill ended with status " + std::to_string(status);
       if (trial.editAfterKills) {
         program = "// edited before resuming\n\n" + program;
@@ -199,7 +225,9 @@ protected:
       }
     }
     int status = runOrch(dir, trial.flags, -1);
-    if (status == 2 && trial.retryFailed) {
+    // --retry-failed writes the rows it runs again after the others (docs/outputs.md, "Order").
+    const bool retried = status == 2 && trial.retryFailed;
+    if (retried) {
       std::vector<std::string> again = trial.flags;
       again.push_back("--retry-failed");
       status = runOrch(dir, again, -1);
@@ -208,17 +236,23 @@ protected:
       return "the run ended with status " + std::to_string(status);
 
     // The reference: each sink's lines (a multiset: rows of different source rows interleave
-    // as they finish) and the failed source rows.
+    // as they finish; in source order, each source row's lines after the row before's) and
+    // the failed source rows.
     orch::testing::ReferenceInterpreter reference(*plan);
     std::vector<std::multiset<std::string>> expected(plan->sinks.size());
+    std::vector<std::vector<std::multiset<std::string>>> expectedByRow(plan->sinks.size());
     std::set<uint64_t> expectedFailed;
     for (uint64_t r = 0; r < trial.rows.size(); ++r) {
       RootResult root = reference.run(r, trial.rows[r]);
       if (root.status == RootStatus::Failed)
         expectedFailed.insert(r);
+      for (auto &byRow : expectedByRow)
+        byRow.emplace_back();
       for (const SinkRow &row : root.rows)
-        if (row.status == RowStatus::Written)
+        if (row.status == RowStatus::Written) {
           expected[row.sink].insert(toJson(row.values[0]).dump());
+          expectedByRow[row.sink].back().insert(toJson(row.values[0]).dump());
+        }
     }
     std::string differences;
     for (size_t s = 0; s < plan->sinks.size(); ++s) {
@@ -227,9 +261,24 @@ protected:
         if (constant.name == "path")
           path = std::get<std::string>(constant.value);
       std::multiset<std::string> got;
+      std::vector<std::string> lines;
       std::ifstream file(path);
-      for (std::string line; std::getline(file, line);)
-        got.insert(nlohmann::json::parse(line, nullptr, false).dump());
+      for (std::string line; std::getline(file, line);) {
+        lines.push_back(nlohmann::json::parse(line, nullptr, false).dump());
+        got.insert(lines.back());
+      }
+      if (trial.sourceOrder && !retried && got == expected[s]) {
+        size_t at = 0;
+        for (uint64_t r = 0; r < expectedByRow[s].size(); ++r) {
+          const size_t count = expectedByRow[s][r].size();
+          if (std::multiset<std::string>(lines.begin() + at, lines.begin() + at + count) !=
+              expectedByRow[s][r])
+            differences += "sink " + std::to_string(s) + " (" + path + "): source row " +
+                           std::to_string(r) + "'s lines are not lines " + std::to_string(at) +
+                           " to " + std::to_string(at + count) + " (order: \"source\")\n";
+          at += count;
+        }
+      }
       if (got != expected[s]) {
         differences += "sink " + std::to_string(s) + " (" + path +
                        "): " + std::to_string(got.size()) + " lines, expected " +
@@ -277,7 +326,7 @@ TEST_F(RuntimeDifferentialTest,
   const auto budget = std::chrono::seconds(seconds ? std::atoi(seconds) : 60);
   const Clock::time_point start = Clock::now();
   int trials = 0, killed = 0, edited = 0, retried = 0, withWorkers = 0, withHangs = 0,
-      divergences = 0;
+      interrupted = 0, inSourceOrder = 0, divergences = 0;
   for (uint64_t seed = std::strtoull(only ? only : first ? first : "1", nullptr, 10);; ++seed) {
     if (only ? trials == 1 : Clock::now() - start >= budget)
       break;
@@ -287,6 +336,9 @@ TEST_F(RuntimeDifferentialTest,
     const std::string differences = check(trial, dir);
     ++trials;
     killed += !trial.kills.empty();
+    interrupted += std::any_of(trial.signals.begin(), trial.signals.end(),
+                               [](int signal) { return signal != SIGKILL; });
+    inSourceOrder += trial.sourceOrder;
     edited += trial.editAfterKills;
     retried += trial.retryFailed;
     withHangs += trial.program.find("\"hang\"") != std::string::npos;
@@ -298,6 +350,8 @@ TEST_F(RuntimeDifferentialTest,
         command += " " + flag;
       if (trial.editAfterKills)
         command += " (a comment added to the program after each kill)";
+      for (int signal : trial.signals)
+        command += signal == SIGKILL ? ", SIGKILL" : signal == SIGINT ? ", SIGINT" : ", SIGTERM";
       if (trial.retryFailed)
         command += ", then again with --retry-failed";
       std::string log;
@@ -310,10 +364,11 @@ TEST_F(RuntimeDifferentialTest,
     }
     fs::remove_all(dir);
   }
-  std::printf("differential: %d trials (%d with SIGKILLs and resumes, %d of them edited before "
-              "resuming, %d ending with --retry-failed, %d with worker processes, %d with hangs), "
-              "%d divergences\n",
-              trials, killed, edited, retried, withWorkers, withHangs, divergences);
+  std::printf("differential: %d trials (%d stopped and resumed, %d of them by Ctrl-C or SIGTERM "
+              "and %d edited before resuming, %d ending with --retry-failed, %d with worker "
+              "processes, %d with hangs, %d in source order), %d divergences\n",
+              trials, killed, interrupted, edited, retried, withWorkers, withHangs, inSourceOrder,
+              divergences);
   if (!only) {
     EXPECT_GT(trials, 10) << "the tester must run";
   }
