@@ -153,10 +153,7 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
       const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
       if (committed + copies < memory.limit) {
         const uint64_t withRoom = (memory.limit - committed - copies) / kFirstGrainRoom;
-        if (load.inFlight == 0 && withRoom < firstWave(call, executor))
-          // The room holds part of the first wave back until a batch is measured: the first
-          // batch is one grain, back after a grain's time, not a whole batch's (32 replicas of
-          // a 10 ms kernel in batches of 64 idled 0.3 s for a first batch of 30 pages).
+        if (load.inFlight == 0 && measuresFirst(call, withRoom, executor))
           return {BudgetRank::Fits, 0, 1};
         if (load.inFlight == 0 || load.inFlight < withRoom)
           return {BudgetRank::Fits, 0,
@@ -216,13 +213,18 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
           growth, SIZE_MAX, !fits && committed + copies + growth > memory.limit};
 }
 
-uint64_t LineageEngine::State::firstWave(CallId call, const ExecutorRoom &executor) const {
-  // By its slots, not by the grains known now: the first row's 14 pages went as one batch
-  // that fit, then the room held the rest back while it ran.
+bool LineageEngine::State::measuresFirst(CallId call, uint64_t withRoom,
+                                         const ExecutorRoom &executor) const {
+  // The room holds grains back until a batch is measured, and leaves slots idle that a grain
+  // could use: the first batch is one grain, back after a grain's time, not a whole batch's
+  // (32 replicas of a 10 ms kernel in batches of 64 idled 0.3 s for a first batch of 30
+  // pages). Not where a batch of one would take the slot of a batch that fits (one replica of
+  // a Call whose batch has a fixed cost: its first row came after two batches, not one), nor
+  // where every grain known fits.
+  const CallLoad &load = loads[call];
   const uint32_t slots = executor.batchSlots ? executor.batchSlots(call.index) : 0;
-  if (slots == 0)
-    return loads[call].ready + loads[call].waiting;
-  return uint64_t(slots) * uint64_t(std::max<int64_t>(1, planCall(call).options.batch));
+  const uint64_t batch = uint64_t(std::max<int64_t>(1, planCall(call).options.batch));
+  return withRoom < load.ready + load.waiting && withRoom + batch < uint64_t(slots) * batch;
 }
 
 uint64_t LineageEngine::State::roomForOlderRows(uint64_t admission, uint64_t committed) const {

@@ -581,9 +581,9 @@ struct LineageEngine::State {
   /// are copied while out; `room`: keepRoomForCopies of `executor`, worked out when needed.
   BudgetVerdict budgetVerdict(CallId call, size_t grains, bool copied, const ExecutorRoom &executor,
                               RoomForCopies &room, uint64_t admission) const;
-  /// The grains of `call` that could go out at once: its batch slots' worth (replicas x depth
-  /// x batch); where the executor does not say, those ready or waiting.
-  uint64_t firstWave(CallId call, const ExecutorRoom &executor) const;
+  /// Whether the first batch of `call`, not measured yet, is one grain: the budget has room
+  /// for `withRoom` of its grains, fewer than it has, and the executor slots to spare.
+  bool measuresFirst(CallId call, uint64_t withRoom, const ExecutorRoom &executor) const;
   /// Under pressure (a quarter of the budget committed), what the rows admitted before
   /// `admission` are expected to add before they finish (RowBytes::perRow): a younger row's
   /// Call that adds bytes leaves room for it, so that the oldest rows finish first.
