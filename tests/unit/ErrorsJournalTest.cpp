@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -78,10 +80,16 @@ TEST(ErrorsJournalTest, WritesWholeLinesToAPipeItNeverReads) {
   const std::filesystem::path fifo =
       std::filesystem::temp_directory_path() / ("orch-errors-fifo-" + std::to_string(::getpid()));
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Its reader is there first (a pipe that no process reads is refused).
+  const int readEnd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(readEnd, 0);
   std::string read;
   std::thread reader([&] {
-    std::ifstream in(fifo);
-    read.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    (void)::fcntl(readEnd, F_SETFL, 0);
+    char chunk[4096];
+    for (ssize_t got; (got = ::read(readEnd, chunk, sizeof chunk)) > 0;)
+      read.append(chunk, size_t(got));
+    ::close(readEnd);
   });
   {
     ErrorsJournal journal(plan, fifo.string());
@@ -94,6 +102,66 @@ TEST(ErrorsJournalTest, WritesWholeLinesToAPipeItNeverReads) {
   std::filesystem::remove(fifo);
   EXPECT_EQ(std::count(read.begin(), read.end(), '\n'), 2) << read;
   EXPECT_NE(read.find("\"row\": 5"), std::string::npos) << read;
+}
+
+TEST(ErrorsJournalTest, RefusesAPipeThatNoProcessReads) {
+  // Opening it waited for a reader, silently, before the first row.
+  const plan::Plan plan =
+      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
+                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  const std::filesystem::path fifo =
+      std::filesystem::temp_directory_path() / ("orch-errors-unread-" + std::to_string(::getpid()));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ErrorsJournal journal(plan, fifo.string());
+  std::string error;
+  EXPECT_FALSE(journal.open(0, false, error));
+  EXPECT_NE(error.find("named pipe that no process reads"), std::string::npos) << error;
+  std::filesystem::remove(fifo);
+}
+
+TEST(ErrorsJournalTest, APipeWhoseReaderLeftFailsTheWriteNotTheProcess) {
+  // The run died of SIGPIPE (exit 141, no summary) when `head -n 2` stopped reading.
+  const plan::Plan plan =
+      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
+                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  const std::filesystem::path fifo =
+      std::filesystem::temp_directory_path() / ("orch-errors-gone-" + std::to_string(::getpid()));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ErrorsJournal journal(plan, fifo.string());
+  std::string error;
+  ASSERT_TRUE(journal.open(0, false, error)) << error;
+  ::close(reader);
+  journal.record(failedRoot(1));
+  journal.record(failedRoot(2));
+  EXPECT_EQ(journal.writeError(), std::strerror(EPIPE));
+  EXPECT_EQ(journal.recorded(), 2u);
+  EXPECT_EQ(journal.size(), 0u) << "a pipe keeps nothing for a resumed run";
+  std::filesystem::remove(fifo);
+}
+
+TEST(ErrorsJournalTest, AResumeKeepsWholeLinesTheFileHoldsNeverPadding) {
+  // The run journal counted 5,530 bytes written to /dev/null: a resume to a file padded it with
+  // 5,530 NUL bytes, or cut an older file's line in half.
+  const plan::Plan plan =
+      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
+                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("orch-errors-keep-" + std::to_string(::getpid()));
+  for (const std::string &before : {std::string(), std::string("{\"a\": 1}\n{\"b\": 2}\n{\"c\"")}) {
+    std::filesystem::remove(path);
+    if (!before.empty())
+      std::ofstream(path) << before;
+    ErrorsJournal journal(plan, path.string());
+    std::string error;
+    ASSERT_TRUE(journal.open(5530, false, error)) << error;
+    std::ifstream in(path);
+    const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(kept, before.empty() ? "" : "{\"a\": 1}\n{\"b\": 2}\n");
+    EXPECT_EQ(journal.size(), kept.size());
+  }
+  std::filesystem::remove(path);
 }
 
 } // namespace

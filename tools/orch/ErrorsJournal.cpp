@@ -5,10 +5,13 @@
 
 #include "orch/runtime/outputs/OutputFiles.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,10 +105,34 @@ void ErrorsJournal::write(const runtime::Value &entry) {
   // UTF-8 whatever their bytes.
   const std::string line = runtime::validUtf8(entry.str()) + '\n';
   // One write per line, so that a run killed meanwhile leaves whole lines.
-  if (fd_ >= 0 && runtime::writeAll(fd_, line))
-    size_ += line.size();
+  if (fd_ >= 0 && writeError_.empty()) {
+    if (writeLine(line))
+      size_ += line.size();
+    else
+      writeError_ = std::strerror(errno);
+  }
   if (++recorded_ % kLinesBetweenKeepAlives == 0 && keepAlive_)
     (*keepAlive_)();
+}
+
+bool ErrorsJournal::writeLine(const std::string &line) {
+  if (!asItIs_)
+    return runtime::writeAll(fd_, line);
+  // A pipe whose reader went away fails the write (EPIPE) instead of ending the run with
+  // SIGPIPE: the signal is held back meanwhile, and one it raised is taken.
+  sigset_t pipeSignal, before;
+  sigemptyset(&pipeSignal);
+  sigaddset(&pipeSignal, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipeSignal, &before);
+  const bool written = runtime::writeAll(fd_, line);
+  const int writeErrno = errno;
+  if (!written && writeErrno == EPIPE && !sigismember(&before, SIGPIPE)) {
+    const timespec now{0, 0};
+    (void)::sigtimedwait(&pipeSignal, nullptr, &now);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  errno = writeErrno;
+  return written;
 }
 
 ErrorsJournal::~ErrorsJournal() {
@@ -117,11 +144,11 @@ bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &er
   // The process's own streams, a device (/dev/null) or a named pipe are written as they are:
   // never cut, never read back.
   struct stat existing {};
-  const bool asItIs = runtime::isStandardStream(path_) ||
-                      (::stat(path_.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode));
+  const bool exists = ::stat(path_.c_str(), &existing) == 0;
+  asItIs_ = runtime::isStandardStream(path_) || (exists && !S_ISREG(existing.st_mode));
   // Read before the file is cut: the lines a retry keeps (rows that were written or dropped).
   std::string kept;
-  if (keepSkippedMembers && keep == 0 && !asItIs) {
+  if (keepSkippedMembers && keep == 0 && !asItIs_) {
     std::ifstream previous(path_);
     for (std::string line; std::getline(previous, line);)
       if (line.find("\"kind\": \"skipped-member\"") != std::string::npos ||
@@ -130,19 +157,38 @@ bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &er
   }
   // Never written through a link planted at its name; the process's own streams are written
   // through its descriptor (its offset shared with the summary's lines, not overwriting them).
+  // A file is opened to read too: a resume finds where its whole lines end. A named pipe is opened
+  // without waiting: one that no process reads is refused, not waited on before the first row.
+  const bool pipe = exists && S_ISFIFO(existing.st_mode);
   fd_ = runtime::isStandardStream(path_)
             ? runtime::duplicateStandardStream(path_)
-            : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+            : ::open(path_.c_str(),
+                     (asItIs_ ? O_WRONLY : O_RDWR) | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+                         (pipe ? O_NONBLOCK : 0),
+                     0644);
+  if (fd_ < 0 && errno == EACCES && !asItIs_) // one it may write but not read
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd_ < 0 && errno == ELOOP) {
     error = "the errors journal \"" + path_ +
             "\" is a symbolic link; orch writes no output through a link: name the file it "
             "points to with --errors, or remove the link";
     return false;
   }
-  if (fd_ >= 0 && asItIs)
+  if (fd_ < 0 && pipe && errno == ENXIO) {
+    error = "the errors journal \"" + path_ +
+            "\" is a named pipe that no process reads: start its reader first";
+    return false;
+  }
+  if (fd_ >= 0 && pipe)
+    (void)::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+  if (fd_ >= 0 && asItIs_)
     keep = 0;
-  if (fd_ < 0 || (!asItIs && (::ftruncate(fd_, off_t(keep)) != 0 ||
-                              ::lseek(fd_, off_t(keep), SEEK_SET) < 0))) {
+  // A resumed run keeps the lines its journal counts, as far as the file holds whole ones
+  // (another file may have taken its place meanwhile: it is never padded, nor cut mid-line).
+  if (fd_ >= 0 && keep > 0)
+    keep = wholeLinesUpTo(keep);
+  if (fd_ < 0 || (!asItIs_ && (::ftruncate(fd_, off_t(keep)) != 0 ||
+                               ::lseek(fd_, off_t(keep), SEEK_SET) < 0))) {
     error = "cannot write the errors journal \"" + path_ + "\": " + std::strerror(errno);
     return false;
   }
@@ -155,6 +201,26 @@ bool ErrorsJournal::open(uint64_t keep, bool keepSkippedMembers, std::string &er
     size_ += kept.size();
   }
   return true;
+}
+
+uint64_t ErrorsJournal::wholeLinesUpTo(uint64_t keep) const {
+  struct stat file {};
+  if (::fstat(fd_, &file) != 0)
+    return 0;
+  keep = std::min<uint64_t>(keep, uint64_t(file.st_size));
+  // Back to the end of the last line that ends within `keep`.
+  char chunk[4096];
+  while (keep > 0) {
+    const uint64_t from = keep - std::min<uint64_t>(keep, sizeof chunk);
+    const ssize_t got = ::pread(fd_, chunk, size_t(keep - from), off_t(from));
+    if (got != ssize_t(keep - from))
+      return 0;
+    for (ssize_t i = got; i > 0; --i)
+      if (chunk[i - 1] == '\n')
+        return from + uint64_t(i);
+    keep = from;
+  }
+  return 0;
 }
 
 runtime::RecordFields ErrorsJournal::describe(const runtime::Failure &failure) {

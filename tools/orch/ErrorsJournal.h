@@ -29,8 +29,11 @@ public:
 
   const std::string &path() const { return path_; }
   size_t recorded() const { return recorded_; }
-  /// Its size in bytes now.
-  uint64_t size() const { return size_; }
+  /// Its size in bytes now, which a resumed run keeps; 0 for a stream, a device or a pipe
+  /// (nothing of it can be kept).
+  uint64_t size() const { return asItIs_ ? 0 : size_; }
+  /// Why a line could not be written (then no more are), or empty: the summary warns.
+  const std::string &writeError() const { return writeError_; }
 
 private:
   static runtime::RecordFields describe(const runtime::Failure &failure);
@@ -41,12 +44,18 @@ private:
   /// One line per row a Dedup node dropped (`"kind": "duplicate"`), with its survivor.
   void recordDuplicates(const runtime::RootResult &root);
   void write(const runtime::Value &entry);
+  bool writeLine(const std::string &line);
+  /// `keep` or less: the bytes of the file's whole lines within its first `keep`.
+  uint64_t wholeLinesUpTo(uint64_t keep) const;
   static constexpr size_t kLinesBetweenKeepAlives = 4096;
   const std::function<void()> *keepAlive_ = nullptr;
 
   const plan::Plan &plan_;
   std::string path_;
   int fd_ = -1;
+  /// A stream, a device or a named pipe, written as it is (open).
+  bool asItIs_ = false;
+  std::string writeError_;
   uint64_t size_ = 0;
   size_t recorded_ = 0;
 };

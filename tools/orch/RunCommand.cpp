@@ -257,7 +257,7 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
         << " failed member(s) left out by reduce(..., failed: \"skip\")";
   if (summary.engine.duplicates)
     out << "; " << summary.engine.duplicates << " duplicate(s) dropped";
-  if (errors.recorded())
+  if (errors.recorded() && errors.writeError().empty())
     out << " (see " << errors.path() << ")";
   if (const std::string stopped =
           stoppedRowsClause(summary.unfinished, summary.notStarted, journaled);
@@ -274,6 +274,10 @@ void printSummary(const plan::Plan &plan, const runtime::RunSummary &summary,
           << " finished grains of the others were reused";
   }
   out << "\n";
+  // Even with --quiet: the failed rows are counted, but their causes are not in the journal.
+  if (!errors.writeError().empty())
+    out << "orch: warning: the errors journal \"" << errors.path() << "\" could not be written ("
+        << errors.writeError() << "): the failed rows counted above are not all listed there\n";
   if (quiet)
     return;
   printDedups(out, summary);
