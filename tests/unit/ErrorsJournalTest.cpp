@@ -47,6 +47,21 @@ sink jsonl(path: "out.jsonl", record: { id: rows.id, pages: reduce(pages) });
   std::filesystem::remove(path);
 }
 
+/// A program with one source and one sink, for journals that need a plan.
+const plan::Plan &onePlan() {
+  static const plan::Plan plan =
+      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
+                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  return plan;
+}
+
+/// A named pipe in the temporary directory (empty when it cannot be made).
+std::filesystem::path temporaryPipe(const std::string &prefix) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()));
+  return ::mkfifo(path.c_str(), 0600) == 0 ? path : std::filesystem::path();
+}
+
 runtime::RootResult failedRoot(uint64_t row) {
   runtime::RootResult root;
   root.status = runtime::RootStatus::Failed;
@@ -59,9 +74,7 @@ runtime::RootResult failedRoot(uint64_t row) {
 TEST(ErrorsJournalTest, DiscardsItsLinesInDevNull) {
   // `--errors /dev/null` stopped the run: "cannot write the errors journal: Invalid argument"
   // (a device cannot be cut to length).
-  const plan::Plan plan =
-      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
-                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  const plan::Plan &plan = onePlan();
   for (const bool retry : {false, true}) {
     ErrorsJournal journal(plan, "/dev/null");
     std::string error;
@@ -74,12 +87,9 @@ TEST(ErrorsJournalTest, DiscardsItsLinesInDevNull) {
 TEST(ErrorsJournalTest, WritesWholeLinesToAPipeItNeverReads) {
   // A named pipe is written as it is: not cut, and never read for the lines a retry keeps
   // (opening it to read would wait for a writer that is this process).
-  const plan::Plan plan =
-      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
-                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
-  const std::filesystem::path fifo =
-      std::filesystem::temp_directory_path() / ("orch-errors-fifo-" + std::to_string(::getpid()));
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const plan::Plan &plan = onePlan();
+  const std::filesystem::path fifo = temporaryPipe("orch-errors-fifo-");
+  ASSERT_FALSE(fifo.empty());
   // Its reader is there first (a pipe that no process reads is refused).
   const int readEnd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
   ASSERT_GE(readEnd, 0);
@@ -106,12 +116,9 @@ TEST(ErrorsJournalTest, WritesWholeLinesToAPipeItNeverReads) {
 
 TEST(ErrorsJournalTest, RefusesAPipeThatNoProcessReads) {
   // Opening it waited for a reader, silently, before the first row.
-  const plan::Plan plan =
-      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
-                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
-  const std::filesystem::path fifo =
-      std::filesystem::temp_directory_path() / ("orch-errors-unread-" + std::to_string(::getpid()));
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const plan::Plan &plan = onePlan();
+  const std::filesystem::path fifo = temporaryPipe("orch-errors-unread-");
+  ASSERT_FALSE(fifo.empty());
   ErrorsJournal journal(plan, fifo.string());
   std::string error;
   EXPECT_FALSE(journal.open(0, false, error));
@@ -121,12 +128,9 @@ TEST(ErrorsJournalTest, RefusesAPipeThatNoProcessReads) {
 
 TEST(ErrorsJournalTest, APipeWhoseReaderLeftFailsTheWriteNotTheProcess) {
   // The run died of SIGPIPE (exit 141, no summary) when `head -n 2` stopped reading.
-  const plan::Plan plan =
-      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
-                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
-  const std::filesystem::path fifo =
-      std::filesystem::temp_directory_path() / ("orch-errors-gone-" + std::to_string(::getpid()));
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const plan::Plan &plan = onePlan();
+  const std::filesystem::path fifo = temporaryPipe("orch-errors-gone-");
+  ASSERT_FALSE(fifo.empty());
   const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
   ASSERT_GE(reader, 0);
   ErrorsJournal journal(plan, fifo.string());
@@ -144,9 +148,7 @@ TEST(ErrorsJournalTest, APipeWhoseReaderLeftFailsTheWriteNotTheProcess) {
 TEST(ErrorsJournalTest, AResumeKeepsWholeLinesTheFileHoldsNeverPadding) {
   // The run journal counted 5,530 bytes written to /dev/null: a resume to a file padded it with
   // 5,530 NUL bytes, or cut an older file's line in half.
-  const plan::Plan plan =
-      testing::compileRunnable("pipeline p;\nsource rows = jsonl(\"in.jsonl\") as Doc;\n"
-                               "sink jsonl(path: \"out.jsonl\", record: rows);\n");
+  const plan::Plan &plan = onePlan();
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("orch-errors-keep-" + std::to_string(::getpid()));
   for (const std::string &before : {std::string(), std::string("{\"a\": 1}\n{\"b\": 2}\n{\"c\"")}) {
