@@ -193,6 +193,35 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(done
   }
 }
 
+TEST(LineageEngineTest, ARowInterruptedAfterAFailureItWouldSkipIsUnfinishedNotFailed) {
+  // Its page 0 failed, which `reduce(..., failed: "skip")` leaves out, and Ctrl-C came while
+  // page 2 ran: the row was reported failed (its first failure), so a resume skipped it, though
+  // it would have been written.
+  plan::Plan plan = compile(R"(
+pipeline pages;
+source docs = jsonl("in.jsonl") as Doc;
+pages = expand(test.split(docs, field: "n")) as Page;
+checked = test.identity(pages) { batch: 1, replicas: 3 };
+sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: reduce(checked, failed: "skip") });
+)");
+  LineageEngine engine(plan);
+  engine.admitRoot(0, row(0, 3));
+  engine.closeAdmission();
+  engine.commit(splitReport(*engine.reserveBatch(), 3));
+  Batch first = *engine.reserveBatch();
+  BatchReport failed = identityReport(first);
+  failed.grains[0].kind = RowResultKind::RecordFailure;
+  failed.grains[0].message = "page 0 is bad";
+  ASSERT_EQ(engine.commit(failed).status, CommitStatus::Committed);
+  ASSERT_TRUE(engine.reserveBatch()) << "page 1 or 2 runs";
+  engine.interrupt("the run was interrupted");
+  std::vector<RootResult> roots = engine.takeFinishedRoots();
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_TRUE(stoppedByTheRun(roots[0]));
+  ASSERT_FALSE(roots[0].failures.empty());
+  EXPECT_EQ(roots[0].failures.front().kind, FailureKind::Interrupted) << "the cause shown";
+}
+
 TEST(LineageEngineTest, ValuesAreHeldOnlyUntilTheirOnlyReaderIsDone) {
   plan::Plan plan = compile(R"(
 pipeline pages;

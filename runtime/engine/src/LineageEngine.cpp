@@ -1111,7 +1111,9 @@ void LineageEngine::State::failLiveRoots(FailureKind kind, const std::string &re
     Root &root = roots[r];
     if (!root.live)
       continue;
-    root.failures.push_back(Failure{kind, "", {}, reason});
+    // The stop is its cause, before what failed under it meanwhile (a page a reduce would
+    // skip): it is unfinished (stoppedByTheRun), and a resumed run runs it again.
+    root.failures.insert(root.failures.begin(), Failure{kind, "", {}, reason});
     sequencerRootFinished(root.source, root.sourceRow, true);
     retireRoot(r,
                failedRoot(root.admission, root.source, root.sourceRow, std::move(root.failures)));
