@@ -300,8 +300,6 @@ public:
   static constexpr uint64_t kGroupBytes = 64 * 1024;
 
 private:
-  /// Writes one finished root, keeps the account and commits it: every sink prepares the
-  /// root's rows, the journal records them, then every sink publishes them (RowSink).
   /// In source order, once the run stopped a root (interrupted, aborted) the roots after it
   /// are not written either: they are delivered as stopped, so that a resumed run writes them
   /// after it, in order, and no commit record counts an unfinished row's errors-journal line.
@@ -324,6 +322,8 @@ private:
     root = std::move(stopped);
   }
 
+  /// Writes one finished root, keeps the account and commits it: every sink prepares the
+  /// root's rows, the journal records them, then every sink publishes them (RowSink).
   void deliverOne(RootResult &root, double now) {
     // A transaction could not be completed: the run stops, and the roots still arriving are
     // not committed (a resumed run runs them again).
