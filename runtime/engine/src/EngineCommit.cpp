@@ -148,11 +148,16 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     // Its first wave could be any size: a wave of renders before one was measured took a
     // budget 1.36 times over, a first batch of 16 pages to a Python consumer 1.58 times; one
     // grain at a time under the default budget made the first row 60 ms later in the paper's
-    // MinerU shape, five Calls in a row each waiting for its first batch.
+    // MinerU shape, five Calls in a row each waiting for its first batch. A result whose type
+    // bounds it (a score, a count, a flag) needs no measuring: its bound is its room (a 64-GPU
+    // OCR of Ints, held back for its first grain, made its first row 20 % later).
     if (committed < memory.limit) {
       const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
       if (committed + copies < memory.limit) {
-        const uint64_t withRoom = (memory.limit - committed - copies) / kFirstGrainRoom;
+        const uint64_t perGrain = layout.calls[call].resultBytesBound
+                                      ? layout.calls[call].resultBytesBound
+                                      : kFirstGrainRoom;
+        const uint64_t withRoom = (memory.limit - committed - copies) / perGrain;
         if (load.inFlight == 0 && measuresFirst(call, withRoom, executor))
           return {BudgetRank::Fits, 0, 1};
         if (load.inFlight == 0 || load.inFlight < withRoom)

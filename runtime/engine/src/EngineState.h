@@ -252,7 +252,7 @@ inline uint64_t heldBytes(const Value &value) {
   case Value::Kind::Bool:
   case Value::Kind::Int:
   case Value::Kind::Float:
-    return 16; // as approximateBytes counts a scalar, without the call
+    return kScalarHeldBytes; // without the call
   default:
     return approximateBytes(value);
   }

@@ -17,6 +17,14 @@ constexpr size_t kMaxConsumersThatMayNeed = 127;
 /// The most readers an item counts down (Item::readersLeft is a byte): beyond them it stays.
 constexpr size_t kMaxReaders = 255;
 
+/// Whether values of a type are a Bool, an Int or a Float (Duration and Size are Ints), which
+/// checkValueType holds every result of the type to.
+bool isFixedSizeScalar(plan::TypeKind kind) {
+  using plan::TypeKind;
+  return kind == TypeKind::Bool || kind == TypeKind::Int || kind == TypeKind::Float ||
+         kind == TypeKind::Duration || kind == TypeKind::Size;
+}
+
 ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
   if (node.kind == NodeKind::Filter)
     return ChoiceKind::Filter;
@@ -232,10 +240,16 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
             readers.push_back(reader);
         }
   }
-  for (CallLayout &call : layout.calls)
+  for (CallLayout &call : layout.calls) {
     call.keepsResults =
         !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(),
                                            [&](NodeId n) { return layout.nodes[n].readers == 0; });
+    const bool scalarResults =
+        !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(), [&](NodeId n) {
+          return isFixedSizeScalar(plan.nodes[n.index].type.kind());
+        });
+    call.resultBytesBound = scalarResults ? kScalarHeldBytes : 0;
+  }
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;

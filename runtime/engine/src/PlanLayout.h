@@ -14,6 +14,9 @@
 
 namespace orch::runtime {
 
+/// What a Bool, Int or Float counts for in the byte budget (as approximateBytes counts one).
+inline constexpr uint64_t kScalarHeldBytes = 16;
+
 /// Whether a node's items are needed (semantics.md, demand). Always: wherever its entity exists
 /// (a sink reads it, another domain reads it, or an always-needed node reads it without a
 /// choice). Conditional: a consumer chooses per entity (an if's branch, a coalesce's later
@@ -103,6 +106,10 @@ struct CallLayout {
   /// Its results stay until their row finishes (no node of it has NodeLayout::readers: a sink
   /// writes them, a broadcast or a reduce reads them).
   bool keepsResults = false;
+  /// The most a grain's result can hold where its type bounds it (Bool, Int, Float, Duration
+  /// and Size are 16 bytes, as heldBytes counts a scalar); 0 where it does not (a String, a
+  /// List, a record, which may carry more fields than its type names).
+  uint64_t resultBytesBound = 0;
 };
 
 struct PlanLayout {
