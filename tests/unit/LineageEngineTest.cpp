@@ -199,44 +199,53 @@ TEST(LineageEngineTest, ACallWhoseResultTypeBoundsItsSizeIsNotHeldBackToBeMeasur
   // budget: it was held back to 94 grains until a first grain came back, and the first row
   // came 20 % later. An Int is 16 bytes whatever the operator does (results are checked
   // against their type): a whole wave goes at once, even under a budget of 5 grains' room.
-  plan::Plan plan = compile(R"(
+  // Where inputs are copied to workers, they must be bounded too: a record's copy may be big.
+  struct Case {
+    const char *call;
+    bool copied;
+    size_t firstBatch;
+  };
+  for (const Case &c :
+       {Case{"test.sleep(pages, ms: 10)", false, 64}, Case{"test.sleep(pages, ms: 10)", true, 64},
+        Case{"test.checksum({ page: pages })", false, 64},
+        Case{"test.checksum({ page: pages })", true, 1}}) {
+    plan::Plan plan = compile(std::string(R"(
 pipeline pages;
 source docs = jsonl("in.jsonl") as Doc;
 pages = expand(test.split(docs, field: "n") { batch: 64 }) as Page;
-done = test.sleep(pages, ms: 10) { batch: 64, replicas: 32 };
-scores = test.sleep(done, ms: 10) { batch: 64, replicas: 32 };
-sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(scores)) });
+done = )") + c.call + R"( { batch: 64, replicas: 32 };
+sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(done)) });
 )");
-  EngineOptions options;
-  options.valueBudgetBytes = 5 * (uint64_t(128) << 20);
-  LineageEngine engine(plan, options);
-  for (uint32_t r = 0; r < 5; ++r) // 2,500 pages: more than a wave of 32 x 64
-    engine.admitRoot(0, row(r, 500));
-  engine.closeAdmission();
-  std::map<uint32_t, uint32_t> out;
-  ExecutorRoom room;
-  room.canRun = [&](uint32_t call) { return out[call] < 32; };
-  room.batchSlots = [](uint32_t) { return 32u; };
-  std::vector<Batch> firstWave;
-  while (std::optional<Batch> batch = engine.reserveBatch(room)) {
-    ++out[batch->call];
-    if (plan.calls[batch->call].name.starts_with("test.split"))
-      engine.commit(splitReport(*batch, 500));
-    else
-      firstWave.push_back(std::move(*batch));
+    EngineOptions options;
+    options.valueBudgetBytes = 5 * (uint64_t(128) << 20);
+    LineageEngine engine(plan, options);
+    for (uint32_t r = 0; r < 5; ++r) // 2,500 pages: more than a wave of 32 x 64
+      engine.admitRoot(0, row(r, 500));
+    engine.closeAdmission();
+    std::map<uint32_t, uint32_t> out;
+    ExecutorRoom room;
+    room.canRun = [&](uint32_t call) { return out[call] < 32; };
+    room.batchSlots = [](uint32_t) { return 32u; };
+    room.copiesInputs = [&c](uint32_t) { return c.copied; };
+    std::vector<Batch> firstWave;
+    while (std::optional<Batch> batch = engine.reserveBatch(room)) {
+      ++out[batch->call];
+      if (plan.calls[batch->call].name.starts_with("test.split"))
+        engine.commit(splitReport(*batch, 500));
+      else
+        firstWave.push_back(std::move(*batch));
+    }
+    const std::string label = std::string(c.call) + (c.copied ? ", copied" : "");
+    ASSERT_FALSE(firstWave.empty()) << label;
+    EXPECT_EQ(firstWave.front().grains.size(), c.firstBatch) << label;
+    if (c.firstBatch == 1)
+      continue; // held back to be measured, as ACallNotMeasuredYetThatTheRoomHoldsBack...
+    EXPECT_EQ(firstWave.size(), 32u) << label << ": every replica has a batch";
+    size_t grains = 0;
+    for (const Batch &batch : firstWave)
+      grains += batch.grains.size();
+    EXPECT_GT(grains, 31u * 64) << label << ": whole batches (one may end a row's pages)";
   }
-  ASSERT_EQ(firstWave.size(), 32u) << "every replica has a batch";
-  EXPECT_EQ(firstWave.front().grains.size(), 64u);
-  size_t grains = 0;
-  for (const Batch &batch : firstWave)
-    grains += batch.grains.size();
-  EXPECT_GT(grains, 31u * 64) << "whole batches (one may end a row's pages)";
-  // The Call that reads them answers Ints too: its first batch is whole as well.
-  ASSERT_EQ(engine.commit(identityReport(firstWave.front())).status, CommitStatus::Committed);
-  std::optional<Batch> next = engine.reserveBatch(room);
-  ASSERT_TRUE(next);
-  EXPECT_NE(next->call, firstWave.front().call);
-  EXPECT_EQ(next->grains.size(), 64u);
 }
 
 TEST(LineageEngineTest, ARowInterruptedAfterAFailureItWouldSkipIsUnfinishedNotFailed) {

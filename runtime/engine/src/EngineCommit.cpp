@@ -11,6 +11,15 @@ namespace {
 /// value (a page rendered at 600 dpi is about 100 MB).
 constexpr uint64_t kFirstGrainRoom = uint64_t(128) << 20;
 
+/// The room a grain of a Call not measured yet takes: kFirstGrainRoom, or what its types bound
+/// (its result's, and its inputs' where they are copied to a worker: a scorer answering a Float
+/// about each image is bounded in process, not over ZeroMQ).
+uint64_t firstGrainRoom(const CallLayout &call, bool copied) {
+  if (call.resultBytesBound == 0 || (copied && call.inputBytesBound == 0))
+    return kFirstGrainRoom;
+  return call.resultBytesBound + (copied ? call.inputBytesBound : 0);
+}
+
 } // namespace
 
 using plan::RecoveryPolicy;
@@ -154,9 +163,7 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     if (committed < memory.limit) {
       const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
       if (committed + copies < memory.limit) {
-        const uint64_t perGrain = layout.calls[call].resultBytesBound
-                                      ? layout.calls[call].resultBytesBound
-                                      : kFirstGrainRoom;
+        const uint64_t perGrain = firstGrainRoom(layout.calls[call], copied);
         const uint64_t withRoom = (memory.limit - committed - copies) / perGrain;
         if (load.inFlight == 0 && measuresFirst(call, withRoom, executor))
           return {BudgetRank::Fits, 0, 1};

@@ -244,11 +244,15 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
     call.keepsResults =
         !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(),
                                            [&](NodeId n) { return layout.nodes[n].readers == 0; });
-    const bool scalarResults =
-        !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(), [&](NodeId n) {
-          return isFixedSizeScalar(plan.nodes[n.index].type.kind());
-        });
+    auto isScalar = [&](uint32_t n) { return isFixedSizeScalar(plan.nodes[n].type.kind()); };
+    bool scalarResults = !call.nodes.empty(), scalarInputs = !call.inputLabels.empty();
+    for (NodeId n : call.nodes) {
+      scalarResults = scalarResults && isScalar(n.index);
+      const std::vector<uint32_t> &inputs = plan.nodes[n.index].inputs;
+      scalarInputs = scalarInputs && std::all_of(inputs.begin(), inputs.end(), isScalar);
+    }
     call.resultBytesBound = scalarResults ? kScalarHeldBytes : 0;
+    call.inputBytesBound = scalarInputs ? kScalarHeldBytes * call.inputLabels.size() : 0;
   }
   for (DomainLayout &domain : layout.domains)
     for (DomainId child : domain.children)

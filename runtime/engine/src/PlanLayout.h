@@ -110,6 +110,8 @@ struct CallLayout {
   /// and Size are 16 bytes, as heldBytes counts a scalar); 0 where it does not (a String, a
   /// List, a record, which may carry more fields than its type names).
   uint64_t resultBytesBound = 0;
+  /// The same for a grain's inputs, all of them: what its copy to a worker can hold.
+  uint64_t inputBytesBound = 0;
 };
 
 struct PlanLayout {
