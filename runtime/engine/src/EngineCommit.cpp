@@ -12,12 +12,12 @@ namespace {
 constexpr uint64_t kFirstGrainRoom = uint64_t(128) << 20;
 
 /// The room a grain of a Call not measured yet takes: kFirstGrainRoom, or what its types bound
-/// (its result's, and its inputs' where they are copied to a worker: a scorer answering a Float
-/// about each image is bounded in process, not over ZeroMQ).
+/// (its growth, CallLayout::growthBytesBound, and its inputs' copies where they travel to a
+/// worker: a scorer answering a Float about each image is bounded in process, not over ZeroMQ).
 uint64_t firstGrainRoom(const CallLayout &call, bool copied) {
-  if (call.resultBytesBound == 0 || (copied && call.inputBytesBound == 0))
+  if (call.growthBytesBound == 0 || (copied && call.inputBytesBound == 0))
     return kFirstGrainRoom;
-  return call.resultBytesBound + (copied ? call.inputBytesBound : 0);
+  return call.growthBytesBound + (copied ? call.inputBytesBound : 0);
 }
 
 } // namespace
@@ -157,9 +157,9 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     // Its first wave could be any size: a wave of renders before one was measured took a
     // budget 1.36 times over, a first batch of 16 pages to a Python consumer 1.58 times; one
     // grain at a time under the default budget made the first row 60 ms later in the paper's
-    // MinerU shape, five Calls in a row each waiting for its first batch. A result whose type
-    // bounds it (a score, a count, a flag) needs no measuring: its bound is its room (a 64-GPU
-    // OCR of Ints, held back for its first grain, made its first row 20 % later).
+    // MinerU shape, five Calls in a row each waiting for its first batch. A Call whose growth
+    // its types bound (a score, a count, a flag) needs no measuring: the bound is its room (a
+    // 64-GPU OCR of Ints, held back for its first grain, made its first row 20 % later).
     if (committed < memory.limit) {
       const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
       if (committed + copies < memory.limit) {

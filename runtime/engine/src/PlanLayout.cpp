@@ -25,6 +25,47 @@ bool isFixedSizeScalar(plan::TypeKind kind) {
          kind == TypeKind::Duration || kind == TypeKind::Size;
 }
 
+/// What a grain of `call` can add to the values held where types bound it: its result, and
+/// what expressions make from it, which the budget counts as the Call's growth (EngineCommit).
+/// 0 where something is not bounded: a result or a computed value that is not a Bool, Int or
+/// Float (a count joined to its document's text), or one made for each child of the grain's
+/// entity (a document's score broadcast to its pages). A record counts its fields' bytes only
+/// where none of them holds more than a scalar (setItem), so its size is bounded by its fields.
+uint64_t boundedGrowthPerGrain(const plan::Plan &plan, const PlanLayout &layout,
+                               const CallLayout &call) {
+  if (call.nodes.empty())
+    return 0;
+  uint64_t bound = 0;
+  std::vector<bool> seen(plan.nodes.size());
+  for (NodeId result : call.nodes) {
+    const plan::PlanNode &made = plan.nodes[result.index];
+    if (!isFixedSizeScalar(made.type.kind()))
+      return 0;
+    bound += kScalarHeldBytes;
+    std::vector<uint32_t> toVisit(made.consumers.begin(), made.consumers.end());
+    while (!toVisit.empty()) {
+      const uint32_t n = toVisit.back();
+      toVisit.pop_back();
+      const plan::PlanNode &node = plan.nodes[n];
+      if (seen[n] || node.kind == NodeKind::Invoke) // an Invoke's results are its own Call's
+        continue;
+      seen[n] = true;
+      if (node.kind == NodeKind::Compute || node.kind == NodeKind::Record) {
+        if (!isSameOrAncestorDomain(layout, DomainId(node.domain), DomainId(made.domain)))
+          return 0;
+        if (node.kind == NodeKind::Compute && !isFixedSizeScalar(node.type.kind()))
+          return 0;
+        bound += kScalarHeldBytes;
+        if (node.kind == NodeKind::Record)
+          for (const std::string &field : node.labels)
+            bound += field.size() + kScalarHeldBytes;
+      }
+      toVisit.insert(toVisit.end(), node.consumers.begin(), node.consumers.end());
+    }
+  }
+  return bound;
+}
+
 ChoiceKind choiceKindOf(const plan::PlanNode &node, const NodeLayout &info) {
   if (node.kind == NodeKind::Filter)
     return ChoiceKind::Filter;
@@ -244,14 +285,13 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
     call.keepsResults =
         !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(),
                                            [&](NodeId n) { return layout.nodes[n].readers == 0; });
+    call.growthBytesBound = boundedGrowthPerGrain(plan, layout, call);
     auto isScalar = [&](uint32_t n) { return isFixedSizeScalar(plan.nodes[n].type.kind()); };
-    bool scalarResults = !call.nodes.empty(), scalarInputs = !call.inputLabels.empty();
+    bool scalarInputs = !call.inputLabels.empty();
     for (NodeId n : call.nodes) {
-      scalarResults = scalarResults && isScalar(n.index);
       const std::vector<uint32_t> &inputs = plan.nodes[n.index].inputs;
       scalarInputs = scalarInputs && std::all_of(inputs.begin(), inputs.end(), isScalar);
     }
-    call.resultBytesBound = scalarResults ? kScalarHeldBytes : 0;
     call.inputBytesBound = scalarInputs ? kScalarHeldBytes * call.inputLabels.size() : 0;
   }
   for (DomainLayout &domain : layout.domains)

@@ -106,11 +106,13 @@ struct CallLayout {
   /// Its results stay until their row finishes (no node of it has NodeLayout::readers: a sink
   /// writes them, a broadcast or a reduce reads them).
   bool keepsResults = false;
-  /// The most a grain's result can hold where its type bounds it (Bool, Int, Float, Duration
-  /// and Size are 16 bytes, as heldBytes counts a scalar); 0 where it does not (a String, a
-  /// List, a record, which may carry more fields than its type names).
-  uint64_t resultBytesBound = 0;
-  /// The same for a grain's inputs, all of them: what its copy to a worker can hold.
+  /// The most a grain can add to the values held where types bound it: its result and what
+  /// expressions make from it (Bool, Int, Float, Duration and Size are 16 bytes, as heldBytes
+  /// counts a scalar); 0 where they do not (a String, a List, a record from an operator, which
+  /// may carry more fields than its type names, a String joined to the result).
+  uint64_t growthBytesBound = 0;
+  /// The same for a grain's inputs, all of them: what its copy to a worker can hold, where
+  /// they are all of those types.
   uint64_t inputBytesBound = 0;
 };
 
