@@ -13,24 +13,28 @@ constexpr uint64_t kScalar = kScalarHeldBytes;
 /// The sink's record `{ id: ..., out: ... }` where it is made from the Call's results.
 constexpr uint64_t kSinkRecord = kScalar + (2 + kScalar) + (3 + kScalar);
 
-/// The growth bound of the Call named "done" in a program whose pages it reads; `lines` are
-/// more statements, and `out` is what the sink writes beside each document's id.
-uint64_t growthBound(const std::string &call, const std::string &lines, const std::string &out) {
-  const plan::Plan plan = orch::testing::compileRunnable(
-      "pipeline pages;\n"
-      "source docs = jsonl(\"in.jsonl\") as Doc;\n"
-      "pages = expand(test.split(docs, field: \"n\")) as Page;\n"
-      "done = " +
-      call + ";\n" + lines +
-      "\n"
-      "sink jsonl(path: \"out.jsonl\", record: { id: docs.id, out: " +
-      out + " });\n");
+/// The growth bound of the Call named "done" in `program`.
+uint64_t growthBoundIn(const std::string &program) {
+  const plan::Plan plan = orch::testing::compileRunnable(program);
   const PlanLayout layout = buildPlanLayout(plan);
   for (CallId c : layout.calls.ids())
     if (plan.calls[c.index].name == "done")
       return layout.calls[c].growthBytesBound;
   ADD_FAILURE() << "no Call named done";
   return 0;
+}
+
+/// The growth bound of `done = call` in a program whose pages it reads; `lines` are more
+/// statements, and `out` is what the sink writes beside each document's id.
+uint64_t growthBound(const std::string &call, const std::string &lines, const std::string &out) {
+  return growthBoundIn("pipeline pages;\n"
+                       "source docs = jsonl(\"in.jsonl\") as Doc;\n"
+                       "pages = expand(test.split(docs, field: \"n\")) as Page;\n"
+                       "done = " +
+                       call + ";\n" + lines +
+                       "\n"
+                       "sink jsonl(path: \"out.jsonl\", record: { id: docs.id, out: " +
+                       out + " });\n");
 }
 
 TEST(PlanLayoutTest, AScalarResultAndTheScalarsAndRecordsMadeFromItAreBounded) {
@@ -60,6 +64,43 @@ TEST(PlanLayoutTest, AnythingUnboundedMadeFromTheResultLeavesTheCallUnbounded) {
                         "shifted = reduce(broadcast(done, lines) + 1);",
                         "reduce(shifted)"),
             0u);
+}
+
+TEST(PlanLayoutTest, AChoiceTheResultDecidesIsBoundedOnlyWhereItsOtherOperandsAreMadeAnyway) {
+  // The pages a score keeps exist whatever it decides.
+  EXPECT_EQ(growthBound("test.checksum(pages)", "kept = filter(pages, done > 3);", "reduce(kept)"),
+            kScalar + kScalar + kSinkRecord);
+  // A page's text made only where the score keeps it: made when the score comes back, as much
+  // as the score's batch asked for (1 MiB held 6.9 MiB). The same with if and coalesce.
+  const std::string text = "big = string(broadcast(docs.id, pages)) + \"x\";\n";
+  EXPECT_EQ(
+      growthBound("test.checksum(pages)", text + "kept = filter(big, done != -1);", "reduce(kept)"),
+      0u);
+  EXPECT_EQ(growthBound("test.checksum(pages)",
+                        text + "kept = if done != -1 then test.checksum(big) else 0;",
+                        "reduce(kept)"),
+            0u);
+  EXPECT_EQ(growthBound("test.checksum(pages)",
+                        text + "kept = coalesce(filter(done, done == -1), test.checksum(big));",
+                        "reduce(kept)"),
+            0u);
+}
+
+TEST(PlanLayoutTest, ACallUsedInTwoDomainsIsBoundedOnlyWhereEveryUseIs) {
+  // The pages' use reaches `both` within its domain; the documents' use reaches it through a
+  // broadcast, one value per page. Either order of the two lines.
+  for (const char *uses : {"pn = done(ordinal(pages));\ndn = done(ordinal(docs));\n",
+                           "dn = done(ordinal(docs));\npn = done(ordinal(pages));\n"})
+    EXPECT_EQ(growthBoundIn(std::string("pipeline pages;\n"
+                                        "source docs = jsonl(\"in.jsonl\") as Doc;\n"
+                                        "pages = expand(test.split(docs, field: \"n\")) as Page;\n"
+                                        "call done = test.checksum() { batch: 16 };\n") +
+                            uses +
+                            "both = broadcast(dn, pages) + pn;\n"
+                            "sink jsonl(path: \"out.jsonl\", record: { id: docs.id, s: "
+                            "reduce(both) });\n"),
+              0u)
+        << uses;
 }
 
 TEST(PlanLayoutTest, WhatAnotherCallMakesFromTheResultIsThatCallsGrowth) {

@@ -28,20 +28,24 @@ bool isFixedSizeScalar(plan::TypeKind kind) {
 /// What a grain of `call` can add to the values held where types bound it: its result, and
 /// what expressions make from it, which the budget counts as the Call's growth (EngineCommit).
 /// 0 where something is not bounded: a result or a computed value that is not a Bool, Int or
-/// Float (a count joined to its document's text), or one made for each child of the grain's
-/// entity (a document's score broadcast to its pages). A record counts its fields' bytes only
-/// where none of them holds more than a scalar (setItem), so its size is bounded by its fields.
+/// Float (a count joined to its document's text), one made for each child of the grain's
+/// entity (a document's score broadcast to its pages), or a choice it decides (a filter's mask,
+/// an if's condition, a coalesce's operand) whose other operands are made only when it asks
+/// (a page's text kept where its score passes). A record counts its fields' bytes only where
+/// none of them holds more than a scalar (setItem), so its size is bounded by its fields.
+/// Needs every node's demand and choice (classifyDemand).
 uint64_t boundedGrowthPerGrain(const plan::Plan &plan, const PlanLayout &layout,
                                const CallLayout &call) {
   if (call.nodes.empty())
     return 0;
   uint64_t bound = 0;
-  std::vector<bool> seen(plan.nodes.size());
   for (NodeId result : call.nodes) {
     const plan::PlanNode &made = plan.nodes[result.index];
     if (!isFixedSizeScalar(made.type.kind()))
       return 0;
     bound += kScalarHeldBytes;
+    std::vector<bool> seen(plan.nodes.size());
+    std::vector<uint32_t> choices;
     std::vector<uint32_t> toVisit(made.consumers.begin(), made.consumers.end());
     while (!toVisit.empty()) {
       const uint32_t n = toVisit.back();
@@ -50,6 +54,8 @@ uint64_t boundedGrowthPerGrain(const plan::Plan &plan, const PlanLayout &layout,
       if (seen[n] || node.kind == NodeKind::Invoke) // an Invoke's results are its own Call's
         continue;
       seen[n] = true;
+      if (layout.nodes[NodeId(n)].choice != ChoiceKind::None)
+        choices.push_back(n);
       if (node.kind == NodeKind::Compute || node.kind == NodeKind::Record) {
         if (!isSameOrAncestorDomain(layout, DomainId(node.domain), DomainId(made.domain)))
           return 0;
@@ -62,6 +68,13 @@ uint64_t boundedGrowthPerGrain(const plan::Plan &plan, const PlanLayout &layout,
       }
       toVisit.insert(toVisit.end(), node.consumers.begin(), node.consumers.end());
     }
+    // A choice's operands not made from the result are made anyway, or only when it asks.
+    for (uint32_t choice : choices)
+      for (uint32_t operand : plan.nodes[choice].inputs)
+        if (operand != result.index && !seen[operand] &&
+            plan.nodes[operand].domain != plan::kNone &&
+            layout.nodes[NodeId(operand)].demand != NodeDemand::Always)
+          return 0;
   }
   return bound;
 }
@@ -285,7 +298,6 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
     call.keepsResults =
         !call.nodes.empty() && std::all_of(call.nodes.begin(), call.nodes.end(),
                                            [&](NodeId n) { return layout.nodes[n].readers == 0; });
-    call.growthBytesBound = boundedGrowthPerGrain(plan, layout, call);
     auto isScalar = [&](uint32_t n) { return isFixedSizeScalar(plan.nodes[n].type.kind()); };
     bool scalarInputs = !call.inputLabels.empty();
     for (NodeId n : call.nodes) {
@@ -298,6 +310,8 @@ PlanLayout buildPlanLayout(const plan::Plan &plan, bool recallsGrains) {
     for (DomainId child : domain.children)
       domain.pendingSinkInputs += layout.domains[child].sinksAtOrBelow ? 1 : 0;
   classifyDemand(plan, recallsGrains, layout);
+  for (CallLayout &call : layout.calls)
+    call.growthBytesBound = boundedGrowthPerGrain(plan, layout, call);
   return layout;
 }
 
