@@ -134,6 +134,36 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, sums: reduce(test.checksum(
   EXPECT_EQ(more, 7u);
 }
 
+/// An executor with `slots` batch slots for each Call, counting the batches out.
+struct SlotsPerCall {
+  explicit SlotsPerCall(uint32_t slots, bool copied = false) {
+    room.canRun = [this, slots](uint32_t call) { return out[call] < slots; };
+    room.batchSlots = [slots](uint32_t) { return slots; };
+    room.copiesInputs = [copied](uint32_t) { return copied; };
+  }
+  SlotsPerCall(const SlotsPerCall &) = delete; // its lambdas hold `this`
+  std::map<uint32_t, uint32_t> out;
+  ExecutorRoom room;
+};
+
+/// Admits `rows` documents of 500 pages each and reserves batches until none goes: the splits
+/// are committed, and what else went is the first wave.
+std::vector<Batch> firstWaveOfPages(LineageEngine &engine, const plan::Plan &plan, uint32_t rows,
+                                    SlotsPerCall &executor) {
+  for (uint32_t r = 0; r < rows; ++r)
+    engine.admitRoot(0, row(r, 500));
+  engine.closeAdmission();
+  std::vector<Batch> firstWave;
+  while (std::optional<Batch> batch = engine.reserveBatch(executor.room)) {
+    ++executor.out[batch->call];
+    if (plan.calls[batch->call].name.starts_with("test.split"))
+      engine.commit(splitReport(*batch, 500));
+    else
+      firstWave.push_back(std::move(*batch));
+  }
+  return firstWave;
+}
+
 TEST(LineageEngineTest, ACallNotMeasuredYetThatTheRoomHoldsBackIsMeasuredOnOneGrainFirst) {
   // 32 replicas of a 10 ms kernel in batches of 64, under the default budget (room for 94
   // grains not measured yet): a batch of 64 and one of 30 went, and 30 replicas idled until
@@ -158,21 +188,8 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(done
     EngineOptions options;
     options.valueBudgetBytes = c.room * (uint64_t(128) << 20);
     LineageEngine engine(plan, options);
-    for (uint32_t r = 0; r < 4; ++r)
-      engine.admitRoot(0, row(r, 500));
-    engine.closeAdmission();
-    std::map<uint32_t, uint32_t> out;
-    ExecutorRoom room;
-    room.canRun = [&](uint32_t call) { return out[call] < c.slots; };
-    room.batchSlots = [&c](uint32_t) { return c.slots; };
-    std::vector<Batch> firstWave;
-    while (std::optional<Batch> batch = engine.reserveBatch(room)) {
-      ++out[batch->call];
-      if (plan.calls[batch->call].name.starts_with("test.split"))
-        engine.commit(splitReport(*batch, 500));
-      else
-        firstWave.push_back(std::move(*batch));
-    }
+    SlotsPerCall executor(c.slots);
+    std::vector<Batch> firstWave = firstWaveOfPages(engine, plan, 4, executor);
     ASSERT_FALSE(firstWave.empty());
     EXPECT_EQ(firstWave.front().grains.size(), c.firstBatch) << "room for " << c.room;
     if (c.firstBatch > 1) {
@@ -187,8 +204,8 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(done
     EXPECT_LE(grains, 5u);
     // Back, it measures the Call (a few bytes a grain): whole batches go.
     ASSERT_EQ(engine.commit(identityReport(firstWave.front())).status, CommitStatus::Committed);
-    --out[firstWave.front().call];
-    std::optional<Batch> next = engine.reserveBatch(room);
+    --executor.out[firstWave.front().call];
+    std::optional<Batch> next = engine.reserveBatch(executor.room);
     ASSERT_TRUE(next);
     EXPECT_EQ(next->grains.size(), 64u);
   }
@@ -226,22 +243,9 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(writ
     EngineOptions options;
     options.valueBudgetBytes = 5 * (uint64_t(128) << 20);
     LineageEngine engine(plan, options);
-    for (uint32_t r = 0; r < 5; ++r) // 2,500 pages: more than a wave of 32 x 64
-      engine.admitRoot(0, row(r, 500));
-    engine.closeAdmission();
-    std::map<uint32_t, uint32_t> out;
-    ExecutorRoom room;
-    room.canRun = [&](uint32_t call) { return out[call] < 32; };
-    room.batchSlots = [](uint32_t) { return 32u; };
-    room.copiesInputs = [&c](uint32_t) { return c.copied; };
-    std::vector<Batch> firstWave;
-    while (std::optional<Batch> batch = engine.reserveBatch(room)) {
-      ++out[batch->call];
-      if (plan.calls[batch->call].name.starts_with("test.split"))
-        engine.commit(splitReport(*batch, 500));
-      else
-        firstWave.push_back(std::move(*batch));
-    }
+    SlotsPerCall executor(32, c.copied);
+    // 2,500 pages: more than a wave of 32 x 64.
+    std::vector<Batch> firstWave = firstWaveOfPages(engine, plan, 5, executor);
     const std::string label =
         std::string(c.call) + " -> " + c.written + (c.copied ? ", copied" : "");
     ASSERT_FALSE(firstWave.empty()) << label;
