@@ -214,7 +214,7 @@ sink jsonl(path: "out.jsonl", record: { id: docs.id, pages: list.len(reduce(done
 TEST(LineageEngineTest, ACallWhoseResultTypeBoundsItsSizeIsNotHeldBackToBeMeasured) {
   // 64 replicas of a simulated OCR that answers an Int, in batches of 64, under the default
   // budget: it was held back to 94 grains until a first grain came back, and the first row
-  // came 20 % later. An Int is 16 bytes whatever the operator does (results are checked
+  // came a quarter later. An Int is 16 bytes whatever the operator does (results are checked
   // against their type): a whole wave goes at once, even under a budget of 5 grains' room.
   // Where inputs are copied to workers, they must be bounded too: a record's copy may be big.
   // What expressions make from the results counts as the Call's growth: an Int joined to its

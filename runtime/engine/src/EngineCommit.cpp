@@ -159,7 +159,7 @@ BudgetVerdict LineageEngine::State::budgetVerdict(CallId call, size_t grainCount
     // grain at a time under the default budget made the first row 60 ms later in the paper's
     // MinerU shape, five Calls in a row each waiting for its first batch. A Call whose growth
     // its types bound (a score, a count, a flag) needs no measuring: the bound is its room (a
-    // 64-GPU OCR of Ints, held back for its first grain, made its first row 20 % later).
+    // 64-GPU OCR of Ints, held back for its first grain, made its first row a quarter later).
     if (committed < memory.limit) {
       const uint64_t copies = keepRoomForCopies(executor, room).ofReadyInputs;
       if (committed + copies < memory.limit) {
