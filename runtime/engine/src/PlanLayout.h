@@ -108,8 +108,9 @@ struct CallLayout {
   bool keepsResults = false;
   /// The most a grain can add to the values held where types bound it: its result and what
   /// expressions make from it (Bool, Int, Float, Duration and Size are 16 bytes, as heldBytes
-  /// counts a scalar); 0 where they do not (a String, a List, a record from an operator, which
-  /// may carry more fields than its type names, a String joined to the result).
+  /// counts a scalar); 0 where they do not: a String, a List or a record from an operator
+  /// (which may carry more fields than its type names), a String joined to the result, a value
+  /// made for each child, a choice it decides (boundedGrowthPerGrain in PlanLayout.cpp).
   uint64_t growthBytesBound = 0;
   /// The same for a grain's inputs, all of them: what its copy to a worker can hold, where
   /// they are all of those types.
